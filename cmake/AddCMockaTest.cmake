@@ -1,0 +1,14 @@
+# One cmocka executable per test file, registered with ctest under its file name.
+function(ust_add_cmocka_test source)
+  get_filename_component(name ${source} NAME_WE)
+  add_executable(${name} ${source})
+  target_link_libraries(${name} PRIVATE understudy_core PkgConfig::CMOCKA ${ARGN})
+  # Tests build paths with snprintf into PATH_MAX buffers; gcc's truncation
+  # guesses about them are noise there, not in the product code.
+  target_compile_options(${name} PRIVATE -Wno-format-truncation)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES
+    ENVIRONMENT "UST_SOURCE_DIR=${PROJECT_SOURCE_DIR};UST_BUILD_DIR=${PROJECT_BINARY_DIR};UST_BIN=$<TARGET_FILE:understudy>"
+    TIMEOUT 300)
+endfunction()

@@ -1,0 +1,34 @@
+/* One allocation seam for the whole program, so tests can make the Nth
+ * allocation fail (SQLite's test_malloc, libuv's uv_replace_allocator). */
+#ifndef UNDERSTUDY_ALLOC_H
+#define UNDERSTUDY_ALLOC_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef void *(*ust_malloc_fn)(size_t size);
+typedef void *(*ust_realloc_fn)(void *ptr, size_t size);
+typedef void (*ust_free_fn)(void *ptr);
+
+/* Replace the allocator; all three or none. Returns UST_EINVAL on NULL. */
+int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f);
+
+void *ust_malloc(size_t size);
+void *ust_calloc(size_t n, size_t size);
+void *ust_realloc(void *ptr, size_t size);
+void ust_free(void *ptr);
+/* Copies; NULL in gives NULL out. */
+char *ust_strdup(const char *s);
+char *ust_strndup(const char *s, size_t n);
+void *ust_memdup(const void *p, size_t n);
+/* printf into a fresh string owned by the caller; NULL on allocation failure. */
+char *ust_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *ust_vsprintf(const char *fmt, va_list ap);
+
+/* Sets *err (when err is not NULL) to a formatted message the caller frees,
+ * replacing nothing: an *err already set is kept, so the first cause wins.
+ * Returns code, so `return ust_errf(err, UST_EPARSE, "...")` reads naturally. */
+int ust_errf(char **err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,26 @@
+/* Small codecs for text formats: base64 (OpenSSL), UTF-8 validation, and
+ * RFC 3339 timestamps in microseconds. */
+#ifndef UNDERSTUDY_CODEC_H
+#define UNDERSTUDY_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Standard base64 with padding. Returns a NUL-terminated string the caller
+ * frees with ust_free, or NULL on allocation failure. */
+char *ust_base64_encode(const unsigned char *data, size_t len);
+/* Strict decode of standard base64 (padding required, no whitespace).
+ * *out (ust_malloc, may be NULL when *out_len is 0). 0; UST_EPARSE; UST_ENOMEM. */
+int ust_base64_decode(const char *text, size_t text_len, unsigned char **out,
+                      size_t *out_len);
+
+/* 1 when data is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+int ust_utf8_valid(const unsigned char *data, size_t len);
+
+/* "2026-11-29T10:00:00.123456Z" (fraction of 0 to 9 digits, 'Z' or +hh:mm)
+ * to microseconds since the epoch. 0 or UST_EPARSE. */
+int ust_time_parse(const char *text, int64_t *out_us);
+/* Microseconds to "YYYY-MM-DDTHH:MM:SS.ffffffZ" (always 6 digits). buf >= 28. */
+void ust_time_format(int64_t us, char buf[32]);
+
+#endif

@@ -1,0 +1,92 @@
+/* The configuration file: routes, signature schemes, field extraction,
+ * plugins and comparison rules. Every error names the file, the key path and
+ * what was expected. Secrets are named by environment variable only. */
+#ifndef UNDERSTUDY_CONFIG_H
+#define UNDERSTUDY_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <understudy/sig.h>
+
+typedef enum ust_route_kind { UST_ROUTE_WEBHOOK = 0, UST_ROUTE_API } ust_route_kind;
+
+/* A field source: a JSON Pointer (RFC 6901) into the body, or "header:NAME". */
+typedef struct ust_route_fields {
+    char *event_id, *event_type, *occurred_at, *transaction_id, *amount,
+        *currency, *intent; /* NULL when not configured */
+} ust_route_fields;
+
+typedef struct ust_status_map_entry {
+    char *from;  /* provider value, e.g. "payment_intent.succeeded" */
+    char *state; /* "pending", "paid", "refunded" or "cancelled" */
+} ust_status_map_entry;
+
+typedef struct ust_route {
+    char *path;
+    ust_route_kind kind;
+    char *provider;
+    /* signature */
+    ust_sig_scheme scheme; /* UST_SCHEME_NONE when the route has none */
+    char *secret_env;
+    char *sig_header; /* hmac-sha256-hex header, NULL = default */
+    int64_t tolerance_s;
+    char *secret; /* from the environment by ust_config_load_secrets; never written out */
+    /* extraction */
+    ust_route_fields fields;
+    char *status_from; /* source of the target state, NULL if none */
+    ust_status_map_entry *status_map;
+    size_t n_status_map; /* 0: the value is the state itself */
+    /* api routes */
+    char *idem_header;   /* e.g. "Idempotency-Key" */
+    char *tenant_header; /* e.g. "X-Tenant-Id", NULL if none */
+} ust_route;
+
+typedef struct ust_plugin_config {
+    char *path;     /* shared library, NULL if exec is used */
+    char **exec;    /* argv of a child process plugin, NULL-terminated, or NULL */
+    json_t *config; /* the plugin's own config object (owned reference) */
+    int isolate;    /* run a .so in a child process */
+    int64_t timeout_ms;
+    int64_t max_rss_mb;
+} ust_plugin_config;
+
+typedef struct ust_config {
+    char *file; /* path as given, for messages */
+    char *listen, *log_path, *run_path; /* NULL when absent */
+    struct {
+        size_t max_body_bytes;      /* default 1 MiB */
+        size_t max_headers;         /* default 64 */
+        int64_t header_timeout_ms;  /* default 10000 */
+    } limits;
+    ust_route *routes;
+    size_t n_routes;
+    ust_plugin_config legacy, candidate;
+    char **compare_ignore; /* JSON Pointers into the response body */
+    size_t n_compare_ignore;
+    char **compare_headers; /* response headers compared, case-insensitive */
+    size_t n_compare_headers;
+    char hash[65]; /* SHA-256 hex of the file's canonical JSON */
+    json_t *root;  /* the whole document (owned) */
+} ust_config;
+
+/* Reads and validates file. 0; UST_EIO (cannot read); UST_ECONFIG with *err
+ * like "cfg.json: routes[1].signature.scheme: expected one of ...". */
+int ust_config_load(const char *file, ust_config **out, char **err);
+/* The same from memory; label stands for the file name in messages. */
+int ust_config_parse(const char *text, size_t len, const char *label,
+                     ust_config **out, char **err);
+void ust_config_free(ust_config *cfg);
+
+/* Reads every route's secret from its secret_env. UST_ECONFIG naming the
+ * variable (never its value) when one is unset or empty. */
+int ust_config_load_secrets(ust_config *cfg, char **err);
+
+/* The route whose path equals the path of target (query ignored), or NULL. */
+const ust_route *ust_config_route(const ust_config *cfg, const char *target);
+
+/* One of the canonical states? */
+int ust_state_is_valid(const char *state);
+
+#endif

@@ -1,0 +1,62 @@
+/* The canonical event: what a plugin decides on, derived from a raw request
+ * by one pure function of (request, config, secrets). The same at record,
+ * import and replay. */
+#ifndef UNDERSTUDY_EVENT_H
+#define UNDERSTUDY_EVENT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include <understudy/config.h>
+#include <understudy/hash.h>
+#include <understudy/request.h>
+#include <understudy/sig.h>
+
+typedef struct ust_event {
+    int64_t seq;
+    int64_t received_at_us;
+    const ust_route *route; /* borrowed from the config; NULL: unknown route */
+    /* Derived fields, owned (ust_malloc), NULL when absent. */
+    char *provider;
+    char *event_id;       /* webhooks: delivery id; api: NULL */
+    char *event_type;
+    char *transaction_id;
+    char *target_status;  /* canonical state after mapping, or NULL */
+    char *currency;
+    char *intent;
+    char *idem_key;       /* unquoted Idempotency-Key */
+    char *tenant;
+    int64_t amount; /* minor units */
+    int has_amount;
+    /* webhooks: "<provider>:<transaction_id>" (or ":<event_id>" without one);
+     * api: "<path>:<tenant or ->:<key>"; NULL when neither can be formed */
+    char *identity;
+    char request_sha256[UST_SHA256_HEX_LEN + 1];
+    int body_is_json;
+    ust_sig_status sig;
+} ust_event;
+
+/* Derives ev from req. Never fails on bad input (a non-JSON body leaves the
+ * body fields NULL and hashes the raw bytes); 0 or UST_ENOMEM. seq is set to 0. */
+int ust_event_derive(const ust_config *cfg, const ust_request *req, ust_event *ev,
+                     char **err);
+void ust_event_clear(ust_event *ev);
+
+/* Request hash: SHA-256 of the body's canonical JSON (keys sorted, compact);
+ * a non-JSON body (or one nested too deep) hashes as raw bytes. *is_json tells
+ * which (may be NULL). 0 or UST_ENOMEM. */
+int ust_request_hash(const unsigned char *body, size_t len,
+                     char hex[UST_SHA256_HEX_LEN + 1], int *is_json);
+
+/* Canonical JSON text of v (keys sorted, compact), caller frees with free(). */
+char *ust_json_canonical(const json_t *v);
+
+/* RFC 6901 JSON Pointer lookup; borrowed result or NULL. "" is the root. */
+json_t *ust_json_pointer(json_t *root, const char *pointer);
+
+/* Idempotency-Key header value to the key: an RFC 8941 sf-string ("..." with
+ * \" and \\ escapes) or an unquoted token give the same key. 0; UST_EPARSE for
+ * an empty or malformed value; UST_ENOMEM. *out is freed by the caller. */
+int ust_idem_key_parse(const char *value, char **out);
+
+#endif

@@ -1,0 +1,104 @@
+/* The event log: every request exactly as it arrived, in one SQLite file in
+ * WAL mode, append-only (triggers abort UPDATE and DELETE) and hash-chained
+ * (each row carries SHA-256 over the previous row's hash and its own content). */
+#ifndef UNDERSTUDY_LOG_H
+#define UNDERSTUDY_LOG_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <understudy/config.h>
+#include <understudy/hash.h>
+#include <understudy/request.h>
+#include <understudy/sig.h>
+
+typedef struct ust_log ust_log;
+
+enum {
+    UST_LOG_READONLY = 1, /* open for reading only */
+    UST_LOG_CREATE = 2    /* create the file and schema when missing */
+};
+
+/* One row. On append, the caller fills req and the derived fields (seq and
+ * hash are assigned); on read, everything is owned by the record and freed by
+ * ust_log_record_clear. Derived strings are NULL when absent. */
+typedef struct ust_log_record {
+    int64_t seq;
+    ust_request req;
+    char *route, *provider, *event_id, *identity;
+    char request_sha256[UST_SHA256_HEX_LEN + 1];
+    ust_sig_status sig;
+    char config_hash[UST_SHA256_HEX_LEN + 1]; /* "" when none */
+    unsigned char hash[UST_SHA256_LEN];
+} ust_log_record;
+
+void ust_log_record_clear(ust_log_record *rec);
+
+/* 0; UST_EIO or UST_EDB with *err naming the file. */
+int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err);
+void ust_log_close(ust_log *log);
+
+/* Appends n records in one transaction (all or none) and, when it is the
+ * outermost one, commits with synchronous=FULL: on return 0 they are on disk.
+ * *first_seq (may be NULL) receives the first assigned seq. */
+int ust_log_append(ust_log *log, const ust_log_record *recs, size_t n,
+                   int64_t *first_seq, char **err);
+
+/* An outer transaction around several appends (import: nothing from a file
+ * is appended unless all of it is). */
+int ust_log_begin(ust_log *log, char **err);
+int ust_log_commit(ust_log *log, char **err);
+void ust_log_rollback(ust_log *log);
+
+/* Reading in seq order, from the first seq greater than after_seq. */
+typedef struct ust_log_cursor ust_log_cursor;
+int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
+                        char **err);
+/* 1 and *rec filled (cleared first), 0 at the end, negative on error. */
+int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
+void ust_log_cursor_close(ust_log_cursor *cur);
+
+typedef struct ust_log_verify_result {
+    int64_t checked;        /* rows whose hash was recomputed */
+    int64_t bad_seq;        /* first bad seq, 0 when the chain holds */
+    char reason[160];       /* what is wrong at bad_seq */
+    int64_t head_seq;       /* last seq, 0 when empty */
+    char head_hash[UST_SHA256_HEX_LEN + 1];
+    int64_t n_prunes;       /* prunes recorded */
+    int64_t pruned_through; /* last seq removed by a prune, 0 if none */
+} ust_log_verify_result;
+
+/* 0 when the chain holds; UST_ETAMPER with res->bad_seq and res->reason when
+ * a row was changed, deleted, inserted or reordered; other codes on errors. */
+int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err);
+
+/* Last seq and its hash (hex), seq 0 and "" when empty. */
+int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
+                 char **err);
+
+/* Counts and span as a JSON object (caller json_decref's). */
+int ust_log_stats(ust_log *log, json_t **out, char **err);
+
+/* Removes the longest prefix of rows that all arrived before before_us,
+ * re-anchors the chain on the last removed row's hash and records the prune
+ * (now_us is when it was done). *n_pruned may be NULL. */
+int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us,
+                  int64_t *n_pruned, char **err);
+
+/* Interchange JSONL. Parses one line (without its newline) into *req. 0, or
+ * UST_EPARSE with *err saying which field is wrong. */
+int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err);
+/* One line, no newline, ust_free'd by the caller; NULL on allocation failure.
+ * with_derived adds provider, event_id, identity, request_sha256, signature. */
+char *ust_jsonl_format(const ust_log_record *rec, int with_derived);
+
+/* Reads JSONL from in, derives each event under cfg and appends all of it in
+ * one transaction. A bad line: UST_EPARSE, *err "<label>:<line>: <why>",
+ * nothing appended. *n (may be NULL) receives the number appended. */
+int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *label,
+                   int64_t *n, char **err);
+/* Writes every row as JSONL. */
+int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err);
+
+#endif

@@ -1,0 +1,281 @@
+/* understudy log import|export|verify|stats|prune */
+#include "cli/cli.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/config.h>
+#include <understudy/error.h>
+#include <understudy/log.h>
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+    "usage: understudy log <action> [options]\n"
+    "\n"
+    "  import --config FILE [--log DB] [FILE.jsonl|-]\n"
+    "      derive and append every line of the file, all or nothing\n"
+    "  export --log DB [--derived] [--out FILE]\n"
+    "      write the log as interchange JSONL (stdout by default)\n"
+    "  verify --log DB [--json]\n"
+    "      check the hash chain; exit 1 and name the first bad seq if broken\n"
+    "  stats --log DB [--json]\n"
+    "      counts per route, provider and signature status; span; size on disk\n"
+    "  prune --log DB --before TIME\n"
+    "      remove events that arrived before TIME (RFC 3339); recorded, verifiable\n"
+    "\n"
+    "--log defaults to the config's \"log\" when --config is given.\n";
+
+struct log_opts {
+    const char *config, *log, *out, *before;
+    int json, derived, help;
+};
+
+static int parse_opts(int argc, char **argv, struct log_opts *o)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'}, {"log", required_argument, NULL, 'l'},
+        {"out", required_argument, NULL, 'o'},    {"before", required_argument, NULL, 'b'},
+        {"json", no_argument, NULL, 'j'},         {"derived", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    memset(o, 0, sizeof(*o));
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c': o->config = optarg; break;
+        case 'l': o->log = optarg; break;
+        case 'o': o->out = optarg; break;
+        case 'b': o->before = optarg; break;
+        case 'j': o->json = 1; break;
+        case 'd': o->derived = 1; break;
+        case 'h': o->help = 1; break;
+        default:
+            fprintf(stderr, "understudy log: unknown or incomplete option \"%s\"\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int open_log(const char *path, unsigned flags, ust_log **log)
+{
+    char *err = NULL;
+    if (ust_log_open(path, flags, log, &err) != 0)
+        return ust_cli_fail(err, "cannot open the log");
+    return 0;
+}
+
+static int cmd_import(struct log_opts *o, int nargs, char **args)
+{
+    if (o->config == NULL || nargs > 1)
+        return ust_cli_fail(NULL, "log import: need --config FILE and at most one input "
+                                  "file (try --help)");
+    char *err = NULL;
+    ust_config *cfg = NULL;
+    if (ust_config_load(o->config, &cfg, &err) != 0)
+        return ust_cli_fail(err, "cannot load the config");
+    const char *path = o->log ? o->log : cfg->log_path;
+    int rc = UST_EXIT_USAGE;
+    ust_log *log = NULL;
+    FILE *in = NULL;
+    const char *label = nargs == 1 ? args[0] : "-";
+    if (path == NULL) {
+        ust_cli_fail(NULL, "log import: no --log given and the config has no \"log\"");
+        goto out;
+    }
+    if (ust_config_load_secrets(cfg, &err) != 0) {
+        ust_cli_fail(err, "secrets missing");
+        goto out;
+    }
+    in = strcmp(label, "-") == 0 ? stdin : fopen(label, "rb");
+    if (in == NULL) {
+        ust_cli_fail(ust_sprintf("%s: cannot open for reading", label), NULL);
+        goto out;
+    }
+    if (open_log(path, UST_LOG_CREATE, &log) != 0)
+        goto out;
+    int64_t n = 0;
+    if (ust_log_import(log, cfg, in, label, &n, &err) != 0) {
+        ust_cli_fail(err, "import failed");
+        fprintf(stderr, "understudy: nothing from %s was appended\n", label);
+        goto out;
+    }
+    printf("imported %lld events from %s into %s\n", (long long)n, label, path);
+    rc = UST_EXIT_OK;
+out:
+    if (in != NULL && in != stdin)
+        fclose(in);
+    ust_log_close(log);
+    ust_config_free(cfg);
+    return rc;
+}
+
+static int cmd_export(struct log_opts *o)
+{
+    ust_log *log = NULL;
+    if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
+        return UST_EXIT_USAGE;
+    FILE *out = o->out ? fopen(o->out, "wb") : stdout;
+    int rc = UST_EXIT_USAGE;
+    char *err = NULL;
+    if (out == NULL)
+        ust_cli_fail(ust_sprintf("%s: cannot open for writing", o->out), NULL);
+    else if (ust_log_export(log, out, o->derived, &err) != 0)
+        ust_cli_fail(err, "export failed");
+    else if (fflush(out) != 0)
+        ust_cli_fail(NULL, "export: write failed");
+    else
+        rc = UST_EXIT_OK;
+    if (out != NULL && out != stdout && fclose(out) != 0 && rc == UST_EXIT_OK)
+        rc = ust_cli_fail(NULL, "export: write failed");
+    ust_log_close(log);
+    return rc;
+}
+
+static int cmd_verify(struct log_opts *o)
+{
+    ust_log *log = NULL;
+    if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
+        return UST_EXIT_USAGE;
+    ust_log_verify_result res;
+    char *err = NULL;
+    int rc = ust_log_verify(log, &res, &err);
+    ust_log_close(log);
+    if (rc != 0 && rc != UST_ETAMPER)
+        return ust_cli_fail(err, "verify failed");
+    ust_free(err);
+    if (o->json) {
+        json_t *j = json_pack("{s:b,s:I,s:I,s:s,s:I,s:I}", "ok", rc == 0, "checked",
+                              (json_int_t)res.checked, "head_seq", (json_int_t)res.head_seq,
+                              "head_hash", res.head_hash, "prunes",
+                              (json_int_t)res.n_prunes, "pruned_through",
+                              (json_int_t)res.pruned_through);
+        if (rc != 0) {
+            json_object_set_new(j, "bad_seq", json_integer(res.bad_seq));
+            json_object_set_new(j, "reason", json_string(res.reason));
+        }
+        json_dumpf(j, stdout, JSON_COMPACT);
+        putchar('\n');
+        json_decref(j);
+    } else if (rc == 0) {
+        printf("ok: %lld events verified, head seq %lld, head hash %s\n",
+               (long long)res.checked, (long long)res.head_seq,
+               res.head_hash[0] ? res.head_hash : "(empty log)");
+        if (res.n_prunes > 0)
+            printf("pruned: %lld prune(s), events through seq %lld removed\n",
+                   (long long)res.n_prunes, (long long)res.pruned_through);
+    } else {
+        printf("TAMPERED: seq %lld: %s\n", (long long)res.bad_seq, res.reason);
+    }
+    return rc == 0 ? UST_EXIT_OK : UST_EXIT_FINDING;
+}
+
+static void print_counts(const char *title, json_t *obj)
+{
+    printf("%s:\n", title);
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        printf("  %-28s %lld\n", k, (long long)json_integer_value(v));
+    }
+}
+
+static int cmd_stats(struct log_opts *o)
+{
+    ust_log *log = NULL;
+    if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
+        return UST_EXIT_USAGE;
+    json_t *s = NULL;
+    char *err = NULL;
+    int rc = ust_log_stats(log, &s, &err);
+    ust_log_close(log);
+    if (rc != 0)
+        return ust_cli_fail(err, "stats failed");
+    if (o->json) {
+        json_dumpf(s, stdout, JSON_COMPACT | JSON_SORT_KEYS);
+        putchar('\n');
+    } else {
+        json_t *first = json_object_get(s, "first_received_at");
+        json_t *last = json_object_get(s, "last_received_at");
+        printf("events:        %lld (seq %lld..%lld)\n",
+               (long long)json_integer_value(json_object_get(s, "events")),
+               (long long)json_integer_value(json_object_get(s, "first_seq")),
+               (long long)json_integer_value(json_object_get(s, "last_seq")));
+        printf("first arrival: %s\n", json_is_string(first) ? json_string_value(first) : "-");
+        printf("last arrival:  %s\n", json_is_string(last) ? json_string_value(last) : "-");
+        printf("bytes on disk: %lld\n",
+               (long long)json_integer_value(json_object_get(s, "bytes_on_disk")));
+        printf("prunes:        %lld (%lld events removed)\n",
+               (long long)json_integer_value(json_object_get(s, "prunes")),
+               (long long)json_integer_value(json_object_get(s, "pruned_events")));
+        print_counts("by route", json_object_get(s, "routes"));
+        print_counts("by provider", json_object_get(s, "providers"));
+        print_counts("by signature", json_object_get(s, "signatures"));
+    }
+    json_decref(s);
+    return UST_EXIT_OK;
+}
+
+static int cmd_prune(struct log_opts *o)
+{
+    int64_t before;
+    if (o->before == NULL || ust_time_parse(o->before, &before) != 0)
+        return ust_cli_fail(NULL, "log prune: --before needs an RFC 3339 time such as "
+                                  "2026-11-01T00:00:00Z");
+    ust_log *log = NULL;
+    if (open_log(o->log, 0, &log) != 0)
+        return UST_EXIT_USAGE;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t n = 0;
+    char *err = NULL;
+    int rc = ust_log_prune(log, before, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000,
+                           &n, &err);
+    ust_log_close(log);
+    if (rc != 0)
+        return ust_cli_fail(err, "prune failed");
+    printf("pruned %lld events that arrived before %s\n", (long long)n, o->before);
+    return UST_EXIT_OK;
+}
+
+int ust_cli_log(int argc, char **argv)
+{
+    if (argc < 2)
+        return ust_cli_usage(usage, 0);
+    const char *action = argv[1];
+    struct log_opts o;
+    if (strcmp(action, "--help") == 0 || strcmp(action, "-h") == 0)
+        return ust_cli_usage(usage, 1);
+    if (parse_opts(argc - 1, argv + 1, &o) != 0)
+        return ust_cli_usage(usage, 0);
+    if (o.help)
+        return ust_cli_usage(usage, 1);
+    int nargs = argc - 1 - optind;
+    char **args = argv + 1 + optind;
+    if (strcmp(action, "import") == 0)
+        return cmd_import(&o, nargs, args);
+    if (nargs > 0)
+        return ust_cli_fail(ust_sprintf("log %s: unexpected argument \"%s\"", action,
+                                        args[0]),
+                            NULL);
+    if (strcmp(action, "export") != 0 && strcmp(action, "verify") != 0 &&
+        strcmp(action, "stats") != 0 && strcmp(action, "prune") != 0) {
+        fprintf(stderr, "understudy log: unknown action \"%s\"\n", action);
+        return ust_cli_usage(usage, 0);
+    }
+    if (o.log == NULL)
+        return ust_cli_fail(ust_sprintf("log %s: --log DB is required", action), NULL);
+    if (strcmp(action, "export") == 0)
+        return cmd_export(&o);
+    if (strcmp(action, "verify") == 0)
+        return cmd_verify(&o);
+    if (strcmp(action, "stats") == 0)
+        return cmd_stats(&o);
+    return cmd_prune(&o);
+}

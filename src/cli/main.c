@@ -1,0 +1,41 @@
+#include "cli/cli.h"
+
+#include <understudy/alloc.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: understudy <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  log import|export|verify|stats|prune   the append-only event log\n"
+    "\n"
+    "Every command has --help. Exit status: 0 success, 1 a finding (tampering,\n"
+    "divergences not triaged), 2 a usage or input error.\n";
+
+int ust_cli_fail(char *msg, const char *fallback)
+{
+    fprintf(stderr, "understudy: %s\n", msg ? msg : fallback);
+    ust_free(msg);
+    return UST_EXIT_USAGE;
+}
+
+int ust_cli_usage(const char *text, int asked)
+{
+    fputs(text, asked ? stdout : stderr);
+    return asked ? UST_EXIT_OK : UST_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return ust_cli_usage(usage, 0);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)
+        return ust_cli_usage(usage, 1);
+    if (strcmp(cmd, "log") == 0)
+        return ust_cli_log(argc - 1, argv + 1);
+    fprintf(stderr, "understudy: unknown command \"%s\"\n", cmd);
+    return ust_cli_usage(usage, 0);
+}

@@ -1,0 +1,152 @@
+/* Opening the log: connection settings, schema, and the triggers that make
+ * the events table append-only in the database rather than by convention. */
+#include "log/log_internal.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <sys/stat.h>
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "INSERT OR IGNORE INTO meta VALUES('format', 'understudy-log-1');"
+    "CREATE TABLE IF NOT EXISTS events("
+    " seq INTEGER PRIMARY KEY,"
+    " received_at INTEGER NOT NULL,"
+    " remote TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL,"
+    " headers TEXT NOT NULL,"  /* JSON [[name, value], ...], order kept */
+    " body BLOB NOT NULL,"
+    " route TEXT, provider TEXT, event_id TEXT, identity TEXT,"
+    " request_sha256 TEXT NOT NULL, signature TEXT NOT NULL, config_hash TEXT,"
+    " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS events_identity ON events(identity);"
+    /* A prune removes a prefix of the chain; the row it leaves behind records
+     * the hash the remaining chain starts from. */
+    "CREATE TABLE IF NOT EXISTS prunes("
+    " id INTEGER PRIMARY KEY, pruned_at INTEGER NOT NULL, before INTEGER NOT NULL,"
+    " first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, count INTEGER NOT NULL,"
+    " anchor_hash BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS prune_guard(active INTEGER NOT NULL);"
+    "INSERT INTO prune_guard SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM prune_guard);"
+    "CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events"
+    " BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;"
+    "CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events"
+    " WHEN (SELECT active FROM prune_guard) IS NOT 1"
+    " BEGIN SELECT RAISE(ABORT, 'the event log is append-only: use log prune'); END;"
+    "CREATE TRIGGER IF NOT EXISTS prunes_no_update BEFORE UPDATE ON prunes"
+    " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;"
+    "CREATE TRIGGER IF NOT EXISTS prunes_no_delete BEFORE DELETE ON prunes"
+    " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;";
+
+static const char insert_sql[] =
+    "INSERT INTO events(" UST__LOG_COLUMNS ") "
+    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)";
+
+int ust__log_db_error(ust_log *log, const char *what, char **err)
+{
+    return ust_errf(err, UST_EDB, "%s: %s: %s", log->path, what,
+                    sqlite3_errmsg(log->db));
+}
+
+int ust__log_exec(ust_log *log, const char *sql, char **err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(log->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        ust_errf(err, UST_EDB, "%s: %s", log->path, msg ? msg : "error");
+        sqlite3_free(msg);
+        return UST_EDB;
+    }
+    return 0;
+}
+
+int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
+{
+    *out = NULL;
+    struct stat st;
+    if (!(flags & UST_LOG_CREATE) && stat(path, &st) != 0)
+        return ust_errf(err, UST_EIO, "%s: no such event log", path);
+    ust_log *log = ust_calloc(1, sizeof(*log));
+    if (log == NULL || (log->path = ust_strdup(path)) == NULL) {
+        ust_free(log);
+        return UST_ENOMEM;
+    }
+    int oflags = (flags & UST_LOG_READONLY)
+                     ? SQLITE_OPEN_READONLY
+                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc = 0;
+    if (sqlite3_open_v2(path, &log->db, oflags | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        rc = ust__log_db_error(log, "cannot open", err);
+        goto fail;
+    }
+    sqlite3_busy_timeout(log->db, 10000);
+    /* WAL lets readers (replay, stats) run beside the recorder; FULL makes a
+     * commit durable before it returns, which is what an acknowledgement means. */
+    if (!(flags & UST_LOG_READONLY)) {
+        if ((rc = ust__log_exec(log, "PRAGMA journal_mode=WAL;"
+                                     "PRAGMA synchronous=FULL;", err)) != 0 ||
+            (rc = ust__log_exec(log, "BEGIN IMMEDIATE;", err)) != 0)
+            goto fail;
+        if ((rc = ust__log_exec(log, schema_sql, err)) != 0) {
+            ust__log_exec(log, "ROLLBACK;", NULL);
+            goto fail;
+        }
+        if ((rc = ust__log_exec(log, "COMMIT;", err)) != 0)
+            goto fail;
+        if (sqlite3_prepare_v3(log->db, insert_sql, -1, SQLITE_PREPARE_PERSISTENT,
+                               &log->insert, NULL) != SQLITE_OK) {
+            rc = ust__log_db_error(log, "prepare insert", err);
+            goto fail;
+        }
+    } else {
+        sqlite3_stmt *probe = NULL;
+        if (sqlite3_prepare_v2(log->db, "SELECT seq FROM events LIMIT 1", -1,
+                               &probe, NULL) != SQLITE_OK) {
+            rc = ust_errf(err, UST_EDB, "%s: not an understudy event log (%s)",
+                          path, sqlite3_errmsg(log->db));
+            goto fail;
+        }
+        sqlite3_finalize(probe);
+    }
+    *out = log;
+    return 0;
+fail:
+    ust_log_close(log);
+    return rc;
+}
+
+void ust_log_close(ust_log *log)
+{
+    if (log == NULL)
+        return;
+    sqlite3_finalize(log->insert);
+    sqlite3_close(log->db);
+    ust_free(log->path);
+    ust_free(log);
+}
+
+int ust_log_begin(ust_log *log, char **err)
+{
+    if (log->in_outer_tx)
+        return ust_errf(err, UST_EINVAL, "%s: transaction already open", log->path);
+    int rc = ust__log_exec(log, "BEGIN IMMEDIATE;", err);
+    if (rc == 0)
+        log->in_outer_tx = 1;
+    return rc;
+}
+
+int ust_log_commit(ust_log *log, char **err)
+{
+    int rc = ust__log_exec(log, "COMMIT;", err);
+    if (rc != 0)
+        ust__log_exec(log, "ROLLBACK;", NULL);
+    log->in_outer_tx = 0;
+    return rc;
+}
+
+void ust_log_rollback(ust_log *log)
+{
+    if (log->in_outer_tx)
+        ust__log_exec(log, "ROLLBACK;", NULL);
+    log->in_outer_tx = 0;
+}

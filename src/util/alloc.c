@@ -1,0 +1,109 @@
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    ust_malloc_fn malloc_fn;
+    ust_realloc_fn realloc_fn;
+    ust_free_fn free_fn;
+} allocator = {malloc, realloc, free};
+
+int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f)
+{
+    if (m == NULL || r == NULL || f == NULL)
+        return UST_EINVAL;
+    allocator.malloc_fn = m;
+    allocator.realloc_fn = r;
+    allocator.free_fn = f;
+    return 0;
+}
+
+void *ust_malloc(size_t size)
+{
+    return allocator.malloc_fn(size ? size : 1);
+}
+
+void *ust_calloc(size_t n, size_t size)
+{
+    if (size != 0 && n > (size_t)-1 / size)
+        return NULL;
+    void *p = ust_malloc(n * size);
+    if (p != NULL)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *ust_realloc(void *ptr, size_t size)
+{
+    return allocator.realloc_fn(ptr, size ? size : 1);
+}
+
+void ust_free(void *ptr)
+{
+    if (ptr != NULL)
+        allocator.free_fn(ptr);
+}
+
+void *ust_memdup(const void *p, size_t n)
+{
+    if (p == NULL)
+        return NULL;
+    void *copy = ust_malloc(n);
+    if (copy != NULL && n > 0)
+        memcpy(copy, p, n);
+    return copy;
+}
+
+char *ust_strndup(const char *s, size_t n)
+{
+    if (s == NULL)
+        return NULL;
+    char *copy = ust_malloc(n + 1);
+    if (copy == NULL)
+        return NULL;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    return copy;
+}
+
+char *ust_strdup(const char *s)
+{
+    return s == NULL ? NULL : ust_strndup(s, strlen(s));
+}
+
+char *ust_vsprintf(const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        return NULL;
+    char *out = ust_malloc((size_t)n + 1);
+    if (out != NULL)
+        vsnprintf(out, (size_t)n + 1, fmt, ap);
+    return out;
+}
+
+char *ust_sprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *out = ust_vsprintf(fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+int ust_errf(char **err, int code, const char *fmt, ...)
+{
+    if (err != NULL && *err == NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        *err = ust_vsprintf(fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}

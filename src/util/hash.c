@@ -1,0 +1,53 @@
+#include <understudy/error.h>
+#include <understudy/hash.h>
+
+#include <openssl/evp.h>
+#include <stdio.h>
+
+void ust_sha256(const void *data, size_t len, unsigned char out[UST_SHA256_LEN])
+{
+    unsigned int n = UST_SHA256_LEN;
+    EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
+}
+
+void ust_hex_encode(const unsigned char *bytes, size_t n, char *hex)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[bytes[i] >> 4];
+        hex[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    hex[2 * n] = '\0';
+}
+
+void ust_sha256_hex(const void *data, size_t len, char hex[UST_SHA256_HEX_LEN + 1])
+{
+    unsigned char md[UST_SHA256_LEN];
+    ust_sha256(data, len, md);
+    ust_hex_encode(md, sizeof(md), hex);
+}
+
+int ust_sha256_file_hex(const char *path, char hex[UST_SHA256_HEX_LEN + 1])
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return UST_EIO;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int rc = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : UST_ENOMEM;
+    unsigned char buf[65536];
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+        if (!EVP_DigestUpdate(ctx, buf, n))
+            rc = UST_EIO;
+    if (rc == 0 && ferror(f))
+        rc = UST_EIO;
+    unsigned char md[UST_SHA256_LEN];
+    unsigned int mdlen = sizeof(md);
+    if (rc == 0 && !EVP_DigestFinal_ex(ctx, md, &mdlen))
+        rc = UST_EIO;
+    if (rc == 0)
+        ust_hex_encode(md, sizeof(md), hex);
+    EVP_MD_CTX_free(ctx);
+    fclose(f);
+    return rc;
+}

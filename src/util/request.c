@@ -1,0 +1,88 @@
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/request.h>
+
+#include <string.h>
+#include <strings.h>
+
+void ust_request_clear(ust_request *req)
+{
+    if (req == NULL)
+        return;
+    ust_free(req->remote);
+    ust_free(req->method);
+    ust_free(req->target);
+    for (size_t i = 0; i < req->n_headers; i++) {
+        ust_free(req->headers[i].name);
+        ust_free(req->headers[i].value);
+    }
+    ust_free(req->headers);
+    ust_free(req->body);
+    memset(req, 0, sizeof(*req));
+}
+
+int ust_request_add_header(ust_request *req, const char *name, const char *value)
+{
+    ust_header *grown =
+        ust_realloc(req->headers, (req->n_headers + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    req->headers = grown;
+    char *n = ust_strdup(name);
+    char *v = ust_strdup(value);
+    if (n == NULL || v == NULL) {
+        ust_free(n);
+        ust_free(v);
+        return UST_ENOMEM;
+    }
+    req->headers[req->n_headers].name = n;
+    req->headers[req->n_headers].value = v;
+    req->n_headers++;
+    return 0;
+}
+
+const char *ust_request_header(const ust_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->n_headers; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0)
+            return req->headers[i].value;
+    return NULL;
+}
+
+int ust_request_copy(ust_request *dst, const ust_request *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->received_at_us = src->received_at_us;
+    dst->remote = ust_strdup(src->remote);
+    dst->method = ust_strdup(src->method);
+    dst->target = ust_strdup(src->target);
+    if ((src->remote && !dst->remote) || (src->method && !dst->method) ||
+        (src->target && !dst->target))
+        goto nomem;
+    for (size_t i = 0; i < src->n_headers; i++)
+        if (ust_request_add_header(dst, src->headers[i].name,
+                                   src->headers[i].value) != 0)
+            goto nomem;
+    if (src->body_len > 0) {
+        dst->body = ust_memdup(src->body, src->body_len);
+        if (dst->body == NULL)
+            goto nomem;
+        dst->body_len = src->body_len;
+    }
+    return 0;
+nomem:
+    ust_request_clear(dst);
+    return UST_ENOMEM;
+}
+
+void ust_request_path(const ust_request *req, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return;
+    const char *t = req->target ? req->target : "";
+    size_t n = strcspn(t, "?#");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+}

@@ -1,0 +1,47 @@
+/* Shared helpers for the cmocka suites: temporary directories that are
+ * removed afterwards, and paths of the source tree and the built binary. */
+#ifndef UST_TEST_SUPPORT_H
+#define UST_TEST_SUPPORT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* mkdtemp under $TMPDIR (or /tmp); the path is static storage per call site. */
+static inline void ust_test_tmpdir(char out[PATH_MAX])
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(out, PATH_MAX, "%s/understudy-test-XXXXXX", base ? base : "/tmp");
+    assert_non_null(mkdtemp(out));
+}
+
+static inline void ust_test_rmdir(const char *dir)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A file of the source tree, e.g. "tests/data/config.json". */
+static inline void ust_test_source_path(const char *rel, char out[PATH_MAX])
+{
+    const char *src = getenv("UST_SOURCE_DIR");
+    snprintf(out, PATH_MAX, "%s/%s", src ? src : ".", rel);
+}
+
+static inline void ust_test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+#endif

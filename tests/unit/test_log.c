@@ -1,0 +1,513 @@
+/* The event log: append, read back, append-only triggers, the hash chain
+ * against every kind of tampering, prune, import/export, and a writer killed
+ * in the middle of a batch. */
+#include "support.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/config.h>
+#include <understudy/error.h>
+#include <understudy/log.h>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct fixture {
+    char dir[PATH_MAX];
+    char db[PATH_MAX];
+    ust_log *log;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    ust_test_tmpdir(f->dir);
+    snprintf(f->db, sizeof(f->db), "%s/events.db", f->dir);
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, UST_LOG_CREATE, &f->log, &err), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    ust_log_close(f->log);
+    ust_test_rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* A record with a body of the given bytes and a recognisable header. */
+static void make_record(ust_log_record *rec, int64_t at_us, const void *body,
+                        size_t len)
+{
+    memset(rec, 0, sizeof(*rec));
+    rec->req.received_at_us = at_us;
+    rec->req.remote = ust_strdup("127.0.0.1:5000");
+    rec->req.method = ust_strdup("POST");
+    rec->req.target = ust_strdup("/webhooks/stripe");
+    assert_int_equal(ust_request_add_header(&rec->req, "Content-Type", "application/json"), 0);
+    assert_int_equal(ust_request_add_header(&rec->req, "X-Dup", "a"), 0);
+    assert_int_equal(ust_request_add_header(&rec->req, "X-Dup", "b"), 0);
+    if (len > 0)
+        rec->req.body = ust_memdup(body, len);
+    rec->req.body_len = len;
+    rec->route = ust_strdup("/webhooks/stripe");
+    rec->provider = ust_strdup("stripe");
+    snprintf(rec->request_sha256, sizeof(rec->request_sha256), "%064d", 0);
+    rec->sig = UST_SIG_VERIFIED;
+}
+
+static void append_n(ust_log *log, int n, int64_t start_us)
+{
+    for (int i = 0; i < n; i++) {
+        ust_log_record rec;
+        char body[64];
+        int len = snprintf(body, sizeof(body), "{\"id\":\"evt_%d\"}", i);
+        make_record(&rec, start_us + i * 1000000LL, body, (size_t)len);
+        char *err = NULL;
+        assert_int_equal(ust_log_append(log, &rec, 1, NULL, &err), 0);
+        ust_log_record_clear(&rec);
+    }
+}
+
+static void raw_exec(const char *db, const char *sql)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(h);
+}
+
+/* Returns the sqlite result of sql, keeping the triggers in place. */
+static int raw_exec_rc(const char *db, const char *sql)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    int rc = sqlite3_exec(h, sql, NULL, NULL, NULL);
+    sqlite3_close(h);
+    return rc;
+}
+
+static void expect_tamper_at(struct fixture *f, int64_t seq)
+{
+    ust_log_close(f->log);
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
+    assert_int_equal(res.bad_seq, seq);
+    assert_true(res.reason[0] != '\0');
+    ust_free(err);
+}
+
+static void test_append_and_read_back(void **state)
+{
+    struct fixture *f = *state;
+    ust_log_record recs[3];
+    const unsigned char odd[] = {0xff, 0x00, 'a', '\r', '\n'};
+    make_record(&recs[0], 1000, "{}", 2);
+    make_record(&recs[1], 2000, odd, sizeof(odd));
+    make_record(&recs[2], 3000, NULL, 0);
+    int64_t first = 0;
+    char *err = NULL;
+    assert_int_equal(ust_log_append(f->log, recs, 3, &first, &err), 0);
+    assert_int_equal(first, 1);
+
+    ust_log_cursor *cur = NULL;
+    assert_int_equal(ust_log_cursor_open(f->log, 0, &cur, &err), 0);
+    ust_log_record got;
+    memset(&got, 0, sizeof(got));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ust_log_cursor_next(cur, &got, &err), 1);
+        assert_int_equal(got.seq, i + 1);
+        assert_int_equal(got.req.received_at_us, recs[i].req.received_at_us);
+        assert_int_equal(got.req.body_len, recs[i].req.body_len);
+        if (got.req.body_len > 0)
+            assert_memory_equal(got.req.body, recs[i].req.body, got.req.body_len);
+        assert_int_equal(got.req.n_headers, 3);
+        assert_string_equal(got.req.headers[1].value, "a");
+        assert_string_equal(got.req.headers[2].value, "b");
+        assert_string_equal(got.provider, "stripe");
+        assert_null(got.event_id);
+        assert_int_equal(got.sig, UST_SIG_VERIFIED);
+    }
+    assert_int_equal(ust_log_cursor_next(cur, &got, &err), 0);
+    ust_log_cursor_close(cur);
+    for (int i = 0; i < 3; i++)
+        ust_log_record_clear(&recs[i]);
+
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.checked, 3);
+    assert_int_equal(res.head_seq, 3);
+    assert_int_equal(strlen(res.head_hash), 64);
+}
+
+static void test_triggers_refuse_update_and_delete(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 4, 0);
+    char *err = NULL;
+    assert_int_equal(ust_log_prune(f->log, 1000000, 1, NULL, &err), 0); /* seq 1 */
+    assert_int_not_equal(raw_exec_rc(f->db, "UPDATE events SET body = x'00' WHERE seq = 2"),
+                         SQLITE_OK);
+    assert_int_not_equal(raw_exec_rc(f->db, "DELETE FROM events WHERE seq = 2"), SQLITE_OK);
+    assert_int_not_equal(raw_exec_rc(f->db, "DELETE FROM prunes"), SQLITE_OK);
+    assert_int_not_equal(raw_exec_rc(f->db, "UPDATE prunes SET count = 0"), SQLITE_OK);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.checked, 3);
+}
+
+#define DROP_TRIGGERS "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;"
+
+static void test_changed_row_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS BLOB)"
+                                  " WHERE seq = 3");
+    expect_tamper_at(f, 3);
+}
+
+static void test_changed_header_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET headers = '[]' WHERE seq = 4");
+    expect_tamper_at(f, 4);
+}
+
+static void test_deleted_row_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq = 2");
+    expect_tamper_at(f, 2);
+}
+
+static void test_inserted_row_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    /* Shift seq 4 and 5 up and slip a copy of row 1 in as seq 4. */
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET seq = seq + 10 WHERE seq >= 4;"
+                                  "UPDATE events SET seq = seq - 9 WHERE seq >= 14;"
+                                  "INSERT INTO events SELECT 4, received_at, remote,"
+                                  " method, target, headers, body, route, provider,"
+                                  " event_id, identity, request_sha256, signature,"
+                                  " config_hash, prev_hash, hash FROM events WHERE seq = 1");
+    expect_tamper_at(f, 4);
+}
+
+static void test_reordered_rows_are_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET seq = 100 WHERE seq = 2;"
+                                  "UPDATE events SET seq = 2 WHERE seq = 3;"
+                                  "UPDATE events SET seq = 3 WHERE seq = 100;");
+    expect_tamper_at(f, 2);
+}
+
+static void test_appended_forgery_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 3, 0);
+    /* A row added behind the log's back, chained from the right hash but with
+     * a hash that was not computed over its content. */
+    raw_exec(f->db, "INSERT INTO events SELECT 4, received_at, remote, method, target,"
+                    " headers, CAST('forged' AS BLOB), route, provider, event_id,"
+                    " identity, request_sha256, signature, config_hash, hash, hash"
+                    " FROM events WHERE seq = 3");
+    expect_tamper_at(f, 4);
+}
+
+static void test_prune_reanchors_and_is_recorded(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 10, 0); /* arrivals at 0 s, 1 s, ... 9 s */
+    int64_t n = 0;
+    char *err = NULL;
+    assert_int_equal(ust_log_prune(f->log, 4000000, 99, &n, &err), 0);
+    assert_int_equal(n, 4);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.checked, 6);
+    assert_int_equal(res.n_prunes, 1);
+    assert_int_equal(res.pruned_through, 4);
+    assert_int_equal(res.head_seq, 10);
+    /* Appending after a prune continues the chain and the numbering. */
+    append_n(f->log, 1, 20000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.head_seq, 11);
+    /* Pruning everything keeps the anchor; the next append chains from it. */
+    assert_int_equal(ust_log_prune(f->log, INT64_MAX, 100, &n, &err), 0);
+    assert_int_equal(n, 7);
+    append_n(f->log, 1, 30000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.head_seq, 12);
+    assert_int_equal(res.n_prunes, 2);
+}
+
+static void test_stats_counts_and_span(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 4, 1764410400000000LL);
+    json_t *s = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_stats(f->log, &s, &err), 0);
+    assert_int_equal(json_integer_value(json_object_get(s, "events")), 4);
+    assert_string_equal(json_string_value(json_object_get(s, "first_received_at")),
+                        "2025-11-29T10:00:00.000000Z");
+    assert_string_equal(json_string_value(json_object_get(s, "last_received_at")),
+                        "2025-11-29T10:00:03.000000Z");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "providers"),
+                                                        "stripe")),
+                     4);
+    assert_true(json_integer_value(json_object_get(s, "bytes_on_disk")) > 0);
+    json_decref(s);
+}
+
+/* A child appends batches of 100 until it is killed; whatever it left must
+ * verify and hold whole batches only. */
+static void test_sigkill_mid_batch_leaves_whole_batches(void **state)
+{
+    struct fixture *f = *state;
+    ust_log_close(f->log);
+    f->log = NULL;
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        ust_log *log = NULL;
+        if (ust_log_open(f->db, UST_LOG_CREATE, &log, NULL) != 0)
+            _exit(3);
+        ust_log_record batch[100];
+        char body[1024];
+        memset(body, 'x', sizeof(body));
+        for (int i = 0; i < 100; i++)
+            make_record(&batch[i], i, body, sizeof(body));
+        for (int round = 0;; round++) {
+            if (ust_log_append(log, batch, 100, NULL, NULL) != 0)
+                _exit(4);
+            if (round == 2 && write(pipefd[1], "x", 1) != 1)
+                _exit(5);
+        }
+    }
+    close(pipefd[1]);
+    char c;
+    assert_int_equal(read(pipefd[0], &c, 1), 1); /* three batches committed */
+    usleep(20000);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    close(pipefd[0]);
+
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_true(res.checked >= 300);
+    assert_int_equal(res.checked % 100, 0);
+}
+
+/* Import/export need a config; the example from the design must serve. */
+static ust_config *load_test_config(void)
+{
+    char path[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", path);
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    if (ust_config_load(path, &cfg, &err) != 0)
+        fail_msg("config: %s", err);
+    return cfg;
+}
+
+static void test_export_import_keeps_bytes(void **state)
+{
+    struct fixture *f = *state;
+    ust_log_record recs[4];
+    const unsigned char bin[] = {0x80, 0xfe, 0x00, 0x41, '\r', '\n', 0xc3};
+    const char crlf[] = "{\"a\":1}\r\n\r\n";
+    const char nul_utf8[] = "caf\xc3\xa9\0end";
+    make_record(&recs[0], 1764410400123456LL, bin, sizeof(bin));
+    make_record(&recs[1], 1764410401000000LL, crlf, sizeof(crlf) - 1);
+    make_record(&recs[2], 1764410402000001LL, NULL, 0);
+    make_record(&recs[3], 1764410403000000LL, nul_utf8, sizeof(nul_utf8) - 1);
+    char *err = NULL;
+    assert_int_equal(ust_log_append(f->log, recs, 4, NULL, &err), 0);
+
+    char out_path[PATH_MAX], db2[PATH_MAX];
+    snprintf(out_path, sizeof(out_path), "%s/export.jsonl", f->dir);
+    snprintf(db2, sizeof(db2), "%s/second.db", f->dir);
+    FILE *out = fopen(out_path, "wb");
+    assert_int_equal(ust_log_export(f->log, out, 1, &err), 0);
+    fclose(out);
+
+    ust_config *cfg = load_test_config();
+    ust_log *log2 = NULL;
+    assert_int_equal(ust_log_open(db2, UST_LOG_CREATE, &log2, &err), 0);
+    FILE *in = fopen(out_path, "rb");
+    int64_t n = 0;
+    assert_int_equal(ust_log_import(log2, cfg, in, "export.jsonl", &n, &err), 0);
+    fclose(in);
+    assert_int_equal(n, 4);
+
+    ust_log_cursor *cur = NULL;
+    assert_int_equal(ust_log_cursor_open(log2, 0, &cur, &err), 0);
+    ust_log_record got;
+    memset(&got, 0, sizeof(got));
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(ust_log_cursor_next(cur, &got, &err), 1);
+        assert_int_equal(got.req.received_at_us, recs[i].req.received_at_us);
+        assert_int_equal(got.req.body_len, recs[i].req.body_len);
+        if (got.req.body_len)
+            assert_memory_equal(got.req.body, recs[i].req.body, got.req.body_len);
+        assert_int_equal(got.req.n_headers, 3);
+        assert_string_equal(got.req.remote, "127.0.0.1:5000");
+        /* Derived again from the config, not copied from the export. */
+        assert_string_equal(got.route, "/webhooks/stripe");
+        assert_string_equal(got.config_hash, cfg->hash);
+    }
+    ust_log_record_clear(&got);
+    ust_log_cursor_close(cur);
+    for (int i = 0; i < 4; i++)
+        ust_log_record_clear(&recs[i]);
+
+    /* A second export of the imported log is the same file, seq and all. */
+    char again[PATH_MAX];
+    snprintf(again, sizeof(again), "%s/again.jsonl", f->dir);
+    out = fopen(again, "wb");
+    assert_int_equal(ust_log_export(log2, out, 0, &err), 0);
+    fclose(out);
+    FILE *a = fopen(again, "rb");
+    char line[4096];
+    assert_non_null(fgets(line, sizeof(line), a));
+    assert_non_null(strstr(line, "\"body_base64\":\"gP4AQQ0Kww==\""));
+    assert_non_null(strstr(line, "\"received_at\":\"2025-11-29T10:00:00.123456Z\""));
+    assert_non_null(fgets(line, sizeof(line), a));
+    assert_non_null(strstr(line, "\"body\":\"{\\\"a\\\":1}\\r\\n\\r\\n\""));
+    fclose(a);
+    ust_log_close(log2);
+    ust_config_free(cfg);
+}
+
+static const char good_line[] =
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"remote\":\"1.2.3.4:5\","
+    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[[\"A\",\"b\"]],\"body\":\"{}\"}";
+
+static void expect_import_refused(struct fixture *f, const char *bad, const char *want)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/in.jsonl", f->dir);
+    char *text = ust_sprintf("%s\n%s\n%s\n", good_line, good_line, bad);
+    ust_test_write_file(path, text);
+    ust_free(text);
+    ust_config *cfg = load_test_config();
+    FILE *in = fopen(path, "rb");
+    char *err = NULL;
+    int64_t n = 0;
+    assert_int_equal(ust_log_import(f->log, cfg, in, "in.jsonl", &n, &err), UST_EPARSE);
+    fclose(in);
+    assert_non_null(err);
+    if (strncmp(err, "in.jsonl:3: ", 12) != 0 || strstr(err, want) == NULL)
+        fail_msg("unexpected message: %s (want line 3 and \"%s\")", err, want);
+    ust_free(err);
+    ust_config_free(cfg);
+    /* Nothing from the file was appended, not even its good lines. */
+    json_t *s = NULL;
+    assert_int_equal(ust_log_stats(f->log, &s, NULL), 0);
+    assert_int_equal(json_integer_value(json_object_get(s, "events")), 1);
+    json_decref(s);
+}
+
+static void test_import_refuses_bad_lines(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 1, 0);
+    expect_import_refused(f, "{not json", "not JSON");
+    expect_import_refused(f, "[1,2]", "expected a JSON object");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"headers\":[],\"body\":\"\"}",
+                          "\"target\"");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[]}",
+                          "\"body\"");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[],"
+                          "\"body_base64\":\"!!!=\"}",
+                          "body_base64");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"yesterday\",\"method\":\"POST\","
+                          "\"target\":\"/x\",\"headers\":[],\"body\":\"\"}",
+                          "received_at");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-02-30T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[],"
+                          "\"body\":\"\"}",
+                          "received_at");
+    expect_import_refused(f,
+                          "{\"v\":2,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[],"
+                          "\"body\":\"\"}",
+                          "\"v\"");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[[\"A\"]],"
+                          "\"body\":\"\"}",
+                          "headers[0]");
+}
+
+static void test_time_round_trip(void **state)
+{
+    (void)state;
+    int64_t us;
+    char buf[32];
+    assert_int_equal(ust_time_parse("2026-11-29T10:00:00.123456Z", &us), 0);
+    ust_time_format(us, buf);
+    assert_string_equal(buf, "2026-11-29T10:00:00.123456Z");
+    assert_int_equal(ust_time_parse("1970-01-01T00:00:00Z", &us), 0);
+    assert_int_equal(us, 0);
+    assert_int_equal(ust_time_parse("2026-11-29T12:00:00+02:00", &us), 0);
+    ust_time_format(us, buf);
+    assert_string_equal(buf, "2026-11-29T10:00:00.000000Z");
+    assert_int_equal(ust_time_parse("2026-11-29 10:00:00Z", &us), UST_EPARSE);
+    assert_int_equal(ust_time_parse("2026-11-29T10:00:00", &us), UST_EPARSE);
+    assert_int_equal(ust_time_parse("2024-02-29T00:00:00Z", &us), 0);
+    assert_int_equal(ust_time_parse("2023-02-29T00:00:00Z", &us), UST_EPARSE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_append_and_read_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_triggers_refuse_update_and_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_changed_row_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_changed_header_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_row_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inserted_row_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reordered_rows_are_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_appended_forgery_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_reanchors_and_is_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stats_counts_and_span, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigkill_mid_batch_leaves_whole_batches, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_export_import_keeps_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_refuses_bad_lines, setup, teardown),
+        cmocka_unit_test(test_time_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
