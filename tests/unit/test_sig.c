@@ -1,0 +1,802 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/request.h>
+#include <understudy/sig.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Standard Webhooks' published vector (standard-webhooks repo, library tests). */
+#define SW_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define SW_ID "msg_p5jXN8AQM9LWM0D4loKWxJek"
+#define SW_TS 1614265330
+#define SW_TS_STR "1614265330"
+#define SW_BODY "{\"test\": 2432232314}"
+#define SW_SIG "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+#define SW_SIG_BAD "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA="
+
+/* GitHub's documented vector (docs "Validating webhook deliveries"). */
+#define GH_SECRET "It's a Secret to Everybody"
+#define GH_BODY "Hello, World!"
+#define GH_HEX "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+#define GH_HEX_UPPER "757107EA0EB2509FC211221CCE984B8A37570B6D7586C22C46F4379C8B043E17"
+
+/* Stripe publishes no vector; this one was produced independently of our code:
+ *   printf '%s'
+ * '1700000000.{"id":"evt_1NxUnderstudy","object":"event","type":"payment_intent.succeeded"}'
+ * \ | openssl dgst -sha256 -hmac 'whsec_understudy_test_secret_0001' (OpenSSL 3.0.19).
+ * The key is the secret string, whsec_ included. */
+#define ST_SECRET "whsec_understudy_test_secret_0001"
+#define ST_TS 1700000000
+#define ST_BODY                                                                        \
+    "{\"id\":\"evt_1NxUnderstudy\",\"object\":\"event\",\"type\":\"payment_intent."    \
+    "succeeded\"}"
+#define ST_HEX "90c539043289e4774fd1ec570ede4fc0946c05a72b117297366c0fd2e5dc5f8f"
+#define ST_HEADER_VALUE "t=1700000000,v1=" ST_HEX
+
+#define WRONG_HEX "0000000000000000000000000000000000000000000000000000000000000000"
+
+static ust_request make_req(const void *body, size_t len, int64_t received_s)
+{
+    ust_request r;
+    memset(&r, 0, sizeof(r));
+    r.received_at_us = received_s * 1000000;
+    if (len > 0) {
+        r.body = ust_memdup(body, len);
+        assert_non_null(r.body);
+        r.body_len = len;
+    }
+    return r;
+}
+
+static void add(ust_request *r, const char *name, const char *value)
+{
+    assert_int_equal(ust_request_add_header(r, name, value), 0);
+}
+
+static void set_header(ust_request *r, const char *name, const char *value)
+{
+    for (size_t i = 0; i < r->n_headers; i++) {
+        if (strcasecmp(r->headers[i].name, name) == 0) {
+            ust_free(r->headers[i].value);
+            r->headers[i].value = ust_strdup(value);
+            assert_non_null(r->headers[i].value);
+            return;
+        }
+    }
+    fail_msg("no header %s", name);
+}
+
+static ust_sig_params params(ust_sig_scheme scheme, const char *secret)
+{
+    ust_sig_params p = {scheme, secret, NULL, 0};
+    return p;
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+static void test_names_round_trip(void **state)
+{
+    (void)state;
+    const ust_sig_status statuses[] = {UST_SIG_UNSIGNED, UST_SIG_VERIFIED,
+                                       UST_SIG_INVALID, UST_SIG_MISSING,
+                                       UST_SIG_EXPIRED};
+    const char *snames[] = {"unsigned", "verified", "invalid", "missing", "expired"};
+    for (size_t i = 0; i < 5; i++) {
+        ust_sig_status s;
+        assert_string_equal(ust_sig_status_name(statuses[i]), snames[i]);
+        assert_int_equal(ust_sig_status_parse(snames[i], &s), 0);
+        assert_int_equal(s, statuses[i]);
+    }
+    const ust_sig_scheme schemes[] = {UST_SCHEME_NONE, UST_SCHEME_STRIPE,
+                                      UST_SCHEME_STANDARD_WEBHOOKS,
+                                      UST_SCHEME_HMAC_SHA256_HEX};
+    const char *cnames[] = {"none", "stripe", "standard-webhooks", "hmac-sha256-hex"};
+    for (size_t i = 0; i < 4; i++) {
+        ust_sig_scheme s;
+        assert_string_equal(ust_sig_scheme_name(schemes[i]), cnames[i]);
+        assert_int_equal(ust_sig_scheme_parse(cnames[i], &s), 0);
+        assert_int_equal(s, schemes[i]);
+    }
+}
+
+static void test_names_unknown(void **state)
+{
+    (void)state;
+    ust_sig_status st = UST_SIG_VERIFIED;
+    ust_sig_scheme sc = UST_SCHEME_STRIPE;
+    assert_int_equal(ust_sig_status_parse("Verified", &st), UST_EINVAL);
+    assert_int_equal(ust_sig_status_parse("", &st), UST_EINVAL);
+    assert_int_equal(ust_sig_status_parse(NULL, &st), UST_EINVAL);
+    assert_int_equal(st, UST_SIG_VERIFIED);
+    assert_int_equal(ust_sig_scheme_parse("github", &sc), UST_EINVAL);
+    assert_int_equal(ust_sig_scheme_parse("Stripe", &sc), UST_EINVAL);
+    assert_int_equal(sc, UST_SCHEME_STRIPE);
+    assert_non_null(ust_sig_status_name((ust_sig_status)99));
+    assert_non_null(ust_sig_scheme_name((ust_sig_scheme)99));
+}
+
+/* ---- standard-webhooks ------------------------------------------------------ */
+
+static ust_request sw_req(const char *sig, int64_t received_s)
+{
+    ust_request r = make_req(SW_BODY, strlen(SW_BODY), received_s);
+    add(&r, "webhook-id", SW_ID);
+    add(&r, "webhook-timestamp", SW_TS_STR);
+    add(&r, "webhook-signature", sig);
+    return r;
+}
+
+static void test_sw_published_vector(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    ust_request r = sw_req(SW_SIG, SW_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+
+    /* Header names are case-insensitive. */
+    r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+    add(&r, "Webhook-Id", SW_ID);
+    add(&r, "WEBHOOK-TIMESTAMP", SW_TS_STR);
+    add(&r, "Webhook-Signature", SW_SIG);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+
+    /* Signing the same message reproduces the published headers exactly. */
+    r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+    assert_int_equal(ust_sig_sign(&p, SW_TS, SW_ID, &r), 0);
+    assert_int_equal(r.n_headers, 3);
+    assert_string_equal(ust_request_header(&r, "webhook-id"), SW_ID);
+    assert_string_equal(ust_request_header(&r, "webhook-timestamp"), SW_TS_STR);
+    assert_string_equal(ust_request_header(&r, "webhook-signature"), SW_SIG);
+    ust_request_clear(&r);
+}
+
+static void test_sw_published_bad_variant(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    ust_request r = sw_req(SW_SIG_BAD, SW_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_sw_tampering(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+
+    ust_request r = sw_req(SW_SIG, SW_TS);
+    r.body[10] ^= 1;
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    r = sw_req(SW_SIG, SW_TS);
+    set_header(&r, "webhook-timestamp", "1614265331");
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    r = sw_req(SW_SIG, SW_TS);
+    set_header(&r, "webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJeK");
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    /* A different, well-formed secret. */
+    ust_sig_params wrong =
+        params(UST_SCHEME_STANDARD_WEBHOOKS, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSx");
+    r = sw_req(SW_SIG, SW_TS);
+    assert_int_equal(ust_sig_verify(&wrong, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_sw_secret_prefix_optional(void **state)
+{
+    (void)state;
+    /* The reference libraries accept the secret with or without whsec_. */
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET + 6);
+    ust_request r = sw_req(SW_SIG, SW_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+}
+
+static void test_sw_time(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    const struct {
+        int64_t received_s;
+        ust_sig_status want;
+    } cases[] = {
+        {SW_TS + 300, UST_SIG_VERIFIED},       {SW_TS - 300, UST_SIG_VERIFIED},
+        {SW_TS + 301, UST_SIG_EXPIRED},        {SW_TS - 301, UST_SIG_EXPIRED},
+        {SW_TS + 86400 * 30, UST_SIG_EXPIRED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ust_request r = sw_req(SW_SIG, cases[i].received_s);
+        assert_int_equal(ust_sig_verify(&p, &r), cases[i].want);
+        ust_request_clear(&r);
+    }
+    /* Match first, then time: a forged signature on an old message is
+     * INVALID, not EXPIRED. */
+    ust_request r = sw_req(SW_SIG_BAD, SW_TS + 86400);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+    /* A configured tolerance replaces the default. */
+    p.tolerance_s = 10;
+    r = sw_req(SW_SIG, SW_TS + 11);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_EXPIRED);
+    ust_request_clear(&r);
+    r = sw_req(SW_SIG, SW_TS + 10);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+}
+
+static void test_sw_rotation(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    ust_request r = sw_req(SW_SIG_BAD " v2,whatever v1a,xyz  " SW_SIG, SW_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+    /* Only v1 entries count: the right MAC under another version does not. */
+    r = sw_req("v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", SW_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_sw_missing(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    const char *names[] = {"webhook-id", "webhook-timestamp", "webhook-signature"};
+    const char *values[] = {SW_ID, SW_TS_STR, SW_SIG};
+    for (size_t skip = 0; skip < 3; skip++) {
+        ust_request r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+        for (size_t i = 0; i < 3; i++)
+            if (i != skip)
+                add(&r, names[i], values[i]);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_MISSING);
+        ust_request_clear(&r);
+    }
+}
+
+static void test_sw_malformed(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    const char *bad_ts[] = {"1614265330a", "", "-1614265330", "+1614265330",
+                            "16142653300000000000"};
+    for (size_t i = 0; i < sizeof(bad_ts) / sizeof(bad_ts[0]); i++) {
+        ust_request r = sw_req(SW_SIG, SW_TS);
+        set_header(&r, "webhook-timestamp", bad_ts[i]);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+    }
+    const char *bad_sig[] = {"", "v1",
+                             "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", "v1,",
+                             "v1:g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="};
+    for (size_t i = 0; i < sizeof(bad_sig) / sizeof(bad_sig[0]); i++) {
+        ust_request r = sw_req(bad_sig[i], SW_TS);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+    }
+}
+
+static void test_sw_bad_secret(void **state)
+{
+    (void)state;
+    const char *bad[] = {"whsec_not*base64!", "whsec_abc", "whsec_", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, bad[i]);
+        ust_request r = sw_req(SW_SIG, SW_TS);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+        /* Sign refuses and leaves the request untouched. */
+        r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+        add(&r, "Content-Type", "application/json");
+        assert_int_equal(ust_sig_sign(&p, SW_TS, SW_ID, &r), UST_EINVAL);
+        assert_int_equal(r.n_headers, 1);
+        ust_request_clear(&r);
+    }
+}
+
+static void test_sw_sign_needs_msg_id(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
+    ust_request r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+    assert_int_equal(ust_sig_sign(&p, SW_TS, NULL, &r), UST_EINVAL);
+    assert_int_equal(r.n_headers, 0);
+    ust_request_clear(&r);
+}
+
+/* ---- stripe ----------------------------------------------------------------- */
+
+static ust_request st_req(const char *header_value, int64_t received_s)
+{
+    ust_request r = make_req(ST_BODY, strlen(ST_BODY), received_s);
+    add(&r, "Stripe-Signature", header_value);
+    return r;
+}
+
+static void test_stripe_vector(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    /* The hard-coded header, computed by the openssl CLI, verifies. */
+    ust_request r = st_req(ST_HEADER_VALUE, ST_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+
+    /* And signing produces that exact header. */
+    r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+    assert_int_equal(ust_sig_sign(&p, ST_TS, NULL, &r), 0);
+    assert_int_equal(r.n_headers, 1);
+    assert_string_equal(ust_request_header(&r, "stripe-signature"), ST_HEADER_VALUE);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+
+    /* Upper-case hex and spaces after commas are accepted. */
+    r = st_req("t=1700000000, "
+               "v1=90C539043289E4774FD1EC570EDE4FC0946C05A72B117297366C0FD2E5DC5F8F",
+               ST_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+}
+
+static void test_stripe_tampering(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+
+    ust_request r = st_req(ST_HEADER_VALUE, ST_TS);
+    r.body[r.body_len - 2] ^= 0x20;
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    r = st_req("t=1700000001,v1=" ST_HEX, ST_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    ust_sig_params wrong =
+        params(UST_SCHEME_STRIPE, "whsec_understudy_test_secret_0002");
+    r = st_req(ST_HEADER_VALUE, ST_TS);
+    assert_int_equal(ust_sig_verify(&wrong, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    /* The key is the whole secret string: dropping whsec_ changes it. */
+    ust_sig_params stripped = params(UST_SCHEME_STRIPE, ST_SECRET + 6);
+    r = st_req(ST_HEADER_VALUE, ST_TS);
+    assert_int_equal(ust_sig_verify(&stripped, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_stripe_time(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    const struct {
+        int64_t received_s;
+        ust_sig_status want;
+    } cases[] = {
+        {ST_TS + 300, UST_SIG_VERIFIED},      {ST_TS - 300, UST_SIG_VERIFIED},
+        {ST_TS + 301, UST_SIG_EXPIRED},       {ST_TS - 301, UST_SIG_EXPIRED},
+        {ST_TS + 86400 * 3, UST_SIG_EXPIRED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ust_request r = st_req(ST_HEADER_VALUE, cases[i].received_s);
+        assert_int_equal(ust_sig_verify(&p, &r), cases[i].want);
+        ust_request_clear(&r);
+    }
+    /* received_at is in microseconds and floored to the second. */
+    ust_request r = st_req(ST_HEADER_VALUE, ST_TS);
+    r.received_at_us = (int64_t)(ST_TS + 300) * 1000000 + 999999;
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    r.received_at_us = (int64_t)(ST_TS + 301) * 1000000;
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_EXPIRED);
+    ust_request_clear(&r);
+    /* Forged signature with an old timestamp: INVALID, not EXPIRED. */
+    r = st_req("t=1700000000,v1=" WRONG_HEX, ST_TS + 86400);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+    p.tolerance_s = 10;
+    r = st_req(ST_HEADER_VALUE, ST_TS - 11);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_EXPIRED);
+    ust_request_clear(&r);
+}
+
+static void test_stripe_rotation(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    ust_request r =
+        st_req("t=1700000000,v1=" WRONG_HEX ",v0=" ST_HEX ",v1=" ST_HEX, ST_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+    /* Only v1 counts: the right MAC under v0 alone is not enough. */
+    r = st_req("t=1700000000,v0=" ST_HEX ",v1=" WRONG_HEX, ST_TS);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_stripe_missing(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+    add(&r, "X-Hub-Signature-256", "sha256=" GH_HEX);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_MISSING);
+    ust_request_clear(&r);
+    /* Header lookup is case-insensitive. */
+    r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+    add(&r, "stripe-signature", ST_HEADER_VALUE);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+}
+
+static void test_stripe_malformed(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    const char *bad[] = {
+        "",
+        "v1=" ST_HEX,                           /* no t */
+        "t=1700000000",                         /* no v1 */
+        "t=17000000x0,v1=" ST_HEX,              /* non-numeric t */
+        "t=,v1=" ST_HEX,                        /* empty t */
+        "t=-1700000000,v1=" ST_HEX,             /* signed t */
+        "t=1700000000,t=1700000000,v1=" ST_HEX, /* ambiguous t */
+        "t=1700000000;v1=" ST_HEX,              /* wrong separator */
+        "t=1700000000,v1=" ST_HEX "00",         /* too long */
+        "t=1700000000,v1=zz" ST_HEX,            /* not hex */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ust_request r = st_req(bad[i], ST_TS);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+    }
+}
+
+/* ---- hmac-sha256-hex -------------------------------------------------------- */
+
+static ust_request gh_req(const char *name, const char *value, int64_t received_s)
+{
+    ust_request r = make_req(GH_BODY, strlen(GH_BODY), received_s);
+    add(&r, name, value);
+    return r;
+}
+
+static void test_hex_published_vector(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
+    ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 1700000000);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+
+    r = gh_req("x-hub-signature-256", "sha256=" GH_HEX_UPPER, 1700000000);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+
+    r = make_req(GH_BODY, strlen(GH_BODY), 0);
+    assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), 0);
+    assert_int_equal(r.n_headers, 1);
+    assert_string_equal(r.headers[0].name, UST_SIG_DEFAULT_HEX_HEADER);
+    assert_string_equal(r.headers[0].value, "sha256=" GH_HEX);
+    ust_request_clear(&r);
+}
+
+static void test_hex_tampering(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
+    ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0);
+    r.body[0] = 'h';
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+
+    ust_sig_params wrong =
+        params(UST_SCHEME_HMAC_SHA256_HEX, "It's a secret to everybody");
+    r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0);
+    assert_int_equal(ust_sig_verify(&wrong, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_hex_no_timestamp(void **state)
+{
+    (void)state;
+    /* No timestamp in this scheme: a capture verifies whenever it arrived,
+     * and the tolerance plays no part. */
+    ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
+    p.tolerance_s = 1;
+    const int64_t when[] = {0, 1, 1700000000, 4102444800};
+    for (size_t i = 0; i < 4; i++) {
+        ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, when[i]);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+        ust_request_clear(&r);
+    }
+}
+
+static void test_hex_custom_header(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
+    p.header = "X-Signature";
+    ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_MISSING);
+    ust_request_clear(&r);
+    r = gh_req("x-signature", "sha256=" GH_HEX, 0);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+    r = make_req(GH_BODY, strlen(GH_BODY), 0);
+    assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), 0);
+    assert_string_equal(r.headers[0].name, "X-Signature");
+    ust_request_clear(&r);
+}
+
+static void test_hex_rotation(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
+    ust_request r = gh_req("X-Hub-Signature-256",
+                           "sha256=" WRONG_HEX ", sha1=abc, sha256=" GH_HEX, 0);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    ust_request_clear(&r);
+}
+
+static void test_hex_missing_and_malformed(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
+    ust_request r = gh_req("X-Hub-Signature", "sha1=0123", 0);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_MISSING);
+    ust_request_clear(&r);
+    const char *bad[] = {
+        "",
+        GH_HEX,               /* no prefix */
+        "sha1=" GH_HEX,       /* other algorithm */
+        "sha256=",            /* empty */
+        "sha256=" GH_HEX "0", /* too long */
+        "sha256=57107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
+        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e1g",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = gh_req("X-Hub-Signature-256", bad[i], 0);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+    }
+}
+
+/* ---- every scheme ----------------------------------------------------------- */
+
+static void test_unsigned_route(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_NONE, NULL);
+    ust_request r = make_req(GH_BODY, strlen(GH_BODY), 0);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_UNSIGNED);
+    add(&r, "Stripe-Signature", ST_HEADER_VALUE);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_UNSIGNED);
+    /* Nothing to sign with. */
+    assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), UST_EINVAL);
+    p.secret = "s";
+    assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), UST_EINVAL);
+    assert_int_equal(r.n_headers, 1);
+    ust_request_clear(&r);
+}
+
+static void test_null_secret(void **state)
+{
+    (void)state;
+    ust_request r = st_req(ST_HEADER_VALUE, ST_TS);
+    ust_sig_params p = params(UST_SCHEME_STRIPE, NULL);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    assert_int_equal(ust_sig_sign(&p, ST_TS, NULL, &r), UST_EINVAL);
+    ust_request_clear(&r);
+
+    r = sw_req(SW_SIG, SW_TS);
+    p = params(UST_SCHEME_STANDARD_WEBHOOKS, NULL);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    assert_int_equal(ust_sig_sign(&p, SW_TS, SW_ID, &r), UST_EINVAL);
+    ust_request_clear(&r);
+
+    r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0);
+    p = params(UST_SCHEME_HMAC_SHA256_HEX, NULL);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+    assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), UST_EINVAL);
+    assert_int_equal(r.n_headers, 1);
+    ust_request_clear(&r);
+
+    /* No params at all fails closed too. */
+    r = make_req(NULL, 0, 0);
+    assert_int_equal(ust_sig_verify(NULL, &r), UST_SIG_INVALID);
+    ust_request_clear(&r);
+}
+
+static void test_sign_rejects_bad_timestamp(void **state)
+{
+    (void)state;
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+    assert_int_equal(ust_sig_sign(&p, -1, NULL, &r), UST_EINVAL);
+    assert_int_equal(ust_sig_sign(&p, INT64_MAX, NULL, &r), UST_EINVAL);
+    assert_int_equal(r.n_headers, 0);
+    ust_request_clear(&r);
+}
+
+/* Binary body with NULs and CRLF: the MAC covers body_len bytes, not a C
+ * string, so a change after the first NUL must be caught. */
+static const unsigned char binary_body[] = {
+    '{', '"', 'a', '"', 0, '\r', '\n', 0, 0, '\r', '\n', 'x', 0xff, '}', '\r', '\n'};
+
+static void round_trip(ust_sig_scheme scheme, const char *secret, const void *body,
+                       size_t len)
+{
+    const int64_t ts = 1750000000;
+    ust_sig_params p = params(scheme, secret);
+    ust_request r = make_req(body, len, ts + 7);
+    assert_int_equal(ust_sig_sign(&p, ts, "msg_round_trip", &r), 0);
+    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    if (len > 0) {
+        r.body[len - 1] ^= 0x01;
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        r.body[len - 1] ^= 0x01;
+        r.body_len--;
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        r.body_len++;
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+    }
+    ust_request_clear(&r);
+}
+
+static void test_round_trip_all_schemes(void **state)
+{
+    (void)state;
+    const struct {
+        ust_sig_scheme scheme;
+        const char *secret;
+    } s[] = {
+        {UST_SCHEME_STRIPE, ST_SECRET},
+        {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
+        {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        round_trip(s[i].scheme, s[i].secret, binary_body, sizeof(binary_body));
+        round_trip(s[i].scheme, s[i].secret, ST_BODY, strlen(ST_BODY));
+        round_trip(s[i].scheme, s[i].secret, NULL, 0);
+    }
+}
+
+static void test_binary_body_after_nul(void **state)
+{
+    (void)state;
+    /* Flip a byte after the first NUL: every scheme must notice. */
+    const struct {
+        ust_sig_scheme scheme;
+        const char *secret;
+    } s[] = {
+        {UST_SCHEME_STRIPE, ST_SECRET},
+        {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
+        {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        ust_sig_params p = params(s[i].scheme, s[i].secret);
+        ust_request r = make_req(binary_body, sizeof(binary_body), 1750000000);
+        assert_int_equal(ust_sig_sign(&p, 1750000000, "msg_1", &r), 0);
+        r.body[8] = 'X'; /* after the first NUL */
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+    }
+}
+
+/* Allocation failures: the Nth ust_malloc / ust_realloc fails. Sign reports
+ * UST_ENOMEM and leaves the request as it was (no half-added headers); verify
+ * fails closed. ASan checks that nothing leaks on the way out. */
+static long alloc_countdown = -1;
+
+static void *failing_malloc(size_t size)
+{
+    if (alloc_countdown == 0)
+        return NULL;
+    if (alloc_countdown > 0)
+        alloc_countdown--;
+    return malloc(size);
+}
+
+static void *failing_realloc(void *ptr, size_t size)
+{
+    if (alloc_countdown == 0)
+        return NULL;
+    if (alloc_countdown > 0)
+        alloc_countdown--;
+    return realloc(ptr, size);
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    const struct {
+        ust_sig_scheme scheme;
+        const char *secret;
+    } s[] = {
+        {UST_SCHEME_STRIPE, ST_SECRET},
+        {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
+        {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        ust_sig_params p = params(s[i].scheme, s[i].secret);
+        int rc = UST_ENOMEM;
+        for (long n = 0; rc == UST_ENOMEM; n++) {
+            assert_true(n < 100);
+            ust_request r = make_req(binary_body, sizeof(binary_body), 1750000000);
+            add(&r, "Content-Type", "application/octet-stream");
+            assert_int_equal(
+                ust_replace_allocator(failing_malloc, failing_realloc, free), 0);
+            alloc_countdown = n;
+            rc = ust_sig_sign(&p, 1750000000, "msg_1", &r);
+            alloc_countdown = -1;
+            if (rc == UST_ENOMEM) {
+                assert_int_equal(r.n_headers, 1);
+                assert_string_equal(r.headers[0].name, "Content-Type");
+            } else {
+                assert_int_equal(rc, 0);
+                /* Now verify with allocations failing: never VERIFIED
+                 * unless it could really check. */
+                for (long m = 0; m < 4; m++) {
+                    alloc_countdown = m;
+                    ust_sig_status st = ust_sig_verify(&p, &r);
+                    alloc_countdown = -1;
+                    assert_true(st == UST_SIG_VERIFIED || st == UST_SIG_INVALID);
+                }
+                assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+            }
+            assert_int_equal(ust_replace_allocator(malloc, realloc, free), 0);
+            ust_request_clear(&r);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_round_trip),
+        cmocka_unit_test(test_names_unknown),
+        cmocka_unit_test(test_sw_published_vector),
+        cmocka_unit_test(test_sw_published_bad_variant),
+        cmocka_unit_test(test_sw_tampering),
+        cmocka_unit_test(test_sw_secret_prefix_optional),
+        cmocka_unit_test(test_sw_time),
+        cmocka_unit_test(test_sw_rotation),
+        cmocka_unit_test(test_sw_missing),
+        cmocka_unit_test(test_sw_malformed),
+        cmocka_unit_test(test_sw_bad_secret),
+        cmocka_unit_test(test_sw_sign_needs_msg_id),
+        cmocka_unit_test(test_stripe_vector),
+        cmocka_unit_test(test_stripe_tampering),
+        cmocka_unit_test(test_stripe_time),
+        cmocka_unit_test(test_stripe_rotation),
+        cmocka_unit_test(test_stripe_missing),
+        cmocka_unit_test(test_stripe_malformed),
+        cmocka_unit_test(test_hex_published_vector),
+        cmocka_unit_test(test_hex_tampering),
+        cmocka_unit_test(test_hex_no_timestamp),
+        cmocka_unit_test(test_hex_custom_header),
+        cmocka_unit_test(test_hex_rotation),
+        cmocka_unit_test(test_hex_missing_and_malformed),
+        cmocka_unit_test(test_unsigned_route),
+        cmocka_unit_test(test_null_secret),
+        cmocka_unit_test(test_sign_rejects_bad_timestamp),
+        cmocka_unit_test(test_round_trip_all_schemes),
+        cmocka_unit_test(test_binary_body_after_nul),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
