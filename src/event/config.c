@@ -1,0 +1,675 @@
+/* Configuration: one JSON file, validated completely at load so that every
+ * later stage can trust it. Each refusal names the file, the key path and
+ * what was expected; a secret appears only by the name of its variable. */
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/error.h>
+#include <understudy/sig.h>
+
+#include "event/event_internal.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PATH_CAP 512
+
+#define DEFAULT_MAX_BODY_BYTES 1048576
+#define DEFAULT_MAX_HEADERS 64
+#define DEFAULT_HEADER_TIMEOUT_MS 10000
+#define DEFAULT_PLUGIN_TIMEOUT_MS 1000
+#define DEFAULT_PLUGIN_MAX_RSS_MB 512
+#define DEFAULT_IDEM_HEADER "Idempotency-Key"
+
+#define WHAT_SOURCE "a JSON Pointer (\"\" or starting with /) or \"header:NAME\""
+#define WHAT_SCHEME "one of \"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\""
+#define WHAT_STATE "one of pending, paid, refunded, cancelled"
+
+/* Validation context: the key path is a stack, so an error reports exactly
+ * where it happened without every caller building strings. */
+typedef struct vctx {
+    const char *label;
+    char **err;
+    char path[PATH_CAP];
+    size_t len;
+} vctx;
+
+/* Appends t to the path, truncated at PATH_CAP. */
+static void append(vctx *c, const char *t)
+{
+    for (; t != NULL && *t != '\0' && c->len < PATH_CAP - 1; t++)
+        c->path[c->len++] = *t;
+    c->path[c->len] = '\0';
+}
+
+/* Appends a then b; returns the mark to pop back to. */
+static size_t push_text(vctx *c, const char *a, const char *b)
+{
+    size_t mark = c->len;
+    append(c, a);
+    append(c, b);
+    return mark;
+}
+
+static size_t push_key(vctx *c, const char *key)
+{
+    return push_text(c, c->len == 0 ? "" : ".", key);
+}
+
+static size_t push_index(vctx *c, size_t i)
+{
+    char num[32];
+    (void)snprintf(num, sizeof(num), "[%zu]", i);
+    return push_text(c, num, NULL);
+}
+
+static void pop(vctx *c, size_t mark)
+{
+    c->len = mark;
+    c->path[mark] = '\0';
+}
+
+static int bad(const vctx *c, const char *what)
+{
+    return ust_errf(c->err, UST_ECONFIG, "%s: %s: expected %s", c->label,
+                    c->len > 0 ? c->path : "top level", what);
+}
+
+static int nomem(const vctx *c)
+{
+    return ust_errf(c->err, UST_ENOMEM, "%s: out of memory", c->label);
+}
+
+static int valid_env_name(const char *s)
+{
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return 0;
+    for (s++; *s != '\0'; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+static int valid_header_name(const char *s)
+{
+    /* A header name is a token, exactly the NAME of "header:NAME". */
+    char buf[PATH_CAP];
+    int n = snprintf(buf, sizeof(buf), UST__HEADER_PREFIX "%s", s);
+    return n > 0 && (size_t)n < sizeof(buf) && ust__source_valid(buf);
+}
+
+static int valid_route_path(const char *s)
+{
+    return s[0] == '/' && strpbrk(s, "?# \t") == NULL;
+}
+
+static int nonempty(const char *s)
+{
+    return *s != '\0';
+}
+
+/* obj.key as a string into *out (NULL when absent and not required). check
+ * may be NULL. */
+static int take_string(vctx *c, json_t *obj, const char *key, int required,
+                       const char *what, int (*check)(const char *), char **out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL && !required)
+        return 0;
+    size_t mark = push_key(c, key);
+    if (!json_is_string(v) || (check != NULL && !check(json_string_value(v))))
+        return bad(c, what);
+    pop(c, mark);
+    *out = ust_strdup(json_string_value(v));
+    return *out == NULL ? nomem(c) : 0;
+}
+
+static int take_posint(vctx *c, json_t *obj, const char *key, int64_t def, int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL) {
+        *out = def;
+        return 0;
+    }
+    size_t mark = push_key(c, key);
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        return bad(c, "a positive integer");
+    pop(c, mark);
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+}
+
+static int take_bool(vctx *c, json_t *obj, const char *key, int def, int *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL) {
+        *out = def;
+        return 0;
+    }
+    size_t mark = push_key(c, key);
+    if (!json_is_boolean(v))
+        return bad(c, "true or false");
+    pop(c, mark);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* obj.key when present must be an object; *out NULL when absent. */
+static int take_object(vctx *c, json_t *obj, const char *key, json_t **out)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (v == NULL)
+        return 0;
+    if (!json_is_object(v)) {
+        push_key(c, key);
+        return bad(c, "an object");
+    }
+    *out = v;
+    return 0;
+}
+
+/* An array of strings each passing check; *out NULL-terminated. */
+static int take_string_array(vctx *c, json_t *obj, const char *key, int need_items,
+                             const char *what_array, const char *what_item,
+                             int (*check)(const char *), char ***out, size_t *n_out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return 0;
+    size_t mark = push_key(c, key);
+    if (!json_is_array(v) || (need_items && json_array_size(v) == 0))
+        return bad(c, what_array);
+    size_t n = json_array_size(v);
+    char **arr = ust_calloc(n + 1, sizeof(*arr));
+    if (arr == NULL)
+        return nomem(c);
+    *out = arr; /* owned by the config from here, freed with it */
+    if (n_out != NULL)
+        *n_out = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(v, i);
+        size_t im = push_index(c, i);
+        if (!json_is_string(item) || (check != NULL && !check(json_string_value(item))))
+            return bad(c, what_item);
+        pop(c, im);
+        arr[i] = ust_strdup(json_string_value(item));
+        if (arr[i] == NULL)
+            return nomem(c);
+        if (n_out != NULL)
+            *n_out = i + 1;
+    }
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_signature(vctx *c, json_t *route, ust_route *r)
+{
+    json_t *sig;
+    int rc = take_object(c, route, "signature", &sig);
+    if (rc != 0 || sig == NULL)
+        return rc;
+    size_t mark = push_key(c, "signature");
+    json_t *scheme = json_object_get(sig, "scheme");
+    if (!json_is_string(scheme) ||
+        ust_sig_scheme_parse(json_string_value(scheme), &r->scheme) != 0 ||
+        r->scheme == UST_SCHEME_NONE) {
+        r->scheme = UST_SCHEME_NONE;
+        push_key(c, "scheme");
+        return bad(c, WHAT_SCHEME);
+    }
+    if ((rc = take_string(c, sig, "secret_env", 1, "an environment variable name",
+                          valid_env_name, &r->secret_env)) != 0 ||
+        (rc = take_posint(c, sig, "tolerance_s", UST_SIG_DEFAULT_TOLERANCE_S,
+                          &r->tolerance_s)) != 0 ||
+        (rc = take_string(c, sig, "header", 0, "a header name", valid_header_name,
+                          &r->sig_header)) != 0)
+        return rc;
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_fields(vctx *c, json_t *route, ust_route *r)
+{
+    json_t *fields;
+    int rc = take_object(c, route, "fields", &fields);
+    if (rc != 0 || fields == NULL)
+        return rc;
+    static const struct {
+        const char *name;
+        size_t off;
+    } known[] = {
+        {"event_id", offsetof(ust_route_fields, event_id)},
+        {"event_type", offsetof(ust_route_fields, event_type)},
+        {"occurred_at", offsetof(ust_route_fields, occurred_at)},
+        {"transaction_id", offsetof(ust_route_fields, transaction_id)},
+        {"amount", offsetof(ust_route_fields, amount)},
+        {"currency", offsetof(ust_route_fields, currency)},
+        {"intent", offsetof(ust_route_fields, intent)},
+    };
+    size_t mark = push_key(c, "fields");
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        char **slot = (char **)((char *)&r->fields + known[i].off);
+        rc = take_string(c, fields, known[i].name, 0, WHAT_SOURCE, ust__source_valid,
+                         slot);
+        if (rc != 0)
+            return rc;
+    }
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_status(vctx *c, json_t *route, ust_route *r)
+{
+    json_t *status;
+    int rc = take_object(c, route, "status", &status);
+    if (rc != 0 || status == NULL)
+        return rc;
+    size_t mark = push_key(c, "status");
+    rc = take_string(c, status, "from", 1, WHAT_SOURCE, ust__source_valid,
+                     &r->status_from);
+    if (rc != 0)
+        return rc;
+    json_t *map;
+    if ((rc = take_object(c, status, "map", &map)) != 0)
+        return rc;
+    if (map != NULL && json_object_size(map) > 0) {
+        push_key(c, "map");
+        r->status_map = ust_calloc(json_object_size(map), sizeof(*r->status_map));
+        if (r->status_map == NULL)
+            return nomem(c);
+        for (void *it = json_object_iter(map); it != NULL;
+             it = json_object_iter_next(map, it)) {
+            const char *key = json_object_iter_key(it);
+            json_t *v = json_object_iter_value(it);
+            if (!json_is_string(v) || !ust_state_is_valid(json_string_value(v))) {
+                push_key(c, key);
+                return bad(c, WHAT_STATE);
+            }
+            ust_status_map_entry *e = &r->status_map[r->n_status_map];
+            e->from = ust_strdup(key);
+            e->state = ust_strdup(json_string_value(v));
+            r->n_status_map++;
+            if (e->from == NULL || e->state == NULL)
+                return nomem(c);
+        }
+    }
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_idempotency(vctx *c, json_t *route, ust_route *r)
+{
+    json_t *idem;
+    int rc = take_object(c, route, "idempotency", &idem);
+    if (rc != 0)
+        return rc;
+    if (idem != NULL) {
+        size_t mark = push_key(c, "idempotency");
+        if ((rc = take_string(c, idem, "header", 0, "a header name", valid_header_name,
+                              &r->idem_header)) != 0 ||
+            (rc = take_string(c, idem, "tenant_header", 0, "a header name",
+                              valid_header_name, &r->tenant_header)) != 0)
+            return rc;
+        pop(c, mark);
+    }
+    if (r->idem_header == NULL && (idem != NULL || r->kind == UST_ROUTE_API)) {
+        r->idem_header = ust_strdup(DEFAULT_IDEM_HEADER);
+        if (r->idem_header == NULL)
+            return nomem(c);
+    }
+    return 0;
+}
+
+static int parse_route(vctx *c, json_t *jr, ust_route *r)
+{
+    if (!json_is_object(jr))
+        return bad(c, "an object");
+    int rc = take_string(c, jr, "path", 1, "a path starting with / (no query)",
+                         valid_route_path, &r->path);
+    if (rc != 0)
+        return rc;
+    json_t *kind = json_object_get(jr, "kind");
+    const char *k = json_string_value(kind);
+    if (k != NULL && strcmp(k, "webhook") == 0) {
+        r->kind = UST_ROUTE_WEBHOOK;
+    } else if (k != NULL && strcmp(k, "api") == 0) {
+        r->kind = UST_ROUTE_API;
+    } else {
+        push_key(c, "kind");
+        return bad(c, "one of \"webhook\", \"api\"");
+    }
+    if ((rc = take_string(c, jr, "provider", 1, "a non-empty string", nonempty,
+                          &r->provider)) != 0 ||
+        (rc = parse_signature(c, jr, r)) != 0 || (rc = parse_fields(c, jr, r)) != 0 ||
+        (rc = parse_status(c, jr, r)) != 0 || (rc = parse_idempotency(c, jr, r)) != 0)
+        return rc;
+    return 0;
+}
+
+static int parse_routes(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *routes = json_object_get(root, "routes");
+    size_t mark = push_key(c, "routes");
+    if (!json_is_array(routes) || json_array_size(routes) == 0)
+        return bad(c, "a non-empty array of routes");
+    pop(c, mark);
+    cfg->routes = ust_calloc(json_array_size(routes), sizeof(*cfg->routes));
+    if (cfg->routes == NULL)
+        return nomem(c);
+    for (size_t i = 0; i < json_array_size(routes); i++) {
+        cfg->n_routes = i + 1; /* so a half-filled route is freed */
+        mark = push_key(c, "routes");
+        push_index(c, i);
+        int rc = parse_route(c, json_array_get(routes, i), &cfg->routes[i]);
+        if (rc != 0)
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->routes[j].path, cfg->routes[i].path) == 0) {
+                char what[PATH_CAP];
+                (void)snprintf(what, sizeof(what),
+                               "a path not used by another route "
+                               "(routes[%zu] is also %s)",
+                               j, cfg->routes[i].path);
+                push_key(c, "path");
+                return bad(c, what);
+            }
+        pop(c, mark);
+    }
+    return 0;
+}
+
+static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_default,
+                        ust_plugin_config *p)
+{
+    p->isolate = isolate_default;
+    p->timeout_ms = DEFAULT_PLUGIN_TIMEOUT_MS;
+    p->max_rss_mb = DEFAULT_PLUGIN_MAX_RSS_MB;
+    json_t *obj = NULL;
+    int rc = plugins != NULL ? take_object(c, plugins, key, &obj) : 0;
+    if (rc != 0)
+        return rc;
+    json_t *conf = obj != NULL ? json_object_get(obj, "config") : NULL;
+    size_t mark = push_key(c, key);
+    if (conf != NULL && !json_is_object(conf)) {
+        push_key(c, "config");
+        return bad(c, "an object");
+    }
+    /* A copy, so the plugin host may keep or change it freely. */
+    p->config = conf != NULL ? json_deep_copy(conf) : json_object();
+    if (p->config == NULL)
+        return nomem(c);
+    if (obj == NULL) {
+        pop(c, mark);
+        return 0;
+    }
+    int has_path = json_object_get(obj, "path") != NULL;
+    int has_exec = json_object_get(obj, "exec") != NULL;
+    if (has_path == has_exec)
+        return bad(c, "exactly one of \"path\" (a shared library) or \"exec\" (argv)");
+    if ((rc = take_string(c, obj, "path", 0, "a non-empty string", nonempty,
+                          &p->path)) != 0 ||
+        (rc = take_string_array(c, obj, "exec", 1, "a non-empty array of strings",
+                                "a non-empty string", nonempty, &p->exec, NULL)) != 0 ||
+        (rc = take_bool(c, obj, "isolate", isolate_default, &p->isolate)) != 0 ||
+        (rc = take_posint(c, obj, "timeout_ms", DEFAULT_PLUGIN_TIMEOUT_MS,
+                          &p->timeout_ms)) != 0 ||
+        (rc = take_posint(c, obj, "max_rss_mb", DEFAULT_PLUGIN_MAX_RSS_MB,
+                          &p->max_rss_mb)) != 0)
+        return rc;
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *limits;
+    int rc = take_object(c, root, "limits", &limits);
+    if (rc != 0)
+        return rc;
+    int64_t body = DEFAULT_MAX_BODY_BYTES, headers = DEFAULT_MAX_HEADERS,
+            timeout = DEFAULT_HEADER_TIMEOUT_MS;
+    if (limits != NULL) {
+        size_t mark = push_key(c, "limits");
+        if ((rc = take_posint(c, limits, "max_body_bytes", body, &body)) != 0 ||
+            (rc = take_posint(c, limits, "max_headers", headers, &headers)) != 0 ||
+            (rc = take_posint(c, limits, "header_timeout_ms", timeout, &timeout)) != 0)
+            return rc;
+        pop(c, mark);
+    }
+    cfg->limits.max_body_bytes = (size_t)body;
+    cfg->limits.max_headers = (size_t)headers;
+    cfg->limits.header_timeout_ms = timeout;
+    return 0;
+}
+
+static int parse_compare(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *compare;
+    int rc = take_object(c, root, "compare", &compare);
+    if (rc != 0 || compare == NULL)
+        return rc;
+    size_t mark = push_key(c, "compare");
+    if ((rc = take_string_array(c, compare, "ignore", 0, "an array of JSON Pointers",
+                                "a JSON Pointer (\"\" or starting with /)",
+                                ust__pointer_valid, &cfg->compare_ignore,
+                                &cfg->n_compare_ignore)) != 0 ||
+        (rc = take_string_array(c, compare, "headers", 0, "an array of header names",
+                                "a header name", valid_header_name,
+                                &cfg->compare_headers, &cfg->n_compare_headers)) != 0)
+        return rc;
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_document(vctx *c, json_t *root, ust_config *cfg)
+{
+    if (!json_is_object(root))
+        return bad(c, "an object");
+    json_t *plugins;
+    int rc;
+    if ((rc = take_string(c, root, "listen", 0, "a string", NULL, &cfg->listen)) != 0 ||
+        (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
+        (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
+        (rc = parse_limits(c, root, cfg)) != 0 ||
+        (rc = parse_routes(c, root, cfg)) != 0 ||
+        (rc = take_object(c, root, "plugins", &plugins)) != 0)
+        return rc;
+    size_t mark = plugins != NULL ? push_key(c, "plugins") : c->len;
+    if ((rc = parse_plugin(c, plugins, "legacy", 0, &cfg->legacy)) != 0 ||
+        (rc = parse_plugin(c, plugins, "candidate", 1, &cfg->candidate)) != 0)
+        return rc;
+    pop(c, mark);
+    return parse_compare(c, root, cfg);
+}
+
+int ust_config_parse(const char *text, size_t len, const char *label, ust_config **out,
+                     char **err)
+{
+    *out = NULL;
+    if (label == NULL)
+        label = "config";
+    json_error_t e;
+    json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0,
+                              JSON_REJECT_DUPLICATES, &e);
+    if (root == NULL) {
+        if (json_error_code(&e) == json_error_out_of_memory)
+            return ust_errf(err, UST_ENOMEM, "%s: out of memory", label);
+        return ust_errf(err, UST_ECONFIG, "%s:%d:%d: %s", label, e.line, e.column,
+                        e.text);
+    }
+    ust_config *cfg = ust_calloc(1, sizeof(*cfg));
+    if (cfg == NULL) {
+        json_decref(root);
+        return ust_errf(err, UST_ENOMEM, "%s: out of memory", label);
+    }
+    cfg->root = root;
+    vctx c;
+    c.label = label;
+    c.err = err;
+    c.len = 0;
+    c.path[0] = '\0';
+    int rc = 0;
+    cfg->file = ust_strdup(label);
+    if (cfg->file == NULL)
+        rc = nomem(&c);
+    if (rc == 0)
+        rc = parse_document(&c, root, cfg);
+    if (rc == 0 && ust__json_hash(root, cfg->hash) != 0)
+        rc = nomem(&c);
+    if (rc != 0) {
+        ust_config_free(cfg);
+        return rc;
+    }
+    *out = cfg;
+    return 0;
+}
+
+int ust_config_load(const char *file, ust_config **out, char **err)
+{
+    *out = NULL;
+    FILE *f = fopen(file, "rb");
+    if (f == NULL)
+        return ust_errf(err, UST_EIO, "%s: cannot open: %s", file, strerror(errno));
+    size_t cap = 8192, len = 0;
+    char *buf = ust_malloc(cap);
+    int rc = buf == NULL ? UST_ENOMEM : 0;
+    while (rc == 0) {
+        if (len == cap) {
+            char *grown = ust_realloc(buf, cap * 2);
+            if (grown == NULL) {
+                rc = UST_ENOMEM;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f))
+                rc = UST_EIO;
+            break;
+        }
+    }
+    int saved = errno;
+    (void)fclose(f);
+    if (rc == UST_EIO)
+        ust_errf(err, rc, "%s: cannot read: %s", file, strerror(saved));
+    else if (rc == UST_ENOMEM)
+        ust_errf(err, rc, "%s: out of memory", file);
+    else
+        rc = ust_config_parse(buf, len, file, out, err);
+    ust_free(buf);
+    return rc;
+}
+
+static void free_secret(ust_route *r)
+{
+    if (r->secret != NULL) {
+        OPENSSL_cleanse(r->secret, strlen(r->secret));
+        ust_free(r->secret);
+        r->secret = NULL;
+    }
+}
+
+static void free_strv(char **v)
+{
+    if (v == NULL)
+        return;
+    for (size_t i = 0; v[i] != NULL; i++)
+        ust_free(v[i]);
+    ust_free(v);
+}
+
+static void free_plugin(ust_plugin_config *p)
+{
+    ust_free(p->path);
+    free_strv(p->exec);
+    json_decref(p->config);
+}
+
+void ust_config_free(ust_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        ust_route *r = &cfg->routes[i];
+        ust_free(r->path);
+        ust_free(r->provider);
+        ust_free(r->secret_env);
+        ust_free(r->sig_header);
+        free_secret(r);
+        ust_free(r->fields.event_id);
+        ust_free(r->fields.event_type);
+        ust_free(r->fields.occurred_at);
+        ust_free(r->fields.transaction_id);
+        ust_free(r->fields.amount);
+        ust_free(r->fields.currency);
+        ust_free(r->fields.intent);
+        ust_free(r->status_from);
+        for (size_t j = 0; j < r->n_status_map; j++) {
+            ust_free(r->status_map[j].from);
+            ust_free(r->status_map[j].state);
+        }
+        ust_free(r->status_map);
+        ust_free(r->idem_header);
+        ust_free(r->tenant_header);
+    }
+    ust_free(cfg->routes);
+    free_plugin(&cfg->legacy);
+    free_plugin(&cfg->candidate);
+    free_strv(cfg->compare_ignore);
+    free_strv(cfg->compare_headers);
+    ust_free(cfg->listen);
+    ust_free(cfg->log_path);
+    ust_free(cfg->run_path);
+    ust_free(cfg->file);
+    json_decref(cfg->root);
+    ust_free(cfg);
+}
+
+int ust_config_load_secrets(ust_config *cfg, char **err)
+{
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        ust_route *r = &cfg->routes[i];
+        if (r->scheme == UST_SCHEME_NONE)
+            continue;
+        const char *v = getenv(r->secret_env);
+        if (v == NULL || *v == '\0')
+            return ust_errf(err, UST_ECONFIG,
+                            "%s: routes[%zu].signature.secret_env: environment "
+                            "variable %s is %s",
+                            cfg->file, i, r->secret_env,
+                            v == NULL ? "not set" : "empty");
+        char *copy = ust_strdup(v);
+        if (copy == NULL)
+            return ust_errf(err, UST_ENOMEM, "%s: out of memory", cfg->file);
+        free_secret(r);
+        r->secret = copy;
+    }
+    return 0;
+}
+
+const ust_route *ust_config_route(const ust_config *cfg, const char *target)
+{
+    if (cfg == NULL || target == NULL)
+        return NULL;
+    size_t len = strcspn(target, "?#");
+    for (size_t i = 0; i < cfg->n_routes; i++) {
+        const char *p = cfg->routes[i].path;
+        if (strncmp(p, target, len) == 0 && p[len] == '\0')
+            return &cfg->routes[i];
+    }
+    return NULL;
+}
+
+int ust_state_is_valid(const char *state)
+{
+    return state != NULL &&
+           (strcmp(state, "pending") == 0 || strcmp(state, "paid") == 0 ||
+            strcmp(state, "refunded") == 0 || strcmp(state, "cancelled") == 0);
+}

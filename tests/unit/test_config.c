@@ -1,0 +1,393 @@
+/* Configuration: the documented example loads as it is, every broken config
+ * is refused with the key path at fault, and secrets are named, never shown. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/error.h>
+#include <understudy/event.h>
+#include <understudy/hash.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *fixture(const char *name)
+{
+    const char *root = getenv("UST_SOURCE_DIR");
+    return ust_sprintf("%s/tests/data/%s", root != NULL ? root : ".", name);
+}
+
+static ust_config *load_example(void)
+{
+    char *path = fixture("config.json");
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    int rc = ust_config_load(path, &cfg, &err);
+    if (rc != 0)
+        fail_msg("%s", err != NULL ? err : "?");
+    ust_free(path);
+    return cfg;
+}
+
+static void test_example_loads(void **state)
+{
+    (void)state;
+    ust_config *cfg = load_example();
+    assert_string_equal(cfg->listen, "127.0.0.1:8080");
+    assert_string_equal(cfg->log_path, "var/events.db");
+    assert_string_equal(cfg->run_path, "var/live-run.db");
+    assert_int_equal(cfg->limits.max_body_bytes, 1048576);
+    assert_int_equal(cfg->limits.max_headers, 64);
+    assert_int_equal(cfg->limits.header_timeout_ms, 10000);
+    assert_int_equal(cfg->n_routes, 3);
+
+    const ust_route *s = &cfg->routes[0];
+    assert_string_equal(s->path, "/webhooks/stripe");
+    assert_int_equal(s->kind, UST_ROUTE_WEBHOOK);
+    assert_string_equal(s->provider, "stripe");
+    assert_int_equal(s->scheme, UST_SCHEME_STRIPE);
+    assert_string_equal(s->secret_env, "UNDERSTUDY_STRIPE_SECRET");
+    assert_int_equal(s->tolerance_s, 300);
+    assert_null(s->secret);
+    assert_string_equal(s->fields.event_id, "/id");
+    assert_string_equal(s->fields.occurred_at, "/created");
+    assert_string_equal(s->fields.intent, "/data/object/metadata/order_id");
+    assert_string_equal(s->status_from, "/type");
+    assert_int_equal(s->n_status_map, 4);
+    assert_null(s->idem_header);
+
+    const ust_route *w = &cfg->routes[1];
+    assert_int_equal(w->scheme, UST_SCHEME_STANDARD_WEBHOOKS);
+    assert_string_equal(w->fields.event_id, "header:webhook-id");
+    assert_int_equal(w->n_status_map, 0);
+    assert_string_equal(w->status_from, "/data/status");
+
+    const ust_route *a = &cfg->routes[2];
+    assert_int_equal(a->kind, UST_ROUTE_API);
+    assert_int_equal(a->scheme, UST_SCHEME_NONE);
+    assert_string_equal(a->idem_header, "Idempotency-Key");
+    assert_string_equal(a->tenant_header, "X-Tenant-Id");
+    assert_null(a->fields.event_id);
+
+    assert_string_equal(cfg->legacy.path,
+                        "build/src/plugins/legacy/understudy-legacy.so");
+    assert_null(cfg->legacy.exec);
+    assert_int_equal(cfg->legacy.isolate, 0);
+    assert_int_equal(cfg->candidate.isolate, 1);
+    assert_int_equal(cfg->candidate.timeout_ms, 1000);
+    assert_int_equal(cfg->candidate.max_rss_mb, 512);
+    assert_true(json_is_object(cfg->legacy.config));
+    assert_int_equal(
+        json_integer_value(json_object_get(cfg->candidate.config, "semantic_window_s")),
+        600);
+    assert_int_equal(cfg->n_compare_ignore, 0);
+
+    /* The config hash is the SHA-256 of the canonical text. */
+    char *canon = ust_json_canonical(cfg->root);
+    char hex[UST_SHA256_HEX_LEN + 1];
+    ust_sha256_hex(canon, strlen(canon), hex);
+    free(canon);
+    assert_string_equal(cfg->hash, hex);
+    ust_config_free(cfg);
+}
+
+static void test_hash_ignores_layout(void **state)
+{
+    (void)state;
+    const char *a =
+        "{\"routes\":[{\"path\":\"/a\",\"kind\":\"api\",\"provider\":\"p\"}]}";
+    const char *b = "{ \"routes\" : [ { \"provider\" : \"p\", \"kind\" : \"api\",\n"
+                    "  \"path\" : \"/a\" } ] }";
+    const char *c =
+        "{\"routes\":[{\"path\":\"/b\",\"kind\":\"api\",\"provider\":\"p\"}]}";
+    ust_config *ca, *cb, *cc;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(a, strlen(a), "a.json", &ca, &err), 0);
+    assert_int_equal(ust_config_parse(b, strlen(b), "b.json", &cb, &err), 0);
+    assert_int_equal(ust_config_parse(c, strlen(c), "c.json", &cc, &err), 0);
+    assert_string_equal(ca->hash, cb->hash);
+    assert_string_not_equal(ca->hash, cc->hash);
+    ust_config_free(ca);
+    ust_config_free(cb);
+    ust_config_free(cc);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    const char *t =
+        "{\"routes\":[{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+        "\"signature\":{\"scheme\":\"hmac-sha256-hex\",\"secret_env\":\"X_S\","
+        "\"header\":\"X-Sig\"}},"
+        "{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"api\"}],"
+        "\"plugins\":{\"candidate\":{\"exec\":[\"python3\",\"cand.py\"]}},"
+        "\"compare\":{\"ignore\":[\"/payment_id\",\"\"],\"headers\":[\"Retry-After\"]},"
+        "\"future_key\":{\"anything\":[1,2]}}";
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(t, strlen(t), "d.json", &cfg, &err), 0);
+    assert_null(cfg->listen);
+    assert_int_equal(cfg->limits.max_body_bytes, 1048576);
+    assert_int_equal(cfg->limits.max_headers, 64);
+    assert_int_equal(cfg->limits.header_timeout_ms, 10000);
+    assert_int_equal(cfg->routes[0].tolerance_s, 300);
+    assert_string_equal(cfg->routes[0].sig_header, "X-Sig");
+    assert_null(cfg->routes[0].idem_header);
+    assert_string_equal(cfg->routes[1].idem_header, "Idempotency-Key");
+    assert_null(cfg->routes[1].tenant_header);
+    assert_null(cfg->legacy.path);
+    assert_null(cfg->legacy.exec);
+    assert_true(json_is_object(cfg->legacy.config));
+    assert_null(cfg->candidate.path);
+    assert_string_equal(cfg->candidate.exec[0], "python3");
+    assert_string_equal(cfg->candidate.exec[1], "cand.py");
+    assert_null(cfg->candidate.exec[2]);
+    assert_int_equal(cfg->candidate.isolate, 1);
+    assert_int_equal(json_object_size(cfg->candidate.config), 0);
+    assert_int_equal(cfg->n_compare_ignore, 2);
+    assert_string_equal(cfg->compare_ignore[0], "/payment_id");
+    assert_int_equal(cfg->n_compare_headers, 1);
+    assert_string_equal(cfg->compare_headers[0], "Retry-After");
+    ust_config_free(cfg);
+}
+
+#define R0 "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"}"
+#define ROUTES(x) "{\"routes\":[" x "]}"
+
+static const struct {
+    const char *text;
+    const char *expect; /* substring of the message */
+} broken[] = {
+    {ROUTES(R0 ",{\"path\":\"/s\",\"kind\":\"webhook\",\"provider\":\"p\","
+               "\"signature\":{\"scheme\":\"paypal\",\"secret_env\":\"S\"}}"),
+     "cfg.json: routes[1].signature.scheme: expected one of \"stripe\", "
+     "\"standard-webhooks\", \"hmac-sha256-hex\""},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\"}"),
+     "cfg.json: routes[0].provider: expected"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"\"}"),
+     "cfg.json: routes[0].provider: expected"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"hook\",\"provider\":\"p\"}"),
+     "cfg.json: routes[0].kind: expected one of \"webhook\", \"api\""},
+    {ROUTES("{\"path\":\"w\",\"kind\":\"webhook\",\"provider\":\"p\"}"),
+     "cfg.json: routes[0].path: expected"},
+    {ROUTES("{\"kind\":\"webhook\",\"provider\":\"p\"}"),
+     "cfg.json: routes[0].path: expected"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"fields\":{\"event_id\":\"id\"}}"),
+     "cfg.json: routes[0].fields.event_id: expected a JSON Pointer"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"fields\":{\"amount\":\"/a~2b\"}}"),
+     "cfg.json: routes[0].fields.amount: expected a JSON Pointer"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"fields\":{\"event_id\":\"header:\"}}"),
+     "cfg.json: routes[0].fields.event_id: expected"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"fields\":{\"event_id\":7}}"),
+     "cfg.json: routes[0].fields.event_id: expected"},
+    {ROUTES(
+         "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+         "\"status\":{\"from\":\"/type\",\"map\":{\"charge.refunded\":\"refund\"}}}"),
+     "cfg.json: routes[0].status.map.charge.refunded: expected one of pending, paid, "
+     "refunded, cancelled"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"status\":{\"map\":{}}}"),
+     "cfg.json: routes[0].status.from: expected"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"signature\":{\"scheme\":\"stripe\"}}"),
+     "cfg.json: routes[0].signature.secret_env: expected"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"signature\":{\"scheme\":\"stripe\",\"secret_env\":\"S\",\"tolerance_s\":"
+            "0}}"),
+     "cfg.json: routes[0].signature.tolerance_s: expected a positive integer"},
+    {"{\"limits\":{\"max_body_bytes\":-1},\"routes\":[" R0 "]}",
+     "cfg.json: limits.max_body_bytes: expected a positive integer"},
+    {"{\"limits\":{\"max_headers\":1.5},\"routes\":[" R0 "]}",
+     "cfg.json: limits.max_headers: expected a positive integer"},
+    {ROUTES(R0 "," R0),
+     "cfg.json: routes[1].path: expected a path not used by another route"},
+    {"{\"routes\":[]}", "cfg.json: routes: expected a non-empty array"},
+    {"{}", "cfg.json: routes: expected a non-empty array"},
+    {"[1]", "cfg.json: top level: expected an object"},
+    {"{\"routes\":[7]}", "cfg.json: routes[0]: expected an object"},
+    {"{\"routes\":[" R0 "],\n\"plugins\":{\"candidate\":{\"exec\":[\"a\",2]}}}",
+     "cfg.json: plugins.candidate.exec[1]: expected a non-empty string"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"candidate\":{\"exec\":\"run.sh\"}}}",
+     "cfg.json: plugins.candidate.exec: expected a non-empty array of strings"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"exec\":[\"b\"]}}}",
+     "cfg.json: plugins.legacy: expected exactly one of"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"config\":[]}}}",
+     "cfg.json: plugins.legacy.config: expected an object"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"isolate\":1}}}",
+     "cfg.json: plugins.legacy.isolate: expected true or false"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"timeout_ms\":0}}}",
+     "cfg.json: plugins.legacy.timeout_ms: expected a positive integer"},
+    {"{\"routes\":[" R0 "],\"compare\":{\"ignore\":[\"id\"]}}",
+     "cfg.json: compare.ignore[0]: expected a JSON Pointer"},
+    {"{\"routes\":[" R0 "],\"listen\":8080}", "cfg.json: listen: expected a string"},
+    {"{\"routes\":[" R0 "],\"routes\":[" R0 "]}", "cfg.json:1:"},
+    {"{\n  \"routes\": [\n    {\"path\": \"/w\",}\n  ]\n}", "cfg.json:3:"},
+};
+
+static void test_broken_configs(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+        ust_config *cfg = (ust_config *)1;
+        char *err = NULL;
+        int rc = ust_config_parse(broken[i].text, strlen(broken[i].text), "cfg.json",
+                                  &cfg, &err);
+        if (rc != UST_ECONFIG || err == NULL || strstr(err, broken[i].expect) == NULL)
+            fail_msg("case %zu: rc %d, message \"%s\", wanted \"%s\"", i, rc,
+                     err != NULL ? err : "(none)", broken[i].expect);
+        assert_null(cfg);
+        ust_free(err);
+    }
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_load("/nonexistent/understudy.json", &cfg, &err),
+                     UST_EIO);
+    assert_non_null(strstr(err, "/nonexistent/understudy.json"));
+    assert_null(cfg);
+    ust_free(err);
+}
+
+static void test_secrets(void **state)
+{
+    (void)state;
+    ust_config *cfg = load_example();
+    char *err = NULL;
+    unsetenv("UNDERSTUDY_STRIPE_SECRET");
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_topsecretvalue", 1);
+    assert_int_equal(ust_config_load_secrets(cfg, &err), UST_ECONFIG);
+    assert_non_null(strstr(err, "routes[0].signature.secret_env: environment variable "
+                                "UNDERSTUDY_STRIPE_SECRET is not set"));
+    ust_free(err);
+    err = NULL;
+
+    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_stripe", 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", "", 1);
+    assert_int_equal(ust_config_load_secrets(cfg, &err), UST_ECONFIG);
+    assert_non_null(strstr(err, "routes[1].signature.secret_env"));
+    assert_non_null(strstr(err, "UNDERSTUDY_STANDARD_SECRET"));
+    assert_null(strstr(err, "whsec_"));
+    ust_free(err);
+    err = NULL;
+
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    assert_int_equal(ust_config_load_secrets(cfg, &err), 0);
+    assert_string_equal(cfg->routes[0].secret, "whsec_stripe");
+    assert_string_equal(cfg->routes[1].secret,
+                        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    assert_null(cfg->routes[2].secret);
+    /* Loading again replaces, without leaking. */
+    assert_int_equal(ust_config_load_secrets(cfg, &err), 0);
+    ust_config_free(cfg);
+}
+
+static void test_route_lookup(void **state)
+{
+    (void)state;
+    ust_config *cfg = load_example();
+    assert_ptr_equal(ust_config_route(cfg, "/webhooks/stripe"), &cfg->routes[0]);
+    assert_ptr_equal(ust_config_route(cfg, "/webhooks/stripe?x=1"), &cfg->routes[0]);
+    assert_ptr_equal(ust_config_route(cfg, "/payments"), &cfg->routes[2]);
+    assert_null(ust_config_route(cfg, "/webhooks/strip"));
+    assert_null(ust_config_route(cfg, "/webhooks/stripe/"));
+    assert_null(ust_config_route(cfg, "/webhooks/stripex"));
+    assert_null(ust_config_route(cfg, ""));
+    assert_null(ust_config_route(cfg, NULL));
+    ust_config_free(cfg);
+}
+
+static void test_states(void **state)
+{
+    (void)state;
+    assert_true(ust_state_is_valid("pending"));
+    assert_true(ust_state_is_valid("paid"));
+    assert_true(ust_state_is_valid("refunded"));
+    assert_true(ust_state_is_valid("cancelled"));
+    assert_false(ust_state_is_valid("canceled"));
+    assert_false(ust_state_is_valid("Paid"));
+    assert_false(ust_state_is_valid(""));
+    assert_false(ust_state_is_valid(NULL));
+}
+
+/* Fail the Nth allocation, for every N until the parse succeeds: each
+ * failure must come back as UST_ENOMEM with nothing leaked (ASan). */
+static long alloc_budget = -1;
+
+static void *failing_malloc(size_t n)
+{
+    if (alloc_budget == 0)
+        return NULL;
+    if (alloc_budget > 0)
+        alloc_budget--;
+    return malloc(n);
+}
+
+static void *failing_realloc(void *p, size_t n)
+{
+    if (alloc_budget == 0)
+        return NULL;
+    if (alloc_budget > 0)
+        alloc_budget--;
+    return realloc(p, n);
+}
+
+static void test_parse_out_of_memory(void **state)
+{
+    (void)state;
+    char *path = fixture("config.json");
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char text[8192];
+    size_t len = fread(text, 1, sizeof(text), f);
+    (void)fclose(f);
+    ust_free(path);
+    ust_replace_allocator(failing_malloc, failing_realloc, free);
+    int rc = UST_ENOMEM;
+    long n;
+    for (n = 0; rc == UST_ENOMEM && n < 10000; n++) {
+        ust_config *cfg = NULL;
+        char *err = NULL;
+        alloc_budget = n;
+        rc = ust_config_parse(text, len, "cfg.json", &cfg, &err);
+        alloc_budget = -1;
+        if (rc == 0)
+            ust_config_free(cfg);
+        else
+            assert_int_equal(rc, UST_ENOMEM);
+        ust_free(err);
+    }
+    ust_replace_allocator(malloc, realloc, free);
+    assert_int_equal(rc, 0);
+    assert_true(n > 10);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example_loads),
+        cmocka_unit_test(test_hash_ignores_layout),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_broken_configs),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_route_lookup),
+        cmocka_unit_test(test_states),
+        cmocka_unit_test(test_parse_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
