@@ -64,11 +64,8 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
         (rc = dup_column(st, 3, &rec->req.method)) != 0 ||
         (rc = dup_column(st, 4, &rec->req.target)) != 0)
         goto fail;
-    json_error_t jerr;
-    const char *htext = (const char *)sqlite3_column_text(st, 5);
-    json_t *headers = htext ? json_loads(htext, 0, &jerr) : NULL;
-    rc = ust__headers_load(headers, &rec->req, err);
-    json_decref(headers);
+    rc = ust__headers_unpack(sqlite3_column_blob(st, 5),
+                             (size_t)sqlite3_column_bytes(st, 5), &rec->req, err);
     if (rc != 0)
         goto fail;
     int blen = sqlite3_column_bytes(st, 6);

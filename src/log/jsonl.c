@@ -101,10 +101,7 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
     char when[32];
     ust_time_format(r->received_at_us, when);
     json_t *o = json_object();
-    json_error_t jerr;
-    char *headers = ust__headers_dump(r);
-    json_t *harr = headers ? json_loads(headers, 0, &jerr) : NULL;
-    free(headers);
+    json_t *harr = ust__headers_json(r);
     if (o == NULL || harr == NULL) {
         json_decref(o);
         json_decref(harr);

@@ -5,11 +5,25 @@
 
 #include <understudy/log.h>
 
+/* Frames a row and digests it; one per thread (it reuses its buffers). */
+typedef struct ust__row_hasher {
+    void *md;     /* EVP_MD_CTX */
+    void *sha256; /* EVP_MD, fetched once */
+    unsigned char *frame;
+    size_t len, cap;
+    int failed;
+} ust__row_hasher;
+
 struct ust_log {
     sqlite3 *db;
     char *path;
     int in_outer_tx;       /* ust_log_begin is active */
     sqlite3_stmt *insert;  /* prepared once, reused for every append */
+    char *pack;            /* reusable buffer for packed headers */
+    size_t pack_cap;
+    ust__row_hasher hasher; /* the calling thread's; a helper thread has its own */
+    unsigned char *digests; /* per-batch content digests */
+    size_t digests_cap;
 };
 
 /* Columns every reader selects, in this order (see ust__log_row_decode). */
@@ -18,15 +32,22 @@ struct ust_log {
     "provider, event_id, identity, request_sha256, signature, config_hash, "  \
     "prev_hash, hash"
 
-/* SHA-256 over prev_hash and the record's content (seq included, so a row
- * moved to another seq no longer matches). */
-void ust__log_row_hash(const unsigned char prev[UST_SHA256_LEN],
-                       const ust_log_record *rec, unsigned char out[UST_SHA256_LEN]);
+/* A row's hash = ust__log_chain_link(prev_hash, ust__log_row_digest(row)). */
+void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
+                         unsigned char out[UST_SHA256_LEN]);
+void ust__log_chain_link(ust__row_hasher *h, const unsigned char prev[UST_SHA256_LEN],
+                         const unsigned char digest[UST_SHA256_LEN],
+                         unsigned char out[UST_SHA256_LEN]);
+void ust__row_hasher_free(ust__row_hasher *h);
 
-/* Headers as a JSON array of [name, value] pairs, compact text (free()). */
-char *ust__headers_dump(const ust_request *req);
+/* Headers as a JSON array of [name, value] pairs (interchange format). */
+json_t *ust__headers_json(const ust_request *req);
 /* Parses such an array into req's headers. 0 or UST_EPARSE with *err. */
 int ust__headers_load(json_t *array, ust_request *req, char **err);
+/* Packs req's headers into log->pack ("name\0value\0" pairs). */
+int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len);
+/* Unpacks a headers column into req. 0, UST_EPARSE, UST_ENOMEM. */
+int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **err);
 
 /* Fills rec from a row selected with UST__LOG_COLUMNS; prev_hash into prev
  * (may be NULL). 0, UST_ENOMEM, UST_EPARSE (a headers column that is not

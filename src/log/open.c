@@ -14,12 +14,11 @@ static const char schema_sql[] =
     " seq INTEGER PRIMARY KEY,"
     " received_at INTEGER NOT NULL,"
     " remote TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL,"
-    " headers TEXT NOT NULL,"  /* JSON [[name, value], ...], order kept */
+    " headers BLOB NOT NULL,"  /* "name\0value\0" pairs, order kept */
     " body BLOB NOT NULL,"
     " route TEXT, provider TEXT, event_id TEXT, identity TEXT,"
     " request_sha256 TEXT NOT NULL, signature TEXT NOT NULL, config_hash TEXT,"
     " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_identity ON events(identity);"
     /* A prune removes a prefix of the chain; the row it leaves behind records
      * the hash the remaining chain starts from. */
     "CREATE TABLE IF NOT EXISTS prunes("
@@ -121,6 +120,9 @@ void ust_log_close(ust_log *log)
         return;
     sqlite3_finalize(log->insert);
     sqlite3_close(log->db);
+    ust_free(log->pack);
+    ust_free(log->digests);
+    ust__row_hasher_free(&log->hasher);
     ust_free(log->path);
     ust_free(log);
 }

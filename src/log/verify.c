@@ -91,7 +91,9 @@ int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
                      (long long)(rec.seq - 1));
             rc = UST_ETAMPER;
         } else {
-            ust__log_row_hash(prev, &rec, computed);
+            unsigned char digest[UST_SHA256_LEN];
+            ust__log_row_digest(&log->hasher, &rec, digest);
+            ust__log_chain_link(&log->hasher, prev, digest, computed);
             if (memcmp(computed, rec.hash, UST_SHA256_LEN) != 0) {
                 res->bad_seq = rec.seq;
                 snprintf(res->reason, sizeof(res->reason),
