@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every benchmark with its baseline in the same run. Timings belong
+# here, never in a test's pass/fail. usage: tests/bench/run.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/../.."
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-bench-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+echo "### event log append (on $(df --output=source "$dir" | tail -1))"
+"$build/tests/bench_log_append" "$dir" 7
+echo
+echo "### event derivation"
+"$build/tests/bench_derive" tests/data/config.json 7
+if [ -x "$build/tests/bench_replay" ]; then
+  echo
+  echo "### replay"
+  "$build/tests/bench_replay" "$dir" "$build" "${REPLAY_EVENTS:-1000000}"
+fi
