@@ -10,6 +10,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  log import|export|verify|stats|prune   the append-only event log\n"
+    "  replay --config FILE --log DB --run DB  feed a log to legacy and candidate\n"
     "\n"
     "Every command has --help. Exit status: 0 success, 1 a finding (tampering,\n"
     "divergences not triaged), 2 a usage or input error.\n";
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
         return ust_cli_usage(usage, 1);
     if (strcmp(cmd, "log") == 0)
         return ust_cli_log(argc - 1, argv + 1);
+    if (strcmp(cmd, "replay") == 0)
+        return ust_cli_replay(argc - 1, argv + 1);
     fprintf(stderr, "understudy: unknown command \"%s\"\n", cmd);
     return ust_cli_usage(usage, 0);
 }

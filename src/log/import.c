@@ -11,13 +11,12 @@
 
 #define IMPORT_BATCH 512
 
-/* Moves the request into rec and copies the derived fields it needs. */
-static int record_from_event(ust_log_record *rec, ust_request *req, const ust_event *ev,
-                             const ust_config *cfg)
+/* Borrows the request (shallow copy) and copies the derived fields. */
+static int record_from_event(ust_log_record *rec, const ust_request *req,
+                             const ust_event *ev, const ust_config *cfg)
 {
     memset(rec, 0, sizeof(*rec));
     rec->req = *req;
-    memset(req, 0, sizeof(*req));
     rec->sig = ev->sig;
     memcpy(rec->request_sha256, ev->request_sha256, sizeof(rec->request_sha256));
     memcpy(rec->config_hash, cfg->hash, sizeof(rec->config_hash));
@@ -29,11 +28,41 @@ static int record_from_event(ust_log_record *rec, ust_request *req, const ust_ev
     return 0;
 }
 
-static int flush(ust_log *log, ust_log_record *batch, size_t *n, char **err)
+static void clear_derived(ust_log_record *rec)
 {
-    int rc = ust_log_append(log, batch, *n, NULL, err);
+    memset(&rec->req, 0, sizeof(rec->req)); /* borrowed, not ours to free */
+    ust_log_record_clear(rec);
+}
+
+int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_request *reqs,
+                            size_t n, int64_t *first_seq, char **err)
+{
+    ust_log_record *recs = ust_calloc(n ? n : 1, sizeof(*recs));
+    if (recs == NULL)
+        return UST_ENOMEM;
+    int rc = 0;
+    size_t built = 0;
+    for (; rc == 0 && built < n; built++) {
+        ust_event ev;
+        rc = ust_event_derive(cfg, &reqs[built], &ev, err);
+        if (rc == 0)
+            rc = record_from_event(&recs[built], &reqs[built], &ev, cfg);
+        ust_event_clear(&ev);
+    }
+    if (rc == 0)
+        rc = ust_log_append(log, recs, n, first_seq, err);
+    for (size_t i = 0; i < built; i++)
+        clear_derived(&recs[i]);
+    ust_free(recs);
+    return rc;
+}
+
+static int flush(ust_log *log, const ust_config *cfg, ust_request *batch, size_t *n,
+                 char **err)
+{
+    int rc = ust_log_append_requests(log, cfg, batch, *n, NULL, err);
     for (size_t i = 0; i < *n; i++)
-        ust_log_record_clear(&batch[i]);
+        ust_request_clear(&batch[i]);
     *n = 0;
     return rc;
 }
@@ -43,7 +72,7 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
 {
     if (n_out != NULL)
         *n_out = 0;
-    ust_log_record *batch = ust_calloc(IMPORT_BATCH, sizeof(*batch));
+    ust_request *batch = ust_calloc(IMPORT_BATCH, sizeof(*batch));
     if (batch == NULL)
         return UST_ENOMEM;
     int rc = ust_log_begin(log, err);
@@ -58,32 +87,26 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
             len--;
         if (len == 0)
             continue; /* blank lines carry nothing */
-        ust_request req;
         char *why = NULL;
-        rc = ust_jsonl_parse(line, (size_t)len, &req, &why);
+        rc = ust_jsonl_parse(line, (size_t)len, &batch[n], &why);
         if (rc != 0) {
             rc = ust_errf(err, rc, "%s:%zu: %s", label, lineno,
                           why ? why : ust_strerror(rc));
             ust_free(why);
             break;
         }
-        ust_event ev;
-        rc = ust_event_derive(cfg, &req, &ev, err);
-        if (rc == 0)
-            rc = record_from_event(&batch[n++], &req, &ev, cfg);
-        ust_event_clear(&ev);
-        ust_request_clear(&req);
+        n++;
         total++;
-        if (rc == 0 && n == IMPORT_BATCH)
-            rc = flush(log, batch, &n, err);
+        if (n == IMPORT_BATCH)
+            rc = flush(log, cfg, batch, &n, err);
     }
     free(line);
     if (rc == 0 && ferror(in))
         rc = ust_errf(err, UST_EIO, "%s: read error", label);
     if (rc == 0)
-        rc = flush(log, batch, &n, err);
+        rc = flush(log, cfg, batch, &n, err);
     for (size_t i = 0; i < n; i++)
-        ust_log_record_clear(&batch[i]);
+        ust_request_clear(&batch[i]);
     ust_free(batch);
     if (rc == 0)
         rc = ust_log_commit(log, err);

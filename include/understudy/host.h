@@ -1,0 +1,82 @@
+/* The host side of plugins: loading, the per-plugin state store, and calling
+ * decide safely. A plugin that fails, returns garbage or an oversize body
+ * produces an `error` decision, never a crash of the host. */
+#ifndef UNDERSTUDY_HOST_H
+#define UNDERSTUDY_HOST_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include <understudy/event.h>
+#include <understudy/hash.h>
+#include <understudy/plugin.h>
+#include <understudy/request.h>
+
+/* ---- state store ------------------------------------------------------- */
+
+/* Key/value state of every plugin, one namespace each, cached in memory in
+ * front of the run database's `state` table. Writes made during one decide are
+ * staged and applied together (ust_store_end_call with keep=1) or dropped. */
+typedef struct ust_store ust_store;
+
+/* Uses (does not own) db; creates the table when missing. */
+int ust_store_open(sqlite3 *db, ust_store **out, char **err);
+void ust_store_close(ust_store *s);
+/* Starts a decide call in namespace ns (borrowed, must outlive the call). */
+void ust_store_begin_call(ust_store *s, const char *ns);
+/* 1 and *value (borrowed until the call ends), 0 absent, negative error. */
+int ust_store_get(ust_store *s, const char *key, const char **value);
+int ust_store_put(ust_store *s, const char *key, const char *value);
+int ust_store_delete(ust_store *s, const char *key);
+/* 1 created, 0 existed, negative error. */
+int ust_store_claim(ust_store *s, const char *key, const char *value);
+/* keep=1 applies the staged writes, keep=0 drops them. 0 or UST_ENOMEM. */
+int ust_store_end_call(ust_store *s, int keep);
+/* Writes every applied change to the database. Call inside the transaction
+ * that also records the decisions they belong to. */
+int ust_store_flush(ust_store *s, char **err);
+
+/* ---- decisions --------------------------------------------------------- */
+
+/* A decision as the host keeps it: validated and owned (ust_malloc). */
+typedef struct ust_decision {
+    ust_verdict verdict;
+    int http_status;
+    char *body;    /* canonical JSON text of the response body, or NULL */
+    json_t *headers; /* object name(lower-case) -> value, NULL if none */
+    char *entity, *state_before, *state_after, *reason;
+    char **flags;    /* sorted */
+    size_t n_flags;
+    char *error;     /* why verdict is error, NULL otherwise */
+} ust_decision;
+
+void ust_decision_clear(ust_decision *d);
+/* "applied", "duplicate", ... ; "unknown" out of range. */
+const char *ust_verdict_name(ust_verdict v);
+int ust_verdict_parse(const char *name, ust_verdict *out);
+/* JSON form used in the run database and divergence lines. */
+json_t *ust_decision_to_json(const ust_decision *d);
+
+/* ---- plugins ----------------------------------------------------------- */
+
+typedef struct ust_plugin ust_plugin;
+
+#define UST_PLUGIN_MAX_BODY (64 * 1024)
+
+/* dlopen(RTLD_NOW | RTLD_LOCAL) of path, checks the entry and ABI major,
+ * calls create with config (may be NULL = {}). ns is the state namespace.
+ * UST_EPLUGIN with *err naming the file and why. */
+int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
+                    ust_plugin **out, char **err);
+void ust_plugin_unload(ust_plugin *p);
+const char *ust_plugin_name(const ust_plugin *p);
+const char *ust_plugin_version(const ust_plugin *p);
+const char *ust_plugin_file_sha256(const ust_plugin *p);
+
+/* Calls decide for ev (req is the raw request it came from); *out is always
+ * filled, with verdict error when the plugin failed. Store writes of the call
+ * are kept only when the decision is not an error. */
+void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
+                       ust_decision *out);
+
+#endif

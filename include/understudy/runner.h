@@ -1,0 +1,35 @@
+/* The runner: each event of the log, in seq order, to the legacy and the
+ * candidate; only the legacy decides; every difference is written down. */
+#ifndef UNDERSTUDY_RUNNER_H
+#define UNDERSTUDY_RUNNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <understudy/config.h>
+
+typedef struct ust_replay_opts {
+    const ust_config *cfg;
+    const char *log_path;
+    const char *run_path;
+    const char *legacy_path;    /* NULL: the config's plugins.legacy.path */
+    const char *candidate_path; /* NULL: the config's plugins.candidate.path */
+    FILE *divergences;          /* JSON lines as they are committed, or NULL */
+    int64_t commit_every;       /* events per transaction; 0 = default (1000) */
+} ust_replay_opts;
+
+typedef struct ust_replay_stats {
+    int64_t events;      /* read from the log in this call */
+    int64_t fed;         /* decided by both plugins */
+    int64_t not_fed;     /* signature failed or route unknown */
+    int64_t divergences; /* written in this call */
+    int64_t resumed_after; /* cursor the call started from */
+} ust_replay_stats;
+
+/* Runs (or resumes) a replay. Decisions, divergences, plugin state and the
+ * cursor are committed together, so an interrupted run resumes with no event
+ * decided twice or skipped. A run database made with other plugins or
+ * another config is refused. 0, or a negative code with *err. */
+int ust_replay(const ust_replay_opts *opts, ust_replay_stats *stats, char **err);
+
+#endif

@@ -1,0 +1,347 @@
+/* Loading a plugin and calling it. Everything a plugin hands back is checked
+ * and copied before the host uses it: a failing plugin, garbage, or an
+ * oversize body becomes an `error` decision, and its store writes are dropped. */
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/error.h>
+#include <understudy/host.h>
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ust_plugin_ctx {
+    ust_plugin *plugin;
+    int64_t now_us;
+    char *error; /* set_error text, ust_malloc'd */
+};
+
+struct ust_plugin {
+    void *handle;
+    const ust_plugin_api *api;
+    void *instance;
+    char *path, *ns;
+    char sha256[UST_SHA256_HEX_LEN + 1];
+    ust_store *store;
+};
+
+static void host_log(ust_plugin_ctx *ctx, int level, const char *msg)
+{
+    /* Plugins speak through the host: warnings and errors reach the operator
+     * with the plugin's name; debug chatter does not. */
+    if (level >= UST_LOG_WARN && msg != NULL)
+        fprintf(stderr, "understudy: plugin %s: %s\n",
+                ctx && ctx->plugin ? ctx->plugin->api->name : "?", msg);
+}
+
+static void host_set_error(ust_plugin_ctx *ctx, const char *msg)
+{
+    if (ctx == NULL)
+        return;
+    ust_free(ctx->error);
+    ctx->error = ust_strdup(msg ? msg : "unspecified error");
+}
+
+static int64_t host_now_us(ust_plugin_ctx *ctx)
+{
+    return ctx->now_us;
+}
+
+static int host_state_get(ust_plugin_ctx *ctx, const char *key, const char **value)
+{
+    *value = NULL;
+    return key ? ust_store_get(ctx->plugin->store, key, value) : UST_EINVAL;
+}
+
+static int host_state_put(ust_plugin_ctx *ctx, const char *key, const char *value)
+{
+    return ust_store_put(ctx->plugin->store, key, value);
+}
+
+static int host_state_delete(ust_plugin_ctx *ctx, const char *key)
+{
+    return ust_store_delete(ctx->plugin->store, key);
+}
+
+static int host_state_claim(ust_plugin_ctx *ctx, const char *key, const char *value)
+{
+    return ust_store_claim(ctx->plugin->store, key, value);
+}
+
+static const ust_host_api host_api = {
+    .size = sizeof(ust_host_api),
+    .abi_major = UST_PLUGIN_ABI_MAJOR,
+    .abi_minor = UST_PLUGIN_ABI_MINOR,
+    .alloc = ust_malloc,
+    .free = ust_free,
+    .strdup = ust_strdup,
+    .log = host_log,
+    .set_error = host_set_error,
+    .now_us = host_now_us,
+    .state_get = host_state_get,
+    .state_put = host_state_put,
+    .state_delete = host_state_delete,
+    .state_claim = host_state_claim,
+};
+
+void ust_plugin_unload(ust_plugin *p)
+{
+    if (p == NULL)
+        return;
+    if (p->instance != NULL && p->api->destroy != NULL)
+        p->api->destroy(p->instance);
+    if (p->handle != NULL)
+        dlclose(p->handle);
+    ust_free(p->path);
+    ust_free(p->ns);
+    ust_free(p);
+}
+
+int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
+                    ust_plugin **out, char **err)
+{
+    *out = NULL;
+    ust_plugin *p = ust_calloc(1, sizeof(*p));
+    if (p == NULL || (p->path = ust_strdup(path)) == NULL ||
+        (p->ns = ust_strdup(ns)) == NULL) {
+        ust_plugin_unload(p);
+        return UST_ENOMEM;
+    }
+    p->store = store;
+    int rc = 0;
+    if (ust_sha256_file_hex(path, p->sha256) != 0) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
+        goto fail;
+    }
+    p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (p->handle == NULL) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: cannot load: %s", path, dlerror());
+        goto fail;
+    }
+    ust_plugin_entry_fn entry =
+        (ust_plugin_entry_fn)(uintptr_t)dlsym(p->handle, UST_PLUGIN_ENTRY_NAME);
+    if (entry == NULL) {
+        rc = ust_errf(err, UST_EPLUGIN,
+                      "%s: no %s symbol: not an understudy plugin of ABI major %d", path,
+                      UST_PLUGIN_ENTRY_NAME, UST_PLUGIN_ABI_MAJOR);
+        goto fail;
+    }
+    const ust_plugin_api *api = entry(&host_api);
+    if (api == NULL) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: the plugin refused this host (ABI %d.%d)",
+                      path, UST_PLUGIN_ABI_MAJOR, UST_PLUGIN_ABI_MINOR);
+        goto fail;
+    }
+    if (api->abi_major != UST_PLUGIN_ABI_MAJOR) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: plugin ABI major %u, host needs %d", path,
+                      api->abi_major, UST_PLUGIN_ABI_MAJOR);
+        goto fail;
+    }
+    if (api->size < sizeof(ust_plugin_api) || api->name == NULL ||
+        api->version == NULL || api->create == NULL || api->decide == NULL ||
+        api->destroy == NULL) {
+        rc = ust_errf(err, UST_EPLUGIN,
+                      "%s: incomplete plugin table (name, version, create, decide and "
+                      "destroy are required)",
+                      path);
+        goto fail;
+    }
+    p->api = api;
+    char *cfg_text = json_dumps(config ? config : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+    ust_plugin_ctx ctx = {.plugin = p};
+    int crc = cfg_text ? api->create(&ctx, cfg_text, &p->instance) : -1;
+    free(cfg_text);
+    if (crc != 0) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: create failed: %s", path,
+                      ctx.error ? ctx.error : "no reason given");
+        p->instance = NULL;
+    }
+    ust_free(ctx.error);
+    if (rc != 0)
+        goto fail;
+    *out = p;
+    return 0;
+fail:
+    ust_plugin_unload(p);
+    return rc;
+}
+
+const char *ust_plugin_name(const ust_plugin *p)
+{
+    return p->api->name;
+}
+
+const char *ust_plugin_version(const ust_plugin *p)
+{
+    return p->api->version;
+}
+
+const char *ust_plugin_file_sha256(const ust_plugin *p)
+{
+    return p->sha256;
+}
+
+static void event_for_plugin(const ust_event *ev, const ust_request *req,
+                             ust_plugin_event *pe, ust_plugin_header *hdrs)
+{
+    memset(pe, 0, sizeof(*pe));
+    pe->size = sizeof(*pe);
+    pe->seq = ev->seq;
+    pe->received_at_us = ev->received_at_us;
+    pe->route_kind = ev->route ? (ev->route->kind == UST_ROUTE_API ? "api" : "webhook")
+                               : NULL;
+    pe->route = ev->route ? ev->route->path : NULL;
+    pe->provider = ev->provider;
+    pe->event_id = ev->event_id;
+    pe->event_type = ev->event_type;
+    pe->transaction_id = ev->transaction_id;
+    pe->target_status = ev->target_status;
+    pe->amount = ev->amount;
+    pe->has_amount = ev->has_amount;
+    pe->currency = ev->currency;
+    pe->intent = ev->intent;
+    pe->idempotency_key = ev->idem_key;
+    pe->tenant = ev->tenant;
+    pe->request_sha256 = ev->request_sha256;
+    pe->body = req->body;
+    pe->body_len = req->body_len;
+    for (size_t i = 0; i < req->n_headers; i++) {
+        hdrs[i].name = req->headers[i].name;
+        hdrs[i].value = req->headers[i].value;
+    }
+    pe->headers = hdrs;
+    pe->n_headers = req->n_headers;
+}
+
+static int text_ok(const char *s)
+{
+    return s == NULL || ust_utf8_valid((const unsigned char *)s, strlen(s));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Checks and copies what the plugin returned; NULL when all is well, else a
+ * static description of what is wrong. */
+static const char *adopt(const ust_plugin_decision *pd, ust_decision *d)
+{
+    if (pd->verdict < UST_VERDICT_APPLIED || pd->verdict >= UST_VERDICT_ERROR)
+        return "verdict out of range";
+    if (pd->http_status < 100 || pd->http_status > 599)
+        return "HTTP status out of range";
+    if (!text_ok(pd->entity) || !text_ok(pd->state_before) || !text_ok(pd->state_after) ||
+        !text_ok(pd->reason))
+        return "a string is not valid UTF-8";
+    d->verdict = pd->verdict;
+    d->http_status = pd->http_status;
+    if (pd->response_body != NULL) {
+        if (strlen(pd->response_body) > UST_PLUGIN_MAX_BODY)
+            return "response body over the size limit";
+        json_error_t jerr;
+        json_t *body = json_loads(pd->response_body, JSON_DECODE_ANY, &jerr);
+        if (body == NULL)
+            return "response body is not JSON";
+        char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        json_decref(body);
+        d->body = ust_strdup(canon);
+        free(canon);
+    }
+    if (pd->n_headers > 64 || (pd->n_headers > 0 && pd->headers == NULL))
+        return "too many or missing response headers";
+    if (pd->n_headers > 0) {
+        d->headers = json_object();
+        for (size_t i = 0; i < pd->n_headers; i++) {
+            const char *n = pd->headers[i].name, *v = pd->headers[i].value;
+            if (n == NULL || v == NULL || *n == '\0' || !text_ok(n) || !text_ok(v))
+                return "malformed response header";
+            char lower[128];
+            size_t len = strlen(n);
+            if (len >= sizeof(lower))
+                return "response header name too long";
+            for (size_t k = 0; k <= len; k++)
+                lower[k] = (char)tolower((unsigned char)n[k]);
+            json_object_set_new(d->headers, lower, json_string(v));
+        }
+    }
+    if (pd->n_flags > 32 || (pd->n_flags > 0 && pd->flags == NULL))
+        return "too many or missing flags";
+    if (pd->n_flags > 0) {
+        d->flags = ust_calloc(pd->n_flags, sizeof(char *));
+        if (d->flags == NULL)
+            return "out of memory";
+        for (size_t i = 0; i < pd->n_flags; i++) {
+            if (pd->flags[i] == NULL || !text_ok(pd->flags[i]))
+                return "malformed flag";
+            d->flags[d->n_flags++] = ust_strdup(pd->flags[i]);
+        }
+        qsort(d->flags, d->n_flags, sizeof(char *), cmp_str);
+    }
+    d->entity = ust_strdup(pd->entity);
+    d->state_before = ust_strdup(pd->state_before);
+    d->state_after = ust_strdup(pd->state_after);
+    d->reason = ust_strdup(pd->reason);
+    return NULL;
+}
+
+static void release(ust_plugin_decision *pd)
+{
+    ust_free(pd->response_body);
+    for (size_t i = 0; pd->headers && i < pd->n_headers; i++) {
+        ust_free((void *)pd->headers[i].name);
+        ust_free((void *)pd->headers[i].value);
+    }
+    ust_free(pd->headers);
+    ust_free(pd->entity);
+    ust_free(pd->state_before);
+    ust_free(pd->state_after);
+    for (size_t i = 0; pd->flags && i < pd->n_flags; i++)
+        ust_free(pd->flags[i]);
+    ust_free(pd->flags);
+    ust_free(pd->reason);
+}
+
+static void make_error(ust_decision *d, const char *why, const char *detail)
+{
+    ust_decision_clear(d);
+    d->verdict = UST_VERDICT_ERROR;
+    d->http_status = 500;
+    d->error = detail ? ust_sprintf("%s: %s", why, detail) : ust_strdup(why);
+}
+
+void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
+                       ust_decision *out)
+{
+    memset(out, 0, sizeof(*out));
+    ust_plugin_header stack_hdrs[32];
+    ust_plugin_header *hdrs = req->n_headers <= 32
+                                  ? stack_hdrs
+                                  : ust_calloc(req->n_headers, sizeof(*hdrs));
+    if (hdrs == NULL) {
+        make_error(out, "out of memory", NULL);
+        return;
+    }
+    ust_plugin_event pe;
+    event_for_plugin(ev, req, &pe, hdrs);
+    ust_plugin_decision pd;
+    memset(&pd, 0, sizeof(pd));
+    pd.size = sizeof(pd);
+    ust_plugin_ctx ctx = {.plugin = p, .now_us = ev->received_at_us};
+    ust_store_begin_call(p->store, p->ns);
+    int rc = p->api->decide(p->instance, &ctx, &pe, &pd);
+    const char *bad = NULL;
+    if (rc != 0) {
+        make_error(out, "decide failed", ctx.error ? ctx.error : "no reason given");
+    } else if ((bad = adopt(&pd, out)) != NULL) {
+        make_error(out, "plugin returned garbage", bad);
+    }
+    release(&pd);
+    ust_free(ctx.error);
+    if (hdrs != stack_hdrs)
+        ust_free(hdrs);
+    if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0)
+        make_error(out, "state store", "out of memory");
+}

@@ -1,0 +1,346 @@
+/* The plugins' state store: a hash table in front of the run database.
+ * Lookups that miss go to SQLite once and are remembered, absent keys too
+ * (most keys a plugin asks about are new). Writes of a decide call are staged
+ * and applied at its end, or dropped; applied writes reach SQLite at flush,
+ * inside the transaction that records the decisions they belong to. The
+ * cache is cleared after a flush once it holds more than CACHE_MAX entries,
+ * so memory stays bounded however long the log is. */
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/host.h>
+
+#include <string.h>
+
+#define CACHE_MAX (1u << 18)
+
+typedef struct entry {
+    struct entry *next; /* hash chain */
+    struct entry *next_dirty;
+    uint64_t hash;
+    char *key;   /* ns '\0' key '\0' */
+    size_t klen; /* ns + 1 + key */
+    char *value; /* NULL: known to be absent */
+    int dirty;
+} entry;
+
+typedef struct staged {
+    char *key; /* ns '\0' key '\0' */
+    size_t klen;
+    char *value; /* NULL: delete */
+} staged;
+
+struct ust_store {
+    sqlite3 *db;
+    sqlite3_stmt *select, *upsert, *remove;
+    entry **buckets;
+    size_t n_buckets, n_entries;
+    entry *dirty;
+    const char *ns; /* namespace of the call in progress */
+    staged *stage;
+    size_t n_stage, cap_stage;
+};
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+int ust_store_open(sqlite3 *db, ust_store **out, char **err)
+{
+    *out = NULL;
+    char *msg = NULL;
+    if (sqlite3_exec(db,
+                     "CREATE TABLE IF NOT EXISTS state(ns TEXT NOT NULL, key TEXT NOT"
+                     " NULL, value TEXT NOT NULL, PRIMARY KEY(ns, key)) WITHOUT ROWID",
+                     NULL, NULL, &msg) != SQLITE_OK) {
+        ust_errf(err, UST_EDB, "state table: %s", msg ? msg : "error");
+        sqlite3_free(msg);
+        return UST_EDB;
+    }
+    ust_store *s = ust_calloc(1, sizeof(*s));
+    if (s == NULL)
+        return UST_ENOMEM;
+    s->db = db;
+    s->n_buckets = 1u << 16;
+    s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
+    if (s->buckets == NULL ||
+        sqlite3_prepare_v2(db, "SELECT value FROM state WHERE ns = ?1 AND key = ?2", -1,
+                           &s->select, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO state VALUES(?1, ?2, ?3)", -1,
+                           &s->upsert, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "DELETE FROM state WHERE ns = ?1 AND key = ?2", -1,
+                           &s->remove, NULL) != SQLITE_OK) {
+        int rc = s->buckets ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
+                            : UST_ENOMEM;
+        ust_store_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+static void clear_cache(ust_store *s)
+{
+    for (size_t i = 0; i < s->n_buckets; i++) {
+        entry *e = s->buckets[i];
+        while (e != NULL) {
+            entry *next = e->next;
+            ust_free(e->key);
+            ust_free(e->value);
+            ust_free(e);
+            e = next;
+        }
+        s->buckets[i] = NULL;
+    }
+    s->n_entries = 0;
+    s->dirty = NULL;
+}
+
+static void clear_stage(ust_store *s)
+{
+    for (size_t i = 0; i < s->n_stage; i++) {
+        ust_free(s->stage[i].key);
+        ust_free(s->stage[i].value);
+    }
+    s->n_stage = 0;
+}
+
+void ust_store_close(ust_store *s)
+{
+    if (s == NULL)
+        return;
+    if (s->buckets != NULL)
+        clear_cache(s);
+    clear_stage(s);
+    ust_free(s->stage);
+    ust_free(s->buckets);
+    sqlite3_finalize(s->select);
+    sqlite3_finalize(s->upsert);
+    sqlite3_finalize(s->remove);
+    ust_free(s);
+}
+
+void ust_store_begin_call(ust_store *s, const char *ns)
+{
+    clear_stage(s);
+    s->ns = ns;
+}
+
+/* ns '\0' key '\0' in a fresh buffer. */
+static char *make_key(const char *ns, const char *key, size_t *klen)
+{
+    size_t a = strlen(ns), b = strlen(key);
+    char *k = ust_malloc(a + b + 2);
+    if (k == NULL)
+        return NULL;
+    memcpy(k, ns, a + 1);
+    memcpy(k + a + 1, key, b + 1);
+    *klen = a + 1 + b;
+    return k;
+}
+
+static entry *find(ust_store *s, const char *k, size_t klen, uint64_t h)
+{
+    for (entry *e = s->buckets[h & (s->n_buckets - 1)]; e != NULL; e = e->next)
+        if (e->hash == h && e->klen == klen && memcmp(e->key, k, klen) == 0)
+            return e;
+    return NULL;
+}
+
+static void grow(ust_store *s)
+{
+    size_t n = s->n_buckets * 2;
+    entry **b = ust_calloc(n, sizeof(*b));
+    if (b == NULL)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < s->n_buckets; i++) {
+        entry *e = s->buckets[i];
+        while (e != NULL) {
+            entry *next = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+            e = next;
+        }
+    }
+    ust_free(s->buckets);
+    s->buckets = b;
+    s->n_buckets = n;
+}
+
+/* Takes ownership of k and value. */
+static entry *insert(ust_store *s, char *k, size_t klen, uint64_t h, char *value)
+{
+    entry *e = ust_calloc(1, sizeof(*e));
+    if (e == NULL) {
+        ust_free(k);
+        ust_free(value);
+        return NULL;
+    }
+    e->key = k, e->klen = klen, e->hash = h, e->value = value;
+    size_t b = h & (s->n_buckets - 1);
+    e->next = s->buckets[b];
+    s->buckets[b] = e;
+    if (++s->n_entries > s->n_buckets)
+        grow(s);
+    return e;
+}
+
+/* The cached entry for (ns, key), loading it from SQLite on a miss. */
+static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
+{
+    uint64_t h = fnv1a(k, klen);
+    entry *e = find(s, k, klen, h);
+    if (e != NULL) {
+        *out = e;
+        return 0;
+    }
+    const char *ns = k, *key = k + strlen(k) + 1;
+    sqlite3_bind_text(s->select, 1, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->select, 2, key, -1, SQLITE_STATIC);
+    int step = sqlite3_step(s->select);
+    char *value = NULL;
+    int rc = 0;
+    if (step == SQLITE_ROW) {
+        value = ust_strdup((const char *)sqlite3_column_text(s->select, 0));
+        if (value == NULL)
+            rc = UST_ENOMEM;
+    } else if (step != SQLITE_DONE) {
+        rc = UST_EDB;
+    }
+    sqlite3_reset(s->select);
+    if (rc != 0)
+        return rc;
+    char *kc = ust_memdup(k, klen + 1);
+    if (kc == NULL) {
+        ust_free(value);
+        return UST_ENOMEM;
+    }
+    *out = insert(s, kc, klen, h, value);
+    return *out ? 0 : UST_ENOMEM;
+}
+
+int ust_store_get(ust_store *s, const char *key, const char **value)
+{
+    size_t klen;
+    char *k = make_key(s->ns, key, &klen);
+    if (k == NULL)
+        return UST_ENOMEM;
+    /* This call's own writes first, latest wins. */
+    for (size_t i = s->n_stage; i-- > 0;) {
+        if (s->stage[i].klen == klen && memcmp(s->stage[i].key, k, klen) == 0) {
+            ust_free(k);
+            *value = s->stage[i].value;
+            return *value != NULL;
+        }
+    }
+    entry *e = NULL;
+    int rc = lookup(s, k, klen, &e);
+    ust_free(k);
+    if (rc != 0)
+        return rc;
+    *value = e->value;
+    return e->value != NULL;
+}
+
+static int stage(ust_store *s, const char *key, const char *value)
+{
+    if (s->n_stage == s->cap_stage) {
+        size_t cap = s->cap_stage ? s->cap_stage * 2 : 8;
+        staged *grown = ust_realloc(s->stage, cap * sizeof(*grown));
+        if (grown == NULL)
+            return UST_ENOMEM;
+        s->stage = grown;
+        s->cap_stage = cap;
+    }
+    staged *st = &s->stage[s->n_stage];
+    st->key = make_key(s->ns, key, &st->klen);
+    st->value = value ? ust_strdup(value) : NULL;
+    if (st->key == NULL || (value != NULL && st->value == NULL)) {
+        ust_free(st->key);
+        ust_free(st->value);
+        return UST_ENOMEM;
+    }
+    s->n_stage++;
+    return 0;
+}
+
+int ust_store_put(ust_store *s, const char *key, const char *value)
+{
+    if (key == NULL || value == NULL)
+        return UST_EINVAL;
+    return stage(s, key, value);
+}
+
+int ust_store_delete(ust_store *s, const char *key)
+{
+    if (key == NULL)
+        return UST_EINVAL;
+    return stage(s, key, NULL);
+}
+
+int ust_store_claim(ust_store *s, const char *key, const char *value)
+{
+    if (key == NULL || value == NULL)
+        return UST_EINVAL;
+    const char *existing = NULL;
+    int rc = ust_store_get(s, key, &existing);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    rc = stage(s, key, value);
+    return rc == 0 ? 1 : rc;
+}
+
+int ust_store_end_call(ust_store *s, int keep)
+{
+    int rc = 0;
+    for (size_t i = 0; keep && i < s->n_stage; i++) {
+        staged *st = &s->stage[i];
+        entry *e = NULL;
+        uint64_t h = fnv1a(st->key, st->klen);
+        e = find(s, st->key, st->klen, h);
+        if (e == NULL) {
+            e = insert(s, st->key, st->klen, h, NULL);
+            st->key = NULL; /* the entry owns it now, or it was freed */
+            if (e == NULL) {
+                rc = UST_ENOMEM;
+                break;
+            }
+        }
+        ust_free(e->value);
+        e->value = st->value;
+        st->value = NULL;
+        if (!e->dirty) {
+            e->dirty = 1;
+            e->next_dirty = s->dirty;
+            s->dirty = e;
+        }
+    }
+    clear_stage(s);
+    s->ns = NULL;
+    return rc;
+}
+
+int ust_store_flush(ust_store *s, char **err)
+{
+    int rc = 0;
+    for (entry *e = s->dirty; e != NULL && rc == 0; e = e->next_dirty) {
+        sqlite3_stmt *st = e->value ? s->upsert : s->remove;
+        sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, e->key + strlen(e->key) + 1, -1, SQLITE_STATIC);
+        if (e->value)
+            sqlite3_bind_text(st, 3, e->value, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
+        sqlite3_reset(st);
+        e->dirty = 0;
+    }
+    if (rc != 0)
+        return rc;
+    s->dirty = NULL;
+    if (s->n_entries > CACHE_MAX)
+        clear_cache(s);
+    return 0;
+}

@@ -1,0 +1,392 @@
+/* Replay: the log from the run's cursor to its end, each event to both
+ * plugins. A transaction holds commit_every events' decisions, divergences,
+ * plugin state and the cursor, so a killed replay resumes exactly where its
+ * last commit left it. Divergence lines are written after their commit, so
+ * the stream never shows what the run database does not hold. */
+#include "runner/rundb.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/compare.h>
+#include <understudy/error.h>
+#include <understudy/event.h>
+#include <understudy/host.h>
+#include <understudy/log.h>
+#include <understudy/runner.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct replay {
+    const ust_replay_opts *o;
+    ust_log *log;
+    sqlite3 *run;
+    ust_store *store;
+    ust_plugin *legacy, *candidate;
+    sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
+    char **lines; /* divergence lines of the open transaction */
+    size_t n_lines, cap_lines;
+    unsigned char last_hash[UST_SHA256_LEN];
+    int64_t last_seq;
+} replay;
+
+static int prepare(replay *r, const char *sql, sqlite3_stmt **st, char **err)
+{
+    if (sqlite3_prepare_v3(r->run, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) ==
+        SQLITE_OK)
+        return 0;
+    return ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+}
+
+/* A run is one (config, legacy, candidate) triple: resuming it with other
+ * parts would mix two experiments in one set of results. */
+static int check_identity(replay *r, const char *key, const char *value, char **err)
+{
+    char *stored = NULL;
+    int rc = ust__rundb_meta_get(r->run, key, &stored);
+    if (rc < 0)
+        return ust_errf(err, rc, "%s: cannot read run metadata", r->o->run_path);
+    if (rc == 0)
+        rc = ust__rundb_meta_set(r->run, key, value);
+    else if (strcmp(stored, value) != 0)
+        rc = ust_errf(err, UST_EINVAL,
+                      "%s: this run was made with %s %s, not %s: use a new --run "
+                      "database",
+                      r->o->run_path, key, stored, value);
+    else
+        rc = 0;
+    ust_free(stored);
+    return rc;
+}
+
+static int record_identity(replay *r, char **err)
+{
+    struct {
+        const char *key, *value;
+    } parts[] = {
+        {"config_sha256", r->o->cfg->hash},
+        {"legacy_name", ust_plugin_name(r->legacy)},
+        {"legacy_version", ust_plugin_version(r->legacy)},
+        {"legacy_sha256", ust_plugin_file_sha256(r->legacy)},
+        {"candidate_name", ust_plugin_name(r->candidate)},
+        {"candidate_version", ust_plugin_version(r->candidate)},
+        {"candidate_sha256", ust_plugin_file_sha256(r->candidate)},
+    };
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        int rc = check_identity(r, parts[i].key, parts[i].value, err);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The row at the cursor must be the one the run last decided: a run resumed
+ * against another log (or a rewritten one) is refused. */
+static int check_cursor_row(replay *r, int64_t cursor, char **err)
+{
+    if (cursor == 0)
+        return 0;
+    char *want = NULL;
+    int rc = ust__rundb_meta_get(r->run, "cursor_hash", &want);
+    if (rc <= 0)
+        return ust_errf(err, UST_EINVAL, "%s: cursor without its hash", r->o->run_path);
+    ust_log_cursor *cur = NULL;
+    ust_log_record rec;
+    memset(&rec, 0, sizeof(rec));
+    rc = ust_log_cursor_open(r->log, cursor - 1, &cur, err);
+    if (rc == 0)
+        rc = ust_log_cursor_next(cur, &rec, err);
+    char have[UST_SHA256_HEX_LEN + 1] = "";
+    if (rc == 1 && rec.seq == cursor)
+        ust_hex_encode(rec.hash, UST_SHA256_LEN, have);
+    if (rc >= 0)
+        rc = strcmp(have, want) == 0
+                 ? 0
+                 : ust_errf(err, UST_EINVAL,
+                            "%s: the run stopped at seq %lld of another log (or the log "
+                            "was changed): use a new --run database",
+                            r->o->run_path, (long long)cursor);
+    ust_log_record_clear(&rec);
+    ust_log_cursor_close(cur);
+    ust_free(want);
+    return rc;
+}
+
+static int commit(replay *r, ust_replay_stats *stats, char **err)
+{
+    int rc = ust_store_flush(r->store, err);
+    if (rc == 0 && r->last_seq > 0) {
+        char hex[UST_SHA256_HEX_LEN + 1];
+        ust_hex_encode(r->last_hash, UST_SHA256_LEN, hex);
+        sqlite3_bind_int64(r->set_cursor, 1, r->last_seq);
+        rc = sqlite3_step(r->set_cursor) == SQLITE_DONE ? 0 : UST_EDB;
+        sqlite3_reset(r->set_cursor);
+        if (rc == 0)
+            rc = ust__rundb_meta_set(r->run, "cursor_hash", hex);
+        if (rc != 0)
+            ust_errf(err, rc, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+    }
+    if (rc == 0)
+        rc = ust__rundb_exec(r->run, "COMMIT", err);
+    for (size_t i = 0; i < r->n_lines; i++) {
+        if (rc == 0 && r->o->divergences != NULL) {
+            fputs(r->lines[i], r->o->divergences);
+            fputc('\n', r->o->divergences);
+        }
+        ust_free(r->lines[i]);
+    }
+    if (rc == 0 && r->o->divergences != NULL)
+        fflush(r->o->divergences);
+    stats->divergences += rc == 0 ? (int64_t)r->n_lines : 0;
+    r->n_lines = 0;
+    return rc;
+}
+
+static int keep_line(replay *r, char *line)
+{
+    if (r->n_lines == r->cap_lines) {
+        size_t cap = r->cap_lines ? r->cap_lines * 2 : 64;
+        char **grown = ust_realloc(r->lines, cap * sizeof(*grown));
+        if (grown == NULL) {
+            ust_free(line);
+            return UST_ENOMEM;
+        }
+        r->lines = grown;
+        r->cap_lines = cap;
+    }
+    r->lines[r->n_lines++] = line;
+    return 0;
+}
+
+static int bind_text(sqlite3_stmt *st, int col, const char *s)
+{
+    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, col);
+}
+
+static int entity_has_diverged(replay *r, const char *entity)
+{
+    if (entity == NULL)
+        return 0;
+    sqlite3_bind_text(r->entity_diverged, 1, entity, -1, SQLITE_STATIC);
+    int found = sqlite3_step(r->entity_diverged) == SQLITE_ROW;
+    sqlite3_reset(r->entity_diverged);
+    return found;
+}
+
+static int write_divergence(replay *r, const ust_event *ev, const char *entity,
+                            const ust_decision *l, const ust_decision *c, json_t *fields,
+                            char **err)
+{
+    const char *what = ev->event_type ? ev->event_type
+                                      : ev->route ? ev->route->path : NULL;
+    char *cls = ust_divergence_class(what, l, c);
+    int follow_on = entity_has_diverged(r, entity);
+    char when[32];
+    ust_time_format(ev->received_at_us, when);
+    json_t *o = json_object();
+    json_object_set_new(o, "seq", json_integer(ev->seq));
+    json_object_set_new(o, "received_at", json_string(when));
+    json_object_set_new(o, "class", json_string(cls ? cls : "?"));
+    json_object_set_new(o, "fields", json_incref(fields));
+    json_object_set_new(o, "entity", entity ? json_string(entity) : json_null());
+    json_object_set_new(o, "follow_on", json_boolean(follow_on));
+    json_object_set_new(o, "route", ev->route ? json_string(ev->route->path) : json_null());
+    json_object_set_new(o, "event_type",
+                        ev->event_type ? json_string(ev->event_type) : json_null());
+    json_object_set_new(o, "legacy", ust_decision_to_json(l));
+    json_object_set_new(o, "candidate", ust_decision_to_json(c));
+    char *text = json_dumps(o, JSON_COMPACT);
+    char *field_text = json_dumps(fields, JSON_COMPACT);
+    json_decref(o);
+    int rc = text && field_text && cls ? 0 : UST_ENOMEM;
+    if (rc == 0) {
+        sqlite3_stmt *st = r->ins_divergence;
+        sqlite3_bind_int64(st, 1, ev->seq);
+        sqlite3_bind_int64(st, 2, ev->received_at_us);
+        bind_text(st, 3, cls);
+        bind_text(st, 4, field_text);
+        bind_text(st, 5, entity);
+        sqlite3_bind_int(st, 6, follow_on);
+        bind_text(st, 7, text);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+        sqlite3_reset(st);
+    }
+    if (rc == 0)
+        rc = keep_line(r, ust_strdup(text));
+    free(text);
+    free(field_text);
+    ust_free(cls);
+    return rc;
+}
+
+static char *decision_text(const ust_decision *d)
+{
+    json_t *j = ust_decision_to_json(d);
+    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return t;
+}
+
+static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char **err)
+{
+    ust_event ev;
+    int rc = ust_event_derive(r->o->cfg, &rec->req, &ev, err);
+    if (rc != 0)
+        return rc;
+    ev.seq = rec->seq;
+    /* The signature status is evidence from arrival; replay trusts the log,
+     * which the chain protects, rather than secrets it may not have. */
+    ev.sig = rec->sig;
+    int fed = ev.route != NULL && (ev.sig == UST_SIG_VERIFIED || ev.sig == UST_SIG_UNSIGNED);
+    ust_decision l, c;
+    memset(&l, 0, sizeof(l));
+    memset(&c, 0, sizeof(c));
+    char *ltext = NULL, *ctext = NULL;
+    const char *entity = ev.identity;
+    json_t *fields = NULL;
+    if (fed) {
+        ust_plugin_decide(r->legacy, &ev, &rec->req, &l);
+        ust_plugin_decide(r->candidate, &ev, &rec->req, &c);
+        entity = l.entity ? l.entity : c.entity ? c.entity : ev.identity;
+        ltext = decision_text(&l);
+        ctext = decision_text(&c);
+        fields = ust_compare_decisions(r->o->cfg, &l, &c);
+        if (ltext == NULL || ctext == NULL || fields == NULL)
+            rc = UST_ENOMEM;
+        stats->fed++;
+    } else {
+        stats->not_fed++;
+    }
+    sqlite3_stmt *st = r->ins_decision;
+    sqlite3_bind_int64(st, 1, ev.seq);
+    sqlite3_bind_int64(st, 2, ev.received_at_us);
+    bind_text(st, 3, ev.route ? ev.route->path : NULL);
+    bind_text(st, 4, ev.provider);
+    bind_text(st, 5, ev.event_type);
+    bind_text(st, 6, entity);
+    bind_text(st, 7, ust_sig_status_name(ev.sig));
+    sqlite3_bind_int(st, 8, fed);
+    bind_text(st, 9, ltext);
+    bind_text(st, 10, ctext);
+    if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
+        rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+    sqlite3_reset(st);
+    if (rc == 0 && fields != NULL && json_array_size(fields) > 0)
+        rc = write_divergence(r, &ev, entity, &l, &c, fields, err);
+    json_decref(fields);
+    free(ltext);
+    free(ctext);
+    ust_decision_clear(&l);
+    ust_decision_clear(&c);
+    ust_event_clear(&ev);
+    r->last_seq = rec->seq;
+    memcpy(r->last_hash, rec->hash, UST_SHA256_LEN);
+    return rc;
+}
+
+static int open_parts(replay *r, char **err)
+{
+    const ust_replay_opts *o = r->o;
+    const char *lpath = o->legacy_path ? o->legacy_path : o->cfg->legacy.path;
+    const char *cpath = o->candidate_path ? o->candidate_path : o->cfg->candidate.path;
+    if (lpath == NULL || cpath == NULL)
+        return ust_errf(err, UST_EINVAL,
+                        "%s: no %s plugin: set plugins.%s.path or pass --%s",
+                        o->cfg->file, lpath ? "candidate" : "legacy",
+                        lpath ? "candidate" : "legacy", lpath ? "candidate" : "legacy");
+    int rc;
+    if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
+        (rc = ust__rundb_open(o->run_path, &r->run, err)) != 0 ||
+        (rc = ust_store_open(r->run, &r->store, err)) != 0 ||
+        (rc = ust_plugin_load(lpath, "legacy", o->cfg->legacy.config, r->store, &r->legacy,
+                              err)) != 0 ||
+        (rc = ust_plugin_load(cpath, "candidate", o->cfg->candidate.config, r->store,
+                              &r->candidate, err)) != 0)
+        return rc;
+    if ((rc = prepare(r,
+                      "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+                      &r->ins_decision, err)) != 0 ||
+        (rc = prepare(r, "INSERT INTO divergences VALUES(?1,?2,?3,?4,?5,?6,?7)",
+                      &r->ins_divergence, err)) != 0 ||
+        (rc = prepare(r, "UPDATE cursor SET last_seq = ?1 WHERE id = 1", &r->set_cursor,
+                      err)) != 0 ||
+        (rc = prepare(r, "SELECT 1 FROM divergences WHERE entity = ?1 LIMIT 1",
+                      &r->entity_diverged, err)) != 0)
+        return rc;
+    return 0;
+}
+
+static void close_parts(replay *r)
+{
+    for (size_t i = 0; i < r->n_lines; i++)
+        ust_free(r->lines[i]);
+    ust_free(r->lines);
+    sqlite3_finalize(r->ins_decision);
+    sqlite3_finalize(r->ins_divergence);
+    sqlite3_finalize(r->set_cursor);
+    sqlite3_finalize(r->entity_diverged);
+    ust_plugin_unload(r->legacy);
+    ust_plugin_unload(r->candidate);
+    ust_store_close(r->store);
+    sqlite3_close(r->run);
+    ust_log_close(r->log);
+}
+
+static int record_log_head(replay *r, char **err)
+{
+    int64_t seq;
+    char hex[UST_SHA256_HEX_LEN + 1];
+    int rc = ust_log_head(r->log, &seq, hex, err);
+    char num[32];
+    snprintf(num, sizeof(num), "%lld", (long long)seq);
+    if (rc == 0 && (ust__rundb_meta_set(r->run, "log_head_seq", num) != 0 ||
+                    ust__rundb_meta_set(r->run, "log_head_sha256", hex) != 0 ||
+                    ust__rundb_meta_set(r->run, "log_path", r->o->log_path) != 0))
+        rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+    return rc;
+}
+
+int ust_replay(const ust_replay_opts *o, ust_replay_stats *stats, char **err)
+{
+    memset(stats, 0, sizeof(*stats));
+    replay r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    int64_t every = o->commit_every > 0 ? o->commit_every : 1000;
+    int rc = open_parts(&r, err);
+    if (rc == 0)
+        rc = ust__rundb_exec(r.run, "BEGIN IMMEDIATE", err);
+    if (rc == 0)
+        rc = record_identity(&r, err);
+    int64_t cursor = rc == 0 ? ust__rundb_cursor(r.run) : 0;
+    stats->resumed_after = cursor;
+    if (rc == 0)
+        rc = check_cursor_row(&r, cursor, err);
+    ust_log_cursor *cur = NULL;
+    if (rc == 0)
+        rc = ust_log_cursor_open(r.log, cursor, &cur, err);
+    ust_log_record rec;
+    memset(&rec, 0, sizeof(rec));
+    int64_t in_tx = 0;
+    while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
+        rc = process(&r, &rec, stats, err);
+        stats->events++;
+        if (rc == 0 && ++in_tx == every) {
+            rc = commit(&r, stats, err);
+            if (rc == 0)
+                rc = ust__rundb_exec(r.run, "BEGIN IMMEDIATE", err);
+            in_tx = 0;
+        }
+    }
+    ust_log_record_clear(&rec);
+    ust_log_cursor_close(cur);
+    if (rc == 0)
+        rc = record_log_head(&r, err);
+    if (rc == 0)
+        rc = commit(&r, stats, err);
+    else if (r.run != NULL)
+        ust__rundb_exec(r.run, "ROLLBACK", NULL);
+    close_parts(&r);
+    return rc;
+}

@@ -1,0 +1,96 @@
+#include "runner/rundb.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " last_seq INTEGER NOT NULL);"
+    "INSERT OR IGNORE INTO cursor VALUES(1, 0);"
+    /* One row per event read; legacy/candidate are decision JSON, NULL when
+     * the event was not fed to the plugins (see `fed`). */
+    "CREATE TABLE IF NOT EXISTS decisions(seq INTEGER PRIMARY KEY,"
+    " received_at INTEGER NOT NULL, route TEXT, provider TEXT, event_type TEXT,"
+    " entity TEXT, signature TEXT NOT NULL, fed INTEGER NOT NULL,"
+    " legacy TEXT, candidate TEXT);"
+    "CREATE INDEX IF NOT EXISTS decisions_entity ON decisions(entity);"
+    "CREATE TABLE IF NOT EXISTS divergences(seq INTEGER PRIMARY KEY,"
+    " received_at INTEGER NOT NULL, class TEXT NOT NULL, fields TEXT NOT NULL,"
+    " entity TEXT, follow_on INTEGER NOT NULL, line TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS divergences_class ON divergences(class);"
+    "CREATE INDEX IF NOT EXISTS divergences_entity ON divergences(entity);";
+
+int ust__rundb_exec(sqlite3 *db, const char *sql, char **err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    ust_errf(err, UST_EDB, "run database: %s", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return UST_EDB;
+}
+
+int ust__rundb_open(const char *path, sqlite3 **out, char **err)
+{
+    *out = NULL;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        ust_errf(err, UST_EDB, "%s: cannot open run database: %s", path,
+                 db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return UST_EDB;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    int rc = ust__rundb_exec(db, schema, err);
+    if (rc != 0) {
+        sqlite3_close(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+int ust__rundb_meta_get(sqlite3 *db, const char *key, char **value)
+{
+    *value = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return UST_EDB;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *value = ust_strdup((const char *)sqlite3_column_text(st, 0));
+        rc = *value ? 1 : UST_ENOMEM;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust__rundb_meta_set(sqlite3 *db, const char *key, const char *value)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return UST_EDB;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : UST_EDB;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int64_t ust__rundb_cursor(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(db, "SELECT last_seq FROM cursor WHERE id = 1", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}

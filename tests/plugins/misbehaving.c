@@ -1,0 +1,95 @@
+/* A plugin that misbehaves in one way, chosen at build time (MISBEHAVE_*),
+ * so the tests can check that the host refuses it or turns its answers into
+ * `error` decisions without crashing. Every other event it answers sanely,
+ * so the tests also see that one bad answer does not poison the next. */
+#include <understudy/plugin.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const ust_host_api *host;
+
+static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
+{
+    (void)config_json;
+#ifdef MISBEHAVE_CREATE_FAILS
+    (void)instance;
+    host->set_error(ctx, "refusing to start: no database configured");
+    return -1;
+#else
+    (void)ctx;
+    *instance = (void *)&host;
+    return 0;
+#endif
+}
+
+static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *ev,
+                  ust_plugin_decision *out)
+{
+    (void)instance;
+    const char *seen = NULL;
+    int touched = host->state_get(ctx, "touched", &seen);
+    /* Writes made before failing must not survive the failed call. */
+    host->state_put(ctx, "touched", "yes");
+    if (ev->seq % 2 == 1) {
+#if defined(MISBEHAVE_DECIDE_ERROR)
+        host->set_error(ctx, "database timeout");
+        return 1;
+#elif defined(MISBEHAVE_GARBAGE)
+        out->verdict = (ust_verdict)99;
+        out->http_status = 200;
+        return 0;
+#elif defined(MISBEHAVE_BAD_JSON)
+        out->verdict = UST_VERDICT_APPLIED;
+        out->http_status = 200;
+        out->response_body = host->strdup("{\"received\": tru");
+        return 0;
+#elif defined(MISBEHAVE_OVERSIZE)
+        size_t n = 1 << 20;
+        char *body = host->alloc(n + 3);
+        body[0] = '"';
+        memset(body + 1, 'x', n);
+        body[n + 1] = '"';
+        body[n + 2] = '\0';
+        out->verdict = UST_VERDICT_APPLIED;
+        out->http_status = 200;
+        out->response_body = body;
+        return 0;
+#endif
+    }
+    out->verdict = UST_VERDICT_APPLIED;
+    out->http_status = 200;
+    out->response_body = host->strdup(touched == 1 ? "{\"touched\":true}" : "{}");
+    return 0;
+}
+
+static void destroy(void *instance)
+{
+    (void)instance;
+}
+
+static const ust_plugin_api api = {
+    .size = sizeof(ust_plugin_api),
+#ifdef MISBEHAVE_WRONG_ABI
+    .abi_major = UST_PLUGIN_ABI_MAJOR + 1,
+#else
+    .abi_major = UST_PLUGIN_ABI_MAJOR,
+#endif
+    .name = "misbehaving",
+    .version = "0.0.1",
+    .create = create,
+    .decide = decide,
+    .destroy = destroy,
+};
+
+#ifdef MISBEHAVE_NO_ENTRY
+/* Exported under a name the host does not look for. */
+UST_PLUGIN_EXPORT const ust_plugin_api *ust_plugin_entry_v0(const ust_host_api *h);
+UST_PLUGIN_EXPORT const ust_plugin_api *ust_plugin_entry_v0(const ust_host_api *h)
+#else
+UST_PLUGIN_EXPORT const ust_plugin_api *UST_PLUGIN_ENTRY(const ust_host_api *h)
+#endif
+{
+    host = h;
+    return &api;
+}

@@ -1,0 +1,149 @@
+/* The plugin host: refusing plugins that cannot work, turning failures and
+ * garbage into `error` decisions, and the state store's guarantees. */
+#include "support.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/host.h>
+
+static sqlite3 *db;
+static ust_store *store;
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    char *err = NULL;
+    assert_int_equal(ust_store_open(db, &store, &err), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ust_store_close(store);
+    sqlite3_close(db);
+    return 0;
+}
+
+static void plugin_path(const char *name, char out[PATH_MAX])
+{
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
+}
+
+static void expect_refused(const char *name, const char *why)
+{
+    char path[PATH_MAX];
+    plugin_path(name, path);
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_plugin_load(path, "x", NULL, store, &p, &err), UST_EPLUGIN);
+    assert_null(p);
+    assert_non_null(err);
+    if (strstr(err, path) == NULL || strstr(err, why) == NULL)
+        fail_msg("message \"%s\" should name the file and say \"%s\"", err, why);
+    ust_free(err);
+}
+
+static void test_refuses_unusable_plugins(void **state)
+{
+    (void)state;
+    expect_refused("misbehaving_wrong_abi", "ABI major 2, host needs 1");
+    expect_refused("misbehaving_no_entry", "no ust_plugin_entry_v1 symbol");
+    expect_refused("misbehaving_create_fails", "create failed: refusing to start");
+    expect_refused("does_not_exist", "cannot read plugin file");
+}
+
+static void decide_twice(const char *name, const char *want_error)
+{
+    char path[PATH_MAX];
+    plugin_path(name, path);
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_plugin_load(path, name, NULL, store, &p, &err), 0);
+    ust_request req;
+    memset(&req, 0, sizeof(req));
+    ust_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ust_decision d;
+
+    ev.seq = 1; /* odd: the plugin misbehaves */
+    ust_plugin_decide(p, &ev, &req, &d);
+    assert_int_equal(d.verdict, UST_VERDICT_ERROR);
+    assert_non_null(d.error);
+    if (strstr(d.error, want_error) == NULL)
+        fail_msg("error \"%s\" should say \"%s\"", d.error, want_error);
+    ust_decision_clear(&d);
+
+    ev.seq = 2; /* even: a sane answer, and the failed call's write is gone */
+    ust_plugin_decide(p, &ev, &req, &d);
+    assert_int_equal(d.verdict, UST_VERDICT_APPLIED);
+    assert_string_equal(d.body, "{}");
+    ust_decision_clear(&d);
+    ust_plugin_unload(p);
+}
+
+static void test_failures_become_error_decisions(void **state)
+{
+    (void)state;
+    decide_twice("misbehaving_decide_error", "decide failed: database timeout");
+    decide_twice("misbehaving_garbage", "verdict out of range");
+    decide_twice("misbehaving_bad_json", "response body is not JSON");
+    decide_twice("misbehaving_oversize", "over the size limit");
+}
+
+static void test_store_namespaces_and_atomic_calls(void **state)
+{
+    (void)state;
+    const char *v = NULL;
+    ust_store_begin_call(store, "legacy");
+    assert_int_equal(ust_store_claim(store, "k", "1"), 1);
+    assert_int_equal(ust_store_claim(store, "k", "2"), 0); /* sees its own write */
+    assert_int_equal(ust_store_get(store, "k", &v), 1);
+    assert_string_equal(v, "1");
+    assert_int_equal(ust_store_end_call(store, 1), 0);
+
+    ust_store_begin_call(store, "candidate"); /* another namespace: nothing there */
+    assert_int_equal(ust_store_get(store, "k", &v), 0);
+    assert_int_equal(ust_store_put(store, "k", "c"), 0);
+    assert_int_equal(ust_store_end_call(store, 0), 0); /* dropped */
+
+    ust_store_begin_call(store, "candidate");
+    assert_int_equal(ust_store_get(store, "k", &v), 0);
+    assert_int_equal(ust_store_end_call(store, 1), 0);
+
+    ust_store_begin_call(store, "legacy");
+    assert_int_equal(ust_store_delete(store, "k"), 0);
+    assert_int_equal(ust_store_get(store, "k", &v), 0);
+    assert_int_equal(ust_store_put(store, "j", "x"), 0);
+    assert_int_equal(ust_store_end_call(store, 1), 0);
+
+    /* Flushed state is what a fresh store (a resumed run) sees. */
+    char *err = NULL;
+    assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(ust_store_flush(store, &err), 0);
+    assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    ust_store *fresh = NULL;
+    assert_int_equal(ust_store_open(db, &fresh, &err), 0);
+    ust_store_begin_call(fresh, "legacy");
+    assert_int_equal(ust_store_get(fresh, "k", &v), 0);
+    assert_int_equal(ust_store_get(fresh, "j", &v), 1);
+    assert_string_equal(v, "x");
+    ust_store_end_call(fresh, 0);
+    ust_store_begin_call(fresh, "candidate");
+    assert_int_equal(ust_store_get(fresh, "j", &v), 0);
+    ust_store_end_call(fresh, 0);
+    ust_store_close(fresh);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_refuses_unusable_plugins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
