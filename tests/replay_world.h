@@ -1,0 +1,202 @@
+/* A small world for replay tests: a log in a temporary directory, signed
+ * requests built at chosen times, a replay through the real plugins, and
+ * queries on the run database. */
+#ifndef UST_TEST_REPLAY_WORLD_H
+#define UST_TEST_REPLAY_WORLD_H
+
+#include "support.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/config.h>
+#include <understudy/error.h>
+#include <understudy/log.h>
+#include <understudy/runner.h>
+#include <understudy/sig.h>
+
+#include <sqlite3.h>
+
+#define WORLD_T0 1795946400LL /* 2026-11-29T10:00:00Z */
+#define WORLD_STRIPE_SECRET "whsec_test_stripe"
+#define WORLD_STANDARD_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+typedef struct world {
+    char dir[PATH_MAX], log_path[PATH_MAX], run_path[PATH_MAX];
+    ust_config *cfg;
+    ust_request reqs[256];
+    size_t n;
+} world;
+
+static inline void world_plugin(const char *name, char out[PATH_MAX])
+{
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so", build ? build : "build",
+             name, name);
+}
+
+static inline world *world_new(void)
+{
+    world *w = calloc(1, sizeof(*w));
+    ust_test_tmpdir(w->dir);
+    snprintf(w->log_path, sizeof(w->log_path), "%s/events.db", w->dir);
+    snprintf(w->run_path, sizeof(w->run_path), "%s/run.db", w->dir);
+    setenv("UNDERSTUDY_STRIPE_SECRET", WORLD_STRIPE_SECRET, 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", WORLD_STANDARD_SECRET, 1);
+    char cfg_path[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", cfg_path);
+    char *err = NULL;
+    if (ust_config_load(cfg_path, &w->cfg, &err) != 0 ||
+        ust_config_load_secrets(w->cfg, &err) != 0)
+        fail_msg("config: %s", err);
+    return w;
+}
+
+static inline void world_free(world *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        ust_request_clear(&w->reqs[i]);
+    ust_config_free(w->cfg);
+    ust_test_rmdir(w->dir);
+    free(w);
+}
+
+static inline ust_request *world_request(world *w, double t_s, const char *target,
+                                         const char *body)
+{
+    assert_true(w->n < sizeof(w->reqs) / sizeof(w->reqs[0]));
+    ust_request *r = &w->reqs[w->n++];
+    memset(r, 0, sizeof(*r));
+    r->received_at_us = (int64_t)((double)WORLD_T0 * 1e6 + t_s * 1e6);
+    r->remote = ust_strdup("203.0.113.7:443");
+    r->method = ust_strdup("POST");
+    r->target = ust_strdup(target);
+    r->body = (unsigned char *)ust_strdup(body);
+    r->body_len = strlen(body);
+    assert_int_equal(ust_request_add_header(r, "Content-Type", "application/json"), 0);
+    return r;
+}
+
+/* A Stripe event at t_s seconds after T0, signed at sign_s (usually t_s). */
+static inline void world_stripe_signed(world *w, double t_s, double sign_s, const char *evt,
+                                       const char *type, const char *pi, const char *order,
+                                       long amount)
+{
+    char *body = ust_sprintf("{\"id\":\"%s\",\"type\":\"%s\",\"created\":%lld,\"data\":{"
+                             "\"object\":{\"id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\","
+                             "\"metadata\":{\"order_id\":\"%s\"}}}}",
+                             evt, type, WORLD_T0 + (long long)t_s, pi, amount, order);
+    ust_request *r = world_request(w, t_s, "/webhooks/stripe", body);
+    ust_free(body);
+    ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, WORLD_T0 + (int64_t)sign_s, NULL, r), 0);
+}
+
+static inline void world_stripe(world *w, double t_s, const char *evt, const char *type,
+                                const char *pi, const char *order, long amount)
+{
+    world_stripe_signed(w, t_s, t_s, evt, type, pi, order, amount);
+}
+
+static inline void world_standard(world *w, double t_s, const char *msg, const char *payment,
+                                  const char *status, const char *order, long amount)
+{
+    char *body = ust_sprintf("{\"type\":\"payment.%s\",\"data\":{\"payment_id\":\"%s\","
+                             "\"status\":\"%s\",\"amount\":%ld,\"currency\":\"usd\","
+                             "\"order_id\":\"%s\"}}",
+                             status, payment, status, amount, order);
+    ust_request *r = world_request(w, t_s, "/webhooks/standard", body);
+    ust_free(body);
+    ust_sig_params p = {UST_SCHEME_STANDARD_WEBHOOKS, WORLD_STANDARD_SECRET, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, WORLD_T0 + (int64_t)t_s, msg, r), 0);
+}
+
+/* An API request; key is the raw header value (NULL: no header). */
+static inline void world_api(world *w, double t_s, const char *key, const char *tenant,
+                             const char *order, long amount)
+{
+    char *body = ust_sprintf("{\"order_id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\"}",
+                             order, amount);
+    ust_request *r = world_request(w, t_s, "/payments", body);
+    ust_free(body);
+    if (tenant)
+        assert_int_equal(ust_request_add_header(r, "X-Tenant-Id", tenant), 0);
+    if (key)
+        assert_int_equal(ust_request_add_header(r, "Idempotency-Key", key), 0);
+}
+
+/* Appends every request built so far to the log (once). */
+static inline void world_record(world *w)
+{
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
+    if (ust_log_append_requests(log, w->cfg, w->reqs, w->n, NULL, &err) != 0)
+        fail_msg("append: %s", err);
+    ust_log_close(log);
+}
+
+/* Replays into run_path with the given plugins; divergence lines into
+ * *lines (malloc'd) when lines is not NULL. */
+static inline ust_replay_stats world_replay(world *w, const char *legacy,
+                                            const char *candidate, char **lines)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin(legacy, lp);
+    world_plugin(candidate, cp);
+    size_t size = 0;
+    char *buf = NULL;
+    FILE *out = lines ? open_memstream(&buf, &size) : NULL;
+    ust_replay_opts o = {.cfg = w->cfg,
+                         .log_path = w->log_path,
+                         .run_path = w->run_path,
+                         .legacy_path = lp,
+                         .candidate_path = cp,
+                         .divergences = out,
+                         .commit_every = 7};
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    if (out) {
+        fclose(out);
+        *lines = buf;
+    }
+    return st;
+}
+
+/* One text value from the run database, "" when NULL; caller frees. */
+static inline char *world_query(world *w, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    char *out = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        out = ust_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out ? out : ust_strdup("");
+}
+
+/* "applied,duplicate,..." of one side over every event, in seq order. */
+static inline char *world_verdicts(world *w, const char *side)
+{
+    char *sql = ust_sprintf("SELECT group_concat(coalesce(json_extract(%s, '$.verdict'),"
+                            " 'not_fed:' || signature), ',') FROM (SELECT * FROM decisions"
+                            " ORDER BY seq)",
+                            side);
+    char *v = world_query(w, sql);
+    ust_free(sql);
+    return v;
+}
+
+/* "seq|class|fields|follow_on" of every divergence, ';'-separated. */
+static inline char *world_divergences(world *w)
+{
+    return world_query(w, "SELECT group_concat(seq || '|' || class || '|' || fields || '|'"
+                          " || follow_on, ';') FROM (SELECT * FROM divergences ORDER BY seq)");
+}
+
+#endif

@@ -1,0 +1,410 @@
+/* Replay through the real reference plugins: each scenario of the design
+ * that replay can express, with the verdicts of both plugins and the exact
+ * divergences; determinism; resume after SIGKILL; legacy against itself. */
+#define _GNU_SOURCE 1 /* F_SETPIPE_SZ */
+#include "replay_world.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAID "payment_intent.succeeded"
+#define REFUNDED "charge.refunded"
+#define CANCELED "payment_intent.canceled"
+
+static int setup(void **state)
+{
+    *state = world_new();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world_free(*state);
+    return 0;
+}
+
+static void expect_str(char *got, const char *want)
+{
+    if (strcmp(got, want) != 0)
+        fail_msg("got  \"%s\"\nwant \"%s\"", got, want);
+    ust_free(got);
+}
+
+/* Replays w and checks both verdict sequences and the divergences. */
+static void expect_run(world *w, const char *legacy, const char *candidate,
+                       const char *divergences)
+{
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    expect_str(world_verdicts(w, "legacy"), legacy);
+    expect_str(world_verdicts(w, "candidate"), candidate);
+    expect_str(world_divergences(w), divergences);
+}
+
+/* 1. The same event delivered twice (the first 200 was lost). */
+static void test_identical_retry(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 30, "evt_1", PAID, "pi_1", "o1", 4200);
+    expect_run(w, "applied,duplicate", "applied,duplicate", "");
+}
+
+/* 2. Redelivered with a new t and signature: dedup keys on the event. */
+static void test_redelivery_with_new_signature(void **state)
+{
+    world *w = *state;
+    world_stripe_signed(w, 0, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe_signed(w, 3600, 3599, "evt_1", PAID, "pi_1", "o1", 4200);
+    expect_run(w, "applied,duplicate", "applied,duplicate", "");
+}
+
+/* 3. Standard Webhooks: same webhook-id, new timestamp and signature. */
+static void test_standard_webhooks_redelivery(void **state)
+{
+    world *w = *state;
+    world_standard(w, 0, "msg_1", "pay_9", "paid", "o9", 2500);
+    world_standard(w, 60, "msg_1", "pay_9", "paid", "o9", 2500);
+    expect_run(w, "applied,duplicate", "applied,duplicate", "");
+}
+
+/* 4. Replayed after the tolerance: expired, recorded, never decided. */
+static void test_expired_signature_is_not_fed(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe_signed(w, 900, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    expect_run(w, "applied,not_fed:expired", "applied,not_fed:expired", "");
+}
+
+/* 5. paid, refunded, then paid again with a new event id. */
+static void test_paid_after_refund_with_new_id(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    expect_run(w, "applied,applied,applied", "applied,applied,rejected",
+               "3|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
+    expect_str(world_query(w, "SELECT json_extract(legacy, '$.state') || ' ' ||"
+                              " json_extract(candidate, '$.state') FROM decisions"
+                              " WHERE seq = 3"),
+               "paid refunded");
+}
+
+/* 6. The same, but the late paid keeps its original event id. */
+static void test_paid_after_refund_same_id(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_1", PAID, "pi_1", "o1", 4200);
+    expect_run(w, "applied,applied,duplicate", "applied,applied,duplicate", "");
+}
+
+/* 7. refunded arriving before paid. */
+static void test_refund_before_paid(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_6", REFUNDED, "pi_4", "o4", 990);
+    world_stripe(w, 1, "evt_7", PAID, "pi_4", "o4", 990);
+    expect_run(w, "applied,applied", "rejected,applied",
+               "1|" REFUNDED ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
+}
+
+/* 8. cancelled, then paid. */
+static void test_paid_after_cancel(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", CANCELED, "pi_1", "o1", 4200);
+    world_stripe(w, 60, "evt_2", PAID, "pi_1", "o1", 4200);
+    expect_run(w, "applied,applied", "applied,rejected",
+               "2|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
+}
+
+/* 9. A double click: two transactions, one order, 3 s apart. */
+static void test_double_click_is_flagged(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_4", PAID, "pi_2", "o2", 1500);
+    world_stripe(w, 3, "evt_5", PAID, "pi_3", "o2", 1500);
+    expect_run(w, "applied,applied", "applied,applied",
+               "2|" PAID ": applied \xe2\x86\x92 applied|[\"flags\"]|0");
+    expect_str(world_query(w, "SELECT json_extract(candidate, '$.flags[0]') || ' / ' ||"
+                              " json_extract(candidate, '$.reason') FROM decisions"
+                              " WHERE seq = 2"),
+               "semantic_duplicate / same intent, amount and currency as stripe:pi_2 paid "
+               "3 s earlier");
+}
+
+/* 10 and 11. Outside the window, or another amount: no flag. */
+static void test_no_flag_outside_window_or_other_amount(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 1500);
+    world_stripe(w, 1200, "evt_2", PAID, "pi_2", "o1", 1500);
+    world_stripe(w, 1201, "evt_3", PAID, "pi_3", "o1", 1600);
+    expect_run(w, "applied,applied,applied", "applied,applied,applied", "");
+}
+
+/* 12. Two parallel requests with the same key (the article's test). */
+static void test_parallel_same_key(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 0.2, "k1", "t1", "o7", 1000);
+    expect_run(w, "applied,applied", "applied,in_progress",
+               "2|/payments: applied \xe2\x86\x92 in_progress|[\"verdict\",\"status\","
+               "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
+               "\"body/payment_id\",\"state\"]|0");
+    /* The legacy executed twice: a second payment id. */
+    expect_str(world_query(w, "SELECT json_extract(legacy, '$.body.payment_id') FROM"
+                              " decisions WHERE seq = 2"),
+               "pay_2");
+    expect_str(world_query(w, "SELECT json_extract(candidate, '$.status') || ' ' ||"
+                              " json_extract(candidate, '$.headers.retry-after') FROM"
+                              " decisions WHERE seq = 2"),
+               "409 1");
+}
+
+/* 13. A completed retry: both return the stored response. */
+static void test_completed_retry(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 10, "k1", "t1", "o7", 1000);
+    expect_run(w, "applied,duplicate", "applied,duplicate", "");
+    expect_str(world_query(w, "SELECT json_extract(legacy, '$.body.payment_id') || ' ' ||"
+                              " json_extract(candidate, '$.body.payment_id') || ' ' ||"
+                              " json_extract(candidate, '$.headers.idempotent-replayed')"
+                              " FROM decisions WHERE seq = 2"),
+               "pay_1 pay_1 true");
+}
+
+/* 14. The same key with another amount. */
+static void test_same_key_other_payload(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 10, "k1", "t1", "o7", 2000);
+    expect_run(w, "applied,duplicate", "applied,conflict",
+               "2|/payments: duplicate \xe2\x86\x92 conflict|[\"verdict\",\"status\","
+               "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
+               "\"body/payment_id\"]|0");
+}
+
+/* 15. A retry after the key's TTL. */
+static void test_retry_after_ttl(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 86401, "k1", "t1", "o7", 1000);
+    expect_run(w, "applied,duplicate", "applied,applied",
+               "2|/payments: duplicate \xe2\x86\x92 applied|[\"verdict\","
+               "\"body/payment_id\"]|0");
+}
+
+/* 16 and 17. Two tenants are two operations; quoted and unquoted keys are one. */
+static void test_tenants_and_key_forms(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 1, "k1", "t2", "o7", 1000);
+    world_api(w, 10, "\"k1\"", "t1", "o7", 1000);
+    expect_run(w, "applied,applied,duplicate", "applied,applied,duplicate", "");
+}
+
+/* The same log, plugins and config give byte-identical divergence lines. */
+static void test_replay_is_deterministic(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 3700, "evt_4", REFUNDED, "pi_1", "o1", 4200);
+    world_api(w, 4000, "k1", "t1", "o7", 1000);
+    world_api(w, 4000.1, "k1", "t1", "o7", 1000);
+    world_record(w);
+    char *first = NULL, *second = NULL;
+    world_replay(w, "legacy", "candidate", &first);
+    unlink(w->run_path);
+    world_replay(w, "legacy", "candidate", &second);
+    assert_true(strlen(first) > 0);
+    assert_string_equal(first, second);
+    /* The later divergence on pi_1 is a follow-on of the first. */
+    assert_non_null(strstr(first, "\"seq\":4,"));
+    expect_str(world_query(w, "SELECT group_concat(follow_on) FROM divergences WHERE"
+                              " entity = 'stripe:pi_1'"),
+               "0,1");
+    free(first);
+    free(second);
+}
+
+/* The legacy against itself: the comparison adds no noise. */
+static void test_legacy_against_legacy_has_no_divergence(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_api(w, 4000, "k1", "t1", "o7", 1000);
+    world_api(w, 4000.1, "k1", "t1", "o7", 1000);
+    world_api(w, 4001, NULL, "t1", "o8", 1000);
+    world_record(w);
+    ust_replay_stats st = world_replay(w, "legacy", "legacy", NULL);
+    assert_int_equal(st.fed, 6);
+    assert_int_equal(st.divergences, 0);
+}
+
+/* A run is one experiment: resuming it with other plugins is refused. */
+static void test_resume_with_other_plugin_is_refused(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    char lp[PATH_MAX];
+    world_plugin("legacy", lp);
+    ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log_path, .run_path = w->run_path,
+                         .legacy_path = lp, .candidate_path = lp};
+    ust_replay_stats st;
+    char *err = NULL;
+    assert_int_equal(ust_replay(&o, &st, &err), UST_EINVAL);
+    assert_non_null(strstr(err, "use a new --run"));
+    ust_free(err);
+}
+
+/* Many events over many entities, so a kill lands mid-run. */
+static void build_busy_log(world *w)
+{
+    char evt[32], pi[32], order[32], key[32];
+    for (int i = 0; i < 240; i++) {
+        snprintf(evt, sizeof(evt), "evt_%d", i);
+        snprintf(pi, sizeof(pi), "pi_%d", i % 40);
+        snprintf(order, sizeof(order), "o%d", i % 30);
+        static const char *const types[] = {PAID, REFUNDED, PAID, CANCELED};
+        if (i % 3 == 0) {
+            snprintf(key, sizeof(key), "k%d", i % 25);
+            world_api(w, i * 0.3, key, "t1", order, 100 + i % 7);
+        } else {
+            world_stripe(w, i * 0.3, i % 5 == 0 ? "evt_0" : evt, types[i % 4], pi, order,
+                         100 + i % 3);
+        }
+    }
+    world_record(w);
+}
+
+static char *dump_run(world *w)
+{
+    return world_query(w, "SELECT group_concat(line, char(10)) FROM (SELECT line FROM"
+                          " divergences ORDER BY seq) UNION ALL SELECT 1 LIMIT 1");
+}
+
+static char *dump_decisions(world *w)
+{
+    return world_query(w, "SELECT group_concat(seq || legacy || candidate, char(10)) FROM"
+                          " (SELECT * FROM decisions ORDER BY seq)");
+}
+
+/* Kills a replay of w (in a child) at a point decided by how: 0 = while it
+ * is blocked writing divergence lines into a full pipe, after a commit and
+ * with most of the log still to go; 1 and up = after a short while, which
+ * may land inside a transaction. */
+static void kill_a_replay(world *w, int how)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fcntl(fds[1], F_SETPIPE_SZ, 4096);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        char lp[PATH_MAX], cp[PATH_MAX];
+        world_plugin("legacy", lp);
+        world_plugin("candidate", cp);
+        FILE *out = fdopen(fds[1], "w");
+        ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log_path,
+                             .run_path = w->run_path, .legacy_path = lp,
+                             .candidate_path = cp, .divergences = out, .commit_every = 7};
+        ust_replay_stats st;
+        for (;;) /* until killed */
+            ust_replay(&o, &st, NULL);
+    }
+    close(fds[1]);
+    if (how == 0) {
+        char c;
+        assert_int_equal(read(fds[0], &c, 1), 1); /* a commit happened; then stall */
+        for (int i = 0; i < 200; i++) {
+            char *cursor = world_query(w, "SELECT last_seq FROM cursor");
+            int stalled = atoi(cursor) > 0;
+            ust_free(cursor);
+            if (stalled)
+                break;
+            usleep(10000);
+        }
+    } else {
+        usleep(how * 15000);
+    }
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+}
+
+static void test_killed_replay_resumes_to_the_same_result(void **state)
+{
+    world *w = *state;
+    build_busy_log(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    char *want_div = dump_run(w), *want_dec = dump_decisions(w);
+    assert_true(strlen(want_div) > 4096);
+
+    for (int how = 0; how < 3; how++) {
+        unlink(w->run_path);
+        kill_a_replay(w, how);
+        if (how == 0) {
+            char *cursor = world_query(w, "SELECT last_seq FROM cursor");
+            int at = atoi(cursor);
+            ust_free(cursor);
+            if (at <= 0 || at >= 240)
+                fail_msg("the kill should land mid-run, the cursor is at %d", at);
+        }
+        world_replay(w, "legacy", "candidate", NULL);
+        char *div = dump_run(w), *dec = dump_decisions(w);
+        assert_string_equal(div, want_div);
+        assert_string_equal(dec, want_dec);
+        ust_free(div);
+        ust_free(dec);
+    }
+    ust_free(want_div);
+    ust_free(want_dec);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_identical_retry),
+        T(test_redelivery_with_new_signature),
+        T(test_standard_webhooks_redelivery),
+        T(test_expired_signature_is_not_fed),
+        T(test_paid_after_refund_with_new_id),
+        T(test_paid_after_refund_same_id),
+        T(test_refund_before_paid),
+        T(test_paid_after_cancel),
+        T(test_double_click_is_flagged),
+        T(test_no_flag_outside_window_or_other_amount),
+        T(test_parallel_same_key),
+        T(test_completed_retry),
+        T(test_same_key_other_payload),
+        T(test_retry_after_ttl),
+        T(test_tenants_and_key_forms),
+        T(test_replay_is_deterministic),
+        T(test_legacy_against_legacy_has_no_divergence),
+        T(test_resume_with_other_plugin_is_refused),
+        T(test_killed_replay_resumes_to_the_same_result),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
