@@ -149,7 +149,9 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
         goto fail;
     }
     p->api = api;
-    char *cfg_text = json_dumps(config ? config : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *empty = config ? NULL : json_object();
+    char *cfg_text = json_dumps(config ? config : empty, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(empty);
     ust_plugin_ctx ctx = {.plugin = p};
     int crc = cfg_text ? api->create(&ctx, cfg_text, &p->instance) : -1;
     free(cfg_text);
