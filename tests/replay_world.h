@@ -183,10 +183,9 @@ static inline char *world_query(world *w, const char *sql)
 /* "applied,duplicate,..." of one side over every event, in seq order. */
 static inline char *world_verdicts(world *w, const char *side)
 {
-    char *sql = ust_sprintf("SELECT group_concat(coalesce(json_extract(%s, '$.verdict'),"
-                            " 'not_fed:' || signature), ',') FROM (SELECT * FROM decisions"
-                            " ORDER BY seq)",
-                            side);
+    char *sql = ust_sprintf("SELECT group_concat(coalesce(%c_verdict, 'not_fed:' ||"
+                            " signature), ',') FROM (SELECT * FROM decisions ORDER BY seq)",
+                            side[0]);
     char *v = world_query(w, sql);
     ust_free(sql);
     return v;

@@ -42,6 +42,13 @@ int ust_event_derive(const ust_config *cfg, const ust_request *req, ust_event *e
                      char **err);
 void ust_event_clear(ust_event *ev);
 
+/* Replay trusts the signature status recorded at arrival (the chain protects
+ * it) and need not check it again, nor hold the secrets to. */
+enum { UST_DERIVE_SKIP_SIGNATURE = 1 };
+/* ust_event_derive with flags; SKIP_SIGNATURE leaves ev->sig UNSIGNED. */
+int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned flags,
+                        ust_event *ev, char **err);
+
 /* Request hash: SHA-256 of the body's canonical JSON (keys sorted, compact);
  * a non-JSON body (or one nested too deep) hashes as raw bytes. *is_json tells
  * which (may be NULL). 0 or UST_ENOMEM. */

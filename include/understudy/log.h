@@ -30,6 +30,12 @@ typedef struct ust_log_record {
     char request_sha256[UST_SHA256_HEX_LEN + 1];
     ust_sig_status sig;
     char config_hash[UST_SHA256_HEX_LEN + 1]; /* "" when none */
+    /* The rest of the canonical event, so a replay under the same config
+     * need not parse the body again (parsing is most of derivation). */
+    char *event_type, *transaction_id, *target_status, *currency, *intent,
+        *idem_key, *tenant;
+    int64_t amount;
+    int has_amount;
     unsigned char hash[UST_SHA256_LEN];
 } ust_log_record;
 

@@ -173,6 +173,12 @@ static int derive_fields(const ust_route *r, const ust_request *req, json_t *bod
 int ust_event_derive(const ust_config *cfg, const ust_request *req, ust_event *ev,
                      char **err)
 {
+    return ust_event_derive_ex(cfg, req, 0, ev, err);
+}
+
+int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned flags,
+                        ust_event *ev, char **err)
+{
     memset(ev, 0, sizeof(*ev));
     ev->received_at_us = req->received_at_us;
     ev->sig = UST_SIG_UNSIGNED;
@@ -191,7 +197,7 @@ int ust_event_derive(const ust_config *cfg, const ust_request *req, ust_event *e
     if (rc == 0 && r != NULL) {
         ev->route = r;
         rc = derive_fields(r, req, body, ev);
-        if (rc == 0)
+        if (rc == 0 && !(flags & UST_DERIVE_SKIP_SIGNATURE))
             ev->sig = derive_sig(r, req);
     }
     json_decref(body);

@@ -89,8 +89,19 @@ static int insert_one(ust_log *log, const ust_log_record *rec,
     sqlite3_bind_text(st, 12, rec->request_sha256, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 13, ust_sig_status_name(rec->sig), -1, SQLITE_STATIC);
     bind_text_or_null(st, 14, rec->config_hash[0] ? rec->config_hash : NULL);
-    sqlite3_bind_blob(st, 15, prev, UST_SHA256_LEN, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 16, hash, UST_SHA256_LEN, SQLITE_STATIC);
+    bind_text_or_null(st, 15, rec->event_type);
+    bind_text_or_null(st, 16, rec->transaction_id);
+    bind_text_or_null(st, 17, rec->target_status);
+    if (rec->has_amount)
+        sqlite3_bind_int64(st, 18, rec->amount);
+    else
+        sqlite3_bind_null(st, 18);
+    bind_text_or_null(st, 19, rec->currency);
+    bind_text_or_null(st, 20, rec->intent);
+    bind_text_or_null(st, 21, rec->idem_key);
+    bind_text_or_null(st, 22, rec->tenant);
+    sqlite3_bind_blob(st, 23, prev, UST_SHA256_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 24, hash, UST_SHA256_LEN, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : ust__log_db_error(log, "append", err);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);

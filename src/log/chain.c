@@ -94,6 +94,15 @@ void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
     put_str(h, rec->request_sha256);
     put_str(h, ust_sig_status_name(rec->sig));
     put_str(h, rec->config_hash);
+    put_str(h, rec->event_type);
+    put_str(h, rec->transaction_id);
+    put_str(h, rec->target_status);
+    put_u64(h, rec->has_amount ? (uint64_t)rec->amount : UINT64_MAX);
+    put_u64(h, (uint64_t)rec->has_amount);
+    put_str(h, rec->currency);
+    put_str(h, rec->intent);
+    put_str(h, rec->idem_key);
+    put_str(h, rec->tenant);
     if (h->failed || !hasher_ready(h)) {
         /* Cannot hash: an all-zero digest never verifies, so nothing is hidden. */
         memset(out, 0, UST_SHA256_LEN);

@@ -20,6 +20,13 @@ void ust_log_record_clear(ust_log_record *rec)
     ust_free(rec->provider);
     ust_free(rec->event_id);
     ust_free(rec->identity);
+    ust_free(rec->event_type);
+    ust_free(rec->transaction_id);
+    ust_free(rec->target_status);
+    ust_free(rec->currency);
+    ust_free(rec->intent);
+    ust_free(rec->idem_key);
+    ust_free(rec->tenant);
     memset(rec, 0, sizeof(*rec));
 }
 
@@ -87,9 +94,19 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
     if (sig == NULL || ust_sig_status_parse(sig, &rec->sig) != 0)
         rec->sig = UST_SIG_INVALID; /* unreadable: the chain check will say so */
     copy_hex(st, 13, rec->config_hash);
+    if ((rc = dup_column(st, 14, &rec->event_type)) != 0 ||
+        (rc = dup_column(st, 15, &rec->transaction_id)) != 0 ||
+        (rc = dup_column(st, 16, &rec->target_status)) != 0 ||
+        (rc = dup_column(st, 18, &rec->currency)) != 0 ||
+        (rc = dup_column(st, 19, &rec->intent)) != 0 ||
+        (rc = dup_column(st, 20, &rec->idem_key)) != 0 ||
+        (rc = dup_column(st, 21, &rec->tenant)) != 0)
+        goto fail;
+    rec->has_amount = sqlite3_column_type(st, 17) != SQLITE_NULL;
+    rec->amount = sqlite3_column_int64(st, 17);
     if (prev != NULL)
-        copy_hash(st, 14, prev);
-    copy_hash(st, 15, rec->hash);
+        copy_hash(st, 22, prev);
+    copy_hash(st, 23, rec->hash);
     return 0;
 fail:
     ust_log_record_clear(rec);

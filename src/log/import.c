@@ -20,11 +20,27 @@ static int record_from_event(ust_log_record *rec, const ust_request *req,
     rec->sig = ev->sig;
     memcpy(rec->request_sha256, ev->request_sha256, sizeof(rec->request_sha256));
     memcpy(rec->config_hash, cfg->hash, sizeof(rec->config_hash));
-    if ((ev->route && !(rec->route = ust_strdup(ev->route->path))) ||
-        (ev->provider && !(rec->provider = ust_strdup(ev->provider))) ||
-        (ev->event_id && !(rec->event_id = ust_strdup(ev->event_id))) ||
-        (ev->identity && !(rec->identity = ust_strdup(ev->identity))))
-        return UST_ENOMEM;
+    rec->amount = ev->amount;
+    rec->has_amount = ev->has_amount;
+    struct {
+        char **to;
+        const char *from;
+    } copies[] = {
+        {&rec->route, ev->route ? ev->route->path : NULL},
+        {&rec->provider, ev->provider},
+        {&rec->event_id, ev->event_id},
+        {&rec->identity, ev->identity},
+        {&rec->event_type, ev->event_type},
+        {&rec->transaction_id, ev->transaction_id},
+        {&rec->target_status, ev->target_status},
+        {&rec->currency, ev->currency},
+        {&rec->intent, ev->intent},
+        {&rec->idem_key, ev->idem_key},
+        {&rec->tenant, ev->tenant},
+    };
+    for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++)
+        if (copies[i].from != NULL && (*copies[i].to = ust_strdup(copies[i].from)) == NULL)
+            return UST_ENOMEM;
     return 0;
 }
 

@@ -30,7 +30,8 @@ struct ust_log {
 #define UST__LOG_COLUMNS                                                       \
     "seq, received_at, remote, method, target, headers, body, route, "        \
     "provider, event_id, identity, request_sha256, signature, config_hash, "  \
-    "prev_hash, hash"
+    "event_type, transaction_id, target_status, amount, currency, intent, "   \
+    "idem_key, tenant, prev_hash, hash"
 
 /* A row's hash = ust__log_chain_link(prev_hash, ust__log_row_digest(row)). */
 void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,

@@ -18,6 +18,8 @@ static const char schema_sql[] =
     " body BLOB NOT NULL,"
     " route TEXT, provider TEXT, event_id TEXT, identity TEXT,"
     " request_sha256 TEXT NOT NULL, signature TEXT NOT NULL, config_hash TEXT,"
+    " event_type TEXT, transaction_id TEXT, target_status TEXT, amount INTEGER,"
+    " currency TEXT, intent TEXT, idem_key TEXT, tenant TEXT,"
     " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
     /* A prune removes a prefix of the chain; the row it leaves behind records
      * the hash the remaining chain starts from. */
@@ -39,7 +41,8 @@ static const char schema_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO events(" UST__LOG_COLUMNS ") "
-    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)";
+    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
+    "?21,?22,?23,?24)";
 
 int ust__log_db_error(ust_log *log, const char *what, char **err)
 {

@@ -4,7 +4,10 @@
  * and applied at its end, or dropped; applied writes reach SQLite at flush,
  * inside the transaction that records the decisions they belong to. The
  * cache is cleared after a flush once it holds more than CACHE_MAX entries,
- * so memory stays bounded however long the log is. */
+ * so memory stays bounded however long the log is. A fixed-size Bloom filter
+ * of every key the table holds lets a lookup of a new key (most lookups)
+ * skip SQLite; writes reach the table in key order, which keeps them on
+ * neighbouring B-tree pages. */
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
@@ -12,6 +15,8 @@
 #include <string.h>
 
 #define CACHE_MAX (1u << 18)
+#define BLOOM_BITS (1u << 27) /* 16 MiB: ~1% false positives at 14M keys */
+#define BLOOM_HASHES 4
 
 typedef struct entry {
     struct entry *next; /* hash chain */
@@ -32,6 +37,7 @@ typedef struct staged {
 struct ust_store {
     sqlite3 *db;
     sqlite3_stmt *select, *upsert, *remove;
+    uint64_t *bloom; /* keys that may be in the table */
     entry **buckets;
     size_t n_buckets, n_entries;
     entry *dirty;
@@ -46,6 +52,47 @@ static uint64_t fnv1a(const char *p, size_t n)
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
     return h;
+}
+
+/* Double hashing from one 64-bit hash (Kirsch and Mitzenmacher). */
+static void bloom_add(uint64_t *bloom, uint64_t h)
+{
+    uint64_t a = h, b = (h >> 32) | 1;
+    for (int i = 0; i < BLOOM_HASHES; i++, a += b)
+        bloom[(a % BLOOM_BITS) / 64] |= 1ULL << (a % 64);
+}
+
+static int bloom_may_have(const uint64_t *bloom, uint64_t h)
+{
+    uint64_t a = h, b = (h >> 32) | 1;
+    for (int i = 0; i < BLOOM_HASHES; i++, a += b)
+        if (!(bloom[(a % BLOOM_BITS) / 64] & (1ULL << (a % 64))))
+            return 0;
+    return 1;
+}
+
+/* A resumed run: every key already in the table goes into the filter. */
+static int bloom_load(ust_store *s, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT ns, key FROM state", -1, &st, NULL) != SQLITE_OK)
+        return ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        size_t nl = (size_t)sqlite3_column_bytes(st, 0), kl = (size_t)sqlite3_column_bytes(st, 1);
+        char *k = ust_malloc(nl + kl + 2);
+        if (k == NULL) {
+            sqlite3_finalize(st);
+            return UST_ENOMEM;
+        }
+        memcpy(k, sqlite3_column_text(st, 0), nl);
+        k[nl] = '\0';
+        memcpy(k + nl + 1, sqlite3_column_text(st, 1), kl);
+        bloom_add(s->bloom, fnv1a(k, nl + 1 + kl));
+        ust_free(k);
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? 0 : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
 }
 
 int ust_store_open(sqlite3 *db, ust_store **out, char **err)
@@ -66,15 +113,24 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
     s->db = db;
     s->n_buckets = 1u << 16;
     s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
-    if (s->buckets == NULL ||
+    s->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
+    if (s->buckets == NULL || s->bloom == NULL ||
         sqlite3_prepare_v2(db, "SELECT value FROM state WHERE ns = ?1 AND key = ?2", -1,
                            &s->select, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO state VALUES(?1, ?2, ?3)", -1,
-                           &s->upsert, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO state VALUES(?1, ?2, ?3) ON CONFLICT(ns, key)"
+                           " DO UPDATE SET value = excluded.value",
+                           -1, &s->upsert, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "DELETE FROM state WHERE ns = ?1 AND key = ?2", -1,
                            &s->remove, NULL) != SQLITE_OK) {
-        int rc = s->buckets ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
-                            : UST_ENOMEM;
+        int rc = s->buckets && s->bloom
+                     ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
+                     : UST_ENOMEM;
+        ust_store_close(s);
+        return rc;
+    }
+    int rc = bloom_load(s, err);
+    if (rc != 0) {
         ust_store_close(s);
         return rc;
     }
@@ -117,6 +173,7 @@ void ust_store_close(ust_store *s)
     clear_stage(s);
     ust_free(s->stage);
     ust_free(s->buckets);
+    ust_free(s->bloom);
     sqlite3_finalize(s->select);
     sqlite3_finalize(s->upsert);
     sqlite3_finalize(s->remove);
@@ -197,22 +254,24 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
         *out = e;
         return 0;
     }
-    const char *ns = k, *key = k + strlen(k) + 1;
-    sqlite3_bind_text(s->select, 1, ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s->select, 2, key, -1, SQLITE_STATIC);
-    int step = sqlite3_step(s->select);
     char *value = NULL;
-    int rc = 0;
-    if (step == SQLITE_ROW) {
-        value = ust_strdup((const char *)sqlite3_column_text(s->select, 0));
-        if (value == NULL)
-            rc = UST_ENOMEM;
-    } else if (step != SQLITE_DONE) {
-        rc = UST_EDB;
+    if (bloom_may_have(s->bloom, h)) {
+        const char *ns = k, *key = k + strlen(k) + 1;
+        sqlite3_bind_text(s->select, 1, ns, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->select, 2, key, -1, SQLITE_STATIC);
+        int step = sqlite3_step(s->select);
+        int rc = 0;
+        if (step == SQLITE_ROW) {
+            value = ust_strdup((const char *)sqlite3_column_text(s->select, 0));
+            if (value == NULL)
+                rc = UST_ENOMEM;
+        } else if (step != SQLITE_DONE) {
+            rc = UST_EDB;
+        }
+        sqlite3_reset(s->select);
+        if (rc != 0)
+            return rc;
     }
-    sqlite3_reset(s->select);
-    if (rc != 0)
-        return rc;
     char *kc = ust_memdup(k, klen + 1);
     if (kc == NULL) {
         ust_free(value);
@@ -323,10 +382,29 @@ int ust_store_end_call(ust_store *s, int keep)
     return rc;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(x->key, y->key, n + 1);
+    return c != 0 ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
 int ust_store_flush(ust_store *s, char **err)
 {
+    size_t n = 0;
+    for (entry *e = s->dirty; e != NULL; e = e->next_dirty)
+        n++;
+    entry **sorted = ust_malloc((n ? n : 1) * sizeof(*sorted));
+    if (sorted == NULL)
+        return UST_ENOMEM;
+    n = 0;
+    for (entry *e = s->dirty; e != NULL; e = e->next_dirty)
+        sorted[n++] = e;
+    qsort(sorted, n, sizeof(*sorted), by_key);
     int rc = 0;
-    for (entry *e = s->dirty; e != NULL && rc == 0; e = e->next_dirty) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        entry *e = sorted[i];
         sqlite3_stmt *st = e->value ? s->upsert : s->remove;
         sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, e->key + strlen(e->key) + 1, -1, SQLITE_STATIC);
@@ -335,8 +413,11 @@ int ust_store_flush(ust_store *s, char **err)
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
         sqlite3_reset(st);
+        if (e->value)
+            bloom_add(s->bloom, e->hash);
         e->dirty = 0;
     }
+    ust_free(sorted);
     if (rc != 0)
         return rc;
     s->dirty = NULL;

@@ -158,9 +158,16 @@ static int keep_line(replay *r, char *line)
     return 0;
 }
 
+/* The text must outlive the statement's next step (SQLITE_STATIC). */
 static int bind_text(sqlite3_stmt *st, int col, const char *s)
 {
-    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, col);
+    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, col);
+}
+
+static int bind_text_copy(sqlite3_stmt *st, int col, const char *s)
+{
+    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT)
+             : sqlite3_bind_null(st, col);
 }
 
 static int entity_has_diverged(replay *r, const char *entity)
@@ -220,18 +227,81 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     return rc;
 }
 
-static char *decision_text(const ust_decision *d)
+/* JSON text of the flags, NULL when there are none (the common case). */
+static char *flags_text(const ust_decision *d)
 {
-    json_t *j = ust_decision_to_json(d);
-    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
+    if (d->n_flags == 0)
+        return NULL;
+    json_t *a = json_array();
+    for (size_t i = 0; i < d->n_flags; i++)
+        json_array_append_new(a, json_string(d->flags[i]));
+    char *t = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
     return t;
+}
+
+/* Binds a decision to the nine columns starting at col. */
+static void bind_decision(sqlite3_stmt *st, int col, const ust_decision *d)
+{
+    if (d == NULL) {
+        for (int i = 0; i < 9; i++)
+            sqlite3_bind_null(st, col + i);
+        return;
+    }
+    char *flags = flags_text(d);
+    char *headers = d->headers ? json_dumps(d->headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    bind_text(st, col, ust_verdict_name(d->verdict));
+    sqlite3_bind_int(st, col + 1, d->http_status);
+    bind_text(st, col + 2, d->state_before);
+    bind_text(st, col + 3, d->state_after);
+    bind_text_copy(st, col + 4, flags);
+    bind_text(st, col + 5, d->body);
+    bind_text_copy(st, col + 6, headers);
+    bind_text(st, col + 7, d->reason);
+    bind_text(st, col + 8, d->error);
+    free(flags);
+    free(headers);
+}
+
+static char *take(char **p)
+{
+    char *v = *p;
+    *p = NULL;
+    return v;
+}
+
+/* Under the config a row was derived with, its stored fields are the event:
+ * moved out of the record, with no body to parse (parsing is most of the
+ * cost of derivation). Under another config the event is derived again from
+ * the raw request, as the design promises. */
+static int event_from_record(const ust_config *cfg, ust_log_record *rec, ust_event *ev,
+                             char **err)
+{
+    if (strcmp(rec->config_hash, cfg->hash) != 0)
+        return ust_event_derive_ex(cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE, ev, err);
+    memset(ev, 0, sizeof(*ev));
+    ev->received_at_us = rec->req.received_at_us;
+    ev->route = rec->route ? ust_config_route(cfg, rec->route) : NULL;
+    ev->provider = take(&rec->provider);
+    ev->event_id = take(&rec->event_id);
+    ev->event_type = take(&rec->event_type);
+    ev->transaction_id = take(&rec->transaction_id);
+    ev->target_status = take(&rec->target_status);
+    ev->currency = take(&rec->currency);
+    ev->intent = take(&rec->intent);
+    ev->idem_key = take(&rec->idem_key);
+    ev->tenant = take(&rec->tenant);
+    ev->identity = take(&rec->identity);
+    ev->amount = rec->amount;
+    ev->has_amount = rec->has_amount;
+    memcpy(ev->request_sha256, rec->request_sha256, sizeof(ev->request_sha256));
+    return 0;
 }
 
 static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char **err)
 {
     ust_event ev;
-    int rc = ust_event_derive(r->o->cfg, &rec->req, &ev, err);
+    int rc = event_from_record(r->o->cfg, rec, &ev, err);
     if (rc != 0)
         return rc;
     ev.seq = rec->seq;
@@ -242,17 +312,14 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
     ust_decision l, c;
     memset(&l, 0, sizeof(l));
     memset(&c, 0, sizeof(c));
-    char *ltext = NULL, *ctext = NULL;
     const char *entity = ev.identity;
     json_t *fields = NULL;
     if (fed) {
         ust_plugin_decide(r->legacy, &ev, &rec->req, &l);
         ust_plugin_decide(r->candidate, &ev, &rec->req, &c);
         entity = l.entity ? l.entity : c.entity ? c.entity : ev.identity;
-        ltext = decision_text(&l);
-        ctext = decision_text(&c);
         fields = ust_compare_decisions(r->o->cfg, &l, &c);
-        if (ltext == NULL || ctext == NULL || fields == NULL)
+        if (fields == NULL)
             rc = UST_ENOMEM;
         stats->fed++;
     } else {
@@ -267,16 +334,15 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
     bind_text(st, 6, entity);
     bind_text(st, 7, ust_sig_status_name(ev.sig));
     sqlite3_bind_int(st, 8, fed);
-    bind_text(st, 9, ltext);
-    bind_text(st, 10, ctext);
+    sqlite3_bind_int(st, 9, fields != NULL && json_array_size(fields) > 0);
+    bind_decision(st, 10, fed ? &l : NULL);
+    bind_decision(st, 19, fed ? &c : NULL);
     if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
         rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
     sqlite3_reset(st);
     if (rc == 0 && fields != NULL && json_array_size(fields) > 0)
         rc = write_divergence(r, &ev, entity, &l, &c, fields, err);
     json_decref(fields);
-    free(ltext);
-    free(ctext);
     ust_decision_clear(&l);
     ust_decision_clear(&c);
     ust_event_clear(&ev);
@@ -305,7 +371,8 @@ static int open_parts(replay *r, char **err)
                               &r->candidate, err)) != 0)
         return rc;
     if ((rc = prepare(r,
-                      "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+                      "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+                      "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27)",
                       &r->ins_decision, err)) != 0 ||
         (rc = prepare(r, "INSERT INTO divergences VALUES(?1,?2,?3,?4,?5,?6,?7)",
                       &r->ins_divergence, err)) != 0 ||

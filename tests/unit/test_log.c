@@ -203,7 +203,9 @@ static void test_inserted_row_is_named(void **state)
                                   "INSERT INTO events SELECT 4, received_at, remote,"
                                   " method, target, headers, body, route, provider,"
                                   " event_id, identity, request_sha256, signature,"
-                                  " config_hash, prev_hash, hash FROM events WHERE seq = 1");
+                                  " config_hash, event_type, transaction_id, target_status,"
+                                  " amount, currency, intent, idem_key, tenant, prev_hash,"
+                                  " hash FROM events WHERE seq = 1");
     expect_tamper_at(f, 4);
 }
 
@@ -225,7 +227,9 @@ static void test_appended_forgery_is_named(void **state)
      * a hash that was not computed over its content. */
     raw_exec(f->db, "INSERT INTO events SELECT 4, received_at, remote, method, target,"
                     " headers, CAST('forged' AS BLOB), route, provider, event_id,"
-                    " identity, request_sha256, signature, config_hash, hash, hash"
+                    " identity, request_sha256, signature, config_hash, event_type,"
+                    " transaction_id, target_status, amount, currency, intent, idem_key,"
+                    " tenant, hash, hash"
                     " FROM events WHERE seq = 3");
     expect_tamper_at(f, 4);
 }

@@ -88,8 +88,8 @@ static void test_paid_after_refund_with_new_id(void **state)
     world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
     expect_run(w, "applied,applied,applied", "applied,applied,rejected",
                "3|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
-    expect_str(world_query(w, "SELECT json_extract(legacy, '$.state') || ' ' ||"
-                              " json_extract(candidate, '$.state') FROM decisions"
+    expect_str(world_query(w, "SELECT l_state || ' ' || c_state FROM"
+                              " decisions"
                               " WHERE seq = 3"),
                "paid refunded");
 }
@@ -132,8 +132,8 @@ static void test_double_click_is_flagged(void **state)
     world_stripe(w, 3, "evt_5", PAID, "pi_3", "o2", 1500);
     expect_run(w, "applied,applied", "applied,applied",
                "2|" PAID ": applied \xe2\x86\x92 applied|[\"flags\"]|0");
-    expect_str(world_query(w, "SELECT json_extract(candidate, '$.flags[0]') || ' / ' ||"
-                              " json_extract(candidate, '$.reason') FROM decisions"
+    expect_str(world_query(w, "SELECT json_extract(c_flags, '$[0]') || ' / ' ||"
+                              " c_reason FROM decisions"
                               " WHERE seq = 2"),
                "semantic_duplicate / same intent, amount and currency as stripe:pi_2 paid "
                "3 s earlier");
@@ -160,11 +160,11 @@ static void test_parallel_same_key(void **state)
                "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
                "\"body/payment_id\",\"state\"]|0");
     /* The legacy executed twice: a second payment id. */
-    expect_str(world_query(w, "SELECT json_extract(legacy, '$.body.payment_id') FROM"
+    expect_str(world_query(w, "SELECT json_extract(l_body, '$.payment_id') FROM"
                               " decisions WHERE seq = 2"),
                "pay_2");
-    expect_str(world_query(w, "SELECT json_extract(candidate, '$.status') || ' ' ||"
-                              " json_extract(candidate, '$.headers.retry-after') FROM"
+    expect_str(world_query(w, "SELECT c_status || ' ' ||"
+                              " json_extract(c_headers, '$.retry-after') FROM"
                               " decisions WHERE seq = 2"),
                "409 1");
 }
@@ -176,9 +176,9 @@ static void test_completed_retry(void **state)
     world_api(w, 0, "k1", "t1", "o7", 1000);
     world_api(w, 10, "k1", "t1", "o7", 1000);
     expect_run(w, "applied,duplicate", "applied,duplicate", "");
-    expect_str(world_query(w, "SELECT json_extract(legacy, '$.body.payment_id') || ' ' ||"
-                              " json_extract(candidate, '$.body.payment_id') || ' ' ||"
-                              " json_extract(candidate, '$.headers.idempotent-replayed')"
+    expect_str(world_query(w, "SELECT json_extract(l_body, '$.payment_id') || ' ' ||"
+                              " json_extract(c_body, '$.payment_id') || ' ' ||"
+                              " json_extract(c_headers, '$.idempotent-replayed')"
                               " FROM decisions WHERE seq = 2"),
                "pay_1 pay_1 true");
 }
@@ -214,6 +214,48 @@ static void test_tenants_and_key_forms(void **state)
     world_api(w, 1, "k1", "t2", "o7", 1000);
     world_api(w, 10, "\"k1\"", "t1", "o7", 1000);
     expect_run(w, "applied,applied,duplicate", "applied,applied,duplicate", "");
+}
+
+/* Under another config than the one it was recorded with, replay derives
+ * each event again from the raw request: here the new config maps a refund
+ * to "cancelled" (illegal after paid) and also compares Retry-After. */
+static void test_other_config_derives_again(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 60, "evt_2", REFUNDED, "pi_1", "o1", 4200);
+    world_api(w, 100, "k1", "t1", "o7", 1000);
+    world_api(w, 100.2, "k1", "t1", "o7", 1000);
+    world_record(w);
+    char path[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", path);
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    assert_non_null(doc);
+    json_object_set_new(doc, "compare", json_pack("{s:[s]}", "headers", "Retry-After"));
+    json_t *map = json_object_get(
+        json_object_get(json_array_get(json_object_get(doc, "routes"), 0), "status"), "map");
+    assert_int_equal(json_object_set_new(map, "charge.refunded", json_string("cancelled")), 0);
+    char *text = json_dumps(doc, 0);
+    json_decref(doc);
+    ust_config *other = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(text, strlen(text), "other.json", &other, &err), 0);
+    free(text);
+    assert_string_not_equal(other->hash, w->cfg->hash);
+    ust_config *recorded = w->cfg;
+    w->cfg = other;
+    world_replay(w, "legacy", "candidate", NULL);
+    w->cfg = recorded;
+    ust_config_free(other);
+    expect_str(world_verdicts(w, "legacy"), "applied,applied,applied,applied");
+    expect_str(world_verdicts(w, "candidate"), "applied,rejected,applied,in_progress");
+    expect_str(world_query(w, "SELECT l_state || ' ' || c_state FROM decisions WHERE seq = 2"),
+               "cancelled paid");
+    expect_str(world_query(w, "SELECT fields FROM divergences WHERE seq = 4"),
+               "[\"verdict\",\"status\",\"header:retry-after\",\"body/amount\","
+               "\"body/currency\",\"body/error\",\"body/order_id\",\"body/payment_id\","
+               "\"state\"]");
 }
 
 /* The same log, plugins and config give byte-identical divergence lines. */
@@ -304,7 +346,11 @@ static char *dump_run(world *w)
 
 static char *dump_decisions(world *w)
 {
-    return world_query(w, "SELECT group_concat(seq || legacy || candidate, char(10)) FROM"
+    return world_query(w, "SELECT group_concat(quote(seq) || quote(l_verdict) ||"
+                          " quote(l_status) || quote(l_state) || quote(l_body) ||"
+                          " quote(l_headers) || quote(l_flags) || quote(c_verdict) ||"
+                          " quote(c_status) || quote(c_state) || quote(c_body) ||"
+                          " quote(c_headers) || quote(c_flags), char(10)) FROM"
                           " (SELECT * FROM decisions ORDER BY seq)");
 }
 
@@ -401,6 +447,7 @@ int main(void)
         T(test_same_key_other_payload),
         T(test_retry_after_ttl),
         T(test_tenants_and_key_forms),
+        T(test_other_config_derives_again),
         T(test_replay_is_deterministic),
         T(test_legacy_against_legacy_has_no_divergence),
         T(test_resume_with_other_plugin_is_refused),
