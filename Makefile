@@ -6,13 +6,21 @@ JOBS       ?= 2
 CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev \
                libuv1-dev libcmocka-dev libhttp-parser-dev
+# The report test opens index.html in a real browser.
+TEST_PACKAGES = chromium
 
-.PHONY: all deps configure build test sanitize demo bench clean format
+.PHONY: all deps test-deps configure build test sanitize demo bench clean format
 
 all: build
 
 deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_PACKAGES)"
+
+test-deps: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_PACKAGES)"
+
+install-packages:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -29,11 +37,11 @@ configure: $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-test: build
+test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-sanitize: deps
+sanitize: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DUST_WERROR=ON -DUST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

@@ -17,8 +17,18 @@ echo "== verify the hash chain"
 "$bin" log verify --log var/demo-events.db
 echo "== what the log holds"
 "$bin" log stats --log var/demo-events.db
-if [ -f "$build/src/plugins/legacy/understudy-legacy.so" ]; then
-  echo "== replay: legacy decides, candidate shadows; divergences:"
-  "$bin" replay --config scenarios/demo.config.json --divergences var/demo-divergences.jsonl
-  cat var/demo-divergences.jsonl | cut -c1-200
-fi
+echo "== replay: legacy decides, candidate shadows"
+"$bin" replay --config scenarios/demo.config.json
+echo "== report"
+rm -rf reports/demo
+"$bin" report --run var/demo-run.db --out reports/demo --triage scenarios/demo.triage.json
+cat reports/demo/summary.md
+echo
+echo "== gate (scenarios/demo.triage.json accepts three classes; the rest are open)"
+set +e
+"$bin" gate --run var/demo-run.db --triage scenarios/demo.triage.json
+status=$?
+set -e
+echo
+echo "report: $PWD/reports/demo/index.html"
+echo "gate exit status: $status ($( [ $status = 0 ] && echo 'cutover may proceed' || echo 'not ready for cutover' ))"

@@ -67,6 +67,10 @@ typedef struct ust_config {
     size_t n_compare_ignore;
     char **compare_headers; /* response headers compared, case-insensitive */
     size_t n_compare_headers;
+    /* Masked in every report: a JSON Pointer ("/card/number") or a field
+     * name matched at any depth ("email"). */
+    char **redact;
+    size_t n_redact;
     char hash[65]; /* SHA-256 hex of the file's canonical JSON */
     json_t *root;  /* the whole document (owned) */
 } ust_config;

@@ -11,6 +11,8 @@ static const char usage[] =
     "commands:\n"
     "  log import|export|verify|stats|prune   the append-only event log\n"
     "  replay --config FILE --log DB --run DB  feed a log to legacy and candidate\n"
+    "  report --run DB --out DIR [--triage F]  HTML, Markdown and JSONL of a run\n"
+    "  gate --run DB --triage FILE             may the candidate take over?\n"
     "\n"
     "Every command has --help. Exit status: 0 success, 1 a finding (tampering,\n"
     "divergences not triaged), 2 a usage or input error.\n";
@@ -39,6 +41,10 @@ int main(int argc, char **argv)
         return ust_cli_log(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return ust_cli_replay(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return ust_cli_report(argc - 1, argv + 1);
+    if (strcmp(cmd, "gate") == 0)
+        return ust_cli_gate(argc - 1, argv + 1);
     fprintf(stderr, "understudy: unknown command \"%s\"\n", cmd);
     return ust_cli_usage(usage, 0);
 }

@@ -483,7 +483,12 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         (rc = parse_plugin(c, plugins, "candidate", 1, &cfg->candidate)) != 0)
         return rc;
     pop(c, mark);
-    return parse_compare(c, root, cfg);
+    if ((rc = parse_compare(c, root, cfg)) != 0)
+        return rc;
+    return take_string_array(c, root, "redact", 0,
+                             "an array of field names or JSON Pointers",
+                             "a field name or a JSON Pointer", nonempty,
+                             &cfg->redact, &cfg->n_redact);
 }
 
 int ust_config_parse(const char *text, size_t len, const char *label, ust_config **out,
@@ -624,6 +629,7 @@ void ust_config_free(ust_config *cfg)
     free_plugin(&cfg->candidate);
     free_strv(cfg->compare_ignore);
     free_strv(cfg->compare_headers);
+    free_strv(cfg->redact);
     ust_free(cfg->listen);
     ust_free(cfg->log_path);
     ust_free(cfg->run_path);

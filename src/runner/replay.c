@@ -26,6 +26,7 @@ typedef struct replay {
     sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
     char **lines; /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
+    char *redact; /* the config's redact list as JSON text */
     unsigned char last_hash[UST_SHA256_LEN];
     int64_t last_seq;
 } replay;
@@ -61,6 +62,14 @@ static int check_identity(replay *r, const char *key, const char *value, char **
 
 static int record_identity(replay *r, char **err)
 {
+    /* The report has no config of its own: the run carries what it must mask. */
+    json_t *redact = json_array();
+    for (size_t i = 0; i < r->o->cfg->n_redact; i++)
+        json_array_append_new(redact, json_string(r->o->cfg->redact[i]));
+    r->redact = json_dumps(redact, JSON_COMPACT);
+    json_decref(redact);
+    if (r->redact == NULL)
+        return UST_ENOMEM;
     struct {
         const char *key, *value;
     } parts[] = {
@@ -71,6 +80,7 @@ static int record_identity(replay *r, char **err)
         {"candidate_name", ust_plugin_name(r->candidate)},
         {"candidate_version", ust_plugin_version(r->candidate)},
         {"candidate_sha256", ust_plugin_file_sha256(r->candidate)},
+        {"redact", r->redact},
     };
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         int rc = check_identity(r, parts[i].key, parts[i].value, err);
@@ -389,6 +399,7 @@ static void close_parts(replay *r)
     for (size_t i = 0; i < r->n_lines; i++)
         ust_free(r->lines[i]);
     ust_free(r->lines);
+    free(r->redact);
     sqlite3_finalize(r->ins_decision);
     sqlite3_finalize(r->ins_divergence);
     sqlite3_finalize(r->set_cursor);

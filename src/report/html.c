@@ -1,0 +1,309 @@
+/* index.html: one self-contained file, no network, no script. Every string
+ * that came from outside (payloads, headers, plugin output, class names) is
+ * escaped, and a Content-Security-Policy forbids scripts besides. */
+#include "report/model.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/error.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void esc(FILE *f, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void esc_json(FILE *f, const json_t *v)
+{
+    char *text = v ? json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
+    esc(f, text ? text : "null");
+    free(text);
+}
+
+static void when(FILE *f, int64_t us)
+{
+    char buf[32];
+    ust_time_format(us, buf);
+    esc(f, buf);
+}
+
+static const char style[] =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;"
+    "color:#1d2330;padding:0 1em}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px"
+    " solid #ccd}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid"
+    " #ccd;padding:.25em .6em;text-align:left;vertical-align:top}th{background:#eef}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}.zero{color:#aab}"
+    ".diag{background:#eaf6ea}.open{color:#a00;font-weight:600}.ok{color:#070}"
+    "pre{background:#f6f7fb;padding:.5em;overflow:auto;max-height:24em;margin:0}"
+    ".side{display:grid;grid-template-columns:1fr 1fr;gap:1em}"
+    "tr.div td{background:#fff3e0}tr.follow td{background:#fdf8ef}"
+    "details{margin:.5em 0 1em}summary{cursor:pointer}.muted{color:#667}"
+    "td code{word-break:break-word}.legend span{display:inline-block;width:10px;"
+    "height:10px;margin:0 .4em 0 1em}";
+
+static void write_run(FILE *f, const rp_model *m)
+{
+    fputs("<h2>Run</h2><table>", f);
+    static const char *const keys[] = {
+        "log_path",       "log_head_seq",      "log_head_sha256",   "config_sha256",
+        "legacy_name",    "legacy_version",    "legacy_sha256",     "candidate_name",
+        "candidate_version", "candidate_sha256"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        fputs("<tr><th>", f);
+        esc(f, keys[i]);
+        fputs("</th><td><code>", f);
+        esc(f, json_string_value(json_object_get(m->meta, keys[i])));
+        fputs("</code></td></tr>", f);
+    }
+    fputs("<tr><th>span</th><td>", f);
+    if (m->events > 0) {
+        when(f, m->first_at);
+        fputs(" &ndash; ", f);
+        when(f, m->last_at);
+    }
+    fprintf(f, "</td></tr><tr><th>events</th><td>%lld read, %lld decided by both, %lld"
+               " not fed</td></tr>",
+            (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
+    fprintf(f, "<tr><th>divergences</th><td>%lld (%lld follow-on), %lld open in %lld"
+               " class(es)</td></tr></table>",
+            (long long)m->divergences, (long long)m->follow_ons,
+            (long long)m->open_divergences, (long long)m->open_classes);
+    const char *titles[] = {"events by route", "events by signature status"};
+    json_t *objs[] = {m->by_route, m->by_signature};
+    for (int g = 0; g < 2; g++) {
+        fprintf(f, "<table><tr><th>%s</th><th>count</th></tr>", titles[g]);
+        const char *k;
+        json_t *v;
+        json_object_foreach(objs[g], k, v)
+        {
+            fputs("<tr><td>", f);
+            esc(f, k);
+            fprintf(f, "</td><td class=n>%lld</td></tr>", (long long)json_integer_value(v));
+        }
+        fputs("</table>", f);
+    }
+}
+
+static void write_matrix(FILE *f, const rp_model *m)
+{
+    fputs("<h2>Legacy verdict &times; candidate verdict</h2><table><tr><th>legacy \\"
+          " candidate</th>",
+          f);
+    for (int c = 0; c < RP_VERDICTS; c++)
+        fprintf(f, "<th>%s</th>", rp_verdict_label(c));
+    fputs("</tr>", f);
+    for (int l = 0; l < RP_VERDICTS; l++) {
+        fprintf(f, "<tr><th>%s</th>", rp_verdict_label(l));
+        for (int c = 0; c < RP_VERDICTS; c++)
+            fprintf(f, "<td class=\"n%s%s\">%lld</td>", l == c ? " diag" : "",
+                    m->matrix[l][c] ? "" : " zero", (long long)m->matrix[l][c]);
+        fputs("</tr>", f);
+    }
+    fputs("</table>", f);
+}
+
+/* Divergences over the run's span: a stacked bar per time bucket, one colour
+ * per class among the five largest, the rest together. */
+static void write_chart(FILE *f, const rp_model *m)
+{
+    static const char *const colours[] = {"#d1495b", "#edae49", "#00798c", "#30638e",
+                                          "#8f5d9e", "#9aa0ad"};
+    const int w = 960, h = 220, pad = 30;
+    int64_t peak = 1;
+    for (size_t b = 0; b < m->n_buckets; b++)
+        if (m->total_buckets[b] > peak)
+            peak = m->total_buckets[b];
+    double bw = (double)(w - 2 * pad) / (double)m->n_buckets;
+    fprintf(f, "<h2>Divergences over time</h2><svg id=chart xmlns=\"http://www.w3.org/2000/svg\""
+               " width=\"%d\" height=\"%d\" role=img aria-label=\"divergences over time\">",
+            w, h + 24);
+    fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke=#889 />", pad, h, w - pad, h);
+    size_t top = m->n_detailed < 5 ? m->n_detailed : 5;
+    for (size_t b = 0; b < m->n_buckets; b++) {
+        double y = h;
+        int64_t shown = 0;
+        for (size_t c = 0; c <= top; c++) {
+            int64_t n;
+            if (c < top) {
+                n = m->classes[c].buckets[b];
+                shown += n;
+            } else {
+                n = m->total_buckets[b] - shown;
+            }
+            if (n <= 0)
+                continue;
+            double bh = (double)n * (h - pad) / (double)peak;
+            y -= bh;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+                       "<title>%lld</title></rect>",
+                    pad + b * bw, y, bw * 0.9, bh, colours[c < top ? c : 5], (long long)n);
+        }
+    }
+    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %lld s</text>", pad, 14,
+            (long long)peak, (long long)(m->bucket_us / 1000000));
+    fprintf(f, "<text x=%d y=%d font-size=11>", pad, h + 16);
+    if (m->events > 0)
+        when(f, m->first_at);
+    fprintf(f, "</text><text x=%d y=%d font-size=11 text-anchor=end>", w - pad, h + 16);
+    if (m->events > 0)
+        when(f, m->last_at);
+    fputs("</text></svg><p class=legend>", f);
+    for (size_t c = 0; c <= top && m->divergences > 0; c++) {
+        fprintf(f, "<span style=\"background:%s\"></span>", colours[c < top ? c : 5]);
+        esc(f, c < top ? m->classes[c].name : "other classes");
+        fputs("<br>", f);
+    }
+    fputs("</p>", f);
+}
+
+static void write_classes(FILE *f, const rp_model *m)
+{
+    fputs("<h2>Divergence classes</h2><table><tr><th>class</th><th>count</th><th>follow-on"
+          "</th><th>fields</th><th>first</th><th>last</th><th>triage</th></tr>",
+          f);
+    for (size_t i = 0; i < m->n_detailed; i++) {
+        const rp_class *c = &m->classes[i];
+        fprintf(f, "<tr><td><a href=\"#class-%zu\">", i);
+        esc(f, c->name);
+        fprintf(f, "</a></td><td class=n>%lld</td><td class=n>%lld</td><td>",
+                (long long)c->count, (long long)c->follow_ons);
+        size_t k;
+        json_t *fs;
+        json_array_foreach(c->field_sets, k, fs)
+        {
+            char *t = json_dumps(fs, JSON_COMPACT);
+            fputs("<code>", f);
+            esc(f, t);
+            fputs("</code> ", f);
+            free(t);
+        }
+        fputs("</td><td>", f);
+        when(f, c->first_at);
+        fputs("</td><td>", f);
+        when(f, c->last_at);
+        fputs("</td><td>", f);
+        if (c->accepted != NULL) {
+            fputs("<span class=ok>accepted</span>: ", f);
+            esc(f, c->accepted->reason);
+            fputs(" (", f);
+            esc(f, c->accepted->owner);
+            if (c->accepted->date) {
+                fputs(", ", f);
+                esc(f, c->accepted->date);
+            }
+            fputs(")", f);
+        } else {
+            fputs("<span class=open>open</span>", f);
+        }
+        fputs("</td></tr>", f);
+    }
+    fputs("</table>", f);
+    if (m->n_classes > m->n_detailed)
+        fprintf(f, "<p class=muted>%zu more classes are counted in summary.md and listed"
+                   " in divergences.jsonl.</p>",
+                m->n_classes - m->n_detailed);
+}
+
+static void write_decision(FILE *f, const char *who, const json_t *d)
+{
+    fputs("<div><h4>", f);
+    esc(f, who);
+    fputs("</h4><pre>", f);
+    esc_json(f, d);
+    fputs("</pre></div>", f);
+}
+
+static void write_timeline(FILE *f, const rp_timeline *t)
+{
+    fputs("<details><summary>timeline of <code>", f);
+    esc(f, t->entity);
+    fprintf(f, "</code> (%zu event%s%s)</summary><table><tr><th>seq</th><th>received</th>"
+               "<th>event</th><th>legacy</th><th>state</th><th>candidate</th><th>state</th>"
+               "<th></th></tr>",
+            t->n, t->n == 1 ? "" : "s", t->truncated ? ", first 100 shown" : "");
+    for (size_t i = 0; i < t->n; i++) {
+        const rp_row *r = &t->rows[i];
+        fprintf(f, "<tr%s><td class=n>%lld</td><td>",
+                r->follow_on ? " class=follow" : r->diverged ? " class=div" : "",
+                (long long)r->seq);
+        when(f, r->at);
+        const char *cells[] = {r->event_type, r->lv, r->ls, r->cv, r->cs};
+        for (int k = 0; k < 5; k++) {
+            fputs("</td><td>", f);
+            esc(f, cells[k] ? cells[k] : (k == 1 || k == 3) ? "not fed" : "");
+        }
+        fputs("</td><td>", f);
+        fputs(r->follow_on ? "follow-on" : r->diverged ? "divergence" : "", f);
+        fputs("</td></tr>", f);
+    }
+    fputs("</table></details>", f);
+}
+
+static void write_details(FILE *f, const rp_model *m)
+{
+    for (size_t i = 0; i < m->n_detailed; i++) {
+        const rp_class *c = &m->classes[i];
+        fprintf(f, "<h3 id=\"class-%zu\">", i);
+        esc(f, c->name);
+        fprintf(f, " <span class=muted>(%lld)</span></h3>", (long long)c->count);
+        for (size_t k = 0; k < c->n_examples; k++) {
+            const rp_example *e = &c->examples[k];
+            fprintf(f, "<details%s><summary>example: seq %lld, fields <code>",
+                    k == 0 ? " open" : "", (long long)e->seq);
+            char *fields = json_dumps(json_object_get(e->divergence, "fields"), JSON_COMPACT);
+            esc(f, fields);
+            free(fields);
+            fputs("</code></summary><div class=side>", f);
+            write_decision(f, "legacy", json_object_get(e->divergence, "legacy"));
+            write_decision(f, "candidate", json_object_get(e->divergence, "candidate"));
+            fputs("</div><h4>request as received</h4><pre>", f);
+            if (e->request != NULL)
+                esc_json(f, e->request);
+            else
+                fputs("(the event log is not available)", f);
+            fputs("</pre></details>", f);
+        }
+        for (size_t k = 0; k < c->n_timelines; k++)
+            write_timeline(f, &c->timelines[k]);
+    }
+}
+
+int rp_write_html(const rp_model *m, const char *path, char **err)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return ust_errf(err, UST_EIO, "%s: cannot write", path);
+    fputs("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
+          " style-src 'unsafe-inline'\">"
+          "<title>understudy report</title><style>",
+          f);
+    fputs(style, f);
+    fputs("</style></head><body><h1>understudy: divergence report</h1>", f);
+    fprintf(f, "<p><strong class=%s>%s</strong>: %lld divergence(s) in %zu class(es), %lld"
+               " open.</p>",
+            m->open_divergences ? "open" : "ok",
+            m->open_divergences ? "not ready for cutover" : "every divergence is triaged",
+            (long long)m->divergences, m->n_classes, (long long)m->open_divergences);
+    write_run(f, m);
+    write_matrix(f, m);
+    write_chart(f, m);
+    write_classes(f, m);
+    write_details(f, m);
+    fputs("</body></html>\n", f);
+    if (fclose(f) != 0)
+        return ust_errf(err, UST_EIO, "%s: write failed", path);
+    return 0;
+}

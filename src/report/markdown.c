@@ -1,0 +1,93 @@
+/* summary.md: the essentials for a pull request or a ticket. */
+#include "report/model.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/error.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Text in a table cell: the characters that would break the table or turn
+ * into markup are escaped. */
+static void cell(FILE *f, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        switch (*s) {
+        case '|': fputs("\\|", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '`': fputs("'", f); break;
+        case '\n': fputc(' ', f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+int rp_write_markdown(const rp_model *m, const char *path, char **err)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return ust_errf(err, UST_EIO, "%s: cannot write", path);
+    char a[32] = "-", b[32] = "-";
+    if (m->events > 0) {
+        ust_time_format(m->first_at, a);
+        ust_time_format(m->last_at, b);
+    }
+    fprintf(f, "# understudy report\n\n**%s**: %lld divergence(s) in %zu class(es), %lld open"
+               " in %lld class(es).\n\n",
+            m->open_divergences ? "Not ready for cutover" : "Every divergence is triaged",
+            (long long)m->divergences, m->n_classes, (long long)m->open_divergences,
+            (long long)m->open_classes);
+    fprintf(f, "- span: %s – %s\n- events: %lld read, %lld decided by both, %lld not fed\n",
+            a, b, (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
+    const char *keys[] = {"legacy_name", "legacy_version", "candidate_name",
+                          "candidate_version", "log_head_sha256", "config_sha256"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        fprintf(f, "- %s: `", keys[i]);
+        cell(f, json_string_value(json_object_get(m->meta, keys[i])));
+        fputs("`\n", f);
+    }
+    fputs("\n## Legacy × candidate verdicts\n\n| legacy \\\\ candidate |", f);
+    for (int c = 0; c < RP_VERDICTS; c++)
+        fprintf(f, " %s |", rp_verdict_label(c));
+    fputs("\n|---|", f);
+    for (int c = 0; c < RP_VERDICTS; c++)
+        fputs("---:|", f);
+    fputs("\n", f);
+    for (int l = 0; l < RP_VERDICTS; l++) {
+        fprintf(f, "| %s |", rp_verdict_label(l));
+        for (int c = 0; c < RP_VERDICTS; c++)
+            fprintf(f, " %lld |", (long long)m->matrix[l][c]);
+        fputs("\n", f);
+    }
+    fputs("\n## Divergence classes\n\n| class | count | follow-on | fields | triage |\n"
+          "|---|---:|---:|---|---|\n",
+          f);
+    for (size_t i = 0; i < m->n_detailed; i++) {
+        const rp_class *c = &m->classes[i];
+        fputs("| ", f);
+        cell(f, c->name);
+        fprintf(f, " | %lld | %lld | ", (long long)c->count, (long long)c->follow_ons);
+        char *fs = json_dumps(json_array_get(c->field_sets, 0), JSON_COMPACT);
+        cell(f, fs);
+        free(fs);
+        fputs(" | ", f);
+        if (c->accepted) {
+            fputs("accepted: ", f);
+            cell(f, c->accepted->reason);
+            fputs(" (", f);
+            cell(f, c->accepted->owner);
+            fputs(")", f);
+        } else {
+            fputs("**open**", f);
+        }
+        fputs(" |\n", f);
+    }
+    if (m->n_classes > m->n_detailed)
+        fprintf(f, "\n%zu more classes: see divergences.jsonl.\n",
+                m->n_classes - m->n_detailed);
+    if (fclose(f) != 0)
+        return ust_errf(err, UST_EIO, "%s: write failed", path);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* Writing a report directory: index.html, summary.md, divergences.jsonl. */
+#include "report/model.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Every divergence, streamed in seq order; masked when the run has rules. */
+static int write_jsonl(const ust_report_opts *o, const json_t *redact, const char *path,
+                       char **err)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(o->run_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT line FROM divergences ORDER BY seq", -1, &st,
+                           NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return ust_errf(err, UST_EDB, "%s: cannot read divergences", o->run_path);
+    }
+    FILE *f = fopen(path, "wb");
+    int rc = f ? 0 : ust_errf(err, UST_EIO, "%s: cannot write", path);
+    int masking = json_array_size(redact) > 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        char *masked = NULL;
+        if (masking) {
+            json_error_t jerr;
+            json_t *d = json_loads(line, 0, &jerr);
+            ust_redact_json(json_object_get(json_object_get(d, "legacy"), "body"), redact);
+            ust_redact_json(json_object_get(json_object_get(d, "candidate"), "body"), redact);
+            masked = d ? json_dumps(d, JSON_COMPACT) : NULL;
+            json_decref(d);
+        }
+        if (fputs(masked ? masked : line, f) == EOF || fputc('\n', f) == EOF)
+            rc = ust_errf(err, UST_EIO, "%s: write failed", path);
+        free(masked);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (f != NULL && fclose(f) != 0 && rc == 0)
+        rc = ust_errf(err, UST_EIO, "%s: write failed", path);
+    return rc;
+}
+
+int ust_report_write(const ust_report_opts *o, char **err)
+{
+    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)
+        return ust_errf(err, UST_EIO, "%s: cannot create the directory", o->out_dir);
+    rp_model m;
+    int rc = rp_model_load(o, &m, err);
+    if (rc != 0)
+        return rc;
+    char *html = ust_sprintf("%s/index.html", o->out_dir);
+    char *md = ust_sprintf("%s/summary.md", o->out_dir);
+    char *jsonl = ust_sprintf("%s/divergences.jsonl", o->out_dir);
+    if (html == NULL || md == NULL || jsonl == NULL)
+        rc = UST_ENOMEM;
+    if (rc == 0)
+        rc = rp_write_html(&m, html, err);
+    if (rc == 0)
+        rc = rp_write_markdown(&m, md, err);
+    if (rc == 0)
+        rc = write_jsonl(o, m.redact, jsonl, err);
+    ust_free(html);
+    ust_free(md);
+    ust_free(jsonl);
+    rp_model_clear(&m);
+    return rc;
+}
