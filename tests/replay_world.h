@@ -130,7 +130,7 @@ static inline void world_record(world *w)
     ust_log *log = NULL;
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
-    if (ust_log_append_requests(log, w->cfg, w->reqs, w->n, NULL, &err) != 0)
+    if (ust_log_append_requests(log, w->cfg, w->reqs, w->n, NULL, NULL, &err) != 0)
         fail_msg("append: %s", err);
     ust_log_close(log);
 }

@@ -105,9 +105,11 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived);
 int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *label,
                    int64_t *n, char **err);
 /* Derives each request under cfg and appends them all in one transaction
- * (the requests stay the caller's). The recorder and import both use it. */
+ * (the requests stay the caller's). The recorder and import both use it.
+ * sigs (may be NULL) receives each request's signature status. */
 int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_request *reqs,
-                            size_t n, int64_t *first_seq, char **err);
+                            size_t n, int64_t *first_seq, ust_sig_status *sigs,
+                            char **err);
 
 /* Writes every row as JSONL. */
 int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err);

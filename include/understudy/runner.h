@@ -32,4 +32,13 @@ typedef struct ust_replay_stats {
  * another config is refused. 0, or a negative code with *err. */
 int ust_replay(const ust_replay_opts *opts, ust_replay_stats *stats, char **err);
 
+/* A runner kept open: the live recorder calls step as events commit, and
+ * each step decides every event the log holds beyond the cursor. opts must
+ * outlive the runner. */
+typedef struct ust_runner ust_runner;
+int ust_runner_open(const ust_replay_opts *opts, ust_runner **out, char **err);
+int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err);
+int64_t ust_runner_cursor(const ust_runner *r);
+void ust_runner_close(ust_runner *r);
+
 #endif

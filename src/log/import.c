@@ -51,7 +51,7 @@ static void clear_derived(ust_log_record *rec)
 }
 
 int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_request *reqs,
-                            size_t n, int64_t *first_seq, char **err)
+                            size_t n, int64_t *first_seq, ust_sig_status *sigs, char **err)
 {
     ust_log_record *recs = ust_calloc(n ? n : 1, sizeof(*recs));
     if (recs == NULL)
@@ -63,6 +63,8 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_reque
         rc = ust_event_derive(cfg, &reqs[built], &ev, err);
         if (rc == 0)
             rc = record_from_event(&recs[built], &reqs[built], &ev, cfg);
+        if (rc == 0 && sigs != NULL)
+            sigs[built] = ev.sig;
         ust_event_clear(&ev);
     }
     if (rc == 0)
@@ -76,7 +78,7 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_reque
 static int flush(ust_log *log, const ust_config *cfg, ust_request *batch, size_t *n,
                  char **err)
 {
-    int rc = ust_log_append_requests(log, cfg, batch, *n, NULL, err);
+    int rc = ust_log_append_requests(log, cfg, batch, *n, NULL, NULL, err);
     for (size_t i = 0; i < *n; i++)
         ust_request_clear(&batch[i]);
     *n = 0;

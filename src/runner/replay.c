@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct replay {
+struct ust_runner {
     const ust_replay_opts *o;
     ust_log *log;
     sqlite3 *run;
@@ -29,7 +29,9 @@ typedef struct replay {
     char *redact; /* the config's redact list as JSON text */
     unsigned char last_hash[UST_SHA256_LEN];
     int64_t last_seq;
-} replay;
+};
+
+typedef struct ust_runner replay;
 
 static int prepare(replay *r, const char *sql, sqlite3_stmt **st, char **err)
 {
@@ -425,46 +427,89 @@ static int record_log_head(replay *r, char **err)
     return rc;
 }
 
-int ust_replay(const ust_replay_opts *o, ust_replay_stats *stats, char **err)
+int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
+{
+    *out = NULL;
+    replay *r = ust_calloc(1, sizeof(*r));
+    if (r == NULL)
+        return UST_ENOMEM;
+    r->o = o;
+    int rc = open_parts(r, err);
+    if (rc == 0)
+        rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
+    if (rc == 0)
+        rc = record_identity(r, err);
+    int64_t cursor = rc == 0 ? ust__rundb_cursor(r->run) : 0;
+    if (rc == 0)
+        rc = check_cursor_row(r, cursor, err);
+    if (rc == 0)
+        rc = ust__rundb_exec(r->run, "COMMIT", err);
+    if (rc != 0) {
+        if (r->run != NULL)
+            ust__rundb_exec(r->run, "ROLLBACK", NULL);
+        close_parts(r);
+        ust_free(r);
+        return rc;
+    }
+    r->last_seq = cursor;
+    *out = r;
+    return 0;
+}
+
+int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
 {
     memset(stats, 0, sizeof(*stats));
-    replay r;
-    memset(&r, 0, sizeof(r));
-    r.o = o;
-    int64_t every = o->commit_every > 0 ? o->commit_every : 1000;
-    int rc = open_parts(&r, err);
-    if (rc == 0)
-        rc = ust__rundb_exec(r.run, "BEGIN IMMEDIATE", err);
-    if (rc == 0)
-        rc = record_identity(&r, err);
-    int64_t cursor = rc == 0 ? ust__rundb_cursor(r.run) : 0;
-    stats->resumed_after = cursor;
-    if (rc == 0)
-        rc = check_cursor_row(&r, cursor, err);
+    int64_t every = r->o->commit_every > 0 ? r->o->commit_every : 1000;
+    stats->resumed_after = r->last_seq;
+    int rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
     ust_log_cursor *cur = NULL;
+    /* A fresh cursor each step: it reads the log as of now, new commits too. */
     if (rc == 0)
-        rc = ust_log_cursor_open(r.log, cursor, &cur, err);
+        rc = ust_log_cursor_open(r->log, r->last_seq, &cur, err);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int64_t in_tx = 0;
     while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
-        rc = process(&r, &rec, stats, err);
+        rc = process(r, &rec, stats, err);
         stats->events++;
         if (rc == 0 && ++in_tx == every) {
-            rc = commit(&r, stats, err);
+            rc = commit(r, stats, err);
             if (rc == 0)
-                rc = ust__rundb_exec(r.run, "BEGIN IMMEDIATE", err);
+                rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
             in_tx = 0;
         }
     }
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
     if (rc == 0)
-        rc = record_log_head(&r, err);
+        rc = record_log_head(r, err);
     if (rc == 0)
-        rc = commit(&r, stats, err);
-    else if (r.run != NULL)
-        ust__rundb_exec(r.run, "ROLLBACK", NULL);
-    close_parts(&r);
+        rc = commit(r, stats, err);
+    else if (r->run != NULL)
+        ust__rundb_exec(r->run, "ROLLBACK", NULL);
+    return rc;
+}
+
+int64_t ust_runner_cursor(const ust_runner *r)
+{
+    return r->last_seq;
+}
+
+void ust_runner_close(ust_runner *r)
+{
+    if (r == NULL)
+        return;
+    close_parts(r);
+    ust_free(r);
+}
+
+int ust_replay(const ust_replay_opts *o, ust_replay_stats *stats, char **err)
+{
+    memset(stats, 0, sizeof(*stats));
+    ust_runner *r = NULL;
+    int rc = ust_runner_open(o, &r, err);
+    if (rc == 0)
+        rc = ust_runner_step(r, stats, err);
+    ust_runner_close(r);
     return rc;
 }

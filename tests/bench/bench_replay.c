@@ -106,7 +106,7 @@ static void build_log(const char *path, const ust_config *cfg, long n)
             at += 1000 + (int64_t)(next_rand() % 400000); /* ~5 events/s */
             generate(&reqs[k], i, at);
         }
-        if (ust_log_append_requests(log, cfg, reqs, k, NULL, &err) != 0) {
+        if (ust_log_append_requests(log, cfg, reqs, k, NULL, NULL, &err) != 0) {
             fprintf(stderr, "%s\n", err);
             exit(2);
         }

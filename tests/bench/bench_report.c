@@ -44,7 +44,7 @@ static void build_log(const char *path, const ust_config *cfg, long n)
             r->target = ust_strdup("/payments");
             ust_request_add_header(r, "X-Tenant-Id", i % 3 ? "tenant-a" : "tenant-b");
         }
-        if (ust_log_append_requests(log, cfg, reqs, k, NULL, &err) != 0)
+        if (ust_log_append_requests(log, cfg, reqs, k, NULL, NULL, &err) != 0)
             exit(2);
         for (size_t j = 0; j < k; j++)
             ust_request_clear(&reqs[j]);
