@@ -8,6 +8,7 @@
 enum { UST_EXIT_OK = 0, UST_EXIT_FINDING = 1, UST_EXIT_USAGE = 2 };
 
 int ust_cli_log(int argc, char **argv);
+int ust_cli_serve(int argc, char **argv);
 int ust_cli_replay(int argc, char **argv);
 int ust_cli_report(int argc, char **argv);
 int ust_cli_gate(int argc, char **argv);

@@ -9,6 +9,7 @@ static const char usage[] =
     "usage: understudy <command> [options]\n"
     "\n"
     "commands:\n"
+    "  serve --config FILE                     record live callbacks, durably\n"
     "  log import|export|verify|stats|prune   the append-only event log\n"
     "  replay --config FILE --log DB --run DB  feed a log to legacy and candidate\n"
     "  report --run DB --out DIR [--triage F]  HTML, Markdown and JSONL of a run\n"
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
         return ust_cli_usage(usage, 1);
     if (strcmp(cmd, "log") == 0)
         return ust_cli_log(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0)
+        return ust_cli_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return ust_cli_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)

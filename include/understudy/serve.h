@@ -1,0 +1,26 @@
+/* The live recorder: an HTTP/1.1 server that records every callback in the
+ * event log, durably, before it answers, and a runner that follows the log. */
+#ifndef UNDERSTUDY_SERVE_H
+#define UNDERSTUDY_SERVE_H
+
+#include <stdio.h>
+
+#include <understudy/config.h>
+
+typedef struct ust_serve_opts {
+    const ust_config *cfg; /* secrets loaded */
+    const char *listen;    /* "127.0.0.1:8080" */
+    const char *log_path;
+    const char *run_path;  /* NULL: record only, no runner */
+    const char *legacy_path, *candidate_path; /* NULL: from the config */
+    FILE *divergences;     /* runner's JSON lines, or NULL */
+    FILE *status;          /* one line when listening ("listening on ..."), or NULL */
+} ust_serve_opts;
+
+/* Serves until SIGTERM or SIGINT, then stops accepting, answers what is in
+ * flight, lets the runner catch up and returns 0. A second signal exits the
+ * process at once. Errors at start-up (address in use, log or plugins that
+ * cannot be opened) return a negative code with *err. */
+int ust_serve(const ust_serve_opts *o, char **err);
+
+#endif

@@ -1,0 +1,107 @@
+/* understudy serve */
+#include "cli/cli.h"
+
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/serve.h>
+
+#include <getopt.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: understudy serve --config FILE [--listen ADDR] [--log DB] [--run DB]\n"
+    "                        [--respond ack] [--legacy SO] [--candidate SO]\n"
+    "                        [--divergences FILE|-]\n"
+    "\n"
+    "Records every callback to a configured route in the event log, durably\n"
+    "(synchronous=FULL, group commit), before answering 202 with its seq; a\n"
+    "webhook whose signature is invalid, missing or expired is recorded and\n"
+    "answered 401. With a run database, a runner follows the log and feeds each\n"
+    "event to the legacy and the candidate off the request path.\n"
+    "GET /healthz and GET /metrics (Prometheus text) are always served.\n"
+    "SIGTERM or SIGINT: stop accepting, answer what is in flight, let the\n"
+    "runner catch up, exit 0; a second signal exits at once.\n"
+    "--listen, --log and --run default to the config's \"listen\", \"log\", \"run\".\n";
+
+int ust_cli_serve(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},    {"listen", required_argument, NULL, 'L'},
+        {"log", required_argument, NULL, 'l'},       {"run", required_argument, NULL, 'r'},
+        {"respond", required_argument, NULL, 'R'},   {"legacy", required_argument, NULL, 'g'},
+        {"candidate", required_argument, NULL, 'C'}, {"divergences", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+    const char *config = NULL, *respond = "ack", *div_path = NULL;
+    ust_serve_opts o;
+    memset(&o, 0, sizeof(o));
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'L': o.listen = optarg; break;
+        case 'l': o.log_path = optarg; break;
+        case 'r': o.run_path = optarg; break;
+        case 'R': respond = optarg; break;
+        case 'g': o.legacy_path = optarg; break;
+        case 'C': o.candidate_path = optarg; break;
+        case 'd': div_path = optarg; break;
+        case 'h': return ust_cli_usage(usage, 1);
+        default:
+            fprintf(stderr, "understudy serve: unknown or incomplete option \"%s\"\n",
+                    argv[optind - 1]);
+            return ust_cli_usage(usage, 0);
+        }
+    }
+    if (optind < argc)
+        return ust_cli_fail(ust_sprintf("serve: unexpected argument \"%s\"", argv[optind]),
+                            NULL);
+    if (config == NULL)
+        return ust_cli_fail(NULL, "serve: --config FILE is required (try --help)");
+    if (strcmp(respond, "ack") != 0)
+        return ust_cli_fail(ust_sprintf("serve: --respond %s: only \"ack\" is available in"
+                                        " this version (answers 202 once the event is"
+                                        " durable)",
+                                        respond),
+                            NULL);
+    char *err = NULL;
+    ust_config *cfg = NULL;
+    if (ust_config_load(config, &cfg, &err) != 0)
+        return ust_cli_fail(err, "cannot load the config");
+    int rc = UST_EXIT_USAGE;
+    if (ust_config_load_secrets(cfg, &err) != 0) {
+        ust_cli_fail(err, "secrets missing");
+        goto out;
+    }
+    if (o.listen == NULL)
+        o.listen = cfg->listen;
+    if (o.log_path == NULL)
+        o.log_path = cfg->log_path;
+    if (o.run_path == NULL)
+        o.run_path = cfg->run_path;
+    if (o.listen == NULL || o.log_path == NULL) {
+        ust_cli_fail(NULL, "serve: need --listen and --log (or \"listen\" and \"log\" in the"
+                           " config)");
+        goto out;
+    }
+    if (div_path != NULL) {
+        o.divergences = strcmp(div_path, "-") == 0 ? stdout : fopen(div_path, "ab");
+        if (o.divergences == NULL) {
+            ust_cli_fail(ust_sprintf("%s: cannot open for writing", div_path), NULL);
+            goto out;
+        }
+    }
+    o.cfg = cfg;
+    o.status = stderr;
+    if (ust_serve(&o, &err) != 0) {
+        ust_cli_fail(err, "serve failed");
+        goto out;
+    }
+    rc = UST_EXIT_OK;
+out:
+    if (o.divergences != NULL && o.divergences != stdout)
+        fclose(o.divergences);
+    ust_config_free(cfg);
+    return rc;
+}

@@ -1,0 +1,93 @@
+/* The live runner: the replay runner kept open on its own thread, stepping
+ * whenever the writer reports a commit (and every so often regardless), so
+ * legacy and candidate decide each event soon after it is durable, off the
+ * request path. After a restart it resumes from the run's cursor. */
+#include "http/http_internal.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void *follower_main(void *arg)
+{
+    ust__server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->follow_mu);
+        if (!s->follow_stop && s->follow_wanted <= ust_runner_cursor(s->runner)) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 200 * 1000000L;
+            if (until.tv_nsec >= 1000000000L)
+                until.tv_sec++, until.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&s->follow_cv, &s->follow_mu, &until);
+        }
+        int stop = s->follow_stop;
+        pthread_mutex_unlock(&s->follow_mu);
+        ust_replay_stats st;
+        char *err = NULL;
+        if (ust_runner_step(s->runner, &st, &err) != 0) {
+            /* The recorder keeps recording; the runner tries again later and
+             * resumes from its cursor, so nothing is skipped. */
+            fprintf(stderr, "understudy: runner: %s\n", err ? err : "step failed");
+            ust_free(err);
+        } else {
+            atomic_fetch_add(&s->metrics.runner_events, st.events);
+            atomic_fetch_add(&s->metrics.divergences, st.divergences);
+        }
+        atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
+        if (stop)
+            break; /* that was the catch-up step after the writer stopped */
+    }
+    return NULL;
+}
+
+int ust__follower_start(ust__server *s, char **err)
+{
+    s->runner_opts.cfg = s->o->cfg;
+    s->runner_opts.log_path = s->o->log_path;
+    s->runner_opts.run_path = s->o->run_path;
+    s->runner_opts.legacy_path = s->o->legacy_path;
+    s->runner_opts.candidate_path = s->o->candidate_path;
+    s->runner_opts.divergences = s->o->divergences;
+    int rc = ust_runner_open(&s->runner_opts, &s->runner, err);
+    if (rc != 0)
+        return rc;
+    atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
+    pthread_mutex_init(&s->follow_mu, NULL);
+    pthread_cond_init(&s->follow_cv, NULL);
+    if (pthread_create(&s->follower, NULL, follower_main, s) != 0) {
+        ust_runner_close(s->runner);
+        s->runner = NULL;
+        return ust_errf(err, UST_ENOMEM, "cannot start the runner thread");
+    }
+    s->follower_started = 1;
+    return 0;
+}
+
+void ust__follower_notify(ust__server *s, int64_t seq)
+{
+    if (!s->follower_started)
+        return;
+    pthread_mutex_lock(&s->follow_mu);
+    if (seq > s->follow_wanted)
+        s->follow_wanted = seq;
+    pthread_cond_signal(&s->follow_cv);
+    pthread_mutex_unlock(&s->follow_mu);
+}
+
+void ust__follower_stop(ust__server *s)
+{
+    if (!s->follower_started)
+        return;
+    pthread_mutex_lock(&s->follow_mu);
+    s->follow_stop = 1;
+    pthread_cond_signal(&s->follow_cv);
+    pthread_mutex_unlock(&s->follow_mu);
+    pthread_join(s->follower, NULL);
+    s->follower_started = 0;
+    ust_runner_close(s->runner);
+    s->runner = NULL;
+}

@@ -1,0 +1,95 @@
+#ifndef UST_HTTP_INTERNAL_H
+#define UST_HTTP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include <understudy/log.h>
+#include <understudy/runner.h>
+#include <understudy/serve.h>
+
+/* One request of a connection, answered in the order it arrived
+ * (pipelining). A slot outlives its connection when the writer still holds
+ * its request: conn is then NULL and the answer is dropped. */
+typedef struct ust__slot {
+    struct ust__slot *next;
+    struct ust__conn *conn;
+    int ready;
+    int close_after;
+    char *response; /* full HTTP response, ust_malloc'd */
+    size_t response_len;
+} ust__slot;
+
+/* A recorded request on its way through the writer thread. */
+typedef struct ust__job {
+    struct ust__job *next;
+    ust_request req;
+    ust__slot *slot;
+    int64_t seq;
+    ust_sig_status sig;
+    char *failure; /* why the log could not take it, NULL when stored */
+    size_t route_index;
+} ust__job;
+
+typedef struct ust__queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ust__job *head, *tail;
+    int stopping;
+} ust__queue;
+
+#define UST__SIG_STATES 5
+#define UST__MAX_ROUTES 64
+
+typedef struct ust__metrics {
+    atomic_llong recorded[UST__MAX_ROUTES][UST__SIG_STATES];
+    atomic_llong commits, committed_events, commit_us_total, commit_us_max;
+    atomic_llong append_failures;
+    atomic_llong last_seq;    /* newest durable seq */
+    atomic_llong runner_seq;  /* newest seq the runner decided */
+    atomic_llong divergences, runner_events, runner_us_total;
+    atomic_llong rejected[6]; /* 400 404 405 408 413 431 */
+} ust__metrics;
+
+typedef struct ust__server {
+    const ust_serve_opts *o;
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_async_t done_async;
+    uv_signal_t sigint, sigterm;
+    struct ust__conn *conns; /* every open connection */
+    int stopping;
+    /* writer thread: requests in, results out */
+    ust__queue in;
+    pthread_mutex_t done_mu;
+    ust__job *done_head, *done_tail;
+    pthread_t writer;
+    int writer_started;
+    ust_log *log;
+    /* follower thread: the runner, woken as events commit */
+    pthread_t follower;
+    int follower_started;
+    pthread_mutex_t follow_mu;
+    pthread_cond_t follow_cv;
+    int follow_stop;
+    int64_t follow_wanted;
+    ust_runner *runner;
+    ust_replay_opts runner_opts;
+    ust__metrics metrics;
+} ust__server;
+
+int ust__writer_start(ust__server *s, char **err);
+void ust__writer_submit(ust__server *s, ust__job *job);
+void ust__writer_stop(ust__server *s);
+
+int ust__follower_start(ust__server *s, char **err);
+void ust__follower_notify(ust__server *s, int64_t seq);
+void ust__follower_stop(ust__server *s);
+
+/* Prometheus text of the metrics, ust_malloc'd. */
+char *ust__metrics_render(ust__server *s);
+void ust__metrics_rejected(ust__server *s, int status);
+
+#endif

@@ -1,0 +1,70 @@
+/* GET /metrics in Prometheus text format. Counters only: no secret, no
+ * payload, no request detail ever reaches it. */
+#include "http/http_internal.h"
+
+#include <understudy/alloc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const int rejected_status[6] = {400, 404, 405, 408, 413, 431};
+
+void ust__metrics_rejected(ust__server *s, int status)
+{
+    for (int i = 0; i < 6; i++)
+        if (rejected_status[i] == status)
+            atomic_fetch_add(&s->metrics.rejected[i], 1);
+}
+
+char *ust__metrics_render(ust__server *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL)
+        return NULL;
+    ust__metrics *m = &s->metrics;
+    const ust_config *cfg = s->o->cfg;
+    fputs("# HELP understudy_events_recorded_total Events durably recorded.\n"
+          "# TYPE understudy_events_recorded_total counter\n",
+          f);
+    for (size_t r = 0; r < cfg->n_routes && r < UST__MAX_ROUTES; r++)
+        for (int sig = 0; sig < UST__SIG_STATES; sig++)
+            fprintf(f, "understudy_events_recorded_total{route=\"%s\",signature=\"%s\"} %lld\n",
+                    cfg->routes[r].path, ust_sig_status_name((ust_sig_status)sig),
+                    (long long)atomic_load(&m->recorded[r][sig]));
+    fputs("# HELP understudy_requests_refused_total Requests answered with an error"
+          " before recording.\n# TYPE understudy_requests_refused_total counter\n",
+          f);
+    for (int i = 0; i < 6; i++)
+        fprintf(f, "understudy_requests_refused_total{status=\"%d\"} %lld\n",
+                rejected_status[i], (long long)atomic_load(&m->rejected[i]));
+    long long commits = atomic_load(&m->commits);
+    fprintf(f,
+            "# TYPE understudy_commits_total counter\nunderstudy_commits_total %lld\n"
+            "# TYPE understudy_commit_events_total counter\n"
+            "understudy_commit_events_total %lld\n"
+            "# TYPE understudy_commit_seconds_total counter\n"
+            "understudy_commit_seconds_total %.6f\n"
+            "# TYPE understudy_commit_seconds_max gauge\n"
+            "understudy_commit_seconds_max %.6f\n"
+            "# TYPE understudy_append_failures_total counter\n"
+            "understudy_append_failures_total %lld\n",
+            commits, (long long)atomic_load(&m->committed_events),
+            atomic_load(&m->commit_us_total) / 1e6, atomic_load(&m->commit_us_max) / 1e6,
+            (long long)atomic_load(&m->append_failures));
+    long long last = atomic_load(&m->last_seq), ran = atomic_load(&m->runner_seq);
+    fprintf(f,
+            "# TYPE understudy_log_head_seq gauge\nunderstudy_log_head_seq %lld\n"
+            "# TYPE understudy_runner_lag_events gauge\nunderstudy_runner_lag_events %lld\n"
+            "# TYPE understudy_runner_events_total counter\n"
+            "understudy_runner_events_total %lld\n"
+            "# TYPE understudy_divergences_total counter\n"
+            "understudy_divergences_total %lld\n",
+            last, last > ran ? last - ran : 0, (long long)atomic_load(&m->runner_events),
+            (long long)atomic_load(&m->divergences));
+    fclose(f);
+    char *out = ust_strdup(buf);
+    free(buf);
+    return out;
+}

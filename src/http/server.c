@@ -1,0 +1,688 @@
+/* The HTTP/1.1 front of the recorder: libuv for the sockets, Debian's
+ * http-parser for the protocol. Limits are checked before anything is
+ * allocated for them; a bad request gets a small JSON answer saying what was
+ * wrong and the server goes on serving everyone else. Answers leave in the
+ * order requests arrived, so pipelining is safe. */
+#include "http/http_internal.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <http_parser.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TARGET 8192
+#define MAX_HEADER_BYTES 32768
+
+typedef struct ust__conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    http_parser parser;
+    ust__server *srv;
+    struct ust__conn *next, *prev;
+    char remote[64];
+    /* the request being parsed */
+    ust_request req;
+    char *target;
+    size_t target_len, header_bytes, body_cap;
+    char *field, *value;
+    size_t field_len, value_len;
+    int in_value;
+    int refuse; /* status to answer when the parser stops, 0 = malformed (400) */
+    const char *refuse_why;
+    /* answers, in arrival order */
+    ust__slot *head, *tail;
+    int handles; /* open uv handles (tcp, timer) */
+    int closing, reading;
+} ust__conn;
+
+typedef struct write_req {
+    uv_write_t req;
+    ust__slot *slot;
+} write_req;
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Content Too Large";
+    case 422: return "Unprocessable Content";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+    }
+}
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void set_response(ust__slot *slot, int status, const char *content_type,
+                         const char *extra_headers, const char *body)
+{
+    size_t blen = strlen(body);
+    slot->response = ust_sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                                 "%s%s\r\n%s",
+                                 status, reason_phrase(status), content_type, blen,
+                                 extra_headers ? extra_headers : "",
+                                 slot->close_after ? "Connection: close\r\n" : "", body);
+    slot->response_len = slot->response ? strlen(slot->response) : 0;
+    slot->ready = 1;
+}
+
+static void set_json_error(ust__slot *slot, int status, const char *why)
+{
+    json_t *o = json_pack("{s:s}", "error", why);
+    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    set_response(slot, status, "application/json", NULL, body ? body : "{}");
+    free(body);
+}
+
+static void conn_close(ust__conn *c);
+static void flush(ust__conn *c);
+
+static void after_write(uv_write_t *req, int status)
+{
+    write_req *w = (write_req *)req;
+    ust__conn *c = w->slot->conn;
+    int close_after = w->slot->close_after || status < 0;
+    ust_free(w->slot->response);
+    ust_free(w->slot);
+    ust_free(w);
+    if (c != NULL && close_after)
+        conn_close(c);
+}
+
+/* Writes every answer at the head of the queue that is ready. */
+static void flush(ust__conn *c)
+{
+    while (c->head != NULL && c->head->ready && !c->closing) {
+        ust__slot *slot = c->head;
+        c->head = slot->next;
+        if (c->head == NULL)
+            c->tail = NULL;
+        write_req *w = ust_calloc(1, sizeof(*w));
+        if (w == NULL || slot->response == NULL) {
+            ust_free(w);
+            ust_free(slot->response);
+            ust_free(slot);
+            conn_close(c);
+            return;
+        }
+        w->slot = slot;
+        uv_buf_t buf = uv_buf_init(slot->response, (unsigned)slot->response_len);
+        if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, after_write) != 0) {
+            ust_free(slot->response);
+            ust_free(slot);
+            ust_free(w);
+            conn_close(c);
+            return;
+        }
+        if (slot->close_after) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+            c->reading = 0;
+            return; /* nothing after this answer goes out */
+        }
+    }
+}
+
+static ust__slot *new_slot(ust__conn *c)
+{
+    ust__slot *slot = ust_calloc(1, sizeof(*slot));
+    if (slot == NULL)
+        return NULL;
+    slot->conn = c;
+    if (c->tail)
+        c->tail->next = slot;
+    else
+        c->head = slot;
+    c->tail = slot;
+    return slot;
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static void maybe_free(ust__conn *c)
+{
+    if (c->handles > 0)
+        return;
+    ust__server *s = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    ust_request_clear(&c->req);
+    ust_free(c->target);
+    ust_free(c->field);
+    ust_free(c->value);
+    ust_free(c);
+    if (s->stopping && s->conns == NULL) {
+        /* Everyone is answered: let the writer drain, the runner catch up. */
+        ust__writer_stop(s);
+        ust__follower_stop(s);
+        uv_close((uv_handle_t *)&s->done_async, NULL);
+        uv_close((uv_handle_t *)&s->sigint, NULL);
+        uv_close((uv_handle_t *)&s->sigterm, NULL);
+    }
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    ust__conn *c = h->data;
+    c->handles--;
+    maybe_free(c);
+}
+
+static void conn_close(ust__conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    /* Answers still owed by the writer are dropped when they come back. */
+    for (ust__slot *slot = c->head; slot != NULL;) {
+        ust__slot *next = slot->next;
+        if (slot->ready) {
+            ust_free(slot->response);
+            ust_free(slot);
+        } else {
+            slot->conn = NULL;
+        }
+        slot = next;
+    }
+    c->head = c->tail = NULL;
+    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+/* A request that cannot be read to its end: answer, then close. */
+static void refuse(ust__conn *c, int status, const char *why)
+{
+    ust__metrics_rejected(c->srv, status);
+    ust__slot *slot = new_slot(c);
+    if (slot == NULL) {
+        conn_close(c);
+        return;
+    }
+    slot->close_after = 1;
+    set_json_error(slot, status, why);
+    uv_timer_stop(&c->timer);
+    flush(c);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    ust__conn *c = t->data;
+    refuse(c, 408, "the request was not complete in time");
+}
+
+static void arm_timer(ust__conn *c)
+{
+    uv_timer_start(&c->timer, on_timeout, (uint64_t)c->srv->o->cfg->limits.header_timeout_ms,
+                   0);
+}
+
+/* ---- parsing ----------------------------------------------------------- */
+
+static int grow_append(char **buf, size_t *len, const char *at, size_t n)
+{
+    char *grown = ust_realloc(*buf, *len + n + 1);
+    if (grown == NULL)
+        return -1;
+    memcpy(grown + *len, at, n);
+    *len += n;
+    grown[*len] = '\0';
+    *buf = grown;
+    return 0;
+}
+
+static int stop_parser(ust__conn *c, int status, const char *why)
+{
+    c->refuse = status;
+    c->refuse_why = why;
+    return 1;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    ust__conn *c = p->data;
+    ust_request_clear(&c->req);
+    ust_free(c->target);
+    c->target = NULL;
+    c->target_len = c->header_bytes = c->body_cap = 0;
+    c->in_value = 0;
+    arm_timer(c);
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+    ust__conn *c = p->data;
+    if (c->target_len + n > MAX_TARGET)
+        return stop_parser(c, 431, "the request target is too long");
+    return grow_append(&c->target, &c->target_len, at, n) ? stop_parser(c, 503, "out of memory")
+                                                         : 0;
+}
+
+static int end_header(ust__conn *c)
+{
+    if (c->field == NULL)
+        return 0;
+    int rc = ust_request_add_header(&c->req, c->field, c->value ? c->value : "");
+    ust_free(c->field);
+    ust_free(c->value);
+    c->field = c->value = NULL;
+    c->field_len = c->value_len = 0;
+    return rc;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+    ust__conn *c = p->data;
+    if ((c->header_bytes += n) > MAX_HEADER_BYTES)
+        return stop_parser(c, 431, "the request headers are too large");
+    if (c->in_value || c->field == NULL) {
+        if (end_header(c) != 0)
+            return stop_parser(c, 503, "out of memory");
+        if (c->req.n_headers >= c->srv->o->cfg->limits.max_headers)
+            return stop_parser(c, 431, "too many request headers");
+        c->in_value = 0;
+    }
+    return grow_append(&c->field, &c->field_len, at, n) ? stop_parser(c, 503, "out of memory")
+                                                       : 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+    ust__conn *c = p->data;
+    if ((c->header_bytes += n) > MAX_HEADER_BYTES)
+        return stop_parser(c, 431, "the request headers are too large");
+    c->in_value = 1;
+    return grow_append(&c->value, &c->value_len, at, n) ? stop_parser(c, 503, "out of memory")
+                                                       : 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    ust__conn *c = p->data;
+    if (end_header(c) != 0)
+        return stop_parser(c, 503, "out of memory");
+    /* Checked before a byte of the body is stored. */
+    if (p->content_length != ULLONG_MAX &&
+        p->content_length > (uint64_t)c->srv->o->cfg->limits.max_body_bytes)
+        return stop_parser(c, 413, "the request body is over the limit");
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+    ust__conn *c = p->data;
+    size_t max = c->srv->o->cfg->limits.max_body_bytes;
+    if (c->req.body_len + n > max)
+        return stop_parser(c, 413, "the request body is over the limit");
+    if (c->req.body_len + n > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : 1024;
+        while (cap < c->req.body_len + n)
+            cap *= 2;
+        if (cap > max)
+            cap = max;
+        unsigned char *grown = ust_realloc(c->req.body, cap);
+        if (grown == NULL)
+            return stop_parser(c, 503, "out of memory");
+        c->req.body = grown;
+        c->body_cap = cap;
+    }
+    memcpy(c->req.body + c->req.body_len, at, n);
+    c->req.body_len += n;
+    return 0;
+}
+
+static void answer_plain(ust__conn *c, int status, const char *ct, const char *extra,
+                         const char *body, int keep_alive)
+{
+    ust__slot *slot = new_slot(c);
+    if (slot == NULL)
+        return;
+    slot->close_after = !keep_alive;
+    set_response(slot, status, ct, extra, body);
+}
+
+static int on_message_complete(http_parser *p)
+{
+    ust__conn *c = p->data;
+    ust__server *s = c->srv;
+    uv_timer_stop(&c->timer);
+    int keep_alive = http_should_keep_alive(p) && !s->stopping;
+    const char *method = http_method_str((enum http_method)p->method);
+    char path[MAX_TARGET + 1];
+    c->req.target = c->target;
+    c->target = NULL;
+    ust_request_path(&c->req, path, sizeof(path));
+    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
+        if (p->method != HTTP_GET) {
+            ust__metrics_rejected(s, 405);
+            answer_plain(c, 405, "application/json", "Allow: GET\r\n",
+                         "{\"error\":\"use GET\"}", keep_alive);
+        } else if (path[1] == 'h') {
+            answer_plain(c, 200, "application/json", NULL, "{\"status\":\"ok\"}", keep_alive);
+        } else {
+            char *text = ust__metrics_render(s);
+            answer_plain(c, 200, "text/plain; version=0.0.4", NULL, text ? text : "",
+                         keep_alive);
+            ust_free(text);
+        }
+        ust_request_clear(&c->req);
+        flush(c);
+        return 0;
+    }
+    const ust_route *route = ust_config_route(s->o->cfg, c->req.target);
+    if (route == NULL || p->method != HTTP_POST) {
+        ust__metrics_rejected(s, route ? 405 : 404);
+        ust__slot *slot = new_slot(c);
+        if (slot != NULL) {
+            slot->close_after = !keep_alive;
+            if (route == NULL)
+                set_json_error(slot, 404, "no route for this path");
+            else
+                set_response(slot, 405, "application/json", "Allow: POST\r\n",
+                             "{\"error\":\"use POST\"}");
+        }
+        ust_request_clear(&c->req);
+        flush(c);
+        return 0;
+    }
+    ust__job *job = ust_calloc(1, sizeof(*job));
+    ust__slot *slot = job ? new_slot(c) : NULL;
+    if (slot == NULL) {
+        ust_free(job);
+        return stop_parser(c, 503, "out of memory");
+    }
+    slot->close_after = !keep_alive;
+    c->req.received_at_us = wall_us();
+    c->req.method = ust_strdup(method);
+    c->req.remote = ust_strdup(c->remote);
+    job->req = c->req;
+    memset(&c->req, 0, sizeof(c->req));
+    c->body_cap = 0;
+    job->slot = slot;
+    job->route_index = (size_t)(route - s->o->cfg->routes);
+    ust__writer_submit(s, job);
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    buf->base = ust_malloc(suggested);
+    buf->len = buf->base ? suggested : 0;
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    ust__conn *c = stream->data;
+    if (nread > 0 && !c->closing) {
+        size_t done = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
+        if (done != (size_t)nread || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
+            const char *why = c->refuse ? c->refuse_why
+                                        : http_errno_description(HTTP_PARSER_ERRNO(&c->parser));
+            refuse(c, c->refuse ? c->refuse : 400, why);
+        } else {
+            flush(c);
+        }
+    } else if (nread < 0) {
+        /* The peer is gone (or half-closed): its recorded requests stay
+         * recorded; answers still owed are dropped. */
+        conn_close(c);
+    }
+    ust_free(buf->base);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    ust__server *s = server->data;
+    if (status < 0 || s->stopping)
+        return;
+    ust__conn *c = ust_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return;
+    c->srv = s;
+    uv_tcp_init(s->loop, &c->tcp);
+    uv_timer_init(s->loop, &c->timer);
+    c->handles = 2;
+    c->tcp.data = c->timer.data = c;
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        conn_close(c);
+        return;
+    }
+    struct sockaddr_storage addr;
+    int len = sizeof(addr);
+    char host[48] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) == 0) {
+        if (addr.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&addr, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in *)&addr)->sin_port);
+        } else {
+            uv_ip6_name((struct sockaddr_in6 *)&addr, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
+        }
+    }
+    snprintf(c->remote, sizeof(c->remote), "%s:%d", host, port);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    uv_tcp_nodelay(&c->tcp, 1);
+    arm_timer(c); /* a client that connects and sends nothing is timed out too */
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    c->reading = 1;
+}
+
+/* ---- results from the writer ------------------------------------------ */
+
+static void answer_job(ust__job *job, ust__server *s)
+{
+    ust__slot *slot = job->slot;
+    if (job->failure != NULL) {
+        char *why = ust_sprintf("the event log cannot be written: %s", job->failure);
+        set_json_error(slot, 503, why ? why : "the event log cannot be written");
+        ust_free(why);
+    } else if (job->sig == UST_SIG_INVALID || job->sig == UST_SIG_MISSING ||
+               job->sig == UST_SIG_EXPIRED) {
+        /* Recorded as evidence; never decided. */
+        char body[160];
+        snprintf(body, sizeof(body),
+                 "{\"error\":\"signature %s\",\"recorded\":true,\"seq\":%lld}",
+                 ust_sig_status_name(job->sig), (long long)job->seq);
+        set_response(slot, 401, "application/json", NULL, body);
+    } else {
+        char body[96];
+        snprintf(body, sizeof(body), "{\"recorded\":true,\"seq\":%lld}", (long long)job->seq);
+        set_response(slot, 202, "application/json", NULL, body);
+    }
+    (void)s;
+}
+
+static void on_done(uv_async_t *a)
+{
+    ust__server *s = a->data;
+    pthread_mutex_lock(&s->done_mu);
+    ust__job *j = s->done_head;
+    s->done_head = s->done_tail = NULL;
+    pthread_mutex_unlock(&s->done_mu);
+    while (j != NULL) {
+        ust__job *next = j->next;
+        ust__slot *slot = j->slot;
+        if (slot->conn != NULL) {
+            answer_job(j, s);
+            flush(slot->conn);
+        } else {
+            ust_free(slot); /* its connection is gone; the event is stored all the same */
+        }
+        ust_request_clear(&j->req);
+        ust_free(j->failure);
+        ust_free(j);
+        j = next;
+    }
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void begin_stop(ust__server *s)
+{
+    s->stopping = 1;
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    /* Idle connections close now; busy ones once their answers are out. */
+    for (ust__conn *c = s->conns; c != NULL;) {
+        ust__conn *next = c->next;
+        if (c->head == NULL)
+            conn_close(c);
+        else
+            c->tail->close_after = 1;
+        c = next;
+    }
+    if (s->conns == NULL) {
+        ust__writer_stop(s);
+        ust__follower_stop(s);
+        uv_close((uv_handle_t *)&s->done_async, NULL);
+        uv_close((uv_handle_t *)&s->sigint, NULL);
+        uv_close((uv_handle_t *)&s->sigterm, NULL);
+    }
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    ust__server *s = h->data;
+    if (s->stopping) {
+        /* Second signal: leave now. Nothing unstored was ever acknowledged. */
+        fprintf(stderr, "understudy: second signal %d, exiting at once\n", signum);
+        _exit(1);
+    }
+    fprintf(stderr, "understudy: signal %d: finishing what is in flight\n", signum);
+    begin_stop(s);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *addr, char **err)
+{
+    const char *colon = strrchr(listen, ':');
+    if (colon == NULL)
+        return ust_errf(err, UST_EINVAL, "listen \"%s\": expected HOST:PORT", listen);
+    char host[64];
+    size_t n = (size_t)(colon - listen);
+    if (n == 0 || n >= sizeof(host))
+        return ust_errf(err, UST_EINVAL, "listen \"%s\": expected HOST:PORT", listen);
+    memcpy(host, listen, n);
+    host[n] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 0 || port > 65535)
+        return ust_errf(err, UST_EINVAL, "listen \"%s\": bad port", listen);
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr) != 0 &&
+        uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)addr) != 0)
+        return ust_errf(err, UST_EINVAL, "listen \"%s\": bad address", listen);
+    return 0;
+}
+
+int ust_serve(const ust_serve_opts *o, char **err)
+{
+    ust__server *s = ust_calloc(1, sizeof(*s));
+    if (s == NULL)
+        return UST_ENOMEM;
+    s->o = o;
+    s->loop = ust_malloc(sizeof(uv_loop_t));
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof(addr));
+    int rc = s->loop ? parse_listen(o->listen, &addr, err) : UST_ENOMEM;
+    if (rc == 0 && uv_loop_init(s->loop) != 0)
+        rc = ust_errf(err, UST_EIO, "cannot start the event loop");
+    if (rc != 0) {
+        ust_free(s->loop);
+        ust_free(s);
+        return rc;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    uv_tcp_init(s->loop, &s->listener);
+    s->listener.data = s;
+    int uvrc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+    if (uvrc == 0)
+        uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
+    if (uvrc != 0)
+        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen, uv_strerror(uvrc));
+    if (rc == 0)
+        rc = ust__writer_start(s, err);
+    if (rc == 0 && o->run_path != NULL)
+        rc = ust__follower_start(s, err);
+    if (rc != 0) {
+        ust__writer_stop(s);
+        uv_close((uv_handle_t *)&s->listener, NULL);
+        uv_run(s->loop, UV_RUN_DEFAULT);
+        uv_loop_close(s->loop);
+        ust_free(s->loop);
+        ust_free(s);
+        return rc;
+    }
+    uv_async_init(s->loop, &s->done_async, on_done);
+    s->done_async.data = s;
+    uv_signal_init(s->loop, &s->sigint);
+    uv_signal_init(s->loop, &s->sigterm);
+    s->sigint.data = s->sigterm.data = s;
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    if (o->status != NULL) {
+        struct sockaddr_storage bound;
+        int len = sizeof(bound);
+        char host[64] = "?";
+        int port = 0;
+        uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
+        if (bound.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof(host));
+            port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+        }
+        fprintf(o->status, "listening on %s:%d\n", host, port);
+        fflush(o->status);
+    }
+    uv_run(s->loop, UV_RUN_DEFAULT);
+    on_done(&s->done_async); /* anything the writer finished last */
+    uv_loop_close(s->loop);
+    ust_free(s->loop);
+    ust_free(s);
+    return 0;
+}

@@ -1,0 +1,141 @@
+/* The writer thread: group commit. It takes every request queued since its
+ * last commit (up to a batch), derives and appends them in one transaction
+ * with synchronous=FULL, and only then hands them back to the loop to be
+ * answered: nothing is acknowledged before it is on disk. */
+#include "http/http_internal.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <string.h>
+#include <time.h>
+
+#define MAX_BATCH 1024
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void finish(ust__server *s, ust__job *first, ust__job *last)
+{
+    pthread_mutex_lock(&s->done_mu);
+    if (s->done_tail)
+        s->done_tail->next = first;
+    else
+        s->done_head = first;
+    s->done_tail = last;
+    pthread_mutex_unlock(&s->done_mu);
+    uv_async_send(&s->done_async);
+}
+
+static void commit_batch(ust__server *s, ust__job *batch, size_t n)
+{
+    static ust_request reqs[MAX_BATCH];
+    static ust_sig_status sigs[MAX_BATCH];
+    ust__job *j = batch;
+    for (size_t i = 0; i < n; i++, j = j->next)
+        reqs[i] = j->req; /* shallow: the jobs keep ownership */
+    int64_t first = 0, t0 = now_us();
+    char *err = NULL;
+    int rc = ust_log_append_requests(s->log, s->o->cfg, reqs, n, &first, sigs, &err);
+    int64_t took = now_us() - t0;
+    ust__metrics *m = &s->metrics;
+    ust__job *last = batch;
+    j = batch;
+    for (size_t i = 0; i < n; i++, j = j->next) {
+        last = j;
+        if (rc == 0) {
+            j->seq = first + (int64_t)i;
+            j->sig = sigs[i];
+            if (j->route_index < UST__MAX_ROUTES && sigs[i] < UST__SIG_STATES)
+                atomic_fetch_add(&m->recorded[j->route_index][sigs[i]], 1);
+        } else {
+            j->failure = ust_strdup(err ? err : ust_strerror(rc));
+        }
+    }
+    if (rc == 0) {
+        atomic_fetch_add(&m->commits, 1);
+        atomic_fetch_add(&m->committed_events, (long long)n);
+        atomic_fetch_add(&m->commit_us_total, took);
+        long long max = atomic_load(&m->commit_us_max);
+        while (took > max && !atomic_compare_exchange_weak(&m->commit_us_max, &max, took))
+            ;
+        atomic_store(&m->last_seq, first + (int64_t)n - 1);
+    } else {
+        atomic_fetch_add(&m->append_failures, 1);
+    }
+    ust_free(err);
+    finish(s, batch, last);
+    if (rc == 0)
+        ust__follower_notify(s, first + (int64_t)n - 1);
+}
+
+static void *writer_main(void *arg)
+{
+    ust__server *s = arg;
+    ust__queue *q = &s->in;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        while (q->head == NULL && !q->stopping)
+            pthread_cond_wait(&q->cv, &q->mu);
+        if (q->head == NULL) { /* stopping and drained */
+            pthread_mutex_unlock(&q->mu);
+            break;
+        }
+        ust__job *batch = q->head, *j = batch;
+        size_t n = 1;
+        while (j->next != NULL && n < MAX_BATCH)
+            j = j->next, n++;
+        q->head = j->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+        j->next = NULL;
+        pthread_mutex_unlock(&q->mu);
+        commit_batch(s, batch, n);
+    }
+    return NULL;
+}
+
+int ust__writer_start(ust__server *s, char **err)
+{
+    int rc = ust_log_open(s->o->log_path, UST_LOG_CREATE, &s->log, err);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_init(&s->in.mu, NULL);
+    pthread_cond_init(&s->in.cv, NULL);
+    pthread_mutex_init(&s->done_mu, NULL);
+    if (pthread_create(&s->writer, NULL, writer_main, s) != 0)
+        return ust_errf(err, UST_ENOMEM, "cannot start the writer thread");
+    s->writer_started = 1;
+    return 0;
+}
+
+void ust__writer_submit(ust__server *s, ust__job *job)
+{
+    pthread_mutex_lock(&s->in.mu);
+    job->next = NULL;
+    if (s->in.tail)
+        s->in.tail->next = job;
+    else
+        s->in.head = job;
+    s->in.tail = job;
+    pthread_cond_signal(&s->in.cv);
+    pthread_mutex_unlock(&s->in.mu);
+}
+
+void ust__writer_stop(ust__server *s)
+{
+    if (!s->writer_started)
+        return;
+    pthread_mutex_lock(&s->in.mu);
+    s->in.stopping = 1;
+    pthread_cond_signal(&s->in.cv);
+    pthread_mutex_unlock(&s->in.mu);
+    pthread_join(s->writer, NULL);
+    s->writer_started = 0;
+    ust_log_close(s->log);
+    s->log = NULL;
+}
