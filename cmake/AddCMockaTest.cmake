@@ -2,7 +2,7 @@
 function(ust_add_cmocka_test source)
   get_filename_component(name ${source} NAME_WE)
   add_executable(${name} ${source})
-  target_link_libraries(${name} PRIVATE understudy_core PkgConfig::CMOCKA ${ARGN})
+  target_link_libraries(${name} PRIVATE understudy_core PkgConfig::CMOCKA Threads::Threads ${ARGN})
   # Tests build paths with snprintf into PATH_MAX buffers; gcc's truncation
   # guesses about them are noise there, not in the product code.
   target_compile_options(${name} PRIVATE -Wno-format-truncation)

@@ -257,11 +257,13 @@ static int grow_append(char **buf, size_t *len, const char *at, size_t n)
     return 0;
 }
 
+/* Nonzero stops the parser; -1 rather than 1, which on_headers_complete
+ * would take as "no body follows". */
 static int stop_parser(ust__conn *c, int status, const char *why)
 {
     c->refuse = status;
     c->refuse_why = why;
-    return 1;
+    return -1;
 }
 
 static int on_message_begin(http_parser *p)

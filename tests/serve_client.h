@@ -1,0 +1,148 @@
+/* Starting the real `understudy serve` on 127.0.0.1 and talking HTTP/1.1 to
+ * it over real sockets, for the recorder's integration tests. */
+#ifndef UST_TEST_SERVE_CLIENT_H
+#define UST_TEST_SERVE_CLIENT_H
+
+#include "support.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct server_proc {
+    pid_t pid;
+    int port;
+} server_proc;
+
+/* Starts the binary with args (NULL-terminated, after "serve"); waits for
+ * its "listening on HOST:PORT" line. */
+static inline server_proc server_start(const char *const *args)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    const char *bin = getenv("UST_BIN");
+    assert_non_null(bin);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        const char *argv[32] = {bin, "serve"};
+        int n = 2;
+        for (int i = 0; args[i] != NULL && n < 31; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[256];
+    server_proc s = {pid, 0};
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *at = strstr(line, "listening on ");
+        if (at != NULL) {
+            s.port = atoi(strrchr(at, ':') + 1);
+            break;
+        }
+        fprintf(stderr, "server: %s", line);
+    }
+    /* Keep draining the server's stderr in the background so it never blocks. */
+    if (fork() == 0) {
+        while (fgets(line, sizeof(line), f) != NULL)
+            ;
+        _exit(0);
+    }
+    fclose(f);
+    if (s.port == 0)
+        fail_msg("the server did not start");
+    return s;
+}
+
+/* Sends sig and waits; returns the exit status (or 128 + signal). */
+static inline int server_stop(server_proc *s, int sig)
+{
+    kill(s->pid, sig);
+    int status = 0;
+    waitpid(s->pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static inline int http_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+static inline void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return; /* the server may close on a refused request */
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+typedef struct http_resp {
+    int status;
+    char body[8192];
+    int closed; /* "Connection: close" seen */
+} http_resp;
+
+/* Reads one response from fd (buffered in buf/len between calls). 0 at EOF. */
+static inline int read_response(int fd, char *buf, size_t *len, size_t cap, http_resp *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (;;) {
+        buf[*len] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        if (end != NULL) {
+            char *cl = strstr(buf, "Content-Length: ");
+            size_t body_len = cl && cl < end ? (size_t)atol(cl + 16) : 0;
+            size_t head = (size_t)(end + 4 - buf);
+            if (*len >= head + body_len) {
+                r->status = atoi(buf + 9);
+                r->closed = strstr(buf, "Connection: close") != NULL &&
+                            strstr(buf, "Connection: close") < end;
+                size_t copy = body_len < sizeof(r->body) - 1 ? body_len : sizeof(r->body) - 1;
+                memcpy(r->body, end + 4, copy);
+                memmove(buf, buf + head + body_len, *len - head - body_len);
+                *len -= head + body_len;
+                return 1;
+            }
+        }
+        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, 0);
+        if (n <= 0)
+            return 0;
+        *len += (size_t)n;
+    }
+}
+
+/* One request on a fresh connection; the response's status, body in r. */
+static inline int http_once(int port, const char *raw, size_t raw_len, http_resp *r)
+{
+    int fd = http_connect(port);
+    send_all(fd, raw, raw_len);
+    char buf[16384];
+    size_t len = 0;
+    int ok = read_response(fd, buf, &len, sizeof(buf), r);
+    close(fd);
+    return ok ? r->status : -1;
+}
+
+#endif

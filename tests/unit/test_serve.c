@@ -1,0 +1,429 @@
+/* The live recorder, end to end: the real binary on 127.0.0.1, real HTTP
+ * over real sockets, the real log and plugins. */
+#define _GNU_SOURCE 1 /* memmem */
+#include "serve_client.h"
+
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/log.h>
+#include <understudy/runner.h>
+#include <understudy/sig.h>
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <time.h>
+
+#define SECRET "whsec_serve_test"
+
+typedef struct world {
+    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
+    server_proc srv;
+} world;
+
+static void plugin_path(const char *name, char out[PATH_MAX])
+{
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so", getenv("UST_BUILD_DIR"),
+             name, name);
+}
+
+static int setup(void **state)
+{
+    world *w = calloc(1, sizeof(*w));
+    ust_test_tmpdir(w->dir);
+    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
+    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
+    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
+    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    json_object_set_new(doc, "limits", json_pack("{s:i,s:i,s:i}", "max_body_bytes", 32768,
+                                                 "max_headers", 16, "header_timeout_ms", 300));
+    plugin_path("legacy", lp);
+    plugin_path("candidate", cp);
+    json_object_set_new(doc, "plugins",
+                        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate",
+                                  "path", cp));
+    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
+    json_decref(doc);
+    setenv("UNDERSTUDY_STRIPE_SECRET", SECRET, 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world *w = *state;
+    if (w->srv.pid > 0)
+        server_stop(&w->srv, SIGKILL);
+    ust_test_rmdir(w->dir);
+    free(w);
+    return 0;
+}
+
+static void start(world *w)
+{
+    const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0", "--log", w->log,
+                          "--run", w->run, NULL};
+    w->srv = server_start(args);
+}
+
+static int64_t now_s(void)
+{
+    return (int64_t)time(NULL);
+}
+
+/* A raw POST; extra is more header lines ("Name: value\r\n..."). */
+static char *raw_post(const char *path, const char *extra, const char *body, size_t body_len)
+{
+    char *head = ust_sprintf("POST %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json"
+                             "\r\n%sContent-Length: %zu\r\n\r\n",
+                             path, extra ? extra : "", body_len);
+    size_t hl = strlen(head);
+    char *out = ust_malloc(hl + body_len + 1);
+    memcpy(out, head, hl);
+    memcpy(out + hl, body, body_len);
+    out[hl + body_len] = '\0';
+    ust_free(head);
+    return out;
+}
+
+/* A Stripe callback signed at t (with secret), as raw HTTP. */
+static char *stripe_request(const char *evt, int64_t t, const char *secret, int rotated)
+{
+    char *body = ust_sprintf("{\"id\":\"%s\",\"type\":\"payment_intent.succeeded\",\"data\":{"
+                             "\"object\":{\"id\":\"pi_%s\",\"amount\":100,\"currency\":\"eur\","
+                             "\"metadata\":{\"order_id\":\"o_%s\"}}}}",
+                             evt, evt, evt);
+    ust_request r;
+    memset(&r, 0, sizeof(r));
+    r.body = (unsigned char *)body;
+    r.body_len = strlen(body);
+    ust_sig_params p = {UST_SCHEME_STRIPE, secret, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, t, NULL, &r), 0);
+    char *extra = rotated ? ust_sprintf("Stripe-Signature: t=%lld,v1=%064d,%s\r\n",
+                                        (long long)t, 0, strchr(r.headers[0].value, ',') + 1)
+                          : ust_sprintf("Stripe-Signature: %s\r\n", r.headers[0].value);
+    char *raw = raw_post("/webhooks/stripe", extra, body, strlen(body));
+    ust_free(extra);
+    ust_request_clear(&r);
+    return raw;
+}
+
+static int post(world *w, const char *raw, http_resp *r)
+{
+    return http_once(w->srv.port, raw, strlen(raw), r);
+}
+
+static void test_signatures_at_the_door(void **state)
+{
+    world *w = *state;
+    start(w);
+    http_resp r;
+    char *raw;
+    raw = stripe_request("evt_ok", now_s(), SECRET, 0);
+    assert_int_equal(post(w, raw, &r), 202);
+    assert_non_null(strstr(r.body, "\"seq\":1"));
+    ust_free(raw);
+    raw = stripe_request("evt_rot", now_s(), SECRET, 1); /* a stale v1, then the right one */
+    assert_int_equal(post(w, raw, &r), 202);
+    ust_free(raw);
+    raw = stripe_request("evt_bad", now_s(), "whsec_wrong", 0);
+    assert_int_equal(post(w, raw, &r), 401);
+    assert_non_null(strstr(r.body, "signature invalid"));
+    ust_free(raw);
+    raw = stripe_request("evt_old", now_s() - 3600, SECRET, 0);
+    assert_int_equal(post(w, raw, &r), 401);
+    assert_non_null(strstr(r.body, "signature expired"));
+    ust_free(raw);
+    raw = raw_post("/webhooks/stripe", NULL, "{\"id\":\"evt_none\"}", 17);
+    assert_int_equal(post(w, raw, &r), 401);
+    assert_non_null(strstr(r.body, "signature missing"));
+    ust_free(raw);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    /* All five are recorded, as evidence; the secret is nowhere in the log. */
+    ust_log *log = NULL;
+    assert_int_equal(ust_log_open(w->log, UST_LOG_READONLY, &log, NULL), 0);
+    json_t *st = NULL;
+    assert_int_equal(ust_log_stats(log, &st, NULL), 0);
+    json_t *sigs = json_object_get(st, "signatures");
+    assert_int_equal(json_integer_value(json_object_get(sigs, "verified")), 2);
+    assert_int_equal(json_integer_value(json_object_get(sigs, "invalid")), 1);
+    assert_int_equal(json_integer_value(json_object_get(sigs, "expired")), 1);
+    assert_int_equal(json_integer_value(json_object_get(sigs, "missing")), 1);
+    json_decref(st);
+    ust_log_close(log);
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof(cmd), "grep -c '%s' '%s' '%s'* >/dev/null", SECRET, w->log, w->log);
+    assert_int_not_equal(system(cmd), 0);
+    /* Only the verified ones reached the plugins. */
+    sqlite3 *db;
+    sqlite3_open(w->run, &db);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, "SELECT sum(fed), count(*) FROM decisions", -1, &q, NULL);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 2);
+    assert_int_equal(sqlite3_column_int(q, 1), 5);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
+{
+    world *w = *state;
+    start(w);
+    http_resp r;
+    char *raw;
+    /* A body that is not JSON, correctly signed: recorded. */
+    raw = raw_post("/payments", "X-Tenant-Id: t\r\nIdempotency-Key: k\r\n", "{not json", 9);
+    assert_int_equal(post(w, raw, &r), 202);
+    ust_free(raw);
+    const char bad_utf8[] = "{\"order_id\":\"\xff\xfe\",\"amount\":1,\"currency\":\"eur\"}";
+    raw = raw_post("/payments", "Idempotency-Key: k2\r\n", bad_utf8, sizeof(bad_utf8) - 1);
+    assert_int_equal(post(w, raw, &r), 202);
+    ust_free(raw);
+    size_t deep = 10000;
+    char *nested = ust_malloc(2 * deep + 1);
+    memset(nested, '[', deep);
+    memset(nested + deep, ']', deep);
+    raw = raw_post("/payments", "Idempotency-Key: k3\r\n", nested, 2 * deep);
+    assert_int_equal(post(w, raw, &r), 202);
+    ust_free(raw);
+    ust_free(nested);
+    char *big = ust_malloc(40000);
+    memset(big, 'x', 40000);
+    raw = raw_post("/payments", NULL, big, 40000);
+    assert_int_equal(post(w, raw, &r), 413);
+    assert_non_null(strstr(r.body, "over the limit"));
+    ust_free(raw);
+    ust_free(big);
+    char headers[4096] = "";
+    for (int i = 0; i < 20; i++)
+        snprintf(headers + strlen(headers), sizeof(headers) - strlen(headers),
+                 "X-Extra-%d: %d\r\n", i, i);
+    raw = raw_post("/payments", headers, "{}", 2);
+    assert_int_equal(post(w, raw, &r), 431);
+    ust_free(raw);
+    raw = raw_post("/nowhere", NULL, "{}", 2);
+    assert_int_equal(post(w, raw, &r), 404);
+    ust_free(raw);
+    const char get[] = "GET /payments HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_int_equal(http_once(w->srv.port, get, sizeof(get) - 1, &r), 405);
+    const char garbage[] = "HELLO THERE\r\n\r\n";
+    assert_int_equal(http_once(w->srv.port, garbage, sizeof(garbage) - 1, &r), 400);
+    /* A slow client: half a request, then nothing. */
+    int fd = http_connect(w->srv.port);
+    send_all(fd, "POST /payments HTTP/1.1\r\nHost: t\r\n", 34);
+    char buf[4096];
+    size_t len = 0;
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 408);
+    close(fd);
+    const char health[] = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_int_equal(http_once(w->srv.port, health, sizeof(health) - 1, &r), 200);
+    const char metrics[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_int_equal(http_once(w->srv.port, metrics, sizeof(metrics) - 1, &r), 200);
+    assert_non_null(strstr(r.body, "understudy_requests_refused_total{status=\"413\"} 1"));
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
+static void test_keep_alive_and_pipelining(void **state)
+{
+    world *w = *state;
+    start(w);
+    char *a = raw_post("/payments", "Idempotency-Key: p1\r\n", "{\"order_id\":\"a\"}", 16);
+    char *b = raw_post("/payments", "Idempotency-Key: p2\r\n", "{\"order_id\":\"b\"}", 16);
+    const char health[] = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    char *all = ust_sprintf("%s%s%s", a, health, b);
+    int fd = http_connect(w->srv.port);
+    send_all(fd, all, strlen(all)); /* three requests in one write */
+    char buf[8192];
+    size_t len = 0;
+    http_resp r;
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 202);
+    assert_non_null(strstr(r.body, "\"seq\":1"));
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 202);
+    assert_non_null(strstr(r.body, "\"seq\":2"));
+    /* and the connection stays open for more */
+    send_all(fd, a, strlen(a));
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_non_null(strstr(r.body, "\"seq\":3"));
+    close(fd);
+    ust_free(a);
+    ust_free(b);
+    ust_free(all);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
+/* ---- concurrent load, SIGKILL, restart ------------------------------- */
+
+typedef struct loader {
+    int port, id;
+    int64_t acked[4096]; /* seq of every 2xx */
+    char order[4096][24]; /* and the order id its body carried */
+    int n_acked;
+    volatile int *stop;
+} loader;
+
+static void *load(void *arg)
+{
+    loader *l = arg;
+    char buf[8192];
+    for (int i = 0; !*l->stop && i < 4000; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)l->port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+            close(fd);
+            break; /* the server is gone */
+        }
+        /* a few requests per connection, keep-alive */
+        size_t len = 0;
+        for (int k = 0; k < 5; k++) {
+            char body[128], key[64];
+            snprintf(body, sizeof(body), "{\"order_id\":\"w%d-%d-%d\",\"amount\":%d,"
+                                         "\"currency\":\"eur\"}",
+                     l->id, i, k, 100 + k);
+            snprintf(key, sizeof(key), "Idempotency-Key: w%d-%d\r\n", l->id, i);
+            char *raw = raw_post("/payments", key, body, strlen(body));
+            send_all(fd, raw, strlen(raw));
+            ust_free(raw);
+            http_resp r;
+            if (!read_response(fd, buf, &len, sizeof(buf), &r))
+                break;
+            if (r.status / 100 == 2 && l->n_acked < 4096) {
+                const char *s = strstr(r.body, "\"seq\":");
+                snprintf(l->order[l->n_acked], sizeof(l->order[0]), "w%d-%d-%d", l->id, i, k);
+                l->acked[l->n_acked++] = s ? atoll(s + 6) : -1;
+            }
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static char *dump_divergences(const char *run)
+{
+    sqlite3 *db;
+    sqlite3_open(run, &db);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, "SELECT group_concat(seq || class || fields, ';') FROM"
+                           " (SELECT * FROM divergences ORDER BY seq)",
+                       -1, &q, NULL);
+    sqlite3_step(q);
+    const char *t = (const char *)sqlite3_column_text(q, 0);
+    char *out = ust_strdup(t ? t : "");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return out;
+}
+
+static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
+{
+    world *w = *state;
+    start(w);
+    enum { N = 4 };
+    static loader ls[N];
+    pthread_t th[N];
+    volatile int stop = 0;
+    for (int i = 0; i < N; i++) {
+        memset(&ls[i], 0, sizeof(ls[i]));
+        ls[i].port = w->srv.port;
+        ls[i].id = i;
+        ls[i].stop = &stop;
+        pthread_create(&th[i], NULL, load, &ls[i]);
+    }
+    /* Let load build up, then kill the server in the middle of it. */
+    for (int waited = 0; waited < 200; waited++) {
+        int acked = 0;
+        for (int i = 0; i < N; i++)
+            acked += ls[i].n_acked;
+        if (acked > 200)
+            break;
+        usleep(10000);
+    }
+    server_stop(&w->srv, SIGKILL);
+    w->srv.pid = 0;
+    stop = 1;
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+
+    /* Every acknowledged request is in the log, and the chain holds. */
+    ust_log *log = NULL;
+    assert_int_equal(ust_log_open(w->log, 0, &log, NULL), 0);
+    ust_log_verify_result vr;
+    assert_int_equal(ust_log_verify(log, &vr, NULL), 0);
+    int total = 0;
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < ls[i].n_acked; k++, total++) {
+            /* the row at the acknowledged seq holds that very request */
+            ust_log_cursor *cur = NULL;
+            ust_log_record rec;
+            memset(&rec, 0, sizeof(rec));
+            assert_int_equal(ust_log_cursor_open(log, ls[i].acked[k] - 1, &cur, NULL), 0);
+            assert_int_equal(ust_log_cursor_next(cur, &rec, NULL), 1);
+            assert_int_equal(rec.seq, ls[i].acked[k]);
+            char want[40];
+            snprintf(want, sizeof(want), "\"%s\"", ls[i].order[k]);
+            assert_non_null(memmem(rec.req.body, rec.req.body_len, want, strlen(want)));
+            ust_log_record_clear(&rec);
+            ust_log_cursor_close(cur);
+        }
+    assert_true(total > 200);
+    ust_log_close(log);
+
+    /* Restart: the runner resumes; after a clean stop it has decided every
+     * event exactly once, the same as a replay of the same log. */
+    start(w);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    char *live = dump_divergences(w->run);
+    sqlite3 *db;
+    sqlite3_open(w->run, &db);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, "SELECT count(*), max(seq), count(DISTINCT seq) FROM decisions", -1,
+                       &q, NULL);
+    sqlite3_step(q);
+    assert_int_equal(sqlite3_column_int64(q, 0), vr.head_seq);
+    assert_int_equal(sqlite3_column_int64(q, 1), vr.head_seq);
+    assert_int_equal(sqlite3_column_int64(q, 2), vr.head_seq);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+
+    ust_config *cfg = NULL;
+    assert_int_equal(ust_config_load(w->cfg, &cfg, NULL), 0);
+    char replay_run[PATH_MAX];
+    snprintf(replay_run, sizeof(replay_run), "%s/replay.db", w->dir);
+    ust_replay_opts o = {.cfg = cfg, .log_path = w->log, .run_path = replay_run};
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    char *replayed = dump_divergences(replay_run);
+    assert_string_equal(live, replayed);
+    assert_true(strlen(live) > 0);
+    ust_free(live);
+    ust_free(replayed);
+    ust_config_free(cfg);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_signatures_at_the_door),
+        T(test_bad_input_gets_its_status_and_the_server_stays_up),
+        T(test_keep_alive_and_pipelining),
+        T(test_sigkill_under_load_loses_nothing_acknowledged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
