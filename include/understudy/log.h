@@ -111,6 +111,13 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_reque
                             size_t n, int64_t *first_seq, ust_sig_status *sigs,
                             char **err);
 
+/* Derives req under cfg into rec for ust_log_append: rec->req is a shallow
+ * copy (the request stays the caller's), the derived fields are rec's own
+ * and released by ust_log_record_clear_derived. 0 or UST_ENOMEM. */
+int ust_log_record_derive(const ust_config *cfg, const ust_request *req, ust_log_record *rec,
+                          char **err);
+void ust_log_record_clear_derived(ust_log_record *rec);
+
 /* Writes every row as JSONL. */
 int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err);
 

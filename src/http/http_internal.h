@@ -25,6 +25,12 @@ typedef struct ust__slot {
 /* A recorded request on its way through the writer thread. */
 typedef struct ust__job {
     struct ust__job *next;
+    uv_work_t work;     /* derivation on libuv's thread pool */
+    uint64_t ticket;    /* arrival order: the writer takes jobs in this order */
+    ust_log_record rec; /* derived fields; rec.req borrows req */
+    int derive_rc;
+    const ust_config *cfg;
+    struct ust__server *srv;
     ust_request req;
     ust__slot *slot;
     int64_t seq;
@@ -47,8 +53,8 @@ typedef struct ust__metrics {
     atomic_llong recorded[UST__MAX_ROUTES][UST__SIG_STATES];
     atomic_llong commits, committed_events, commit_us_total, commit_us_max;
     atomic_llong append_failures;
-    atomic_llong last_seq;    /* newest durable seq */
-    atomic_llong runner_seq;  /* newest seq the runner decided */
+    atomic_llong last_seq;   /* newest durable seq */
+    atomic_llong runner_seq; /* newest seq the runner decided */
     atomic_llong divergences, runner_events, runner_us_total;
     atomic_llong rejected[6]; /* 400 404 405 408 413 431 */
 } ust__metrics;
@@ -61,6 +67,10 @@ typedef struct ust__server {
     uv_signal_t sigint, sigterm;
     struct ust__conn *conns; /* every open connection */
     int stopping;
+    uint64_t next_ticket, next_submit;
+    ust__job *reorder; /* derived, waiting for an earlier ticket; by ticket */
+    int deriving;      /* jobs not yet handed to the writer */
+    int finished;      /* the stop sequence has run */
     /* writer thread: requests in, results out */
     ust__queue in;
     pthread_mutex_t done_mu;

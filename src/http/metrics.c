@@ -30,7 +30,9 @@ char *ust__metrics_render(ust__server *s)
           f);
     for (size_t r = 0; r < cfg->n_routes && r < UST__MAX_ROUTES; r++)
         for (int sig = 0; sig < UST__SIG_STATES; sig++)
-            fprintf(f, "understudy_events_recorded_total{route=\"%s\",signature=\"%s\"} %lld\n",
+            fprintf(f,
+                    "understudy_events_recorded_total{route=\"%s\",signature=\"%s\"} "
+                    "%lld\n",
                     cfg->routes[r].path, ust_sig_status_name((ust_sig_status)sig),
                     (long long)atomic_load(&m->recorded[r][sig]));
     fputs("# HELP understudy_requests_refused_total Requests answered with an error"
@@ -51,18 +53,20 @@ char *ust__metrics_render(ust__server *s)
             "# TYPE understudy_append_failures_total counter\n"
             "understudy_append_failures_total %lld\n",
             commits, (long long)atomic_load(&m->committed_events),
-            atomic_load(&m->commit_us_total) / 1e6, atomic_load(&m->commit_us_max) / 1e6,
+            atomic_load(&m->commit_us_total) / 1e6,
+            atomic_load(&m->commit_us_max) / 1e6,
             (long long)atomic_load(&m->append_failures));
     long long last = atomic_load(&m->last_seq), ran = atomic_load(&m->runner_seq);
-    fprintf(f,
-            "# TYPE understudy_log_head_seq gauge\nunderstudy_log_head_seq %lld\n"
-            "# TYPE understudy_runner_lag_events gauge\nunderstudy_runner_lag_events %lld\n"
-            "# TYPE understudy_runner_events_total counter\n"
-            "understudy_runner_events_total %lld\n"
-            "# TYPE understudy_divergences_total counter\n"
-            "understudy_divergences_total %lld\n",
-            last, last > ran ? last - ran : 0, (long long)atomic_load(&m->runner_events),
-            (long long)atomic_load(&m->divergences));
+    fprintf(
+        f,
+        "# TYPE understudy_log_head_seq gauge\nunderstudy_log_head_seq %lld\n"
+        "# TYPE understudy_runner_lag_events gauge\nunderstudy_runner_lag_events %lld\n"
+        "# TYPE understudy_runner_events_total counter\n"
+        "understudy_runner_events_total %lld\n"
+        "# TYPE understudy_divergences_total counter\n"
+        "understudy_divergences_total %lld\n",
+        last, last > ran ? last - ran : 0, (long long)atomic_load(&m->runner_events),
+        (long long)atomic_load(&m->divergences));
     fclose(f);
     char *out = ust_strdup(buf);
     free(buf);

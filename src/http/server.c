@@ -49,21 +49,36 @@ typedef struct write_req {
 static const char *reason_phrase(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 422: return "Unprocessable Content";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Content Too Large";
+    case 422:
+        return "Unprocessable Content";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Status";
     }
 }
 
@@ -80,11 +95,12 @@ static void set_response(ust__slot *slot, int status, const char *content_type,
                          const char *extra_headers, const char *body)
 {
     size_t blen = strlen(body);
-    slot->response = ust_sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                                 "%s%s\r\n%s",
-                                 status, reason_phrase(status), content_type, blen,
-                                 extra_headers ? extra_headers : "",
-                                 slot->close_after ? "Connection: close\r\n" : "", body);
+    slot->response =
+        ust_sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                    "%s%s\r\n%s",
+                    status, reason_phrase(status), content_type, blen,
+                    extra_headers ? extra_headers : "",
+                    slot->close_after ? "Connection: close\r\n" : "", body);
     slot->response_len = slot->response ? strlen(slot->response) : 0;
     slot->ready = 1;
 }
@@ -162,6 +178,8 @@ static ust__slot *new_slot(ust__conn *c)
 
 /* ---- connections ------------------------------------------------------- */
 
+static void maybe_finish_stop(ust__server *s);
+
 static void maybe_free(ust__conn *c)
 {
     if (c->handles > 0)
@@ -178,14 +196,21 @@ static void maybe_free(ust__conn *c)
     ust_free(c->field);
     ust_free(c->value);
     ust_free(c);
-    if (s->stopping && s->conns == NULL) {
-        /* Everyone is answered: let the writer drain, the runner catch up. */
-        ust__writer_stop(s);
-        ust__follower_stop(s);
-        uv_close((uv_handle_t *)&s->done_async, NULL);
-        uv_close((uv_handle_t *)&s->sigint, NULL);
-        uv_close((uv_handle_t *)&s->sigterm, NULL);
-    }
+    maybe_finish_stop(s);
+}
+
+/* Once stopping and every connection is closed and every request it read
+ * is with the writer: let the writer drain, the runner catch up, and close. */
+static void maybe_finish_stop(ust__server *s)
+{
+    if (!s->stopping || s->conns != NULL || s->deriving > 0 || s->finished)
+        return;
+    s->finished = 1;
+    ust__writer_stop(s);
+    ust__follower_stop(s);
+    uv_close((uv_handle_t *)&s->done_async, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -239,8 +264,8 @@ static void on_timeout(uv_timer_t *t)
 
 static void arm_timer(ust__conn *c)
 {
-    uv_timer_start(&c->timer, on_timeout, (uint64_t)c->srv->o->cfg->limits.header_timeout_ms,
-                   0);
+    uv_timer_start(&c->timer, on_timeout,
+                   (uint64_t)c->srv->o->cfg->limits.header_timeout_ms, 0);
 }
 
 /* ---- parsing ----------------------------------------------------------- */
@@ -283,8 +308,9 @@ static int on_url(http_parser *p, const char *at, size_t n)
     ust__conn *c = p->data;
     if (c->target_len + n > MAX_TARGET)
         return stop_parser(c, 431, "the request target is too long");
-    return grow_append(&c->target, &c->target_len, at, n) ? stop_parser(c, 503, "out of memory")
-                                                         : 0;
+    return grow_append(&c->target, &c->target_len, at, n)
+               ? stop_parser(c, 503, "out of memory")
+               : 0;
 }
 
 static int end_header(ust__conn *c)
@@ -311,8 +337,9 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
             return stop_parser(c, 431, "too many request headers");
         c->in_value = 0;
     }
-    return grow_append(&c->field, &c->field_len, at, n) ? stop_parser(c, 503, "out of memory")
-                                                       : 0;
+    return grow_append(&c->field, &c->field_len, at, n)
+               ? stop_parser(c, 503, "out of memory")
+               : 0;
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t n)
@@ -321,8 +348,9 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     if ((c->header_bytes += n) > MAX_HEADER_BYTES)
         return stop_parser(c, 431, "the request headers are too large");
     c->in_value = 1;
-    return grow_append(&c->value, &c->value_len, at, n) ? stop_parser(c, 503, "out of memory")
-                                                       : 0;
+    return grow_append(&c->value, &c->value_len, at, n)
+               ? stop_parser(c, 503, "out of memory")
+               : 0;
 }
 
 static int on_headers_complete(http_parser *p)
@@ -370,6 +398,36 @@ static void answer_plain(ust__conn *c, int status, const char *ct, const char *e
     set_response(slot, status, ct, extra, body);
 }
 
+/* On the thread pool: JSON parse, request hash, signature, fields. */
+static void derive_work(uv_work_t *w)
+{
+    ust__job *job = w->data;
+    job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
+}
+
+/* Back on the loop: hand jobs to the writer in arrival order, so seq order
+ * is the order requests were read (derivation may finish out of order). */
+static void derive_done(uv_work_t *w, int status)
+{
+    ust__job *job = w->data;
+    ust__server *s = job->srv;
+    if (status != 0 && job->derive_rc == 0)
+        job->derive_rc = UST_EIO;
+    ust__job **at = &s->reorder;
+    while (*at != NULL && (*at)->ticket < job->ticket)
+        at = &(*at)->next;
+    job->next = *at;
+    *at = job;
+    while (s->reorder != NULL && s->reorder->ticket == s->next_submit) {
+        ust__job *next = s->reorder->next;
+        ust__writer_submit(s, s->reorder);
+        s->reorder = next;
+        s->next_submit++;
+        s->deriving--;
+    }
+    maybe_finish_stop(s);
+}
+
 static int on_message_complete(http_parser *p)
 {
     ust__conn *c = p->data;
@@ -387,7 +445,8 @@ static int on_message_complete(http_parser *p)
             answer_plain(c, 405, "application/json", "Allow: GET\r\n",
                          "{\"error\":\"use GET\"}", keep_alive);
         } else if (path[1] == 'h') {
-            answer_plain(c, 200, "application/json", NULL, "{\"status\":\"ok\"}", keep_alive);
+            answer_plain(c, 200, "application/json", NULL, "{\"status\":\"ok\"}",
+                         keep_alive);
         } else {
             char *text = ust__metrics_render(s);
             answer_plain(c, 200, "text/plain; version=0.0.4", NULL, text ? text : "",
@@ -416,6 +475,7 @@ static int on_message_complete(http_parser *p)
     }
     ust__job *job = ust_calloc(1, sizeof(*job));
     ust__slot *slot = job ? new_slot(c) : NULL;
+    int queued;
     if (slot == NULL) {
         ust_free(job);
         return stop_parser(c, 503, "out of memory");
@@ -429,7 +489,14 @@ static int on_message_complete(http_parser *p)
     c->body_cap = 0;
     job->slot = slot;
     job->route_index = (size_t)(route - s->o->cfg->routes);
-    ust__writer_submit(s, job);
+    job->ticket = s->next_ticket++;
+    job->cfg = s->o->cfg;
+    job->srv = s;
+    job->work.data = job;
+    s->deriving++;
+    queued = uv_queue_work(s->loop, &job->work, derive_work, derive_done);
+    if (queued != 0)
+        derive_done(&job->work, queued);
     return 0;
 }
 
@@ -454,10 +521,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     ust__conn *c = stream->data;
     if (nread > 0 && !c->closing) {
-        size_t done = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
+        size_t done =
+            http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
         if (done != (size_t)nread || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
-            const char *why = c->refuse ? c->refuse_why
-                                        : http_errno_description(HTTP_PARSER_ERRNO(&c->parser));
+            const char *why =
+                c->refuse ? c->refuse_why
+                          : http_errno_description(HTTP_PARSER_ERRNO(&c->parser));
             refuse(c, c->refuse ? c->refuse : 400, why);
         } else {
             flush(c);
@@ -532,7 +601,8 @@ static void answer_job(ust__job *job, ust__server *s)
         set_response(slot, 401, "application/json", NULL, body);
     } else {
         char body[96];
-        snprintf(body, sizeof(body), "{\"recorded\":true,\"seq\":%lld}", (long long)job->seq);
+        snprintf(body, sizeof(body), "{\"recorded\":true,\"seq\":%lld}",
+                 (long long)job->seq);
         set_response(slot, 202, "application/json", NULL, body);
     }
     (void)s;
@@ -552,8 +622,10 @@ static void on_done(uv_async_t *a)
             answer_job(j, s);
             flush(slot->conn);
         } else {
-            ust_free(slot); /* its connection is gone; the event is stored all the same */
+            ust_free(
+                slot); /* its connection is gone; the event is stored all the same */
         }
+        ust_log_record_clear_derived(&j->rec);
         ust_request_clear(&j->req);
         ust_free(j->failure);
         ust_free(j);
@@ -581,13 +653,7 @@ static void begin_stop(ust__server *s)
             c->tail->close_after = 1;
         c = next;
     }
-    if (s->conns == NULL) {
-        ust__writer_stop(s);
-        ust__follower_stop(s);
-        uv_close((uv_handle_t *)&s->done_async, NULL);
-        uv_close((uv_handle_t *)&s->sigint, NULL);
-        uv_close((uv_handle_t *)&s->sigterm, NULL);
-    }
+    maybe_finish_stop(s);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -647,7 +713,8 @@ int ust_serve(const ust_serve_opts *o, char **err)
     if (uvrc == 0)
         uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
     if (uvrc != 0)
-        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen, uv_strerror(uvrc));
+        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
+                      uv_strerror(uvrc));
     if (rc == 0)
         rc = ust__writer_start(s, err);
     if (rc == 0 && o->run_path != NULL)

@@ -1,6 +1,7 @@
 /* The writer thread: group commit. It takes every request queued since its
- * last commit (up to a batch), derives and appends them in one transaction
- * with synchronous=FULL, and only then hands them back to the loop to be
+ * last commit (up to a batch; derived already, on libuv's thread pool, so
+ * JSON parsing runs on every core) and appends them in one transaction with
+ * synchronous=FULL, and only then hands them back to the loop to be
  * answered: nothing is acknowledged before it is on disk. */
 #include "http/http_internal.h"
 
@@ -33,14 +34,19 @@ static void finish(ust__server *s, ust__job *first, ust__job *last)
 
 static void commit_batch(ust__server *s, ust__job *batch, size_t n)
 {
-    static ust_request reqs[MAX_BATCH];
-    static ust_sig_status sigs[MAX_BATCH];
+    static ust_log_record recs[MAX_BATCH];
     ust__job *j = batch;
-    for (size_t i = 0; i < n; i++, j = j->next)
-        reqs[i] = j->req; /* shallow: the jobs keep ownership */
-    int64_t first = 0, t0 = now_us();
+    int rc = 0;
     char *err = NULL;
-    int rc = ust_log_append_requests(s->log, s->o->cfg, reqs, n, &first, sigs, &err);
+    for (size_t i = 0; i < n; i++, j = j->next) {
+        recs[i] = j->rec; /* shallow: the jobs keep ownership */
+        if (j->derive_rc != 0 && rc == 0)
+            rc = ust_errf(&err, j->derive_rc, "cannot derive the event: %s",
+                          ust_strerror(j->derive_rc));
+    }
+    int64_t first = 0, t0 = now_us();
+    if (rc == 0)
+        rc = ust_log_append(s->log, recs, n, &first, &err);
     int64_t took = now_us() - t0;
     ust__metrics *m = &s->metrics;
     ust__job *last = batch;
@@ -49,9 +55,9 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
         last = j;
         if (rc == 0) {
             j->seq = first + (int64_t)i;
-            j->sig = sigs[i];
-            if (j->route_index < UST__MAX_ROUTES && sigs[i] < UST__SIG_STATES)
-                atomic_fetch_add(&m->recorded[j->route_index][sigs[i]], 1);
+            j->sig = j->rec.sig;
+            if (j->route_index < UST__MAX_ROUTES && j->sig < UST__SIG_STATES)
+                atomic_fetch_add(&m->recorded[j->route_index][j->sig], 1);
         } else {
             j->failure = ust_strdup(err ? err : ust_strerror(rc));
         }
@@ -61,7 +67,8 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
         atomic_fetch_add(&m->committed_events, (long long)n);
         atomic_fetch_add(&m->commit_us_total, took);
         long long max = atomic_load(&m->commit_us_max);
-        while (took > max && !atomic_compare_exchange_weak(&m->commit_us_max, &max, took))
+        while (took > max &&
+               !atomic_compare_exchange_weak(&m->commit_us_max, &max, took))
             ;
         atomic_store(&m->last_seq, first + (int64_t)n - 1);
     } else {

@@ -50,6 +50,24 @@ static void clear_derived(ust_log_record *rec)
     ust_log_record_clear(rec);
 }
 
+int ust_log_record_derive(const ust_config *cfg, const ust_request *req, ust_log_record *rec,
+                          char **err)
+{
+    ust_event ev;
+    int rc = ust_event_derive(cfg, req, &ev, err);
+    if (rc == 0)
+        rc = record_from_event(rec, req, &ev, cfg);
+    ust_event_clear(&ev);
+    if (rc != 0)
+        clear_derived(rec);
+    return rc;
+}
+
+void ust_log_record_clear_derived(ust_log_record *rec)
+{
+    clear_derived(rec);
+}
+
 int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_request *reqs,
                             size_t n, int64_t *first_seq, ust_sig_status *sigs, char **err)
 {
@@ -59,13 +77,9 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_reque
     int rc = 0;
     size_t built = 0;
     for (; rc == 0 && built < n; built++) {
-        ust_event ev;
-        rc = ust_event_derive(cfg, &reqs[built], &ev, err);
-        if (rc == 0)
-            rc = record_from_event(&recs[built], &reqs[built], &ev, cfg);
+        rc = ust_log_record_derive(cfg, &reqs[built], &recs[built], err);
         if (rc == 0 && sigs != NULL)
-            sigs[built] = ev.sig;
-        ust_event_clear(&ev);
+            sigs[built] = recs[built].sig;
     }
     if (rc == 0)
         rc = ust_log_append(log, recs, n, first_seq, err);
