@@ -14,6 +14,8 @@ static const char usage[] =
     "  replay --config FILE --log DB --run DB  feed a log to legacy and candidate\n"
     "  report --run DB --out DIR [--triage F]  HTML, Markdown and JSONL of a run\n"
     "  gate --run DB --triage FILE             may the candidate take over?\n"
+    "  drive --config FILE --render|--check|--target ... SCENARIO...\n"
+    "                                          scripted traffic and its outcome\n"
     "\n"
     "Every command has --help. Exit status: 0 success, 1 a finding (tampering,\n"
     "divergences not triaged), 2 a usage or input error.\n";
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
         return ust_cli_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return ust_cli_replay(argc - 1, argv + 1);
+    if (strcmp(cmd, "drive") == 0)
+        return ust_cli_drive(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
         return ust_cli_report(argc - 1, argv + 1);
     if (strcmp(cmd, "gate") == 0)

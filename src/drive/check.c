@@ -1,0 +1,175 @@
+/* Checking a run against the scenarios it was made from: each step's
+ * verdicts for both plugins, and exactly the divergences each scenario
+ * expects, no more. */
+#include <understudy/alloc.h>
+#include <understudy/drive.h>
+#include <understudy/error.h>
+
+#include <sqlite3.h>
+#include <string.h>
+
+typedef struct checker {
+    sqlite3 *db;
+    sqlite3_stmt *decision, *divs;
+    FILE *out;
+    int live;
+    long mismatches;
+} checker;
+
+static const char *expected_for(json_t *expect, const char *side, int copy)
+{
+    json_t *v = json_object_get(expect, side);
+    return json_is_array(v) ? json_string_value(json_array_get(v, (size_t)copy))
+                            : json_string_value(v);
+}
+
+static void mismatch(checker *k, const ust_scenario *s, size_t step, int copy, int64_t seq,
+                     const char *what)
+{
+    fprintf(k->out, "MISMATCH %s (%s) step %zu", s->name, s->file, step);
+    if (s->steps[step].copies > 1)
+        fprintf(k->out, " copy %d", copy);
+    fprintf(k->out, " (seq %lld): %s\n", (long long)seq, what);
+    k->mismatches++;
+}
+
+/* The outcome of one side at seq: its verdict, or "not_fed". */
+static char *outcome(checker *k, int64_t seq, const char *side, int *found)
+{
+    sqlite3_reset(k->decision);
+    sqlite3_bind_int64(k->decision, 1, seq);
+    *found = sqlite3_step(k->decision) == SQLITE_ROW;
+    if (!*found)
+        return NULL;
+    int col = strcmp(side, "legacy") == 0 ? 1 : 2;
+    const char *v = sqlite3_column_int(k->decision, 0)
+                        ? (const char *)sqlite3_column_text(k->decision, col)
+                        : "not_fed";
+    return ust_strdup(v ? v : "?");
+}
+
+static void check_step(checker *k, const ust_scenario *s, size_t i, int64_t first_seq)
+{
+    const ust_step *st = &s->steps[i];
+    static const char *const sides[] = {"legacy", "candidate"};
+    for (int side = 0; side < 2; side++) {
+        /* Live, the copies of a burst arrive in any order: compare as a set. */
+        int used[1000] = {0};
+        for (int c = 0; c < st->copies; c++) {
+            int found;
+            char *got = outcome(k, first_seq + c, sides[side], &found);
+            if (!found) {
+                mismatch(k, s, i, c, first_seq + c, "no decision in the run");
+                continue;
+            }
+            const char *want = expected_for(st->expect, sides[side], c);
+            int ok = strcmp(got, want) == 0;
+            if (k->live && st->timing_sensitive)
+                ok = 1; /* decided is all a live run can promise here */
+            else if (k->live && st->copies > 1) {
+                ok = 0;
+                for (int e = 0; e < st->copies && !ok; e++)
+                    if (!used[e] && strcmp(got, expected_for(st->expect, sides[side], e)) == 0)
+                        ok = used[e] = 1;
+            }
+            if (!ok) {
+                char *what = ust_sprintf("%s %s, expected %s", sides[side], got, want);
+                mismatch(k, s, i, c, first_seq + c, what ? what : "?");
+                ust_free(what);
+            }
+            ust_free(got);
+        }
+    }
+}
+
+/* Every expected divergence present (class and fields), nothing else. */
+static void check_divergences(checker *k, const ust_scenario *s, const int64_t *step_seq,
+                              int64_t first, int64_t last)
+{
+    json_t *want = s->divergences;
+    size_t n_want = json_array_size(want);
+    int *matched = ust_calloc(n_want ? n_want : 1, sizeof(int));
+    sqlite3_reset(k->divs);
+    sqlite3_bind_int64(k->divs, 1, first);
+    sqlite3_bind_int64(k->divs, 2, last);
+    while (matched && sqlite3_step(k->divs) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(k->divs, 0);
+        const char *cls = (const char *)sqlite3_column_text(k->divs, 1);
+        const char *fields = (const char *)sqlite3_column_text(k->divs, 2);
+        size_t step = 0;
+        while (step + 1 < s->n_steps && step_seq[step + 1] <= seq)
+            step++;
+        int copy = (int)(seq - step_seq[step]);
+        int found = 0;
+        for (size_t w = 0; w < n_want && !found; w++) {
+            json_t *d = json_array_get(want, w);
+            json_t *wcopy = json_object_get(d, "copy");
+            char *wfields = json_dumps(json_object_get(d, "fields"), JSON_COMPACT);
+            if (!matched[w] && (size_t)json_integer_value(json_object_get(d, "step")) == step &&
+                (wcopy == NULL || json_integer_value(wcopy) == copy || k->live) &&
+                strcmp(json_string_value(json_object_get(d, "class")), cls) == 0 &&
+                wfields && strcmp(wfields, fields) == 0)
+                found = matched[w] = 1;
+            free(wfields);
+        }
+        if (!found && !(k->live && s->steps[step].timing_sensitive)) {
+            char *what = ust_sprintf("unexpected divergence %s %s", cls, fields);
+            mismatch(k, s, step, copy, seq, what ? what : "?");
+            ust_free(what);
+        }
+    }
+    for (size_t w = 0; matched && w < n_want; w++) {
+        json_t *d = json_array_get(want, w);
+        size_t step = (size_t)json_integer_value(json_object_get(d, "step"));
+        if (matched[w] || (k->live && s->steps[step].timing_sensitive))
+            continue;
+        char *wfields = json_dumps(json_object_get(d, "fields"), JSON_COMPACT);
+        char *what = ust_sprintf("missing divergence %s %s",
+                                 json_string_value(json_object_get(d, "class")),
+                                 wfields ? wfields : "");
+        mismatch(k, s, step, 0, step_seq[step], what ? what : "?");
+        ust_free(what);
+        free(wfields);
+    }
+    ust_free(matched);
+}
+
+int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run_path,
+                       int live, FILE *out, char **err)
+{
+    checker k = {.out = out, .live = live};
+    if (sqlite3_open_v2(run_path, &k.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(k.db, "SELECT fed, l_verdict, c_verdict FROM decisions"
+                                 " WHERE seq = ?1",
+                           -1, &k.decision, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(k.db, "SELECT seq, class, fields FROM divergences WHERE seq"
+                                 " BETWEEN ?1 AND ?2 ORDER BY seq",
+                           -1, &k.divs, NULL) != SQLITE_OK) {
+        int rc = ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
+                          sqlite3_errmsg(k.db));
+        sqlite3_close(k.db);
+        return rc;
+    }
+    int64_t seq = 1;
+    size_t steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ust_scenario *s = scenarios[i];
+        int64_t *step_seq = ust_calloc(s->n_steps, sizeof(int64_t));
+        if (step_seq == NULL)
+            break;
+        int64_t first = seq;
+        for (size_t j = 0; j < s->n_steps; j++) {
+            step_seq[j] = seq;
+            check_step(&k, s, j, seq);
+            seq += s->steps[j].copies;
+            steps++;
+        }
+        check_divergences(&k, s, step_seq, first, seq - 1);
+        ust_free(step_seq);
+    }
+    fprintf(out, "%zu scenario(s), %zu step(s), %ld mismatch(es)\n", n, steps, k.mismatches);
+    sqlite3_finalize(k.decision);
+    sqlite3_finalize(k.divs);
+    sqlite3_close(k.db);
+    return k.mismatches ? 1 : 0;
+}
