@@ -16,6 +16,8 @@ static const char usage[] =
     "  gate --run DB --triage FILE             may the candidate take over?\n"
     "  drive --config FILE --render|--check|--target ... SCENARIO...\n"
     "                                          scripted traffic and its outcome\n"
+    "  gen --config FILE --events N --seed S --out OUT.jsonl [--truth FILE]\n"
+    "                                          synthetic traffic, deterministic\n"
     "\n"
     "Every command has --help. Exit status: 0 success, 1 a finding (tampering,\n"
     "divergences not triaged), 2 a usage or input error.\n";
@@ -46,6 +48,8 @@ int main(int argc, char **argv)
         return ust_cli_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
         return ust_cli_replay(argc - 1, argv + 1);
+    if (strcmp(cmd, "gen") == 0)
+        return ust_cli_gen(argc - 1, argv + 1);
     if (strcmp(cmd, "drive") == 0)
         return ust_cli_drive(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0)
