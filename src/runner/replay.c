@@ -3,6 +3,7 @@
  * plugin state and the cursor, so a killed replay resumes exactly where its
  * last commit left it. Divergence lines are written after their commit, so
  * the stream never shows what the run database does not hold. */
+#include "runner/decision_row.h"
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
@@ -176,11 +177,6 @@ static int bind_text(sqlite3_stmt *st, int col, const char *s)
     return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, col);
 }
 
-static int bind_text_copy(sqlite3_stmt *st, int col, const char *s)
-{
-    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT)
-             : sqlite3_bind_null(st, col);
-}
 
 static int entity_has_diverged(replay *r, const char *entity)
 {
@@ -237,42 +233,6 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     free(field_text);
     ust_free(cls);
     return rc;
-}
-
-/* JSON text of the flags, NULL when there are none (the common case). */
-static char *flags_text(const ust_decision *d)
-{
-    if (d->n_flags == 0)
-        return NULL;
-    json_t *a = json_array();
-    for (size_t i = 0; i < d->n_flags; i++)
-        json_array_append_new(a, json_string(d->flags[i]));
-    char *t = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    return t;
-}
-
-/* Binds a decision to the nine columns starting at col. */
-static void bind_decision(sqlite3_stmt *st, int col, const ust_decision *d)
-{
-    if (d == NULL) {
-        for (int i = 0; i < 9; i++)
-            sqlite3_bind_null(st, col + i);
-        return;
-    }
-    char *flags = flags_text(d);
-    char *headers = d->headers ? json_dumps(d->headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    bind_text(st, col, ust_verdict_name(d->verdict));
-    sqlite3_bind_int(st, col + 1, d->http_status);
-    bind_text(st, col + 2, d->state_before);
-    bind_text(st, col + 3, d->state_after);
-    bind_text_copy(st, col + 4, flags);
-    bind_text(st, col + 5, d->body);
-    bind_text_copy(st, col + 6, headers);
-    bind_text(st, col + 7, d->reason);
-    bind_text(st, col + 8, d->error);
-    free(flags);
-    free(headers);
 }
 
 static char *take(char **p)
@@ -347,8 +307,8 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
     bind_text(st, 7, ust_sig_status_name(ev.sig));
     sqlite3_bind_int(st, 8, fed);
     sqlite3_bind_int(st, 9, fields != NULL && json_array_size(fields) > 0);
-    bind_decision(st, 10, fed ? &l : NULL);
-    bind_decision(st, 19, fed ? &c : NULL);
+    ust__decision_bind(st, 10, fed ? &l : NULL);
+    ust__decision_bind(st, 19, fed ? &c : NULL);
     if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
         rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
     sqlite3_reset(st);
