@@ -15,6 +15,7 @@ typedef struct ust_serve_opts {
     const char *legacy_path, *candidate_path; /* NULL: from the config */
     FILE *divergences;     /* runner's JSON lines, or NULL */
     FILE *status;          /* one line when listening ("listening on ..."), or NULL */
+    int respond_legacy;    /* answer with the legacy's decision (needs run_path) */
 } ust_serve_opts;
 
 /* Serves until SIGTERM or SIGINT, then stops accepting, answers what is in

@@ -10,7 +10,7 @@
 
 static const char usage[] =
     "usage: understudy serve --config FILE [--listen ADDR] [--log DB] [--run DB]\n"
-    "                        [--respond ack] [--legacy SO] [--candidate SO]\n"
+    "                        [--respond ack|legacy] [--legacy SO] [--candidate SO]\n"
     "                        [--divergences FILE|-]\n"
     "\n"
     "Records every callback to a configured route in the event log, durably\n"
@@ -18,6 +18,9 @@ static const char usage[] =
     "webhook whose signature is invalid, missing or expired is recorded and\n"
     "answered 401. With a run database, a runner follows the log and feeds each\n"
     "event to the legacy and the candidate off the request path.\n"
+    "--respond legacy (needs --run): the legacy plugin's decision is the answer,\n"
+    "made right after the commit and recorded in RUN.answers; the candidate is\n"
+    "decided later by the runner and can neither change nor delay an answer.\n"
     "GET /healthz and GET /metrics (Prometheus text) are always served.\n"
     "SIGTERM or SIGINT: stop accepting, answer what is in flight, let the\n"
     "runner catch up, exit 0; a second signal exits at once.\n"
@@ -59,12 +62,10 @@ int ust_cli_serve(int argc, char **argv)
                             NULL);
     if (config == NULL)
         return ust_cli_fail(NULL, "serve: --config FILE is required (try --help)");
-    if (strcmp(respond, "ack") != 0)
-        return ust_cli_fail(ust_sprintf("serve: --respond %s: only \"ack\" is available in"
-                                        " this version (answers 202 once the event is"
-                                        " durable)",
-                                        respond),
+    if (strcmp(respond, "ack") != 0 && strcmp(respond, "legacy") != 0)
+        return ust_cli_fail(ust_sprintf("serve: --respond %s: expected ack or legacy", respond),
                             NULL);
+    o.respond_legacy = strcmp(respond, "legacy") == 0;
     char *err = NULL;
     ust_config *cfg = NULL;
     if (ust_config_load(config, &cfg, &err) != 0)

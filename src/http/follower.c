@@ -52,9 +52,14 @@ int ust__follower_start(ust__server *s, char **err)
     s->runner_opts.legacy_path = s->o->legacy_path;
     s->runner_opts.candidate_path = s->o->candidate_path;
     s->runner_opts.divergences = s->o->divergences;
+    char *answers = s->o->respond_legacy ? ust__answers_path(s->o->run_path) : NULL;
+    s->runner_opts.legacy_answers = answers;
     int rc = ust_runner_open(&s->runner_opts, &s->runner, err);
-    if (rc != 0)
+    if (rc != 0) {
+        ust_free(answers);
+        s->runner_opts.legacy_answers = NULL;
         return rc;
+    }
     atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
     pthread_mutex_init(&s->follow_mu, NULL);
     pthread_cond_init(&s->follow_cv, NULL);
@@ -90,4 +95,6 @@ void ust__follower_stop(ust__server *s)
     s->follower_started = 0;
     ust_runner_close(s->runner);
     s->runner = NULL;
+    ust_free((char *)s->runner_opts.legacy_answers);
+    s->runner_opts.legacy_answers = NULL;
 }

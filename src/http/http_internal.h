@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include <understudy/host.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
 #include <understudy/serve.h>
@@ -36,6 +37,7 @@ typedef struct ust__job {
     int64_t seq;
     ust_sig_status sig;
     char *failure; /* why the log could not take it, NULL when stored */
+    ust_decision *answer; /* --respond legacy: the legacy's decision */
     size_t route_index;
 } ust__job;
 
@@ -87,12 +89,22 @@ typedef struct ust__server {
     int64_t follow_wanted;
     ust_runner *runner;
     ust_replay_opts runner_opts;
+    struct responder *responder; /* --respond legacy, else NULL */
     ust__metrics metrics;
 } ust__server;
 
 int ust__writer_start(ust__server *s, char **err);
 void ust__writer_submit(ust__server *s, ust__job *job);
 void ust__writer_stop(ust__server *s);
+
+/* Hands committed jobs back to the loop to be answered. */
+void ust__jobs_done(ust__server *s, ust__job *first, ust__job *last);
+
+/* --respond legacy: the responder decides committed jobs before they go back. */
+int ust__responder_start(ust__server *s, char **err);
+void ust__responder_submit(ust__server *s, ust__job *first, ust__job *last);
+void ust__responder_stop(ust__server *s);
+char *ust__answers_path(const char *run_path);
 
 int ust__follower_start(ust__server *s, char **err);
 void ust__follower_notify(ust__server *s, int64_t seq);

@@ -207,6 +207,7 @@ static void maybe_finish_stop(ust__server *s)
         return;
     s->finished = 1;
     ust__writer_stop(s);
+    ust__responder_stop(s);
     ust__follower_stop(s);
     uv_close((uv_handle_t *)&s->done_async, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
@@ -584,10 +585,31 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- results from the writer ------------------------------------------ */
 
+/* The legacy's answer, exactly: its status, its headers, its body. */
+static void answer_with_decision(ust__slot *slot, const ust_decision *d)
+{
+    char *headers = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&headers, &len);
+    const char *k;
+    json_t *v;
+    json_object_foreach(d->headers, k, v)
+    {
+        if (f != NULL)
+            fprintf(f, "%s: %s\r\n", k, json_string_value(v));
+    }
+    if (f != NULL)
+        fclose(f);
+    set_response(slot, d->http_status, "application/json", headers, d->body ? d->body : "");
+    free(headers);
+}
+
 static void answer_job(ust__job *job, ust__server *s)
 {
     ust__slot *slot = job->slot;
-    if (job->failure != NULL) {
+    if (job->failure != NULL && job->seq > 0) {
+        set_json_error(slot, 503, job->failure); /* stored, but not decided */
+    } else if (job->failure != NULL) {
         char *why = ust_sprintf("the event log cannot be written: %s", job->failure);
         set_json_error(slot, 503, why ? why : "the event log cannot be written");
         ust_free(why);
@@ -599,6 +621,8 @@ static void answer_job(ust__job *job, ust__server *s)
                  "{\"error\":\"signature %s\",\"recorded\":true,\"seq\":%lld}",
                  ust_sig_status_name(job->sig), (long long)job->seq);
         set_response(slot, 401, "application/json", NULL, body);
+    } else if (job->answer != NULL) {
+        answer_with_decision(slot, job->answer);
     } else {
         char body[96];
         snprintf(body, sizeof(body), "{\"recorded\":true,\"seq\":%lld}",
@@ -626,6 +650,8 @@ static void on_done(uv_async_t *a)
                 slot); /* its connection is gone; the event is stored all the same */
         }
         ust_log_record_clear_derived(&j->rec);
+        ust_decision_clear(j->answer);
+        ust_free(j->answer);
         ust_request_clear(&j->req);
         ust_free(j->failure);
         ust_free(j);
@@ -715,12 +741,19 @@ int ust_serve(const ust_serve_opts *o, char **err)
     if (uvrc != 0)
         rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
                       uv_strerror(uvrc));
+    /* The writer first: it creates the log the others read. No request is
+     * read before the loop runs, so it commits nothing until all are up. */
     if (rc == 0)
         rc = ust__writer_start(s, err);
+    if (rc == 0 && o->respond_legacy)
+        rc = o->run_path ? ust__responder_start(s, err)
+                         : ust_errf(err, UST_EINVAL, "--respond legacy needs a run database"
+                                                     " (--run)");
     if (rc == 0 && o->run_path != NULL)
         rc = ust__follower_start(s, err);
     if (rc != 0) {
         ust__writer_stop(s);
+        ust__responder_stop(s);
         uv_close((uv_handle_t *)&s->listener, NULL);
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);

@@ -20,7 +20,7 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void finish(ust__server *s, ust__job *first, ust__job *last)
+void ust__jobs_done(ust__server *s, ust__job *first, ust__job *last)
 {
     pthread_mutex_lock(&s->done_mu);
     if (s->done_tail)
@@ -75,7 +75,11 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
         atomic_fetch_add(&m->append_failures, 1);
     }
     ust_free(err);
-    finish(s, batch, last);
+    if (s->responder != NULL) {
+        ust__responder_submit(s, batch, last); /* it notifies the follower */
+        return;
+    }
+    ust__jobs_done(s, batch, last);
     if (rc == 0)
         ust__follower_notify(s, first + (int64_t)n - 1);
 }

@@ -3,7 +3,9 @@
  * plugin state and the cursor, so a killed replay resumes exactly where its
  * last commit left it. Divergence lines are written after their commit, so
  * the stream never shows what the run database does not hold. */
+#include "runner/answers.h"
 #include "runner/decision_row.h"
+#include "runner/event_view.h"
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
@@ -24,6 +26,8 @@ struct ust_runner {
     sqlite3 *run;
     ust_store *store;
     ust_plugin *legacy, *candidate;
+    sqlite3 *answers;             /* serve --respond legacy: the answered decisions */
+    sqlite3_stmt *answer;
     sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
     char **lines; /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
@@ -235,45 +239,34 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     return rc;
 }
 
-static char *take(char **p)
+/* Live with --respond legacy, the legacy decided on the request path: its
+ * decision is read back, never made twice. */
+static int answered_decision(replay *r, int64_t seq, ust_decision *d, char **err)
 {
-    char *v = *p;
-    *p = NULL;
-    return v;
+    sqlite3_reset(r->answer);
+    sqlite3_bind_int64(r->answer, 1, seq);
+    if (sqlite3_step(r->answer) != SQLITE_ROW)
+        return ust_errf(err, UST_EDB, "answers: no legacy decision for seq %lld",
+                        (long long)seq);
+    int rc = ust__decision_read(r->answer, 1,
+                                (const char *)sqlite3_column_text(r->answer, 0), d);
+    /* Reset now: a statement left on a row keeps its read snapshot, and the
+     * next step would not see the responder's newer answers. */
+    sqlite3_reset(r->answer);
+    return rc;
 }
 
-/* Under the config a row was derived with, its stored fields are the event:
- * moved out of the record, with no body to parse (parsing is most of the
- * cost of derivation). Under another config the event is derived again from
- * the raw request, as the design promises. */
-static int event_from_record(const ust_config *cfg, ust_log_record *rec, ust_event *ev,
-                             char **err)
-{
-    if (strcmp(rec->config_hash, cfg->hash) != 0)
-        return ust_event_derive_ex(cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE, ev, err);
-    memset(ev, 0, sizeof(*ev));
-    ev->received_at_us = rec->req.received_at_us;
-    ev->route = rec->route ? ust_config_route(cfg, rec->route) : NULL;
-    ev->provider = take(&rec->provider);
-    ev->event_id = take(&rec->event_id);
-    ev->event_type = take(&rec->event_type);
-    ev->transaction_id = take(&rec->transaction_id);
-    ev->target_status = take(&rec->target_status);
-    ev->currency = take(&rec->currency);
-    ev->intent = take(&rec->intent);
-    ev->idem_key = take(&rec->idem_key);
-    ev->tenant = take(&rec->tenant);
-    ev->identity = take(&rec->identity);
-    ev->amount = rec->amount;
-    ev->has_amount = rec->has_amount;
-    memcpy(ev->request_sha256, rec->request_sha256, sizeof(ev->request_sha256));
-    return 0;
-}
-
+/* Under the config a row was derived with, the event is a view of the row's
+ * stored fields, with no body to parse (parsing is most of the cost of
+ * derivation); under another config it is derived again from the raw
+ * request, as the design promises. */
 static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char **err)
 {
     ust_event ev;
-    int rc = event_from_record(r->o->cfg, rec, &ev, err);
+    int viewed = ust__event_view(r->o->cfg, rec, &ev);
+    int rc = viewed ? 0
+                    : ust_event_derive_ex(r->o->cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE, &ev,
+                                          err);
     if (rc != 0)
         return rc;
     ev.seq = rec->seq;
@@ -287,7 +280,10 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
     const char *entity = ev.identity;
     json_t *fields = NULL;
     if (fed) {
-        ust_plugin_decide(r->legacy, &ev, &rec->req, &l);
+        if (r->answers != NULL)
+            rc = answered_decision(r, ev.seq, &l, err);
+        else
+            ust_plugin_decide(r->legacy, &ev, &rec->req, &l);
         ust_plugin_decide(r->candidate, &ev, &rec->req, &c);
         entity = l.entity ? l.entity : c.entity ? c.entity : ev.identity;
         fields = ust_compare_decisions(r->o->cfg, &l, &c);
@@ -317,7 +313,8 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
     json_decref(fields);
     ust_decision_clear(&l);
     ust_decision_clear(&c);
-    ust_event_clear(&ev);
+    if (!viewed)
+        ust_event_clear(&ev);
     r->last_seq = rec->seq;
     memcpy(r->last_hash, rec->hash, UST_SHA256_LEN);
     return rc;
@@ -342,6 +339,11 @@ static int open_parts(replay *r, char **err)
         (rc = ust_plugin_load(cpath, "candidate", o->cfg->candidate.config, r->store,
                               &r->candidate, err)) != 0)
         return rc;
+    if (o->legacy_answers != NULL &&
+        ((rc = ust__answers_open(o->legacy_answers, 1, &r->answers, err)) != 0 ||
+         sqlite3_prepare_v2(r->answers, UST__ANSWERS_SELECT, -1, &r->answer, NULL) != SQLITE_OK))
+        return rc ? rc : ust_errf(err, UST_EDB, "%s: %s", o->legacy_answers,
+                                  sqlite3_errmsg(r->answers));
     if ((rc = prepare(r,
                       "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
                       "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27)",
@@ -366,6 +368,8 @@ static void close_parts(replay *r)
     sqlite3_finalize(r->ins_divergence);
     sqlite3_finalize(r->set_cursor);
     sqlite3_finalize(r->entity_diverged);
+    sqlite3_finalize(r->answer);
+    sqlite3_close(r->answers);
     ust_plugin_unload(r->legacy);
     ust_plugin_unload(r->candidate);
     ust_store_close(r->store);
@@ -429,7 +433,13 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int64_t in_tx = 0;
+    /* Live with answers, go no further than the legacy has decided. */
+    int64_t limit = r->answers ? ust__answers_cursor(r->answers) : INT64_MAX;
     while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
+        if (rec.seq > limit) {
+            rc = 0;
+            break;
+        }
         rc = process(r, &rec, stats, err);
         stats->events++;
         if (rc == 0 && ++in_tx == every) {

@@ -9,6 +9,13 @@
 
 static const ust_host_api *host;
 
+#ifdef MISBEHAVE_BLOCK
+#include <unistd.h>
+/* Blocks every decide until the file named in its config exists: a
+ * candidate that hangs, for as long as the test wants. */
+static char unblock_file[512];
+#endif
+
 static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
 {
     (void)config_json;
@@ -18,6 +25,17 @@ static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
     return -1;
 #else
     (void)ctx;
+#ifdef MISBEHAVE_BLOCK
+    const char *at = strstr(config_json, "\"unblock_file\":\"");
+    if (at != NULL) {
+        at += strlen("\"unblock_file\":\"");
+        size_t n = strcspn(at, "\"");
+        if (n >= sizeof(unblock_file))
+            n = sizeof(unblock_file) - 1;
+        memcpy(unblock_file, at, n);
+        unblock_file[n] = '\0';
+    }
+#endif
     *instance = (void *)&host;
     return 0;
 #endif
@@ -27,6 +45,10 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
                   ust_plugin_decision *out)
 {
     (void)instance;
+#ifdef MISBEHAVE_BLOCK
+    while (access(unblock_file, F_OK) != 0)
+        usleep(10000);
+#endif
     const char *seen = NULL;
     int touched = host->state_get(ctx, "touched", &seen);
     /* Writes made before failing must not survive the failed call. */

@@ -416,6 +416,69 @@ static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
     ust_config_free(cfg);
 }
 
+/* --respond legacy: every answer is the legacy's decision, and a candidate
+ * that hangs (here until the test lets it go) changes and delays none of
+ * them: all are answered while it is still stuck on the first event. */
+static void test_respond_legacy_with_a_hanging_candidate(void **state)
+{
+    world *w = *state;
+    char blocker[PATH_MAX], unblock[PATH_MAX], lp[PATH_MAX];
+    snprintf(blocker, sizeof(blocker), "%s/tests/plugins/misbehaving_block.so",
+             getenv("UST_BUILD_DIR"));
+    snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
+    plugin_path("legacy", lp);
+    json_error_t jerr;
+    json_t *doc = json_load_file(w->cfg, 0, &jerr);
+    json_object_set_new(doc, "plugins",
+                        json_pack("{s:{s:s},s:{s:s,s:{s:s}}}", "legacy", "path", lp,
+                                  "candidate", "path", blocker, "config", "unblock_file",
+                                  unblock));
+    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
+    json_decref(doc);
+    const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0", "--log", w->log,
+                          "--run", w->run, "--respond", "legacy", NULL};
+    w->srv = server_start(args);
+    enum { N = 8 };
+    http_resp got[N];
+    for (int i = 0; i < N; i++) {
+        char key[64], body[128];
+        snprintf(key, sizeof(key), "X-Tenant-Id: t\r\nIdempotency-Key: k%d\r\n", i % 3);
+        snprintf(body, sizeof(body), "{\"order_id\":\"o%d\",\"amount\":%d,\"currency\":\"eur\"}",
+                 i % 3, 100 + i % 3);
+        char *raw = raw_post("/payments", key, body, strlen(body));
+        assert_true(post(w, raw, &got[i]) > 0);
+        ust_free(raw);
+    }
+    /* Every answer is in, and the candidate has decided nothing yet. */
+    sqlite3 *db;
+    sqlite3_open(w->run, &db);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &q, NULL);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        assert_int_equal(sqlite3_column_int(q, 0), 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    ust_test_write_file(unblock, "go");
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    /* Each answer was exactly the legacy's decision, and the candidate
+     * decided every event once it was let go. */
+    sqlite3_open(w->run, &db);
+    sqlite3_prepare_v2(db, "SELECT l_status, l_body, c_verdict FROM decisions ORDER BY seq", -1,
+                       &q, NULL);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(q, 0), got[i].status);
+        assert_string_equal((const char *)sqlite3_column_text(q, 1), got[i].body);
+        assert_string_equal((const char *)sqlite3_column_text(q, 2), "applied");
+    }
+    assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    assert_int_equal(got[0].status, 201);
+    assert_non_null(strstr(got[0].body, "\"payment_id\":\"pay_1\""));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -424,6 +487,7 @@ int main(void)
         T(test_bad_input_gets_its_status_and_the_server_stays_up),
         T(test_keep_alive_and_pipelining),
         T(test_sigkill_under_load_loses_nothing_acknowledged),
+        T(test_respond_legacy_with_a_hanging_candidate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
