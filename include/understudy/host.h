@@ -6,7 +6,9 @@
 
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdio.h>
 
+#include <understudy/config.h>
 #include <understudy/event.h>
 #include <understudy/hash.h>
 #include <understudy/plugin.h>
@@ -32,6 +34,10 @@ int ust_store_delete(ust_store *s, const char *key);
 int ust_store_claim(ust_store *s, const char *key, const char *value);
 /* keep=1 applies the staged writes, keep=0 drops them. 0 or UST_ENOMEM. */
 int ust_store_end_call(ust_store *s, int keep);
+/* A store whose operations go to the parent process over the plugin
+ * protocol (in = replies, out = requests): for a plugin isolated in a child. */
+ust_store *ust__store_remote(FILE *in, FILE *out);
+
 /* Writes every applied change to the database. Call inside the transaction
  * that also records the decisions they belong to. */
 int ust_store_flush(ust_store *s, char **err);
@@ -69,6 +75,13 @@ typedef struct ust_plugin ust_plugin;
 int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
                     ust_plugin **out, char **err);
 void ust_plugin_unload(ust_plugin *p);
+
+/* A plugin as its config says: in process (a .so), isolated in a child
+ * process (a .so with "isolate": true, the candidate's default), or a child
+ * running "exec" (any language, the JSON-lines protocol). path, when not
+ * NULL, replaces the config's library path. */
+int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
+                    ust_store *store, ust_plugin **out, char **err);
 const char *ust_plugin_name(const ust_plugin *p);
 const char *ust_plugin_version(const ust_plugin *p);
 const char *ust_plugin_file_sha256(const ust_plugin *p);

@@ -166,16 +166,15 @@ int ust__responder_start(ust__server *s, char **err)
         return UST_ENOMEM;
     s->responder = rp;
     char *path = ust__answers_path(s->o->run_path);
-    const char *legacy = s->o->legacy_path ? s->o->legacy_path : s->o->cfg->legacy.path;
+    const ust_plugin_config *pc = &s->o->cfg->legacy;
     int rc = path ? ust__answers_open(path, 0, &rp->db, err) : UST_ENOMEM;
     ust_free(path);
-    if (rc == 0 && legacy == NULL)
-        rc = ust_errf(err, UST_EINVAL, "--respond legacy: no legacy plugin (plugins.legacy.path)");
+    if (rc == 0 && s->o->legacy_path == NULL && pc->path == NULL && pc->exec == NULL)
+        rc = ust_errf(err, UST_EINVAL, "--respond legacy: no legacy plugin (plugins.legacy)");
     if (rc == 0)
         rc = ust_store_open(rp->db, &rp->store, err);
     if (rc == 0)
-        rc = ust_plugin_load(legacy, "legacy", s->o->cfg->legacy.config, rp->store, &rp->legacy,
-                             err);
+        rc = ust_plugin_open(pc, s->o->legacy_path, "legacy", rp->store, &rp->legacy, err);
     if (rc == 0 && (sqlite3_prepare_v2(rp->db, UST__ANSWERS_INSERT, -1, &rp->insert, NULL) ||
                     sqlite3_prepare_v2(rp->db, UST__ANSWERS_CURSOR, -1, &rp->cursor, NULL)))
         rc = ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(rp->db));

@@ -6,6 +6,9 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
+#include "plugin/child.h"
+#include "plugin/wire.h"
+
 #include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@ struct ust_plugin {
     char *path, *ns;
     char sha256[UST_SHA256_HEX_LEN + 1];
     ust_store *store;
+    ust__child *child; /* out of process: decide goes over the protocol */
 };
 
 static void host_log(ust_plugin_ctx *ctx, int level, const char *msg)
@@ -90,6 +94,7 @@ void ust_plugin_unload(ust_plugin *p)
 {
     if (p == NULL)
         return;
+    ust__child_close(p->child);
     if (p->instance != NULL && p->api->destroy != NULL)
         p->api->destroy(p->instance);
     if (p->handle != NULL)
@@ -172,12 +177,46 @@ fail:
 
 const char *ust_plugin_name(const ust_plugin *p)
 {
-    return p->api->name;
+    return p->child ? ust__child_name(p->child) : p->api->name;
 }
 
 const char *ust_plugin_version(const ust_plugin *p)
 {
-    return p->api->version;
+    return p->child ? ust__child_version(p->child) : p->api->version;
+}
+
+int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
+                    ust_store *store, ust_plugin **out, char **err)
+{
+    *out = NULL;
+    if (path == NULL)
+        path = pc->path;
+    if (path != NULL && !pc->isolate)
+        return ust_plugin_load(path, ns, pc->config, store, out, err);
+    if (path == NULL && pc->exec == NULL)
+        return ust_errf(err, UST_EPLUGIN, "plugin %s: neither a path nor exec", ns);
+    ust_plugin *p = ust_calloc(1, sizeof(*p));
+    if (p == NULL || (p->path = ust_strdup(path ? path : pc->exec[0])) == NULL ||
+        (p->ns = ust_strdup(ns)) == NULL) {
+        ust_plugin_unload(p);
+        return UST_ENOMEM;
+    }
+    p->store = store;
+    /* What identifies the code: the library, or the last argument of exec
+     * that names a file (the script), else the command itself. */
+    const char *file = path;
+    for (int i = 0; file == NULL && pc->exec[i] != NULL; i++)
+        if (pc->exec[i + 1] == NULL)
+            file = pc->exec[i];
+    if (ust_sha256_file_hex(file, p->sha256) != 0)
+        ust_sha256_hex(file, strlen(file), p->sha256);
+    int rc = ust__child_open(pc, path, ns, store, &p->child, err);
+    if (rc != 0) {
+        ust_plugin_unload(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
 }
 
 const char *ust_plugin_file_sha256(const ust_plugin *p)
@@ -229,7 +268,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* Checks and copies what the plugin returned; NULL when all is well, else a
  * static description of what is wrong. */
-static const char *adopt(const ust_plugin_decision *pd, ust_decision *d)
+const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d)
 {
     if (pd->verdict < UST_VERDICT_APPLIED || pd->verdict >= UST_VERDICT_ERROR)
         return "verdict out of range";
@@ -317,6 +356,10 @@ static void make_error(ust_decision *d, const char *why, const char *detail)
 void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
                        ust_decision *out)
 {
+    if (p->child != NULL) {
+        ust__child_decide(p->child, ev, req, out);
+        return;
+    }
     memset(out, 0, sizeof(*out));
     ust_plugin_header stack_hdrs[32];
     ust_plugin_header *hdrs = req->n_headers <= 32
@@ -337,7 +380,7 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
     const char *bad = NULL;
     if (rc != 0) {
         make_error(out, "decide failed", ctx.error ? ctx.error : "no reason given");
-    } else if ((bad = adopt(&pd, out)) != NULL) {
+    } else if ((bad = ust__adopt(&pd, out)) != NULL) {
         make_error(out, "plugin returned garbage", bad);
     }
     release(&pd);

@@ -12,6 +12,8 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CACHE_MAX (1u << 18)
@@ -44,7 +46,83 @@ struct ust_store {
     const char *ns; /* namespace of the call in progress */
     staged *stage;
     size_t n_stage, cap_stage;
+    /* Remote: a plugin isolated in a child process reaches its parent's
+     * store over the protocol's pipes; values live until the call ends. */
+    FILE *remote_in, *remote_out;
+    char **remote_vals;
+    size_t n_remote_vals, cap_remote_vals;
 };
+
+static void free_remote_vals(ust_store *s)
+{
+    for (size_t i = 0; i < s->n_remote_vals; i++)
+        ust_free(s->remote_vals[i]);
+    s->n_remote_vals = 0;
+}
+
+ust_store *ust__store_remote(FILE *in, FILE *out)
+{
+    ust_store *s = ust_calloc(1, sizeof(*s));
+    if (s != NULL) {
+        s->remote_in = in;
+        s->remote_out = out;
+    }
+    return s;
+}
+
+/* One request to the parent and its reply (a JSON object), or NULL. */
+static json_t *remote_call(ust_store *s, json_t *msg)
+{
+    char *line = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (line == NULL || fprintf(s->remote_out, "%s\n", line) < 0 || fflush(s->remote_out)) {
+        free(line);
+        return NULL;
+    }
+    free(line);
+    char *reply = NULL;
+    size_t cap = 0;
+    json_t *j = NULL;
+    if (getline(&reply, &cap, s->remote_in) > 0) {
+        json_error_t jerr;
+        j = json_loads(reply, 0, &jerr);
+    }
+    free(reply);
+    return j;
+}
+
+static int remote_op(ust_store *s, const char *op, const char *key, const char *value,
+                     const char **got)
+{
+    json_t *msg = json_pack("{s:s,s:s}", "type", op, "key", key);
+    if (value != NULL)
+        json_object_set_new(msg, "value", json_string(value));
+    json_t *r = remote_call(s, msg);
+    if (r == NULL)
+        return UST_EIO;
+    int rc = 0;
+    if (strcmp(op, "get") == 0) {
+        const char *v = json_string_value(json_object_get(r, "value"));
+        rc = v != NULL;
+        if (v != NULL) {
+            if (s->n_remote_vals == s->cap_remote_vals) {
+                size_t cap = s->cap_remote_vals ? s->cap_remote_vals * 2 : 8;
+                char **grown = ust_realloc(s->remote_vals, cap * sizeof(*grown));
+                if (grown == NULL) {
+                    json_decref(r);
+                    return UST_ENOMEM;
+                }
+                s->remote_vals = grown;
+                s->cap_remote_vals = cap;
+            }
+            *got = s->remote_vals[s->n_remote_vals++] = ust_strdup(v);
+        }
+    } else if (strcmp(op, "claim") == 0) {
+        rc = json_is_true(json_object_get(r, "claimed"));
+    }
+    json_decref(r);
+    return rc;
+}
 
 static uint64_t fnv1a(const char *p, size_t n)
 {
@@ -168,6 +246,8 @@ void ust_store_close(ust_store *s)
 {
     if (s == NULL)
         return;
+    free_remote_vals(s);
+    ust_free(s->remote_vals);
     if (s->buckets != NULL)
         clear_cache(s);
     clear_stage(s);
@@ -182,6 +262,7 @@ void ust_store_close(ust_store *s)
 
 void ust_store_begin_call(ust_store *s, const char *ns)
 {
+    free_remote_vals(s);
     clear_stage(s);
     s->ns = ns;
 }
@@ -283,6 +364,8 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
 
 int ust_store_get(ust_store *s, const char *key, const char **value)
 {
+    if (s->remote_out != NULL)
+        return remote_op(s, "get", key, NULL, value);
     size_t klen;
     char *k = make_key(s->ns, key, &klen);
     if (k == NULL)
@@ -330,6 +413,8 @@ int ust_store_put(ust_store *s, const char *key, const char *value)
 {
     if (key == NULL || value == NULL)
         return UST_EINVAL;
+    if (s->remote_out != NULL)
+        return remote_op(s, "put", key, value, NULL);
     return stage(s, key, value);
 }
 
@@ -337,6 +422,8 @@ int ust_store_delete(ust_store *s, const char *key)
 {
     if (key == NULL)
         return UST_EINVAL;
+    if (s->remote_out != NULL)
+        return remote_op(s, "delete", key, NULL, NULL);
     return stage(s, key, NULL);
 }
 
@@ -344,6 +431,8 @@ int ust_store_claim(ust_store *s, const char *key, const char *value)
 {
     if (key == NULL || value == NULL)
         return UST_EINVAL;
+    if (s->remote_out != NULL)
+        return remote_op(s, "claim", key, value, NULL);
     const char *existing = NULL;
     int rc = ust_store_get(s, key, &existing);
     if (rc != 0)
@@ -354,6 +443,8 @@ int ust_store_claim(ust_store *s, const char *key, const char *value)
 
 int ust_store_end_call(ust_store *s, int keep)
 {
+    if (s->remote_out != NULL)
+        return 0; /* the parent keeps or drops the call's writes */
     int rc = 0;
     for (size_t i = 0; keep && i < s->n_stage; i++) {
         staged *st = &s->stage[i];

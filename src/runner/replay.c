@@ -323,20 +323,20 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
 static int open_parts(replay *r, char **err)
 {
     const ust_replay_opts *o = r->o;
-    const char *lpath = o->legacy_path ? o->legacy_path : o->cfg->legacy.path;
-    const char *cpath = o->candidate_path ? o->candidate_path : o->cfg->candidate.path;
-    if (lpath == NULL || cpath == NULL)
+    int has_legacy = o->legacy_path || o->cfg->legacy.path || o->cfg->legacy.exec;
+    int has_candidate = o->candidate_path || o->cfg->candidate.path || o->cfg->candidate.exec;
+    if (!has_legacy || !has_candidate)
         return ust_errf(err, UST_EINVAL,
-                        "%s: no %s plugin: set plugins.%s.path or pass --%s",
-                        o->cfg->file, lpath ? "candidate" : "legacy",
-                        lpath ? "candidate" : "legacy", lpath ? "candidate" : "legacy");
+                        "%s: no %s plugin: set plugins.%s.path (or exec) or pass --%s",
+                        o->cfg->file, has_legacy ? "candidate" : "legacy",
+                        has_legacy ? "candidate" : "legacy", has_legacy ? "candidate" : "legacy");
     int rc;
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__rundb_open(o->run_path, &r->run, err)) != 0 ||
         (rc = ust_store_open(r->run, &r->store, err)) != 0 ||
-        (rc = ust_plugin_load(lpath, "legacy", o->cfg->legacy.config, r->store, &r->legacy,
-                              err)) != 0 ||
-        (rc = ust_plugin_load(cpath, "candidate", o->cfg->candidate.config, r->store,
+        (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", r->store,
+                              &r->legacy, err)) != 0 ||
+        (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate", r->store,
                               &r->candidate, err)) != 0)
         return rc;
     if (o->legacy_answers != NULL &&

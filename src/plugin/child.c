@@ -1,0 +1,402 @@
+/* The host side of the JSON-lines plugin protocol. */
+#include "plugin/child.h"
+#include "plugin/wire.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define START_TIMEOUT_MS 10000
+#define MAX_LINE (4 << 20)
+#define MAX_BACKOFF_EVENTS 1024
+
+struct ust__child {
+    const ust_plugin_config *pc;
+    char *so_path, *ns, *config_text;
+    ust_store *store;
+    pid_t pid;
+    int to_fd, from_fd;
+    char *buf;
+    size_t len, cap;
+    char name[64], version[64];
+    int64_t skip_events; /* events to answer "down" before the next restart */
+    int64_t backoff;     /* doubles on each failed start, capped */
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Kills and reaps the child; describes how it ended into why (cap bytes). */
+static void reap(ust__child *c, int kill_it, char *why, size_t cap)
+{
+    if (c->pid <= 0)
+        return;
+    if (kill_it)
+        kill(c->pid, SIGKILL);
+    int status = 0;
+    pid_t got = waitpid(c->pid, &status, 0);
+    if (why != NULL && got == c->pid && !kill_it) {
+        if (WIFSIGNALED(status))
+            snprintf(why, cap, "killed by signal %d (%s)", WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+        else if (WIFEXITED(status))
+            snprintf(why, cap, "exited with status %d", WEXITSTATUS(status));
+    }
+    close(c->to_fd);
+    close(c->from_fd);
+    c->pid = 0;
+    c->len = 0;
+}
+
+static int spawn(ust__child *c, char **err)
+{
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0)
+        return ust_errf(err, UST_EPLUGIN, "cannot create pipes: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return ust_errf(err, UST_EPLUGIN, "cannot fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        /* Nothing of the host's (its databases above all) in the child. */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        if (c->so_path != NULL)
+            ust__shim_main(c->so_path, c->ns, 0, 1);
+        execvp(c->pc->exec[0], c->pc->exec);
+        fprintf(stderr, "understudy: cannot run %s: %s\n", c->pc->exec[0], strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    c->pid = pid;
+    c->to_fd = in[1];
+    c->from_fd = out[0];
+    fcntl(c->from_fd, F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+static int send_line(ust__child *c, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (text == NULL)
+        return UST_ENOMEM;
+    size_t n = strlen(text);
+    text[n] = '\n';
+    size_t off = 0;
+    int rc = 0;
+    while (off < n + 1) {
+        ssize_t w = write(c->to_fd, text + off, n + 1 - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rc = UST_EIO;
+            break;
+        }
+        off += (size_t)w;
+    }
+    free(text);
+    return rc;
+}
+
+/* The next line from the child, by deadline (monotonic ms). 0 and *line
+ * (freed with free()), UST_LIMIT on timeout, UST_EIO at EOF, UST_EPARSE when
+ * a line grows past MAX_LINE. */
+static int read_line(ust__child *c, int64_t deadline, char **line)
+{
+    for (;;) {
+        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+        if (nl != NULL) {
+            size_t n = (size_t)(nl - c->buf);
+            *line = malloc(n + 1);
+            if (*line == NULL)
+                return UST_ENOMEM;
+            memcpy(*line, c->buf, n);
+            (*line)[n] = '\0';
+            memmove(c->buf, nl + 1, c->len - n - 1);
+            c->len -= n + 1;
+            return 0;
+        }
+        if (c->len >= MAX_LINE)
+            return UST_EPARSE;
+        int64_t left = deadline - mono_ms();
+        if (left <= 0)
+            return UST_ELIMIT;
+        struct pollfd pfd = {c->from_fd, POLLIN, 0};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0)
+            return UST_ELIMIT;
+        if (c->len + 65536 > c->cap) {
+            size_t cap = c->cap ? c->cap * 2 : 65536;
+            char *grown = ust_realloc(c->buf, cap);
+            if (grown == NULL)
+                return UST_ENOMEM;
+            c->buf = grown;
+            c->cap = cap;
+        }
+        ssize_t r = read(c->from_fd, c->buf + c->len, c->cap - c->len);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (r <= 0)
+            return UST_EIO;
+        c->len += (size_t)r;
+    }
+}
+
+/* Starts the child and takes its hello. */
+static int start(ust__child *c, char **err)
+{
+    int rc = spawn(c, err);
+    if (rc != 0)
+        return rc;
+    json_error_t jerr;
+    json_t *init = json_pack("{s:s,s:i}", "type", "init", "protocol", UST__PROTOCOL_VERSION);
+    json_object_set_new(init, "config", json_loads(c->config_text, 0, &jerr));
+    char *line = NULL;
+    if ((rc = send_line(c, init)) == 0)
+        rc = read_line(c, mono_ms() + START_TIMEOUT_MS, &line);
+    json_t *hello = rc == 0 ? json_loads(line, 0, &jerr) : NULL;
+    const char *type = json_string_value(json_object_get(hello, "type"));
+    if (rc == 0 && type && strcmp(type, "hello") == 0 &&
+        json_integer_value(json_object_get(hello, "protocol")) == UST__PROTOCOL_VERSION) {
+        const char *name = json_string_value(json_object_get(hello, "name"));
+        const char *version = json_string_value(json_object_get(hello, "version"));
+        snprintf(c->name, sizeof(c->name), "%s", name ? name : "?");
+        snprintf(c->version, sizeof(c->version), "%s", version ? version : "?");
+    } else {
+        char why[160] = "";
+        const char *msg = json_string_value(json_object_get(hello, "message"));
+        reap(c, rc != UST_EIO, why, sizeof(why));
+        rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
+                      UST__PROTOCOL_VERSION,
+                      msg ? msg : rc == UST_ELIMIT ? "timeout" : why[0] ? why : "bad hello");
+    }
+    json_decref(hello);
+    free(line);
+    return rc;
+}
+
+int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char *ns,
+                    ust_store *store, ust__child **out, char **err)
+{
+    *out = NULL;
+    ust__child *c = ust_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return UST_ENOMEM;
+    c->pc = pc;
+    c->store = store;
+    c->so_path = ust_strdup(so_path);
+    c->ns = ust_strdup(ns);
+    char *cfg = json_dumps(pc->config ? pc->config : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+    c->config_text = ust_strdup(cfg ? cfg : "{}");
+    free(cfg);
+    c->backoff = 1;
+    char *why = NULL;
+    int rc = start(c, &why);
+    if (rc != 0) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: %s", so_path ? so_path : pc->exec[0],
+                      why ? why : "cannot start");
+        ust_free(why);
+        ust__child_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void ust__child_close(ust__child *c)
+{
+    if (c == NULL)
+        return;
+    if (c->pid > 0) {
+        close(c->to_fd); /* EOF: a well-behaved child exits */
+        c->to_fd = -1;
+        reap(c, 1, NULL, 0);
+    }
+    ust_free(c->buf);
+    ust_free(c->so_path);
+    ust_free(c->ns);
+    ust_free(c->config_text);
+    ust_free(c);
+}
+
+const char *ust__child_name(const ust__child *c)
+{
+    return c->name;
+}
+
+const char *ust__child_version(const ust__child *c)
+{
+    return c->version;
+}
+
+static void fail(ust_decision *out, const char *cause)
+{
+    ust_decision_clear(out);
+    out->verdict = UST_VERDICT_ERROR;
+    out->http_status = 500;
+    out->error = ust_strdup(cause);
+}
+
+/* A state operation from the child, answered from the host's store. */
+static int serve_op(ust__child *c, const char *type, json_t *msg)
+{
+    const char *key = json_string_value(json_object_get(msg, "key"));
+    const char *value = json_string_value(json_object_get(msg, "value"));
+    if (key == NULL)
+        return UST_EPARSE;
+    json_t *reply;
+    if (strcmp(type, "get") == 0) {
+        const char *v = NULL;
+        int rc = ust_store_get(c->store, key, &v);
+        if (rc < 0)
+            return rc;
+        reply = json_pack("{s:s,s:o}", "type", "value", "value",
+                          rc ? json_string(v) : json_null());
+    } else if (strcmp(type, "claim") == 0 && value != NULL) {
+        int rc = ust_store_claim(c->store, key, value);
+        if (rc < 0)
+            return rc;
+        reply = json_pack("{s:s,s:b}", "type", "claimed", "claimed", rc);
+    } else if ((strcmp(type, "put") == 0 && value != NULL) || strcmp(type, "delete") == 0) {
+        int rc = value ? ust_store_put(c->store, key, value) : ust_store_delete(c->store, key);
+        if (rc < 0)
+            return rc;
+        reply = json_pack("{s:s}", "type", "ok");
+    } else {
+        return UST_EPARSE;
+    }
+    return send_line(c, reply);
+}
+
+/* RSS of the child in MiB, from /proc. */
+static long rss_mib(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+    FILE *f = fopen(path, "r");
+    long size = 0, resident = 0;
+    if (f != NULL) {
+        if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
+}
+
+/* One exchange; *cause set (static or into buf) when the child failed. */
+static void exchange(ust__child *c, const ust_event *ev, const ust_request *req,
+                     ust_decision *out, char *cause, size_t cap)
+{
+    json_t *msg = json_pack("{s:s,s:o}", "type", "decide", "event", ust__wire_event(ev, req));
+    if (send_line(c, msg) != 0) {
+        reap(c, 0, cause, cap);
+        if (!cause[0])
+            snprintf(cause, cap, "the plugin closed its input");
+        return;
+    }
+    int64_t deadline = mono_ms() + c->pc->timeout_ms;
+    for (;;) {
+        char *line = NULL;
+        int rc = read_line(c, deadline, &line);
+        if (rc == UST_ELIMIT) {
+            snprintf(cause, cap, "timeout: no decision within %lld ms",
+                     (long long)c->pc->timeout_ms);
+            reap(c, 1, NULL, 0);
+            return;
+        }
+        if (rc != 0) {
+            reap(c, rc != UST_EIO, cause, cap);
+            if (!cause[0])
+                snprintf(cause, cap, "%s", rc == UST_EIO ? "the plugin closed its output"
+                                                         : "a line over the size limit");
+            return;
+        }
+        json_error_t jerr;
+        json_t *j = json_loads(line, 0, &jerr);
+        const char *type = json_string_value(json_object_get(j, "type"));
+        const char *bad = NULL;
+        if (type == NULL) {
+            snprintf(cause, cap, "bad line: %.80s", line);
+        } else if (strcmp(type, "decision") == 0) {
+            bad = ust__wire_decision_parse(json_object_get(j, "decision"), out);
+            if (bad != NULL)
+                snprintf(cause, cap, "bad decision: %s", bad);
+        } else if (strcmp(type, "error") == 0) {
+            const char *m = json_string_value(json_object_get(j, "message"));
+            snprintf(cause, cap, "decide failed: %s", m ? m : "no reason given");
+        } else if (serve_op(c, type, j) != 0) {
+            snprintf(cause, cap, "bad line: %.80s", line);
+        } else {
+            json_decref(j);
+            free(line);
+            continue; /* a state operation: the decision is still to come */
+        }
+        int desync = type == NULL || (strcmp(type, "decision") && strcmp(type, "error"));
+        json_decref(j);
+        free(line);
+        if (desync)
+            reap(c, 1, NULL, 0); /* the conversation is lost: start over */
+        return;
+    }
+}
+
+void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
+                       ust_decision *out)
+{
+    memset(out, 0, sizeof(*out));
+    char cause[256] = "";
+    if (c->pid <= 0) {
+        /* Down: wait out the back-off, counted in events so a replay is
+         * deterministic, then start again. */
+        if (c->skip_events > 0) {
+            c->skip_events--;
+            fail(out, "the plugin is down (restarting)");
+            return;
+        }
+        char *err = NULL;
+        if (start(c, &err) != 0) {
+            c->skip_events = c->backoff;
+            c->backoff = c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS
+                                                              : c->backoff * 2;
+            snprintf(cause, sizeof(cause), "restart failed: %s", err ? err : "?");
+            ust_free(err);
+            fail(out, cause);
+            return;
+        }
+    }
+    ust_store_begin_call(c->store, c->ns);
+    exchange(c, ev, req, out, cause, sizeof(cause));
+    if (!cause[0] && c->pid > 0 && c->pc->max_rss_mb > 0) {
+        long rss = rss_mib(c->pid);
+        if (rss > c->pc->max_rss_mb) {
+            snprintf(cause, sizeof(cause), "RSS %ld MiB over max_rss_mb %lld", rss,
+                     (long long)c->pc->max_rss_mb);
+            reap(c, 1, NULL, 0);
+        }
+    }
+    if (cause[0])
+        fail(out, cause);
+    else
+        c->backoff = 1;
+    ust_store_end_call(c->store, out->verdict != UST_VERDICT_ERROR);
+}

@@ -1,0 +1,26 @@
+/* Plugins in a child process: an `exec` plugin in any language, or a .so
+ * isolated in a forked child. Faults (a crash, an exit, garbage, a decide
+ * over timeout_ms, RSS over max_rss_mb) become error decisions with their
+ * cause; the child is restarted, after a back-off counted in events. */
+#ifndef UST_PLUGIN_CHILD_H
+#define UST_PLUGIN_CHILD_H
+
+#include <understudy/config.h>
+#include <understudy/host.h>
+
+typedef struct ust__child ust__child;
+
+/* so_path: isolate that shared library; else pc->exec is run. Starts the
+ * child and waits for its hello. UST_EPLUGIN with *err on failure. */
+int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char *ns,
+                    ust_store *store, ust__child **out, char **err);
+void ust__child_close(ust__child *c);
+const char *ust__child_name(const ust__child *c);
+const char *ust__child_version(const ust__child *c);
+void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
+                       ust_decision *out);
+
+/* The forked child's side for an isolated .so: never returns. */
+void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd);
+
+#endif

@@ -1,0 +1,72 @@
+/* The child side of an isolated .so: it loads the library and speaks the
+ * protocol on stdin/stdout, with the state store reached through the parent.
+ * A crash here takes only this process down. */
+#include "plugin/child.h"
+#include "plugin/wire.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void say(FILE *out, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (text != NULL)
+        fprintf(out, "%s\n", text);
+    free(text);
+    fflush(out);
+}
+
+void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
+{
+    FILE *in = fdopen(in_fd, "r"), *out = fdopen(out_fd, "w");
+    if (in == NULL || out == NULL)
+        _exit(2);
+    char *line = NULL;
+    size_t cap = 0;
+    json_error_t jerr;
+    json_t *init = getline(&line, &cap, in) > 0 ? json_loads(line, 0, &jerr) : NULL;
+    ust_store *store = ust__store_remote(in, out);
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    if (init == NULL || store == NULL ||
+        ust_plugin_load(so_path, ns, json_object_get(init, "config"), store, &p, &err) != 0) {
+        say(out, json_pack("{s:s,s:s}", "type", "error", "message",
+                           err ? err : "no init message"));
+        _exit(3);
+    }
+    json_decref(init);
+    say(out, json_pack("{s:s,s:i,s:s,s:s}", "type", "hello", "protocol",
+                       UST__PROTOCOL_VERSION, "name", ust_plugin_name(p), "version",
+                       ust_plugin_version(p)));
+    while (getline(&line, &cap, in) > 0) {
+        json_t *msg = json_loads(line, 0, &jerr);
+        ust_event ev;
+        ust_request req;
+        ust_route route;
+        if (msg == NULL ||
+            ust__wire_event_parse(json_object_get(msg, "event"), &ev, &req, &route) != 0) {
+            say(out, json_pack("{s:s,s:s}", "type", "error", "message", "bad decide message"));
+            json_decref(msg);
+            continue;
+        }
+        ust_decision d;
+        ust_plugin_decide(p, &ev, &req, &d);
+        if (d.verdict == UST_VERDICT_ERROR)
+            say(out, json_pack("{s:s,s:s}", "type", "error", "message",
+                               d.error ? d.error : "error"));
+        else
+            say(out, json_pack("{s:s,s:o}", "type", "decision", "decision",
+                               ust__wire_decision(&d)));
+        ust_decision_clear(&d);
+        ust_event_clear(&ev);
+        ust_request_clear(&req);
+        json_decref(msg);
+    }
+    _exit(0);
+}

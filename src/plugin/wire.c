@@ -1,0 +1,186 @@
+#include "plugin/wire.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/error.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *ust__wire_event(const ust_event *ev, const ust_request *req)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "seq", json_integer(ev->seq));
+    json_object_set_new(o, "received_at_us", json_integer(ev->received_at_us));
+    json_object_set_new(o, "route_kind",
+                        ev->route ? json_string(ev->route->kind == UST_ROUTE_API ? "api"
+                                                                                  : "webhook")
+                                  : json_null());
+    json_object_set_new(o, "route", ev->route ? json_string(ev->route->path) : json_null());
+    json_object_set_new(o, "provider", str_or_null(ev->provider));
+    json_object_set_new(o, "event_id", str_or_null(ev->event_id));
+    json_object_set_new(o, "event_type", str_or_null(ev->event_type));
+    json_object_set_new(o, "transaction_id", str_or_null(ev->transaction_id));
+    json_object_set_new(o, "target_status", str_or_null(ev->target_status));
+    json_object_set_new(o, "amount", ev->has_amount ? json_integer(ev->amount) : json_null());
+    json_object_set_new(o, "currency", str_or_null(ev->currency));
+    json_object_set_new(o, "intent", str_or_null(ev->intent));
+    json_object_set_new(o, "idempotency_key", str_or_null(ev->idem_key));
+    json_object_set_new(o, "tenant", str_or_null(ev->tenant));
+    json_object_set_new(o, "request_sha256", json_string(ev->request_sha256));
+    if (ust_utf8_valid(req->body, req->body_len)) {
+        json_object_set_new(o, "body", json_stringn(req->body ? (const char *)req->body : "",
+                                                    req->body_len));
+    } else {
+        char *b64 = ust_base64_encode(req->body, req->body_len);
+        json_object_set_new(o, "body_base64", json_string(b64 ? b64 : ""));
+        ust_free(b64);
+    }
+    json_t *h = json_array();
+    for (size_t i = 0; i < req->n_headers; i++)
+        json_array_append_new(h, json_pack("[ss]", req->headers[i].name,
+                                           req->headers[i].value));
+    json_object_set_new(o, "headers", h);
+    return o;
+}
+
+static char *dup_field(json_t *j, const char *key)
+{
+    return ust_strdup(json_string_value(json_object_get(j, key)));
+}
+
+int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route *route)
+{
+    memset(ev, 0, sizeof(*ev));
+    memset(req, 0, sizeof(*req));
+    memset(route, 0, sizeof(*route));
+    if (!json_is_object(j))
+        return UST_EPARSE;
+    ev->seq = json_integer_value(json_object_get(j, "seq"));
+    ev->received_at_us = json_integer_value(json_object_get(j, "received_at_us"));
+    req->received_at_us = ev->received_at_us;
+    const char *path = json_string_value(json_object_get(j, "route"));
+    const char *kind = json_string_value(json_object_get(j, "route_kind"));
+    if (path != NULL) {
+        route->path = (char *)path; /* borrowed from j, which outlives the decide */
+        route->kind = kind && strcmp(kind, "api") == 0 ? UST_ROUTE_API : UST_ROUTE_WEBHOOK;
+        ev->route = route;
+    }
+    ev->provider = dup_field(j, "provider");
+    ev->event_id = dup_field(j, "event_id");
+    ev->event_type = dup_field(j, "event_type");
+    ev->transaction_id = dup_field(j, "transaction_id");
+    ev->target_status = dup_field(j, "target_status");
+    ev->currency = dup_field(j, "currency");
+    ev->intent = dup_field(j, "intent");
+    ev->idem_key = dup_field(j, "idempotency_key");
+    ev->tenant = dup_field(j, "tenant");
+    json_t *amount = json_object_get(j, "amount");
+    ev->has_amount = json_is_integer(amount);
+    ev->amount = json_integer_value(amount);
+    const char *sha = json_string_value(json_object_get(j, "request_sha256"));
+    snprintf(ev->request_sha256, sizeof(ev->request_sha256), "%s", sha ? sha : "");
+    json_t *body = json_object_get(j, "body");
+    json_t *b64 = json_object_get(j, "body_base64");
+    if (json_is_string(body)) {
+        req->body_len = json_string_length(body);
+        req->body = ust_memdup(json_string_value(body), req->body_len + 1);
+    } else if (json_is_string(b64) &&
+               ust_base64_decode(json_string_value(b64), json_string_length(b64), &req->body,
+                                 &req->body_len) != 0) {
+        return UST_EPARSE;
+    }
+    size_t i;
+    json_t *pair;
+    json_array_foreach(json_object_get(j, "headers"), i, pair)
+    {
+        const char *n = json_string_value(json_array_get(pair, 0));
+        const char *v = json_string_value(json_array_get(pair, 1));
+        if (n && v && ust_request_add_header(req, n, v) != 0)
+            return UST_ENOMEM;
+    }
+    return 0;
+}
+
+json_t *ust__wire_decision(const ust_decision *d)
+{
+    json_t *o = ust_decision_to_json(d);
+    /* The protocol names the state after "state_after", as plugin.h does. */
+    json_object_set(o, "state_after", json_object_get(o, "state"));
+    json_object_del(o, "state");
+    return o;
+}
+
+static char *host_dup(json_t *j, const char *key)
+{
+    const char *s = json_string_value(json_object_get(j, key));
+    return s ? ust_strdup(s) : NULL;
+}
+
+const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
+{
+    memset(d, 0, sizeof(*d));
+    if (!json_is_object(j))
+        return "the decision is not an object";
+    ust_plugin_decision pd;
+    memset(&pd, 0, sizeof(pd));
+    const char *verdict = json_string_value(json_object_get(j, "verdict"));
+    ust_verdict v;
+    if (verdict == NULL || ust_verdict_parse(verdict, &v) != 0)
+        return "unknown verdict";
+    pd.verdict = v;
+    json_t *status = json_object_get(j, "status");
+    if (!json_is_integer(status))
+        return "status is not an integer";
+    pd.http_status = (int)json_integer_value(status);
+    json_t *body = json_object_get(j, "body");
+    if (body != NULL && !json_is_null(body))
+        pd.response_body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_t *headers = json_object_get(j, "headers");
+    ust_plugin_header hv[64];
+    size_t nh = 0;
+    const char *k;
+    json_t *val;
+    json_object_foreach(headers, k, val)
+    {
+        if (nh == 64 || !json_is_string(val)) {
+            free(pd.response_body);
+            return "malformed response headers";
+        }
+        hv[nh].name = k;
+        hv[nh++].value = json_string_value(val);
+    }
+    pd.headers = nh ? hv : NULL;
+    pd.n_headers = nh;
+    char *flags[32];
+    size_t nf = 0, i;
+    json_t *f;
+    json_array_foreach(json_object_get(j, "flags"), i, f)
+    {
+        if (nf == 32 || !json_is_string(f)) {
+            free(pd.response_body);
+            return "malformed flags";
+        }
+        flags[nf++] = (char *)json_string_value(f);
+    }
+    pd.flags = nf ? flags : NULL;
+    pd.n_flags = nf;
+    pd.entity = host_dup(j, "entity");
+    pd.state_before = host_dup(j, "state_before");
+    pd.state_after = host_dup(j, "state_after");
+    pd.reason = host_dup(j, "reason");
+    const char *bad = ust__adopt(&pd, d);
+    free(pd.response_body);
+    ust_free(pd.entity);
+    ust_free(pd.state_before);
+    ust_free(pd.state_after);
+    ust_free(pd.reason);
+    if (bad != NULL)
+        ust_decision_clear(d);
+    return bad;
+}

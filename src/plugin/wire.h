@@ -1,0 +1,30 @@
+/* The JSON-lines plugin protocol, version 1 (include/understudy/protocol.md):
+ * the canonical event and the decision as JSON, on both sides of the pipe. */
+#ifndef UST_PLUGIN_WIRE_H
+#define UST_PLUGIN_WIRE_H
+
+#include <jansson.h>
+
+#include <understudy/event.h>
+#include <understudy/host.h>
+
+#define UST__PROTOCOL_VERSION 1
+
+/* {"seq":..,"received_at_us":..,"route_kind":..,...,"body":..,"headers":[[n,v]]} */
+json_t *ust__wire_event(const ust_event *ev, const ust_request *req);
+
+/* The other way, in the child: *ev and *req own everything (clear both);
+ * *route (the caller's) carries the route's path and kind. 0 or UST_EPARSE. */
+int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route *route);
+
+/* A decision as the protocol's "decision" object. */
+json_t *ust__wire_decision(const ust_decision *d);
+
+/* Parses a "decision" object and validates it as an in-process plugin's
+ * answer is validated. NULL on success, else a static reason. */
+const char *ust__wire_decision_parse(json_t *j, ust_decision *d);
+
+/* Validation shared with in-process plugins (loader.c). */
+const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d);
+
+#endif
