@@ -36,7 +36,9 @@ int ust_store_claim(ust_store *s, const char *key, const char *value);
 int ust_store_end_call(ust_store *s, int keep);
 /* A store whose operations go to the parent process over the plugin
  * protocol (in = replies, out = requests): for a plugin isolated in a child. */
-ust_store *ust__store_remote(FILE *in, FILE *out);
+ust_store *ust__store_remote(FILE *in, FILE *out, int ns_was_empty);
+/* No key of ns in the store (cache or database)? Told to a child at start. */
+int ust_store_ns_empty(ust_store *s, const char *ns);
 
 /* Writes every applied change to the database. Call inside the transaction
  * that also records the decisions they belong to. */
@@ -80,8 +82,14 @@ void ust_plugin_unload(ust_plugin *p);
  * process (a .so with "isolate": true, the candidate's default), or a child
  * running "exec" (any language, the JSON-lines protocol). path, when not
  * NULL, replaces the config's library path. */
+enum {
+    /* A child that cannot start is not an error at open: it is down, each
+     * event gets an error decision with the cause, and it is restarted with
+     * back-off. For the candidate: faults are data, not outages. */
+    UST_PLUGIN_TOLERATE_DOWN = 1
+};
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
-                    ust_store *store, ust_plugin **out, char **err);
+                    unsigned flags, ust_store *store, ust_plugin **out, char **err);
 const char *ust_plugin_name(const ust_plugin *p);
 const char *ust_plugin_version(const ust_plugin *p);
 const char *ust_plugin_file_sha256(const ust_plugin *p);

@@ -174,7 +174,7 @@ int ust__responder_start(ust__server *s, char **err)
     if (rc == 0)
         rc = ust_store_open(rp->db, &rp->store, err);
     if (rc == 0)
-        rc = ust_plugin_open(pc, s->o->legacy_path, "legacy", rp->store, &rp->legacy, err);
+        rc = ust_plugin_open(pc, s->o->legacy_path, "legacy", 0, rp->store, &rp->legacy, err);
     if (rc == 0 && (sqlite3_prepare_v2(rp->db, UST__ANSWERS_INSERT, -1, &rp->insert, NULL) ||
                     sqlite3_prepare_v2(rp->db, UST__ANSWERS_CURSOR, -1, &rp->cursor, NULL)))
         rc = ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(rp->db));

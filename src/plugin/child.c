@@ -74,13 +74,20 @@ static int spawn(ust__child *c, char **err)
     if (pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
-        /* Nothing of the host's (its databases above all) in the child. */
+        /* Nothing of the host's in the child: not its files (its databases
+         * above all), not its signal handlers, not its signal mask. */
         for (int fd = 3; fd < 1024; fd++)
             close(fd);
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         if (c->so_path != NULL)
             ust__shim_main(c->so_path, c->ns, 0, 1);
         execvp(c->pc->exec[0], c->pc->exec);
-        fprintf(stderr, "understudy: cannot run %s: %s\n", c->pc->exec[0], strerror(errno));
+        fprintf(stderr, "understudy: cannot run %s: %s\n", c->pc->exec[0],
+                strerror(errno));
         _exit(127);
     }
     close(in[0]);
@@ -169,15 +176,21 @@ static int start(ust__child *c, char **err)
     if (rc != 0)
         return rc;
     json_error_t jerr;
-    json_t *init = json_pack("{s:s,s:i}", "type", "init", "protocol", UST__PROTOCOL_VERSION);
+    json_t *init =
+        json_pack("{s:s,s:i}", "type", "init", "protocol", UST__PROTOCOL_VERSION);
     json_object_set_new(init, "config", json_loads(c->config_text, 0, &jerr));
+    /* A child that knows its namespace starts empty can answer "absent"
+     * without asking for every new key (see the protocol). */
+    json_object_set_new(init, "state_empty",
+                        json_boolean(ust_store_ns_empty(c->store, c->ns)));
     char *line = NULL;
     if ((rc = send_line(c, init)) == 0)
         rc = read_line(c, mono_ms() + START_TIMEOUT_MS, &line);
     json_t *hello = rc == 0 ? json_loads(line, 0, &jerr) : NULL;
     const char *type = json_string_value(json_object_get(hello, "type"));
     if (rc == 0 && type && strcmp(type, "hello") == 0 &&
-        json_integer_value(json_object_get(hello, "protocol")) == UST__PROTOCOL_VERSION) {
+        json_integer_value(json_object_get(hello, "protocol")) ==
+            UST__PROTOCOL_VERSION) {
         const char *name = json_string_value(json_object_get(hello, "name"));
         const char *version = json_string_value(json_object_get(hello, "version"));
         snprintf(c->name, sizeof(c->name), "%s", name ? name : "?");
@@ -188,7 +201,10 @@ static int start(ust__child *c, char **err)
         reap(c, rc != UST_EIO, why, sizeof(why));
         rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
                       UST__PROTOCOL_VERSION,
-                      msg ? msg : rc == UST_ELIMIT ? "timeout" : why[0] ? why : "bad hello");
+                      msg                ? msg
+                      : rc == UST_ELIMIT ? "timeout"
+                      : why[0]           ? why
+                                         : "bad hello");
     }
     json_decref(hello);
     free(line);
@@ -196,7 +212,7 @@ static int start(ust__child *c, char **err)
 }
 
 int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char *ns,
-                    ust_store *store, ust__child **out, char **err)
+                    int tolerate_down, ust_store *store, ust__child **out, char **err)
 {
     *out = NULL;
     ust__child *c = ust_calloc(1, sizeof(*c));
@@ -206,12 +222,23 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
     c->store = store;
     c->so_path = ust_strdup(so_path);
     c->ns = ust_strdup(ns);
-    char *cfg = json_dumps(pc->config ? pc->config : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+    char *cfg = json_dumps(pc->config ? pc->config : json_object(),
+                           JSON_COMPACT | JSON_SORT_KEYS);
     c->config_text = ust_strdup(cfg ? cfg : "{}");
     free(cfg);
     c->backoff = 1;
+    /* Until a hello says otherwise, the plugin is named after its file. */
+    const char *file = so_path ? so_path : pc->exec[0];
+    const char *slash = strrchr(file, '/');
+    snprintf(c->name, sizeof(c->name), "%s", slash ? slash + 1 : file);
+    snprintf(c->version, sizeof(c->version), "?");
     char *why = NULL;
     int rc = start(c, &why);
+    if (rc != 0 && tolerate_down) {
+        ust_free(why);
+        *out = c; /* down: the first decide tries again and reports the cause */
+        return 0;
+    }
     if (rc != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: %s", so_path ? so_path : pc->exec[0],
                       why ? why : "cannot start");
@@ -277,11 +304,11 @@ static int serve_op(ust__child *c, const char *type, json_t *msg)
         if (rc < 0)
             return rc;
         reply = json_pack("{s:s,s:b}", "type", "claimed", "claimed", rc);
-    } else if ((strcmp(type, "put") == 0 && value != NULL) || strcmp(type, "delete") == 0) {
-        int rc = value ? ust_store_put(c->store, key, value) : ust_store_delete(c->store, key);
-        if (rc < 0)
-            return rc;
-        reply = json_pack("{s:s}", "type", "ok");
+    } else if ((strcmp(type, "put") == 0 && value != NULL) ||
+               strcmp(type, "delete") == 0) {
+        /* Notifications: staged with this decide, no reply. */
+        return value ? ust_store_put(c->store, key, value)
+                     : ust_store_delete(c->store, key);
     } else {
         return UST_EPARSE;
     }
@@ -307,7 +334,8 @@ static long rss_mib(pid_t pid)
 static void exchange(ust__child *c, const ust_event *ev, const ust_request *req,
                      ust_decision *out, char *cause, size_t cap)
 {
-    json_t *msg = json_pack("{s:s,s:o}", "type", "decide", "event", ust__wire_event(ev, req));
+    json_t *msg =
+        json_pack("{s:s,s:o}", "type", "decide", "event", ust__wire_event(ev, req));
     if (send_line(c, msg) != 0) {
         reap(c, 0, cause, cap);
         if (!cause[0])
@@ -327,8 +355,9 @@ static void exchange(ust__child *c, const ust_event *ev, const ust_request *req,
         if (rc != 0) {
             reap(c, rc != UST_EIO, cause, cap);
             if (!cause[0])
-                snprintf(cause, cap, "%s", rc == UST_EIO ? "the plugin closed its output"
-                                                         : "a line over the size limit");
+                snprintf(cause, cap, "%s",
+                         rc == UST_EIO ? "the plugin closed its output"
+                                       : "a line over the size limit");
             return;
         }
         json_error_t jerr;
@@ -351,7 +380,8 @@ static void exchange(ust__child *c, const ust_event *ev, const ust_request *req,
             free(line);
             continue; /* a state operation: the decision is still to come */
         }
-        int desync = type == NULL || (strcmp(type, "decision") && strcmp(type, "error"));
+        int desync =
+            type == NULL || (strcmp(type, "decision") && strcmp(type, "error"));
         json_decref(j);
         free(line);
         if (desync)
@@ -377,7 +407,7 @@ void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *re
         if (start(c, &err) != 0) {
             c->skip_events = c->backoff;
             c->backoff = c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS
-                                                              : c->backoff * 2;
+                                                             : c->backoff * 2;
             snprintf(cause, sizeof(cause), "restart failed: %s", err ? err : "?");
             ust_free(err);
             fail(out, cause);

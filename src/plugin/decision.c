@@ -6,9 +6,12 @@
 #include <string.h>
 
 static const char *const verdict_names[] = {
-    [UST_VERDICT_APPLIED] = "applied",         [UST_VERDICT_DUPLICATE] = "duplicate",
-    [UST_VERDICT_REJECTED] = "rejected",       [UST_VERDICT_CONFLICT] = "conflict",
-    [UST_VERDICT_IN_PROGRESS] = "in_progress", [UST_VERDICT_INVALID] = "invalid",
+    [UST_VERDICT_APPLIED] = "applied",
+    [UST_VERDICT_DUPLICATE] = "duplicate",
+    [UST_VERDICT_REJECTED] = "rejected",
+    [UST_VERDICT_CONFLICT] = "conflict",
+    [UST_VERDICT_IN_PROGRESS] = "in_progress",
+    [UST_VERDICT_INVALID] = "invalid",
     [UST_VERDICT_ERROR] = "error",
 };
 
@@ -72,7 +75,8 @@ json_t *ust_decision_to_json(const ust_decision *d)
     json_error_t jerr;
     json_t *body = d->body ? json_loads(d->body, JSON_DECODE_ANY, &jerr) : NULL;
     json_object_set_new(o, "body", body ? body : json_null());
-    json_object_set_new(o, "headers", d->headers ? json_incref(d->headers) : json_object());
+    json_object_set_new(o, "headers",
+                        d->headers ? json_incref(d->headers) : json_object());
     if (d->reason)
         json_object_set_new(o, "reason", json_string(d->reason));
     if (d->error)

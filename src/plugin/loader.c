@@ -129,8 +129,8 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
         (ust_plugin_entry_fn)(uintptr_t)dlsym(p->handle, UST_PLUGIN_ENTRY_NAME);
     if (entry == NULL) {
         rc = ust_errf(err, UST_EPLUGIN,
-                      "%s: no %s symbol: not an understudy plugin of ABI major %d", path,
-                      UST_PLUGIN_ENTRY_NAME, UST_PLUGIN_ABI_MAJOR);
+                      "%s: no %s symbol: not an understudy plugin of ABI major %d",
+                      path, UST_PLUGIN_ENTRY_NAME, UST_PLUGIN_ABI_MAJOR);
         goto fail;
     }
     const ust_plugin_api *api = entry(&host_api);
@@ -186,7 +186,7 @@ const char *ust_plugin_version(const ust_plugin *p)
 }
 
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
-                    ust_store *store, ust_plugin **out, char **err)
+                    unsigned flags, ust_store *store, ust_plugin **out, char **err)
 {
     *out = NULL;
     if (path == NULL)
@@ -210,7 +210,8 @@ int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *n
             file = pc->exec[i];
     if (ust_sha256_file_hex(file, p->sha256) != 0)
         ust_sha256_hex(file, strlen(file), p->sha256);
-    int rc = ust__child_open(pc, path, ns, store, &p->child, err);
+    int rc = ust__child_open(pc, path, ns, flags & UST_PLUGIN_TOLERATE_DOWN, store,
+                             &p->child, err);
     if (rc != 0) {
         ust_plugin_unload(p);
         return rc;
@@ -231,8 +232,8 @@ static void event_for_plugin(const ust_event *ev, const ust_request *req,
     pe->size = sizeof(*pe);
     pe->seq = ev->seq;
     pe->received_at_us = ev->received_at_us;
-    pe->route_kind = ev->route ? (ev->route->kind == UST_ROUTE_API ? "api" : "webhook")
-                               : NULL;
+    pe->route_kind =
+        ev->route ? (ev->route->kind == UST_ROUTE_API ? "api" : "webhook") : NULL;
     pe->route = ev->route ? ev->route->path : NULL;
     pe->provider = ev->provider;
     pe->event_id = ev->event_id;
@@ -274,8 +275,8 @@ const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d)
         return "verdict out of range";
     if (pd->http_status < 100 || pd->http_status > 599)
         return "HTTP status out of range";
-    if (!text_ok(pd->entity) || !text_ok(pd->state_before) || !text_ok(pd->state_after) ||
-        !text_ok(pd->reason))
+    if (!text_ok(pd->entity) || !text_ok(pd->state_before) ||
+        !text_ok(pd->state_after) || !text_ok(pd->reason))
         return "a string is not valid UTF-8";
     d->verdict = pd->verdict;
     d->http_status = pd->http_status;
@@ -362,9 +363,8 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
     }
     memset(out, 0, sizeof(*out));
     ust_plugin_header stack_hdrs[32];
-    ust_plugin_header *hdrs = req->n_headers <= 32
-                                  ? stack_hdrs
-                                  : ust_calloc(req->n_headers, sizeof(*hdrs));
+    ust_plugin_header *hdrs =
+        req->n_headers <= 32 ? stack_hdrs : ust_calloc(req->n_headers, sizeof(*hdrs));
     if (hdrs == NULL) {
         make_error(out, "out of memory", NULL);
         return;

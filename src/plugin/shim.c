@@ -31,11 +31,13 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
     size_t cap = 0;
     json_error_t jerr;
     json_t *init = getline(&line, &cap, in) > 0 ? json_loads(line, 0, &jerr) : NULL;
-    ust_store *store = ust__store_remote(in, out);
+    ust_store *store =
+        ust__store_remote(in, out, json_is_true(json_object_get(init, "state_empty")));
     ust_plugin *p = NULL;
     char *err = NULL;
     if (init == NULL || store == NULL ||
-        ust_plugin_load(so_path, ns, json_object_get(init, "config"), store, &p, &err) != 0) {
+        ust_plugin_load(so_path, ns, json_object_get(init, "config"), store, &p,
+                        &err) != 0) {
         say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                            err ? err : "no init message"));
         _exit(3);
@@ -49,9 +51,10 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         ust_event ev;
         ust_request req;
         ust_route route;
-        if (msg == NULL ||
-            ust__wire_event_parse(json_object_get(msg, "event"), &ev, &req, &route) != 0) {
-            say(out, json_pack("{s:s,s:s}", "type", "error", "message", "bad decide message"));
+        if (msg == NULL || ust__wire_event_parse(json_object_get(msg, "event"), &ev,
+                                                 &req, &route) != 0) {
+            say(out, json_pack("{s:s,s:s}", "type", "error", "message",
+                               "bad decide message"));
             json_decref(msg);
             continue;
         }

@@ -47,25 +47,32 @@ struct ust_store {
     staged *stage;
     size_t n_stage, cap_stage;
     /* Remote: a plugin isolated in a child process reaches its parent's
-     * store over the protocol's pipes; values live until the call ends. */
+     * store over the protocol's pipes. Its namespace is its alone, so what
+     * it read or wrote stays valid in this cache: a key costs one round trip
+     * the first time, and writes go to the parent as notifications. */
     FILE *remote_in, *remote_out;
-    char **remote_vals;
-    size_t n_remote_vals, cap_remote_vals;
+    /* Remote, when the namespace was empty as the child started: every key
+     * it holds is one it wrote, so a key neither cached nor in `written` is
+     * absent without asking. */
+    int remote_complete;
+    uint64_t *written;
 };
 
-static void free_remote_vals(ust_store *s)
-{
-    for (size_t i = 0; i < s->n_remote_vals; i++)
-        ust_free(s->remote_vals[i]);
-    s->n_remote_vals = 0;
-}
-
-ust_store *ust__store_remote(FILE *in, FILE *out)
+ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
 {
     ust_store *s = ust_calloc(1, sizeof(*s));
-    if (s != NULL) {
-        s->remote_in = in;
-        s->remote_out = out;
+    if (s == NULL)
+        return NULL;
+    s->remote_in = in;
+    s->remote_out = out;
+    s->remote_complete = complete;
+    s->written = complete ? ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t)) : NULL;
+    s->remote_complete = s->written != NULL;
+    s->n_buckets = 1u << 16;
+    s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
+    if (s->buckets == NULL) {
+        ust_free(s);
+        return NULL;
     }
     return s;
 }
@@ -75,7 +82,8 @@ static json_t *remote_call(ust_store *s, json_t *msg)
 {
     char *line = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
-    if (line == NULL || fprintf(s->remote_out, "%s\n", line) < 0 || fflush(s->remote_out)) {
+    if (line == NULL || fprintf(s->remote_out, "%s\n", line) < 0 ||
+        fflush(s->remote_out)) {
         free(line);
         return NULL;
     }
@@ -91,36 +99,34 @@ static json_t *remote_call(ust_store *s, json_t *msg)
     return j;
 }
 
-static int remote_op(ust_store *s, const char *op, const char *key, const char *value,
-                     const char **got)
+/* The parent's value of ns\0key: 0 and *value (ust_malloc'd, NULL when
+ * absent), or UST_EIO. */
+static int remote_get(ust_store *s, const char *k, char **value)
 {
-    json_t *msg = json_pack("{s:s,s:s}", "type", op, "key", key);
-    if (value != NULL)
-        json_object_set_new(msg, "value", json_string(value));
-    json_t *r = remote_call(s, msg);
+    *value = NULL;
+    json_t *r =
+        remote_call(s, json_pack("{s:s,s:s}", "type", "get", "key", k + strlen(k) + 1));
     if (r == NULL)
         return UST_EIO;
+    const char *v = json_string_value(json_object_get(r, "value"));
     int rc = 0;
-    if (strcmp(op, "get") == 0) {
-        const char *v = json_string_value(json_object_get(r, "value"));
-        rc = v != NULL;
-        if (v != NULL) {
-            if (s->n_remote_vals == s->cap_remote_vals) {
-                size_t cap = s->cap_remote_vals ? s->cap_remote_vals * 2 : 8;
-                char **grown = ust_realloc(s->remote_vals, cap * sizeof(*grown));
-                if (grown == NULL) {
-                    json_decref(r);
-                    return UST_ENOMEM;
-                }
-                s->remote_vals = grown;
-                s->cap_remote_vals = cap;
-            }
-            *got = s->remote_vals[s->n_remote_vals++] = ust_strdup(v);
-        }
-    } else if (strcmp(op, "claim") == 0) {
-        rc = json_is_true(json_object_get(r, "claimed"));
-    }
+    if (v != NULL && (*value = ust_strdup(v)) == NULL)
+        rc = UST_ENOMEM;
     json_decref(r);
+    return rc;
+}
+
+/* Tells the parent about the call's writes; no reply is awaited. */
+static int remote_notify(ust_store *s, const staged *st)
+{
+    json_t *msg = json_pack("{s:s,s:s}", "type", st->value ? "put" : "delete", "key",
+                            st->key + strlen(st->key) + 1);
+    if (st->value)
+        json_object_set_new(msg, "value", json_string(st->value));
+    char *line = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    int rc = line && fprintf(s->remote_out, "%s\n", line) >= 0 ? 0 : UST_EIO;
+    free(line);
     return rc;
 }
 
@@ -153,11 +159,13 @@ static int bloom_may_have(const uint64_t *bloom, uint64_t h)
 static int bloom_load(ust_store *s, char **err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT ns, key FROM state", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT ns, key FROM state", -1, &st, NULL) !=
+        SQLITE_OK)
         return ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        size_t nl = (size_t)sqlite3_column_bytes(st, 0), kl = (size_t)sqlite3_column_bytes(st, 1);
+        size_t nl = (size_t)sqlite3_column_bytes(st, 0),
+               kl = (size_t)sqlite3_column_bytes(st, 1);
         char *k = ust_malloc(nl + kl + 2);
         if (k == NULL) {
             sqlite3_finalize(st);
@@ -170,7 +178,9 @@ static int bloom_load(ust_store *s, char **err)
         ust_free(k);
     }
     sqlite3_finalize(st);
-    return step == SQLITE_DONE ? 0 : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
+    return step == SQLITE_DONE
+               ? 0
+               : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
 }
 
 int ust_store_open(sqlite3 *db, ust_store **out, char **err)
@@ -246,14 +256,13 @@ void ust_store_close(ust_store *s)
 {
     if (s == NULL)
         return;
-    free_remote_vals(s);
-    ust_free(s->remote_vals);
     if (s->buckets != NULL)
         clear_cache(s);
     clear_stage(s);
     ust_free(s->stage);
     ust_free(s->buckets);
     ust_free(s->bloom);
+    ust_free(s->written);
     sqlite3_finalize(s->select);
     sqlite3_finalize(s->upsert);
     sqlite3_finalize(s->remove);
@@ -262,7 +271,6 @@ void ust_store_close(ust_store *s)
 
 void ust_store_begin_call(ust_store *s, const char *ns)
 {
-    free_remote_vals(s);
     clear_stage(s);
     s->ns = ns;
 }
@@ -336,7 +344,13 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
         return 0;
     }
     char *value = NULL;
-    if (bloom_may_have(s->bloom, h)) {
+    if (s->remote_out != NULL) {
+        if (!s->remote_complete || bloom_may_have(s->written, h)) {
+            int rc = remote_get(s, k, &value);
+            if (rc != 0)
+                return rc;
+        }
+    } else if (bloom_may_have(s->bloom, h)) {
         const char *ns = k, *key = k + strlen(k) + 1;
         sqlite3_bind_text(s->select, 1, ns, -1, SQLITE_STATIC);
         sqlite3_bind_text(s->select, 2, key, -1, SQLITE_STATIC);
@@ -364,8 +378,6 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
 
 int ust_store_get(ust_store *s, const char *key, const char **value)
 {
-    if (s->remote_out != NULL)
-        return remote_op(s, "get", key, NULL, value);
     size_t klen;
     char *k = make_key(s->ns, key, &klen);
     if (k == NULL)
@@ -413,8 +425,7 @@ int ust_store_put(ust_store *s, const char *key, const char *value)
 {
     if (key == NULL || value == NULL)
         return UST_EINVAL;
-    if (s->remote_out != NULL)
-        return remote_op(s, "put", key, value, NULL);
+
     return stage(s, key, value);
 }
 
@@ -422,8 +433,7 @@ int ust_store_delete(ust_store *s, const char *key)
 {
     if (key == NULL)
         return UST_EINVAL;
-    if (s->remote_out != NULL)
-        return remote_op(s, "delete", key, NULL, NULL);
+
     return stage(s, key, NULL);
 }
 
@@ -431,8 +441,7 @@ int ust_store_claim(ust_store *s, const char *key, const char *value)
 {
     if (key == NULL || value == NULL)
         return UST_EINVAL;
-    if (s->remote_out != NULL)
-        return remote_op(s, "claim", key, value, NULL);
+
     const char *existing = NULL;
     int rc = ust_store_get(s, key, &existing);
     if (rc != 0)
@@ -443,8 +452,14 @@ int ust_store_claim(ust_store *s, const char *key, const char *value)
 
 int ust_store_end_call(ust_store *s, int keep)
 {
-    if (s->remote_out != NULL)
-        return 0; /* the parent keeps or drops the call's writes */
+    /* Remote, the parent stages these and keeps or drops them with the
+     * decision; a call that failed here is dropped here too. */
+    for (size_t i = 0; keep && s->remote_out != NULL && i < s->n_stage; i++) {
+        if (remote_notify(s, &s->stage[i]) != 0)
+            return UST_EIO;
+        if (s->written != NULL)
+            bloom_add(s->written, fnv1a(s->stage[i].key, s->stage[i].klen));
+    }
     int rc = 0;
     for (size_t i = 0; keep && i < s->n_stage; i++) {
         staged *st = &s->stage[i];
@@ -462,7 +477,7 @@ int ust_store_end_call(ust_store *s, int keep)
         ust_free(e->value);
         e->value = st->value;
         st->value = NULL;
-        if (!e->dirty) {
+        if (!e->dirty && s->remote_out == NULL) {
             e->dirty = 1;
             e->next_dirty = s->dirty;
             s->dirty = e;
@@ -470,6 +485,8 @@ int ust_store_end_call(ust_store *s, int keep)
     }
     clear_stage(s);
     s->ns = NULL;
+    if (s->remote_out != NULL && s->n_entries > CACHE_MAX)
+        clear_cache(s); /* nothing to flush: the parent has every write */
     return rc;
 }
 
@@ -515,4 +532,22 @@ int ust_store_flush(ust_store *s, char **err)
     if (s->n_entries > CACHE_MAX)
         clear_cache(s);
     return 0;
+}
+
+int ust_store_ns_empty(ust_store *s, const char *ns)
+{
+    for (size_t b = 0; b < s->n_buckets; b++)
+        for (entry *e = s->buckets[b]; e != NULL; e = e->next)
+            if (e->value != NULL && strcmp(e->key, ns) == 0)
+                return 0;
+    sqlite3_stmt *st = NULL;
+    int empty = 0;
+    if (s->db != NULL &&
+        sqlite3_prepare_v2(s->db, "SELECT 1 FROM state WHERE ns = ?1 LIMIT 1", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+        empty = sqlite3_step(st) == SQLITE_DONE;
+    }
+    sqlite3_finalize(st);
+    return empty;
 }

@@ -17,25 +17,28 @@ json_t *ust__wire_event(const ust_event *ev, const ust_request *req)
     json_t *o = json_object();
     json_object_set_new(o, "seq", json_integer(ev->seq));
     json_object_set_new(o, "received_at_us", json_integer(ev->received_at_us));
-    json_object_set_new(o, "route_kind",
-                        ev->route ? json_string(ev->route->kind == UST_ROUTE_API ? "api"
-                                                                                  : "webhook")
-                                  : json_null());
-    json_object_set_new(o, "route", ev->route ? json_string(ev->route->path) : json_null());
+    json_object_set_new(
+        o, "route_kind",
+        ev->route ? json_string(ev->route->kind == UST_ROUTE_API ? "api" : "webhook")
+                  : json_null());
+    json_object_set_new(o, "route",
+                        ev->route ? json_string(ev->route->path) : json_null());
     json_object_set_new(o, "provider", str_or_null(ev->provider));
     json_object_set_new(o, "event_id", str_or_null(ev->event_id));
     json_object_set_new(o, "event_type", str_or_null(ev->event_type));
     json_object_set_new(o, "transaction_id", str_or_null(ev->transaction_id));
     json_object_set_new(o, "target_status", str_or_null(ev->target_status));
-    json_object_set_new(o, "amount", ev->has_amount ? json_integer(ev->amount) : json_null());
+    json_object_set_new(o, "amount",
+                        ev->has_amount ? json_integer(ev->amount) : json_null());
     json_object_set_new(o, "currency", str_or_null(ev->currency));
     json_object_set_new(o, "intent", str_or_null(ev->intent));
     json_object_set_new(o, "idempotency_key", str_or_null(ev->idem_key));
     json_object_set_new(o, "tenant", str_or_null(ev->tenant));
     json_object_set_new(o, "request_sha256", json_string(ev->request_sha256));
     if (ust_utf8_valid(req->body, req->body_len)) {
-        json_object_set_new(o, "body", json_stringn(req->body ? (const char *)req->body : "",
-                                                    req->body_len));
+        json_object_set_new(
+            o, "body",
+            json_stringn(req->body ? (const char *)req->body : "", req->body_len));
     } else {
         char *b64 = ust_base64_encode(req->body, req->body_len);
         json_object_set_new(o, "body_base64", json_string(b64 ? b64 : ""));
@@ -43,8 +46,8 @@ json_t *ust__wire_event(const ust_event *ev, const ust_request *req)
     }
     json_t *h = json_array();
     for (size_t i = 0; i < req->n_headers; i++)
-        json_array_append_new(h, json_pack("[ss]", req->headers[i].name,
-                                           req->headers[i].value));
+        json_array_append_new(
+            h, json_pack("[ss]", req->headers[i].name, req->headers[i].value));
     json_object_set_new(o, "headers", h);
     return o;
 }
@@ -68,7 +71,8 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
     const char *kind = json_string_value(json_object_get(j, "route_kind"));
     if (path != NULL) {
         route->path = (char *)path; /* borrowed from j, which outlives the decide */
-        route->kind = kind && strcmp(kind, "api") == 0 ? UST_ROUTE_API : UST_ROUTE_WEBHOOK;
+        route->kind =
+            kind && strcmp(kind, "api") == 0 ? UST_ROUTE_API : UST_ROUTE_WEBHOOK;
         ev->route = route;
     }
     ev->provider = dup_field(j, "provider");
@@ -91,8 +95,8 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
         req->body_len = json_string_length(body);
         req->body = ust_memdup(json_string_value(body), req->body_len + 1);
     } else if (json_is_string(b64) &&
-               ust_base64_decode(json_string_value(b64), json_string_length(b64), &req->body,
-                                 &req->body_len) != 0) {
+               ust_base64_decode(json_string_value(b64), json_string_length(b64),
+                                 &req->body, &req->body_len) != 0) {
         return UST_EPARSE;
     }
     size_t i;

@@ -334,10 +334,10 @@ static int open_parts(replay *r, char **err)
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__rundb_open(o->run_path, &r->run, err)) != 0 ||
         (rc = ust_store_open(r->run, &r->store, err)) != 0 ||
-        (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", r->store,
+        (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", 0, r->store,
                               &r->legacy, err)) != 0 ||
-        (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate", r->store,
-                              &r->candidate, err)) != 0)
+        (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate",
+                              UST_PLUGIN_TOLERATE_DOWN, r->store, &r->candidate, err)) != 0)
         return rc;
     if (o->legacy_answers != NULL &&
         ((rc = ust__answers_open(o->legacy_answers, 1, &r->answers, err)) != 0 ||

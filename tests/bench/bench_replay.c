@@ -141,11 +141,13 @@ static double read_and_parse(const char *path, long *bytes)
     return n / dt;
 }
 
-/* Replays in a child; returns events/s and the child's peak RSS in KiB. */
-static double replay_in_child(const ust_config *cfg, const char *log_path,
-                              const char *run_path, const char *build, long *rss_kib,
+/* Replays in a child; returns events/s and the child's peak RSS in KiB.
+ * isolate puts the candidate in a child process of its own. */
+static double replay_in_child(ust_config *cfg, const char *log_path, const char *run_path,
+                              const char *build, int isolate, long *rss_kib,
                               long *divergences)
 {
+    cfg->candidate.isolate = isolate;
     int fds[2];
     if (pipe(fds) != 0)
         exit(2);
@@ -208,19 +210,25 @@ int main(int argc, char **argv)
     double t0 = bench_now();
     build_log(log_path, cfg, n);
     fprintf(stderr, "generated %ld events in %.1f s\n", n, bench_now() - t0);
-    double rp[16], rr[16];
+    double rp[16], rr[16], ri[16];
     long rss = 0, max_rss = 0, divs = 0, bytes = 0;
     for (int r = 0; r < rounds && r < 16; r++) {
         rp[r] = read_and_parse(log_path, &bytes);
-        rr[r] = replay_in_child(cfg, log_path, run_path, argv[2], &rss, &divs);
+        rr[r] = replay_in_child(cfg, log_path, run_path, argv[2], 0, &rss, &divs);
+        /* (in process: the reference plugins as they are shipped) */
         if (rss > max_rss)
             max_rss = rss;
+        ri[r] = replay_in_child(cfg, log_path, run_path, argv[2], 1, &rss, &divs);
     }
-    double p = bench_median(rp, rounds), q = bench_median(rr, rounds);
+    double p = bench_median(rp, rounds), q = bench_median(rr, rounds),
+           iso = bench_median(ri, rounds);
     printf("replay of %ld events (%.0f bytes/body on average), median of %d rounds\n", n,
            (double)bytes / n, rounds);
     printf("read+parse loop: %10.0f events/s\n", p);
     printf("replay:          %10.0f events/s  (%.0f%% of read+parse)\n", q, 100 * q / p);
+    printf("replay, candidate isolated in a child process: %10.0f events/s (%.2fx the"
+           " in-process time)\n",
+           iso, q / iso);
     printf("replay peak RSS: %10.1f MiB; divergences: %ld\n", max_rss / 1024.0, divs);
     unlink(log_path);
     unlink(run_path);

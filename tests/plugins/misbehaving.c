@@ -9,6 +9,12 @@
 
 static const ust_host_api *host;
 
+#if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) || \
+    defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START)
+#include <signal.h>
+#include <unistd.h>
+#endif
+
 #ifdef MISBEHAVE_BLOCK
 #include <unistd.h>
 /* Blocks every decide until the file named in its config exists: a
@@ -19,6 +25,9 @@ static char unblock_file[512];
 static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
 {
     (void)config_json;
+#ifdef MISBEHAVE_EXIT_AT_START
+    _exit(3); /* isolated, this ends the child before its hello */
+#endif
 #ifdef MISBEHAVE_CREATE_FAILS
     (void)instance;
     host->set_error(ctx, "refusing to start: no database configured");
@@ -48,6 +57,18 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 #ifdef MISBEHAVE_BLOCK
     while (access(unblock_file, F_OK) != 0)
         usleep(10000);
+#endif
+#ifdef MISBEHAVE_SEGV_EVERY_100
+    if (ev->seq % 100 == 0)
+        raise(SIGSEGV);
+#endif
+#ifdef MISBEHAVE_SLEEP
+    if (ev->seq % 50 == 0)
+        sleep(3); /* far past the test's timeout_ms */
+#endif
+#ifdef MISBEHAVE_STDOUT_GARBAGE
+    if (ev->seq % 20 == 0 && write(1, "garbage, not a protocol line\n", 29) != 29)
+        return 1;
 #endif
     const char *seen = NULL;
     int touched = host->state_get(ctx, "touched", &seen);

@@ -1,0 +1,116 @@
+/* A candidate in a child process cannot hurt the legacy path: crashes,
+ * timeouts, garbage and a child that exits at start each become error
+ * decisions with their cause, every legacy decision is made, and the run
+ * goes on. */
+#include "replay_world.h"
+
+static int setup(void **state)
+{
+    world *w = world_new();
+    w->cfg->candidate.isolate = 1;
+    w->cfg->candidate.timeout_ms = 200;
+    for (int i = 1; i <= 240; i++) {
+        char key[32], order[32];
+        snprintf(key, sizeof(key), "k%d", i);
+        snprintf(order, sizeof(order), "o%d", i);
+        world_api(w, i, key, "t1", order, 100 + i);
+    }
+    world_record(w);
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world_free(*state);
+    return 0;
+}
+
+static void replay_with(world *w, const char *plugin)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin("legacy", lp);
+    snprintf(cp, sizeof(cp), "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), plugin);
+    ust_replay_opts o = {.cfg = w->cfg,
+                         .log_path = w->log_path,
+                         .run_path = w->run_path,
+                         .legacy_path = lp,
+                         .candidate_path = cp};
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    assert_int_equal(st.fed, 240);
+}
+
+static int count(world *w, const char *where)
+{
+    char *sql = ust_sprintf("SELECT count(*) FROM decisions WHERE %s", where);
+    char *v = world_query(w, sql);
+    int n = atoi(v);
+    ust_free(v);
+    ust_free(sql);
+    return n;
+}
+
+/* Every legacy decision was made, the candidate failed exactly at the
+ * expected events with the expected cause, and each failure is a divergence. */
+static void expect_faults(world *w, const char *at, int n, const char *cause)
+{
+    assert_int_equal(count(w, "l_verdict = 'applied'"), 240);
+    char *where = ust_sprintf("c_verdict = 'error' AND (%s)", at);
+    assert_int_equal(count(w, where), n);
+    ust_free(where);
+    char *like = ust_sprintf("c_verdict = 'error' AND c_error LIKE '%%%s%%'", cause);
+    assert_int_equal(count(w, like), n);
+    ust_free(like);
+    char *divs = world_query(w, "SELECT count(*) FROM divergences WHERE class ="
+                                " '/payments: applied \xe2\x86\x92 error'");
+    assert_int_equal(atoi(divs), n);
+    ust_free(divs);
+}
+
+static void test_a_crash_every_100th_event(void **state)
+{
+    world *w = *state;
+    replay_with(w, "misbehaving_segv_every_100");
+    expect_faults(w, "seq % 100 = 0", 2, "killed by signal 11");
+}
+
+static void test_a_decide_past_its_timeout(void **state)
+{
+    world *w = *state;
+    replay_with(w, "misbehaving_sleep");
+    expect_faults(w, "seq % 50 = 0", 4, "timeout: no decision within 200 ms");
+}
+
+static void test_garbage_on_the_protocol(void **state)
+{
+    world *w = *state;
+    replay_with(w, "misbehaving_stdout_garbage");
+    expect_faults(w, "seq % 20 = 0", 12, "bad line: garbage");
+}
+
+static void test_a_child_that_exits_at_start(void **state)
+{
+    world *w = *state;
+    replay_with(w, "misbehaving_exit_at_start");
+    /* Restarts back off (1, 2, 4 ... events): every event is an error, the
+     * tries say why, the events between say the plugin is down. */
+    assert_int_equal(count(w, "l_verdict = 'applied'"), 240);
+    assert_int_equal(count(w, "c_verdict = 'error'"), 240);
+    assert_true(count(w, "c_error LIKE '%exited with status 3%'") >= 5);
+    assert_true(count(w, "c_error LIKE '%is down%'") > 100);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_a_crash_every_100th_event),
+        T(test_a_decide_past_its_timeout),
+        T(test_garbage_on_the_protocol),
+        T(test_a_child_that_exits_at_start),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
