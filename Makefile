@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev \
                libuv1-dev libcmocka-dev libhttp-parser-dev
 # The report test opens index.html in a real browser.
-TEST_PACKAGES = chromium
+TEST_PACKAGES = chromium python3
 
 .PHONY: all deps test-deps configure build test sanitize demo bench clean format
 

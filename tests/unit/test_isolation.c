@@ -4,6 +4,10 @@
  * goes on. */
 #include "replay_world.h"
 
+#include <understudy/drive.h>
+
+#include <unistd.h>
+
 static int setup(void **state)
 {
     world *w = world_new();
@@ -103,6 +107,75 @@ static void test_a_child_that_exits_at_start(void **state)
     assert_true(count(w, "c_error LIKE '%is down%'") > 100);
 }
 
+/* Every scenario, rendered, replayed once with the C candidate and once with
+ * the Python example: the same divergences, seq for seq. */
+static void test_python_candidate_matches_the_c_one(void **state)
+{
+    world *w = *state;
+    if (system("python3 -c 1 2>/dev/null") != 0)
+        fail_msg("python3 is needed: make test installs it (apt-get install python3)");
+    char dir[PATH_MAX], out[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX], script[PATH_MAX];
+    ust_test_source_path("scenarios", dir);
+    snprintf(out, sizeof(out), "%s/scenarios.log", w->dir);
+    char *cmd = ust_sprintf("ls '%s'/[0-9]*.json > '%s'", dir, out);
+    assert_int_equal(system(cmd), 0);
+    ust_free(cmd);
+    /* A fresh log of the scenarios (the world's own requests are not used). */
+    unlink(w->log_path);
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
+    FILE *list = fopen(out, "r");
+    char path[PATH_MAX];
+    int64_t start = WORLD_T0 * 1000000;
+    while (fgets(path, sizeof(path), list) != NULL) {
+        path[strcspn(path, "\n")] = '\0';
+        ust_scenario *sc = NULL;
+        if (ust_scenario_load(path, w->cfg, &sc, &err) != 0)
+            fail_msg("%s", err);
+        ust_request *reqs = NULL;
+        size_t n = 0;
+        assert_int_equal(ust_scenario_render(sc, w->cfg, start, &reqs, &n, &err), 0);
+        assert_int_equal(ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
+        for (size_t i = 0; i < n; i++)
+            ust_request_clear(&reqs[i]);
+        ust_free(reqs);
+        ust_scenario_free(sc);
+        start += UST_SCENARIO_SPACING_US;
+    }
+    fclose(list);
+    ust_log_close(log);
+
+    world_plugin("legacy", lp);
+    world_plugin("candidate", cp);
+    ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log_path, .run_path = w->run_path,
+                         .legacy_path = lp, .candidate_path = cp};
+    ust_replay_stats st;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    char *c_run = world_divergences(w);
+    assert_true(strlen(c_run) > 0);
+
+    unlink(w->run_path);
+    ust_test_source_path("src/plugins/examples/candidate.py", script);
+    char *argv[] = {"python3", script, NULL};
+    char *so_path = w->cfg->candidate.path;
+    w->cfg->candidate.exec = argv;
+    w->cfg->candidate.path = NULL;
+    o.candidate_path = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    w->cfg->candidate.exec = NULL;
+    w->cfg->candidate.path = so_path;
+    char *py_run = world_divergences(w);
+    assert_string_equal(py_run, c_run);
+    char *errors = world_query(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'");
+    assert_string_equal(errors, "0");
+    ust_free(errors);
+    ust_free(c_run);
+    ust_free(py_run);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -111,6 +184,7 @@ int main(void)
         T(test_a_decide_past_its_timeout),
         T(test_garbage_on_the_protocol),
         T(test_a_child_that_exits_at_start),
+        T(test_python_candidate_matches_the_c_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
