@@ -6,8 +6,10 @@ JOBS       ?= 2
 CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev \
                libuv1-dev libcmocka-dev libhttp-parser-dev
-# The report test opens index.html in a real browser.
-TEST_PACKAGES = chromium python3
+# The tests also need a browser (the report test opens index.html) and the
+# interpreters of the example plugins: command=package, installed when the
+# command is missing.
+TEST_COMMANDS = chromium=chromium python3=python3 node=nodejs
 
 .PHONY: all deps test-deps configure build test sanitize demo bench clean format
 
@@ -17,7 +19,10 @@ deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_PACKAGES)"
 
 test-deps: deps
-	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_PACKAGES)"
+	@need=""; for pair in $(TEST_COMMANDS); do \
+	  command -v $${pair%%=*} >/dev/null 2>&1 || need="$$need $${pair#*=}"; \
+	done; \
+	if [ -n "$$need" ]; then $(MAKE) --no-print-directory install-packages PACKAGES="$$need"; fi
 
 install-packages:
 	@missing=""; for p in $(PACKAGES); do \

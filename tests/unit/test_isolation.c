@@ -108,12 +108,14 @@ static void test_a_child_that_exits_at_start(void **state)
 }
 
 /* Every scenario, rendered, replayed once with the C candidate and once with
- * the Python example: the same divergences, seq for seq. */
-static void test_python_candidate_matches_the_c_one(void **state)
+ * an example in another language: the same divergences, seq for seq. */
+static void matches_the_c_candidate(world *w, const char *interpreter, const char *script_rel)
 {
-    world *w = *state;
-    if (system("python3 -c 1 2>/dev/null") != 0)
-        fail_msg("python3 is needed: make test installs it (apt-get install python3)");
+    char probe[64];
+    snprintf(probe, sizeof(probe), "%s -e 1 >/dev/null 2>&1 || %s -c 1 >/dev/null 2>&1",
+             interpreter, interpreter);
+    if (system(probe) != 0)
+        fail_msg("%s is needed: make test installs it", interpreter);
     char dir[PATH_MAX], out[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX], script[PATH_MAX];
     ust_test_source_path("scenarios", dir);
     snprintf(out, sizeof(out), "%s/scenarios.log", w->dir);
@@ -157,8 +159,8 @@ static void test_python_candidate_matches_the_c_one(void **state)
     assert_true(strlen(c_run) > 0);
 
     unlink(w->run_path);
-    ust_test_source_path("src/plugins/examples/candidate.py", script);
-    char *argv[] = {"python3", script, NULL};
+    ust_test_source_path(script_rel, script);
+    char *argv[] = {(char *)interpreter, script, NULL};
     char *so_path = w->cfg->candidate.path;
     w->cfg->candidate.exec = argv;
     w->cfg->candidate.path = NULL;
@@ -176,6 +178,16 @@ static void test_python_candidate_matches_the_c_one(void **state)
     ust_free(py_run);
 }
 
+static void test_python_candidate_matches_the_c_one(void **state)
+{
+    matches_the_c_candidate(*state, "python3", "src/plugins/examples/candidate.py");
+}
+
+static void test_node_candidate_matches_the_c_one(void **state)
+{
+    matches_the_c_candidate(*state, "node", "src/plugins/examples/candidate.js");
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -185,6 +197,7 @@ int main(void)
         T(test_garbage_on_the_protocol),
         T(test_a_child_that_exits_at_start),
         T(test_python_candidate_matches_the_c_one),
+        T(test_node_candidate_matches_the_c_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
