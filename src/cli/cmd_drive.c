@@ -12,7 +12,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: understudy drive --config FILE (--render OUT.jsonl | --check RUN.db [--live]\n"
+    "usage: understudy drive --config FILE (--render OUT.jsonl | --check RUN.db "
+    "[--live]\n"
     "                        | --target URL [--speed X]) SCENARIO.json...\n"
     "\n"
     "--render  writes the scenarios as interchange JSONL, one after another (30 days\n"
@@ -29,7 +30,8 @@ static const char usage[] =
 int ust_cli_drive_target(const ust_config *cfg, ust_scenario *const *sc, size_t n,
                          const char *url, double speed);
 
-static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n, const char *path)
+static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n,
+                  const char *path)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
     if (f == NULL)
@@ -40,7 +42,8 @@ static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n, cons
         ust_request *reqs = NULL;
         size_t count = 0;
         char *err = NULL;
-        if (ust_scenario_render(sc[i], cfg, RENDER_START_US + (int64_t)i * UST_SCENARIO_SPACING_US,
+        if (ust_scenario_render(sc[i], cfg,
+                                RENDER_START_US + (int64_t)i * UST_SCENARIO_SPACING_US,
                                 &reqs, &count, &err) != 0) {
             rc = ust_cli_fail(err, "render failed");
             break;
@@ -68,11 +71,14 @@ static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n, cons
 
 int ust_cli_drive(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"render", required_argument, NULL, 'r'},
-        {"check", required_argument, NULL, 'k'},  {"target", required_argument, NULL, 't'},
-        {"speed", required_argument, NULL, 's'},  {"live", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"render", required_argument, NULL, 'r'},
+                                             {"check", required_argument, NULL, 'k'},
+                                             {"target", required_argument, NULL, 't'},
+                                             {"speed", required_argument, NULL, 's'},
+                                             {"live", no_argument, NULL, 'l'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     const char *config = NULL, *render_to = NULL, *check = NULL, *target = NULL;
     double speed = 1;
     int live = 0;
@@ -81,33 +87,46 @@ int ust_cli_drive(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': config = optarg; break;
-        case 'r': render_to = optarg; break;
-        case 'k': check = optarg; break;
-        case 't': target = optarg; break;
-        case 's': speed = atof(optarg); break;
-        case 'l': live = 1; break;
-        case 'h': return ust_cli_usage(usage, 1);
+        case 'c':
+            config = optarg;
+            break;
+        case 'r':
+            render_to = optarg;
+            break;
+        case 'k':
+            check = optarg;
+            break;
+        case 't':
+            target = optarg;
+            break;
+        case 's':
+            speed = atof(optarg);
+            break;
+        case 'l':
+            live = 1;
+            break;
+        case 'h':
+            return ust_cli_usage(usage, 1);
         default:
             fprintf(stderr, "understudy drive: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
             return ust_cli_usage(usage, 0);
         }
     }
-    if (config == NULL || (!!render_to + !!check + !!target) != 1 || optind >= argc)
-        return ust_cli_fail(NULL, "drive: need --config, exactly one of --render, --check,"
-                                  " --target, and scenario files (try --help)");
+    if ((!!render_to + !!check + !!target) != 1 || optind >= argc)
+        return ust_cli_fail(NULL,
+                            "drive: need exactly one of --render, --check, --target,"
+                            " and scenario files (try --help)");
     if (speed <= 0)
         return ust_cli_fail(NULL, "drive: --speed must be positive");
     char *err = NULL;
     ust_config *cfg = NULL;
-    if (ust_config_load(config, &cfg, &err) != 0)
-        return ust_cli_fail(err, "cannot load the config");
+    /* Rendering and sending sign the requests: they need the secrets. */
+    if (ust_cli_load_config("drive", config, check == NULL, &cfg) != 0)
+        return UST_EXIT_USAGE;
     size_t n = (size_t)(argc - optind);
     ust_scenario **sc = ust_calloc(n, sizeof(*sc));
     int rc = sc ? UST_EXIT_OK : UST_EXIT_USAGE;
-    if (rc == UST_EXIT_OK && !check && ust_config_load_secrets(cfg, &err) != 0)
-        rc = ust_cli_fail(err, "secrets missing (drive signs the requests)");
     for (size_t i = 0; rc == UST_EXIT_OK && i < n; i++)
         if (ust_scenario_load(argv[optind + (int)i], cfg, &sc[i], &err) != 0)
             rc = ust_cli_fail(err, "cannot load a scenario");
@@ -119,7 +138,8 @@ int ust_cli_drive(int argc, char **argv)
         else {
             int r = ust_scenario_check(sc, n, check, live, stdout, &err);
             rc = r < 0 ? ust_cli_fail(err, "check failed")
-                       : r ? UST_EXIT_FINDING : UST_EXIT_OK;
+                 : r   ? UST_EXIT_FINDING
+                       : UST_EXIT_OK;
         }
     }
     for (size_t i = 0; sc && i < n; i++)

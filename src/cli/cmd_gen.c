@@ -12,7 +12,8 @@
 
 static const char usage[] =
     "usage: understudy gen --config FILE --events N --seed S --out OUT.jsonl\n"
-    "                      [--truth FILE] [--span 7d] [--start TIME] [--mix KIND=W,...]\n"
+    "                      [--truth FILE] [--span 7d] [--start TIME] [--mix "
+    "KIND=W,...]\n"
     "\n"
     "Writes N events of synthetic traffic over the span (default a week from\n"
     "2026-11-23T00:00:00Z), in time order, the same bytes for the same seed. Kinds\n"
@@ -35,12 +36,16 @@ static int parse_span(const char *s, int64_t *us)
 
 int ust_cli_gen(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"events", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 's'},   {"out", required_argument, NULL, 'o'},
-        {"truth", required_argument, NULL, 't'},  {"span", required_argument, NULL, 'p'},
-        {"start", required_argument, NULL, 'a'},  {"mix", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"events", required_argument, NULL, 'n'},
+                                             {"seed", required_argument, NULL, 's'},
+                                             {"out", required_argument, NULL, 'o'},
+                                             {"truth", required_argument, NULL, 't'},
+                                             {"span", required_argument, NULL, 'p'},
+                                             {"start", required_argument, NULL, 'a'},
+                                             {"mix", required_argument, NULL, 'm'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     const char *config = NULL, *out = NULL, *truth = NULL, *mix = NULL;
     ust_gen_opts o;
     memset(&o, 0, sizeof(o));
@@ -55,7 +60,9 @@ int ust_cli_gen(int argc, char **argv)
     char *end;
     while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': config = optarg; break;
+        case 'c':
+            config = optarg;
+            break;
         case 'n':
             o.events = strtoll(optarg, &end, 10);
             if (*end || o.events < 0)
@@ -67,42 +74,49 @@ int ust_cli_gen(int argc, char **argv)
                 return ust_cli_fail(NULL, "gen: --seed needs a number");
             have_seed = 1;
             break;
-        case 'o': out = optarg; break;
-        case 't': truth = optarg; break;
-        case 'm': mix = optarg; break;
+        case 'o':
+            out = optarg;
+            break;
+        case 't':
+            truth = optarg;
+            break;
+        case 'm':
+            mix = optarg;
+            break;
         case 'p':
             if (parse_span(optarg, &o.span_us) != 0)
-                return ust_cli_fail(NULL, "gen: --span needs a duration such as 7d, 36h, 90m");
+                return ust_cli_fail(
+                    NULL, "gen: --span needs a duration such as 7d, 36h, 90m");
             break;
         case 'a':
             if (ust_time_parse(optarg, &o.start_us) != 0)
                 return ust_cli_fail(NULL, "gen: --start needs an RFC 3339 time");
             break;
-        case 'h': return ust_cli_usage(usage, 1);
+        case 'h':
+            return ust_cli_usage(usage, 1);
         default:
             fprintf(stderr, "understudy gen: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
             return ust_cli_usage(usage, 0);
         }
     }
-    if (config == NULL || out == NULL || o.events < 0 || !have_seed || optind < argc)
-        return ust_cli_fail(NULL, "gen: need --config, --events, --seed and --out (try --help)");
+    if (out == NULL || o.events < 0 || !have_seed)
+        return ust_cli_fail(
+            NULL, "gen: need --config, --events, --seed and --out (try --help)");
     char *err = NULL;
     if (mix != NULL && ust_gen_parse_mix(mix, o.mix, &err) != 0)
         return ust_cli_fail(err, "bad --mix");
     ust_config *cfg = NULL;
-    if (ust_config_load(config, &cfg, &err) != 0)
-        return ust_cli_fail(err, "cannot load the config");
+    if (ust_cli_no_more_args("gen", argc, argv, optind) != 0 ||
+        ust_cli_load_config("gen", config, 1, &cfg) != 0)
+        return UST_EXIT_USAGE;
     int rc = UST_EXIT_USAGE;
-    if (ust_config_load_secrets(cfg, &err) != 0) {
-        ust_cli_fail(err, "secrets missing (gen signs the requests)");
-        goto done;
-    }
     o.cfg = cfg;
     o.out = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
     o.truth = truth ? fopen(truth, "wb") : NULL;
     if (o.out == NULL || (truth && o.truth == NULL)) {
-        ust_cli_fail(ust_sprintf("%s: cannot open for writing", o.out ? truth : out), NULL);
+        ust_cli_fail(ust_sprintf("%s: cannot open for writing", o.out ? truth : out),
+                     NULL);
         goto done;
     }
     int64_t n = 0;

@@ -35,24 +35,41 @@ struct log_opts {
 
 static int parse_opts(int argc, char **argv, struct log_opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"log", required_argument, NULL, 'l'},
-        {"out", required_argument, NULL, 'o'},    {"before", required_argument, NULL, 'b'},
-        {"json", no_argument, NULL, 'j'},         {"derived", no_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"log", required_argument, NULL, 'l'},
+                                             {"out", required_argument, NULL, 'o'},
+                                             {"before", required_argument, NULL, 'b'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"derived", no_argument, NULL, 'd'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
     optind = 1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': o->config = optarg; break;
-        case 'l': o->log = optarg; break;
-        case 'o': o->out = optarg; break;
-        case 'b': o->before = optarg; break;
-        case 'j': o->json = 1; break;
-        case 'd': o->derived = 1; break;
-        case 'h': o->help = 1; break;
+        case 'c':
+            o->config = optarg;
+            break;
+        case 'l':
+            o->log = optarg;
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case 'b':
+            o->before = optarg;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'd':
+            o->derived = 1;
+            break;
+        case 'h':
+            o->help = 1;
+            break;
         default:
             fprintf(stderr, "understudy log: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
@@ -73,8 +90,9 @@ static int open_log(const char *path, unsigned flags, ust_log **log)
 static int cmd_import(struct log_opts *o, int nargs, char **args)
 {
     if (o->config == NULL || nargs > 1)
-        return ust_cli_fail(NULL, "log import: need --config FILE and at most one input "
-                                  "file (try --help)");
+        return ust_cli_fail(NULL,
+                            "log import: need --config FILE and at most one input "
+                            "file (try --help)");
     char *err = NULL;
     ust_config *cfg = NULL;
     if (ust_config_load(o->config, &cfg, &err) != 0)
@@ -150,11 +168,11 @@ static int cmd_verify(struct log_opts *o)
         return ust_cli_fail(err, "verify failed");
     ust_free(err);
     if (o->json) {
-        json_t *j = json_pack("{s:b,s:I,s:I,s:s,s:I,s:I}", "ok", rc == 0, "checked",
-                              (json_int_t)res.checked, "head_seq", (json_int_t)res.head_seq,
-                              "head_hash", res.head_hash, "prunes",
-                              (json_int_t)res.n_prunes, "pruned_through",
-                              (json_int_t)res.pruned_through);
+        json_t *j =
+            json_pack("{s:b,s:I,s:I,s:s,s:I,s:I}", "ok", rc == 0, "checked",
+                      (json_int_t)res.checked, "head_seq", (json_int_t)res.head_seq,
+                      "head_hash", res.head_hash, "prunes", (json_int_t)res.n_prunes,
+                      "pruned_through", (json_int_t)res.pruned_through);
         if (rc != 0) {
             json_object_set_new(j, "bad_seq", json_integer(res.bad_seq));
             json_object_set_new(j, "reason", json_string(res.reason));
@@ -207,8 +225,10 @@ static int cmd_stats(struct log_opts *o)
                (long long)json_integer_value(json_object_get(s, "events")),
                (long long)json_integer_value(json_object_get(s, "first_seq")),
                (long long)json_integer_value(json_object_get(s, "last_seq")));
-        printf("first arrival: %s\n", json_is_string(first) ? json_string_value(first) : "-");
-        printf("last arrival:  %s\n", json_is_string(last) ? json_string_value(last) : "-");
+        printf("first arrival: %s\n",
+               json_is_string(first) ? json_string_value(first) : "-");
+        printf("last arrival:  %s\n",
+               json_is_string(last) ? json_string_value(last) : "-");
         printf("bytes on disk: %lld\n",
                (long long)json_integer_value(json_object_get(s, "bytes_on_disk")));
         printf("prunes:        %lld (%lld events removed)\n",
@@ -235,8 +255,8 @@ static int cmd_prune(struct log_opts *o)
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t n = 0;
     char *err = NULL;
-    int rc = ust_log_prune(log, before, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000,
-                           &n, &err);
+    int rc = ust_log_prune(
+        log, before, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000, &n, &err);
     ust_log_close(log);
     if (rc != 0)
         return ust_cli_fail(err, "prune failed");
@@ -261,9 +281,8 @@ int ust_cli_log(int argc, char **argv)
     if (strcmp(action, "import") == 0)
         return cmd_import(&o, nargs, args);
     if (nargs > 0)
-        return ust_cli_fail(ust_sprintf("log %s: unexpected argument \"%s\"", action,
-                                        args[0]),
-                            NULL);
+        return ust_cli_fail(
+            ust_sprintf("log %s: unexpected argument \"%s\"", action, args[0]), NULL);
     if (strcmp(action, "export") != 0 && strcmp(action, "verify") != 0 &&
         strcmp(action, "stats") != 0 && strcmp(action, "prune") != 0) {
         fprintf(stderr, "understudy log: unknown action \"%s\"\n", action);

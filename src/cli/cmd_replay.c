@@ -38,28 +38,37 @@ int ust_cli_replay(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': config = optarg; break;
-        case 'l': o.log_path = optarg; break;
-        case 'r': o.run_path = optarg; break;
-        case 'L': o.legacy_path = optarg; break;
-        case 'C': o.candidate_path = optarg; break;
-        case 'd': div_path = optarg; break;
-        case 'h': return ust_cli_usage(usage, 1);
+        case 'c':
+            config = optarg;
+            break;
+        case 'l':
+            o.log_path = optarg;
+            break;
+        case 'r':
+            o.run_path = optarg;
+            break;
+        case 'L':
+            o.legacy_path = optarg;
+            break;
+        case 'C':
+            o.candidate_path = optarg;
+            break;
+        case 'd':
+            div_path = optarg;
+            break;
+        case 'h':
+            return ust_cli_usage(usage, 1);
         default:
             fprintf(stderr, "understudy replay: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
             return ust_cli_usage(usage, 0);
         }
     }
-    if (optind < argc)
-        return ust_cli_fail(ust_sprintf("replay: unexpected argument \"%s\"", argv[optind]),
-                            NULL);
-    if (config == NULL)
-        return ust_cli_fail(NULL, "replay: --config FILE is required (try --help)");
-    char *err = NULL;
     ust_config *cfg = NULL;
-    if (ust_config_load(config, &cfg, &err) != 0)
-        return ust_cli_fail(err, "cannot load the config");
+    if (ust_cli_no_more_args("replay", argc, argv, optind) != 0 ||
+        ust_cli_load_config("replay", config, 0, &cfg) != 0)
+        return UST_EXIT_USAGE;
+    char *err = NULL;
     o.cfg = cfg;
     if (o.log_path == NULL)
         o.log_path = cfg->log_path;
@@ -67,30 +76,28 @@ int ust_cli_replay(int argc, char **argv)
         o.run_path = cfg->run_path;
     int rc = UST_EXIT_USAGE;
     if (o.log_path == NULL || o.run_path == NULL) {
-        ust_cli_fail(NULL, "replay: need --log and --run (or \"log\" and \"run\" in the config)");
+        ust_cli_fail(
+            NULL,
+            "replay: need --log and --run (or \"log\" and \"run\" in the config)");
         goto out;
     }
-    if (div_path != NULL) {
-        o.divergences = strcmp(div_path, "-") == 0 ? stdout : fopen(div_path, "ab");
-        if (o.divergences == NULL) {
-            ust_cli_fail(ust_sprintf("%s: cannot open for writing", div_path), NULL);
-            goto out;
-        }
-    }
+    if (div_path != NULL &&
+        (o.divergences = ust_cli_open_output(div_path, "ab")) == NULL)
+        goto out;
     ust_replay_stats st;
     if (ust_replay(&o, &st, &err) != 0) {
         ust_cli_fail(err, "replay failed");
         goto out;
     }
-    fprintf(stderr,
-            "replayed %lld events after seq %lld: %lld decided by both plugins, %lld not "
-            "fed (signature or route), %lld divergences\n",
-            (long long)st.events, (long long)st.resumed_after, (long long)st.fed,
-            (long long)st.not_fed, (long long)st.divergences);
+    fprintf(
+        stderr,
+        "replayed %lld events after seq %lld: %lld decided by both plugins, %lld not "
+        "fed (signature or route), %lld divergences\n",
+        (long long)st.events, (long long)st.resumed_after, (long long)st.fed,
+        (long long)st.not_fed, (long long)st.divergences);
     rc = UST_EXIT_OK;
 out:
-    if (o.divergences != NULL && o.divergences != stdout)
-        fclose(o.divergences);
+    ust_cli_close_output(o.divergences);
     ust_config_free(cfg);
     return rc;
 }

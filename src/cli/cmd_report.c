@@ -40,15 +40,23 @@ static int parse(int argc, char **argv, const char *usage, struct report_opts *o
     char *end;
     while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         switch (c) {
-        case 'r': o->run = optarg; break;
-        case 'o': o->out = optarg; break;
-        case 't': o->triage = optarg; break;
+        case 'r':
+            o->run = optarg;
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case 't':
+            o->triage = optarg;
+            break;
         case 'm':
             o->max_open = strtol(optarg, &end, 10);
             if (*end != '\0' || o->max_open < 0)
-                return ust_cli_fail(NULL, "--max-open needs a number of divergences >= 0");
+                return ust_cli_fail(NULL,
+                                    "--max-open needs a number of divergences >= 0");
             break;
-        case 'h': return -ust_cli_usage(usage, 1) - 1;
+        case 'h':
+            return -ust_cli_usage(usage, 1) - 1;
         default:
             fprintf(stderr, "understudy: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
@@ -56,7 +64,8 @@ static int parse(int argc, char **argv, const char *usage, struct report_opts *o
         }
     }
     if (optind < argc)
-        return ust_cli_fail(ust_sprintf("unexpected argument \"%s\"", argv[optind]), NULL);
+        return ust_cli_fail(ust_sprintf("unexpected argument \"%s\"", argv[optind]),
+                            NULL);
     return 0;
 }
 
@@ -76,7 +85,8 @@ int ust_cli_report(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? UST_EXIT_OK : rc;
     if (o.run == NULL || o.out == NULL)
-        return ust_cli_fail(NULL, "report: --run DB and --out DIR are required (try --help)");
+        return ust_cli_fail(NULL,
+                            "report: --run DB and --out DIR are required (try --help)");
     ust_triage *t = NULL;
     if (load_triage(o.triage, &t) != 0)
         return UST_EXIT_USAGE;
@@ -86,7 +96,8 @@ int ust_cli_report(int argc, char **argv)
     ust_triage_free(t);
     if (rc != 0)
         return ust_cli_fail(err, "report failed");
-    printf("report written to %s/index.html (also summary.md, divergences.jsonl)\n", o.out);
+    printf("report written to %s/index.html (also summary.md, divergences.jsonl)\n",
+           o.out);
     return UST_EXIT_OK;
 }
 
@@ -97,7 +108,8 @@ int ust_cli_gate(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? UST_EXIT_OK : rc;
     if (o.run == NULL || o.triage == NULL)
-        return ust_cli_fail(NULL, "gate: --run DB and --triage FILE are required (try --help)");
+        return ust_cli_fail(
+            NULL, "gate: --run DB and --triage FILE are required (try --help)");
     ust_triage *t = NULL;
     if (load_triage(o.triage, &t) != 0)
         return UST_EXIT_USAGE;

@@ -29,11 +29,16 @@ static const char usage[] =
 int ust_cli_serve(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},    {"listen", required_argument, NULL, 'L'},
-        {"log", required_argument, NULL, 'l'},       {"run", required_argument, NULL, 'r'},
-        {"respond", required_argument, NULL, 'R'},   {"legacy", required_argument, NULL, 'g'},
-        {"candidate", required_argument, NULL, 'C'}, {"divergences", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'L'},
+        {"log", required_argument, NULL, 'l'},
+        {"run", required_argument, NULL, 'r'},
+        {"respond", required_argument, NULL, 'R'},
+        {"legacy", required_argument, NULL, 'g'},
+        {"candidate", required_argument, NULL, 'C'},
+        {"divergences", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *config = NULL, *respond = "ack", *div_path = NULL;
     ust_serve_opts o;
     memset(&o, 0, sizeof(o));
@@ -42,39 +47,49 @@ int ust_cli_serve(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c': config = optarg; break;
-        case 'L': o.listen = optarg; break;
-        case 'l': o.log_path = optarg; break;
-        case 'r': o.run_path = optarg; break;
-        case 'R': respond = optarg; break;
-        case 'g': o.legacy_path = optarg; break;
-        case 'C': o.candidate_path = optarg; break;
-        case 'd': div_path = optarg; break;
-        case 'h': return ust_cli_usage(usage, 1);
+        case 'c':
+            config = optarg;
+            break;
+        case 'L':
+            o.listen = optarg;
+            break;
+        case 'l':
+            o.log_path = optarg;
+            break;
+        case 'r':
+            o.run_path = optarg;
+            break;
+        case 'R':
+            respond = optarg;
+            break;
+        case 'g':
+            o.legacy_path = optarg;
+            break;
+        case 'C':
+            o.candidate_path = optarg;
+            break;
+        case 'd':
+            div_path = optarg;
+            break;
+        case 'h':
+            return ust_cli_usage(usage, 1);
         default:
             fprintf(stderr, "understudy serve: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
             return ust_cli_usage(usage, 0);
         }
     }
-    if (optind < argc)
-        return ust_cli_fail(ust_sprintf("serve: unexpected argument \"%s\"", argv[optind]),
-                            NULL);
-    if (config == NULL)
-        return ust_cli_fail(NULL, "serve: --config FILE is required (try --help)");
+    if (ust_cli_no_more_args("serve", argc, argv, optind) != 0)
+        return UST_EXIT_USAGE;
     if (strcmp(respond, "ack") != 0 && strcmp(respond, "legacy") != 0)
-        return ust_cli_fail(ust_sprintf("serve: --respond %s: expected ack or legacy", respond),
-                            NULL);
+        return ust_cli_fail(
+            ust_sprintf("serve: --respond %s: expected ack or legacy", respond), NULL);
     o.respond_legacy = strcmp(respond, "legacy") == 0;
     char *err = NULL;
     ust_config *cfg = NULL;
-    if (ust_config_load(config, &cfg, &err) != 0)
-        return ust_cli_fail(err, "cannot load the config");
+    if (ust_cli_load_config("serve", config, 1, &cfg) != 0)
+        return UST_EXIT_USAGE;
     int rc = UST_EXIT_USAGE;
-    if (ust_config_load_secrets(cfg, &err) != 0) {
-        ust_cli_fail(err, "secrets missing");
-        goto out;
-    }
     if (o.listen == NULL)
         o.listen = cfg->listen;
     if (o.log_path == NULL)
@@ -82,17 +97,14 @@ int ust_cli_serve(int argc, char **argv)
     if (o.run_path == NULL)
         o.run_path = cfg->run_path;
     if (o.listen == NULL || o.log_path == NULL) {
-        ust_cli_fail(NULL, "serve: need --listen and --log (or \"listen\" and \"log\" in the"
-                           " config)");
+        ust_cli_fail(NULL,
+                     "serve: need --listen and --log (or \"listen\" and \"log\" in the"
+                     " config)");
         goto out;
     }
-    if (div_path != NULL) {
-        o.divergences = strcmp(div_path, "-") == 0 ? stdout : fopen(div_path, "ab");
-        if (o.divergences == NULL) {
-            ust_cli_fail(ust_sprintf("%s: cannot open for writing", div_path), NULL);
-            goto out;
-        }
-    }
+    if (div_path != NULL &&
+        (o.divergences = ust_cli_open_output(div_path, "ab")) == NULL)
+        goto out;
     o.cfg = cfg;
     o.status = stderr;
     if (ust_serve(&o, &err) != 0) {
@@ -101,8 +113,7 @@ int ust_cli_serve(int argc, char **argv)
     }
     rc = UST_EXIT_OK;
 out:
-    if (o.divergences != NULL && o.divergences != stdout)
-        fclose(o.divergences);
+    ust_cli_close_output(o.divergences);
     ust_config_free(cfg);
     return rc;
 }

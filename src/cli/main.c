@@ -40,7 +40,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return ust_cli_usage(usage, 0);
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0)
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+        strcmp(cmd, "help") == 0)
         return ust_cli_usage(usage, 1);
     if (strcmp(cmd, "log") == 0)
         return ust_cli_log(argc - 1, argv + 1);
