@@ -28,6 +28,8 @@ typedef struct ust_replay_stats {
     int64_t not_fed;     /* signature failed or route unknown */
     int64_t divergences; /* written in this call */
     int64_t resumed_after; /* cursor the call started from */
+    int64_t legacy_decide_us, candidate_decide_us; /* time in decide (or reading
+                                                      the legacy's answers) */
 } ust_replay_stats;
 
 /* Runs (or resumes) a replay. Decisions, divergences, plugin state and the

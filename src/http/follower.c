@@ -36,6 +36,8 @@ static void *follower_main(void *arg)
         } else {
             atomic_fetch_add(&s->metrics.runner_events, st.events);
             atomic_fetch_add(&s->metrics.divergences, st.divergences);
+            atomic_fetch_add(&s->metrics.legacy_decide_us, st.legacy_decide_us);
+            atomic_fetch_add(&s->metrics.candidate_decide_us, st.candidate_decide_us);
         }
         atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
         if (stop)

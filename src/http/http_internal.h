@@ -57,7 +57,7 @@ typedef struct ust__metrics {
     atomic_llong append_failures;
     atomic_llong last_seq;   /* newest durable seq */
     atomic_llong runner_seq; /* newest seq the runner decided */
-    atomic_llong divergences, runner_events, runner_us_total;
+    atomic_llong divergences, runner_events, legacy_decide_us, candidate_decide_us;
     atomic_llong rejected[6]; /* 400 404 405 408 413 431 */
 } ust__metrics;
 

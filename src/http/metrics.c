@@ -4,6 +4,7 @@
 
 #include <understudy/alloc.h>
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +15,39 @@ void ust__metrics_rejected(ust__server *s, int status)
     for (int i = 0; i < 6; i++)
         if (rejected_status[i] == status)
             atomic_fetch_add(&s->metrics.rejected[i], 1);
+}
+
+/* Divergences by class, read from the run database at each scrape (the
+ * runner writes them there; the index on class keeps this cheap). */
+static void render_classes(ust__server *s, FILE *f)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (s->o->run_path == NULL ||
+        sqlite3_open_v2(s->o->run_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT class, count(*) FROM divergences GROUP BY class"
+                           " ORDER BY 2 DESC LIMIT 50",
+                           -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return;
+    }
+    fputs("# TYPE understudy_divergences_by_class gauge\n", f);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        fputs("understudy_divergences_by_class{class=\"", f);
+        /* label values escape backslash, quote and newline */
+        for (const char *p = (const char *)sqlite3_column_text(st, 0); p && *p; p++) {
+            if (*p == '\\' || *p == '"')
+                fputc('\\', f);
+            if (*p == '\n')
+                fputs("\\n", f);
+            else
+                fputc(*p, f);
+        }
+        fprintf(f, "\"} %lld\n", (long long)sqlite3_column_int64(st, 1));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
 }
 
 char *ust__metrics_render(ust__server *s)
@@ -67,6 +101,14 @@ char *ust__metrics_render(ust__server *s)
         "understudy_divergences_total %lld\n",
         last, last > ran ? last - ran : 0, (long long)atomic_load(&m->runner_events),
         (long long)atomic_load(&m->divergences));
+    /* Seconds in decide over the events decided: the mean is their ratio. */
+    fprintf(f,
+            "# TYPE understudy_plugin_decide_seconds_total counter\n"
+            "understudy_plugin_decide_seconds_total{plugin=\"legacy\"} %.6f\n"
+            "understudy_plugin_decide_seconds_total{plugin=\"candidate\"} %.6f\n",
+            atomic_load(&m->legacy_decide_us) / 1e6,
+            atomic_load(&m->candidate_decide_us) / 1e6);
+    render_classes(s, f);
     fclose(f);
     char *out = ust_strdup(buf);
     free(buf);

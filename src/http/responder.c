@@ -26,18 +26,20 @@ typedef struct responder {
 
 static int fed(const ust_log_record *rec)
 {
-    return rec->route != NULL && (rec->sig == UST_SIG_VERIFIED || rec->sig == UST_SIG_UNSIGNED);
+    return rec->route != NULL &&
+           (rec->sig == UST_SIG_VERIFIED || rec->sig == UST_SIG_UNSIGNED);
 }
 
 /* Decides one event and records it; *out (may be NULL) receives the decision. */
-static int decide(ust__server *s, const ust_log_record *rec, ust_decision *out, char **err)
+static int decide(ust__server *s, const ust_log_record *rec, ust_decision *out,
+                  char **err)
 {
     responder *rp = s->responder;
     ust_event ev;
     ust_decision d;
     int viewed = ust__event_view(s->o->cfg, rec, &ev);
-    if (!viewed && ust_event_derive_ex(s->o->cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE, &ev,
-                                       err) != 0)
+    if (!viewed && ust_event_derive_ex(s->o->cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE,
+                                       &ev, err) != 0)
         return UST_ENOMEM;
     ev.seq = rec->seq;
     ev.sig = rec->sig;
@@ -45,7 +47,8 @@ static int decide(ust__server *s, const ust_log_record *rec, ust_decision *out, 
     sqlite3_stmt *st = rp->insert;
     sqlite3_bind_int64(st, 1, rec->seq);
     if (d.entity || ev.identity)
-        sqlite3_bind_text(st, 2, d.entity ? d.entity : ev.identity, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, d.entity ? d.entity : ev.identity, -1,
+                          SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, 2);
     ust__decision_bind(st, 3, &d);
@@ -142,8 +145,9 @@ static void *responder_main(void *arg)
              * client retries, and a restart decides them. */
             for (ust__job *j = batch; j != NULL; j = j->next)
                 if (j->failure == NULL)
-                    j->failure = ust_sprintf("the legacy decision could not be recorded: %s",
-                                             err ? err : ust_strerror(rc));
+                    j->failure =
+                        ust_sprintf("the legacy decision could not be recorded: %s",
+                                    err ? err : ust_strerror(rc));
             sqlite3_exec(rp->db, "ROLLBACK", NULL, NULL, NULL);
         }
         ust_free(err);
@@ -170,13 +174,16 @@ int ust__responder_start(ust__server *s, char **err)
     int rc = path ? ust__answers_open(path, 0, &rp->db, err) : UST_ENOMEM;
     ust_free(path);
     if (rc == 0 && s->o->legacy_path == NULL && pc->path == NULL && pc->exec == NULL)
-        rc = ust_errf(err, UST_EINVAL, "--respond legacy: no legacy plugin (plugins.legacy)");
+        rc = ust_errf(err, UST_EINVAL,
+                      "--respond legacy: no legacy plugin (plugins.legacy)");
     if (rc == 0)
         rc = ust_store_open(rp->db, &rp->store, err);
     if (rc == 0)
-        rc = ust_plugin_open(pc, s->o->legacy_path, "legacy", 0, rp->store, &rp->legacy, err);
-    if (rc == 0 && (sqlite3_prepare_v2(rp->db, UST__ANSWERS_INSERT, -1, &rp->insert, NULL) ||
-                    sqlite3_prepare_v2(rp->db, UST__ANSWERS_CURSOR, -1, &rp->cursor, NULL)))
+        rc = ust_plugin_open(pc, s->o->legacy_path, "legacy", 0, rp->store, &rp->legacy,
+                             err);
+    if (rc == 0 &&
+        (sqlite3_prepare_v2(rp->db, UST__ANSWERS_INSERT, -1, &rp->insert, NULL) ||
+         sqlite3_prepare_v2(rp->db, UST__ANSWERS_CURSOR, -1, &rp->cursor, NULL)))
         rc = ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(rp->db));
     if (rc == 0)
         rc = catch_up(s, err);

@@ -600,7 +600,8 @@ static void answer_with_decision(ust__slot *slot, const ust_decision *d)
     }
     if (f != NULL)
         fclose(f);
-    set_response(slot, d->http_status, "application/json", headers, d->body ? d->body : "");
+    set_response(slot, d->http_status, "application/json", headers,
+                 d->body ? d->body : "");
     free(headers);
 }
 
@@ -747,8 +748,9 @@ int ust_serve(const ust_serve_opts *o, char **err)
         rc = ust__writer_start(s, err);
     if (rc == 0 && o->respond_legacy)
         rc = o->run_path ? ust__responder_start(s, err)
-                         : ust_errf(err, UST_EINVAL, "--respond legacy needs a run database"
-                                                     " (--run)");
+                         : ust_errf(err, UST_EINVAL,
+                                    "--respond legacy needs a run database"
+                                    " (--run)");
     if (rc == 0 && o->run_path != NULL)
         rc = ust__follower_start(s, err);
     if (rc != 0) {

@@ -16,7 +16,8 @@ static const char schema[] =
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err)
 {
     *db = NULL;
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int flags =
+        readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
         ust_errf(err, UST_EDB, "%s: cannot open the answers database: %s", path,
                  *db ? sqlite3_errmsg(*db) : "out of memory");
@@ -40,8 +41,8 @@ int64_t ust__answers_cursor(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = 0;
-    if (sqlite3_prepare_v2(db, "SELECT last_seq FROM cursor WHERE id = 1", -1, &st, NULL) ==
-            SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, "SELECT last_seq FROM cursor WHERE id = 1", -1, &st,
+                           NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);

@@ -44,7 +44,8 @@ void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d)
         return;
     }
     char *flags = flags_text(d);
-    char *headers = d->headers ? json_dumps(d->headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *headers =
+        d->headers ? json_dumps(d->headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     bind_text(st, col, ust_verdict_name(d->verdict));
     sqlite3_bind_int(st, col + 1, d->http_status);
     bind_text(st, col + 2, d->state_before);
@@ -85,7 +86,8 @@ int ust__decision_read(sqlite3_stmt *st, int col, const char *entity, ust_decisi
     if (json_array_size(fa) > 0) {
         d->flags = ust_calloc(json_array_size(fa), sizeof(char *));
         for (size_t i = 0; d->flags && i < json_array_size(fa); i++)
-            d->flags[d->n_flags++] = ust_strdup(json_string_value(json_array_get(fa, i)));
+            d->flags[d->n_flags++] =
+                ust_strdup(json_string_value(json_array_get(fa, i)));
     }
     json_decref(fa);
     const char *headers = (const char *)sqlite3_column_text(st, col + 6);

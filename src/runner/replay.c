@@ -19,6 +19,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ust_runner {
     const ust_replay_opts *o;
@@ -26,7 +27,7 @@ struct ust_runner {
     sqlite3 *run;
     ust_store *store;
     ust_plugin *legacy, *candidate;
-    sqlite3 *answers;             /* serve --respond legacy: the answered decisions */
+    sqlite3 *answers; /* serve --respond legacy: the answered decisions */
     sqlite3_stmt *answer;
     sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
     char **lines; /* divergence lines of the open transaction */
@@ -117,12 +118,13 @@ static int check_cursor_row(replay *r, int64_t cursor, char **err)
     if (rc == 1 && rec.seq == cursor)
         ust_hex_encode(rec.hash, UST_SHA256_LEN, have);
     if (rc >= 0)
-        rc = strcmp(have, want) == 0
-                 ? 0
-                 : ust_errf(err, UST_EINVAL,
-                            "%s: the run stopped at seq %lld of another log (or the log "
-                            "was changed): use a new --run database",
-                            r->o->run_path, (long long)cursor);
+        rc =
+            strcmp(have, want) == 0
+                ? 0
+                : ust_errf(err, UST_EINVAL,
+                           "%s: the run stopped at seq %lld of another log (or the log "
+                           "was changed): use a new --run database",
+                           r->o->run_path, (long long)cursor);
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
     ust_free(want);
@@ -178,9 +180,9 @@ static int keep_line(replay *r, char *line)
 /* The text must outlive the statement's next step (SQLITE_STATIC). */
 static int bind_text(sqlite3_stmt *st, int col, const char *s)
 {
-    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, col);
+    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC)
+             : sqlite3_bind_null(st, col);
 }
-
 
 static int entity_has_diverged(replay *r, const char *entity)
 {
@@ -193,11 +195,12 @@ static int entity_has_diverged(replay *r, const char *entity)
 }
 
 static int write_divergence(replay *r, const ust_event *ev, const char *entity,
-                            const ust_decision *l, const ust_decision *c, json_t *fields,
-                            char **err)
+                            const ust_decision *l, const ust_decision *c,
+                            json_t *fields, char **err)
 {
     const char *what = ev->event_type ? ev->event_type
-                                      : ev->route ? ev->route->path : NULL;
+                       : ev->route    ? ev->route->path
+                                      : NULL;
     char *cls = ust_divergence_class(what, l, c);
     int follow_on = entity_has_diverged(r, entity);
     char when[32];
@@ -209,7 +212,8 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     json_object_set_new(o, "fields", json_incref(fields));
     json_object_set_new(o, "entity", entity ? json_string(entity) : json_null());
     json_object_set_new(o, "follow_on", json_boolean(follow_on));
-    json_object_set_new(o, "route", ev->route ? json_string(ev->route->path) : json_null());
+    json_object_set_new(o, "route",
+                        ev->route ? json_string(ev->route->path) : json_null());
     json_object_set_new(o, "event_type",
                         ev->event_type ? json_string(ev->event_type) : json_null());
     json_object_set_new(o, "legacy", ust_decision_to_json(l));
@@ -228,7 +232,8 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
         sqlite3_bind_int(st, 6, follow_on);
         bind_text(st, 7, text);
         if (sqlite3_step(st) != SQLITE_DONE)
-            rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+            rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path,
+                          sqlite3_errmsg(r->run));
         sqlite3_reset(st);
     }
     if (rc == 0)
@@ -237,6 +242,13 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     free(field_text);
     ust_free(cls);
     return rc;
+}
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Live with --respond legacy, the legacy decided on the request path: its
@@ -265,26 +277,31 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
     ust_event ev;
     int viewed = ust__event_view(r->o->cfg, rec, &ev);
     int rc = viewed ? 0
-                    : ust_event_derive_ex(r->o->cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE, &ev,
-                                          err);
+                    : ust_event_derive_ex(r->o->cfg, &rec->req,
+                                          UST_DERIVE_SKIP_SIGNATURE, &ev, err);
     if (rc != 0)
         return rc;
     ev.seq = rec->seq;
     /* The signature status is evidence from arrival; replay trusts the log,
      * which the chain protects, rather than secrets it may not have. */
     ev.sig = rec->sig;
-    int fed = ev.route != NULL && (ev.sig == UST_SIG_VERIFIED || ev.sig == UST_SIG_UNSIGNED);
+    int fed =
+        ev.route != NULL && (ev.sig == UST_SIG_VERIFIED || ev.sig == UST_SIG_UNSIGNED);
     ust_decision l, c;
     memset(&l, 0, sizeof(l));
     memset(&c, 0, sizeof(c));
     const char *entity = ev.identity;
     json_t *fields = NULL;
     if (fed) {
+        int64_t t0 = mono_us();
         if (r->answers != NULL)
             rc = answered_decision(r, ev.seq, &l, err);
         else
             ust_plugin_decide(r->legacy, &ev, &rec->req, &l);
+        int64_t t1 = mono_us();
         ust_plugin_decide(r->candidate, &ev, &rec->req, &c);
+        stats->legacy_decide_us += t1 - t0;
+        stats->candidate_decide_us += mono_us() - t1;
         entity = l.entity ? l.entity : c.entity ? c.entity : ev.identity;
         fields = ust_compare_decisions(r->o->cfg, &l, &c);
         if (fields == NULL)
@@ -324,12 +341,14 @@ static int open_parts(replay *r, char **err)
 {
     const ust_replay_opts *o = r->o;
     int has_legacy = o->legacy_path || o->cfg->legacy.path || o->cfg->legacy.exec;
-    int has_candidate = o->candidate_path || o->cfg->candidate.path || o->cfg->candidate.exec;
+    int has_candidate =
+        o->candidate_path || o->cfg->candidate.path || o->cfg->candidate.exec;
     if (!has_legacy || !has_candidate)
         return ust_errf(err, UST_EINVAL,
                         "%s: no %s plugin: set plugins.%s.path (or exec) or pass --%s",
                         o->cfg->file, has_legacy ? "candidate" : "legacy",
-                        has_legacy ? "candidate" : "legacy", has_legacy ? "candidate" : "legacy");
+                        has_legacy ? "candidate" : "legacy",
+                        has_legacy ? "candidate" : "legacy");
     int rc;
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__rundb_open(o->run_path, &r->run, err)) != 0 ||
@@ -337,17 +356,21 @@ static int open_parts(replay *r, char **err)
         (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", 0, r->store,
                               &r->legacy, err)) != 0 ||
         (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate",
-                              UST_PLUGIN_TOLERATE_DOWN, r->store, &r->candidate, err)) != 0)
+                              UST_PLUGIN_TOLERATE_DOWN, r->store, &r->candidate,
+                              err)) != 0)
         return rc;
     if (o->legacy_answers != NULL &&
         ((rc = ust__answers_open(o->legacy_answers, 1, &r->answers, err)) != 0 ||
-         sqlite3_prepare_v2(r->answers, UST__ANSWERS_SELECT, -1, &r->answer, NULL) != SQLITE_OK))
-        return rc ? rc : ust_errf(err, UST_EDB, "%s: %s", o->legacy_answers,
-                                  sqlite3_errmsg(r->answers));
-    if ((rc = prepare(r,
-                      "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-                      "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27)",
-                      &r->ins_decision, err)) != 0 ||
+         sqlite3_prepare_v2(r->answers, UST__ANSWERS_SELECT, -1, &r->answer, NULL) !=
+             SQLITE_OK))
+        return rc ? rc
+                  : ust_errf(err, UST_EDB, "%s: %s", o->legacy_answers,
+                             sqlite3_errmsg(r->answers));
+    if ((rc = prepare(
+             r,
+             "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+             "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27)",
+             &r->ins_decision, err)) != 0 ||
         (rc = prepare(r, "INSERT INTO divergences VALUES(?1,?2,?3,?4,?5,?6,?7)",
                       &r->ins_divergence, err)) != 0 ||
         (rc = prepare(r, "UPDATE cursor SET last_seq = ?1 WHERE id = 1", &r->set_cursor,

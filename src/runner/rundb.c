@@ -68,8 +68,8 @@ int ust__rundb_meta_get(sqlite3 *db, const char *key, char **value)
 {
     *value = NULL;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
         return UST_EDB;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     int rc = 0;

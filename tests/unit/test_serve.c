@@ -227,6 +227,9 @@ static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
     const char metrics[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
     assert_int_equal(http_once(w->srv.port, metrics, sizeof(metrics) - 1, &r), 200);
     assert_non_null(strstr(r.body, "understudy_requests_refused_total{status=\"413\"} 1"));
+    assert_non_null(strstr(r.body, "understudy_plugin_decide_seconds_total{plugin=\"candidate\"}"));
+    assert_non_null(strstr(r.body, "understudy_events_recorded_total{route=\"/payments\","
+                                   "signature=\"unsigned\"} 3"));
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
 }
