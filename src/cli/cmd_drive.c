@@ -27,8 +27,14 @@ static const char usage[] =
 /* The first scenario starts here, so rendered files are the same every time. */
 #define RENDER_START_US 1795946400000000LL /* 2026-11-29T10:00:00Z */
 
-int ust_cli_drive_target(const ust_config *cfg, ust_scenario *const *sc, size_t n,
-                         const char *url, double speed);
+static int drive_target(ust_scenario *const *sc, size_t n, const char *url, double speed)
+{
+    ust_drive_summary sum;
+    char *err = NULL;
+    if (ust_scenario_drive(sc, n, url, speed, stdout, &sum, &err) != 0)
+        return ust_cli_fail(err, "drive failed");
+    return sum.errors ? UST_EXIT_FINDING : UST_EXIT_OK;
+}
 
 static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n,
                   const char *path)
@@ -134,7 +140,7 @@ int ust_cli_drive(int argc, char **argv)
         if (render_to)
             rc = render(cfg, sc, n, render_to);
         else if (target)
-            rc = ust_cli_drive_target(cfg, sc, n, target, speed);
+            rc = drive_target(sc, n, target, speed);
         else {
             int r = ust_scenario_check(sc, n, check, live, stdout, &err);
             rc = r < 0 ? ust_cli_fail(err, "check failed")
@@ -147,15 +153,4 @@ int ust_cli_drive(int argc, char **argv)
     ust_free(sc);
     ust_config_free(cfg);
     return rc;
-}
-
-int ust_cli_drive_target(const ust_config *cfg, ust_scenario *const *sc, size_t n,
-                         const char *url, double speed)
-{
-    (void)cfg;
-    ust_drive_summary sum;
-    char *err = NULL;
-    if (ust_scenario_drive(sc, n, url, speed, stdout, &sum, &err) != 0)
-        return ust_cli_fail(err, "drive failed");
-    return sum.errors ? UST_EXIT_FINDING : UST_EXIT_OK;
 }

@@ -56,7 +56,8 @@ static int parse(int argc, char **argv, const char *usage, struct report_opts *o
                                     "--max-open needs a number of divergences >= 0");
             break;
         case 'h':
-            return -ust_cli_usage(usage, 1) - 1;
+            ust_cli_usage(usage, 1);
+            return -1; /* help given: the caller exits 0 */
         default:
             fprintf(stderr, "understudy: unknown or incomplete option \"%s\"\n",
                     argv[optind - 1]);
