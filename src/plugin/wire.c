@@ -113,10 +113,24 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
 
 json_t *ust__wire_decision(const ust_decision *d)
 {
-    json_t *o = ust_decision_to_json(d);
-    /* The protocol names the state after "state_after", as plugin.h does. */
-    json_object_set(o, "state_after", json_object_get(o, "state"));
-    json_object_del(o, "state");
+    /* Built here rather than by ust_decision_to_json: the body goes as
+     * "body_json", its text as it is, so the child does not parse it only to
+     * print it again (the parent checks it either way). */
+    json_t *o = json_object(), *flags = json_array();
+    json_object_set_new(o, "verdict", json_string(ust_verdict_name(d->verdict)));
+    json_object_set_new(o, "status", json_integer(d->http_status));
+    json_object_set_new(o, "state_before", str_or_null(d->state_before));
+    json_object_set_new(o, "state_after", str_or_null(d->state_after));
+    json_object_set_new(o, "entity", str_or_null(d->entity));
+    for (size_t i = 0; i < d->n_flags; i++)
+        json_array_append_new(flags, json_string(d->flags[i]));
+    json_object_set_new(o, "flags", flags);
+    if (d->body != NULL)
+        json_object_set_new(o, "body_json", json_string(d->body));
+    if (d->headers != NULL)
+        json_object_set(o, "headers", d->headers);
+    if (d->reason != NULL)
+        json_object_set_new(o, "reason", json_string(d->reason));
     return o;
 }
 
@@ -143,7 +157,10 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
         return "status is not an integer";
     pd.http_status = (int)json_integer_value(status);
     json_t *body = json_object_get(j, "body");
-    if (body != NULL && !json_is_null(body))
+    json_t *body_json = json_object_get(j, "body_json");
+    if (json_is_string(body_json))
+        pd.response_body = strdup(json_string_value(body_json));
+    else if (body != NULL && !json_is_null(body))
         pd.response_body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
     json_t *headers = json_object_get(j, "headers");
     ust_plugin_header hv[64];
