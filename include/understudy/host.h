@@ -37,6 +37,9 @@ int ust_store_end_call(ust_store *s, int keep);
 /* A store whose operations go to the parent process over the plugin
  * protocol (in = replies, out = requests): for a plugin isolated in a child. */
 ust_store *ust__store_remote(FILE *in, FILE *out, int ns_was_empty);
+/* A line (free()) that arrived while a remote store waited for a reply, or
+ * NULL: the child's loop reads these before reading stdin again. */
+char *ust__store_remote_next_deferred(ust_store *s);
 /* No key of ns in the store (cache or database)? Told to a child at start. */
 int ust_store_ns_empty(ust_store *s, const char *ns);
 
@@ -99,5 +102,9 @@ const char *ust_plugin_file_sha256(const ust_plugin *p);
  * are kept only when the decision is not an error. */
 void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
                        ust_decision *out);
+/* The same for n events in order, as if decided one by one; a plugin in a
+ * child process gets them in one round trip. */
+void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
+                             const ust_request *const *reqs, size_t n, ust_decision **outs);
 
 #endif

@@ -15,7 +15,8 @@ typedef struct ust_replay_opts {
     const char *legacy_path;    /* NULL: the config's plugins.legacy.path */
     const char *candidate_path; /* NULL: the config's plugins.candidate.path */
     FILE *divergences;          /* JSON lines as they are committed, or NULL */
-    int64_t commit_every;       /* events per transaction; 0 = default (1000) */
+    int64_t commit_every;       /* events per transaction, rounded up to the next
+                                   batch of 64; 0 = default (1000) */
     /* serve --respond legacy: the answers database holding the legacy's
      * decisions as answered; the runner reads them instead of deciding the
      * legacy again, and goes no further than they go. NULL otherwise. */

@@ -29,6 +29,7 @@ struct ust__child {
     char *buf;
     size_t len, cap;
     char name[64], version[64];
+    int pipeline;        /* its hello allows events to be sent ahead */
     int64_t skip_events; /* events to answer "down" before the next restart */
     int64_t backoff;     /* doubles on each failed start, capped */
 };
@@ -195,6 +196,7 @@ static int start(ust__child *c, char **err)
         const char *version = json_string_value(json_object_get(hello, "version"));
         snprintf(c->name, sizeof(c->name), "%s", name ? name : "?");
         snprintf(c->version, sizeof(c->version), "%s", version ? version : "?");
+        c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
@@ -330,18 +332,16 @@ static long rss_mib(pid_t pid)
     return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
 }
 
-/* One exchange; *cause set (static or into buf) when the child failed. */
-static void exchange(ust__child *c, const ust_event *ev, const ust_request *req,
-                     ust_decision *out, char *cause, size_t cap)
+static int send_event(ust__child *c, const ust_event *ev, const ust_request *req)
 {
-    json_t *msg =
-        json_pack("{s:s,s:o}", "type", "decide", "event", ust__wire_event(ev, req));
-    if (send_line(c, msg) != 0) {
-        reap(c, 0, cause, cap);
-        if (!cause[0])
-            snprintf(cause, cap, "the plugin closed its input");
-        return;
-    }
+    return send_line(
+        c, json_pack("{s:s,s:o}", "type", "decide", "event", ust__wire_event(ev, req)));
+}
+
+/* Reads one event's exchange: state operations (answered from the store),
+ * then the decision. *cause is set when the child failed; it is then gone. */
+static void receive_decision(ust__child *c, ust_decision *out, char *cause, size_t cap)
+{
     int64_t deadline = mono_ms() + c->pc->timeout_ms;
     for (;;) {
         char *line = NULL;
@@ -390,43 +390,90 @@ static void exchange(ust__child *c, const ust_event *ev, const ust_request *req,
     }
 }
 
+/* A child that is down waits out its back-off, counted in events so a
+ * replay is deterministic, then starts again. 0 when it is up. */
+static int ensure_up(ust__child *c, char *cause, size_t cap)
+{
+    if (c->pid > 0)
+        return 0;
+    if (c->skip_events > 0) {
+        c->skip_events--;
+        snprintf(cause, cap, "the plugin is down (restarting)");
+        return -1;
+    }
+    char *err = NULL;
+    if (start(c, &err) != 0) {
+        c->skip_events = c->backoff;
+        c->backoff =
+            c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS : c->backoff * 2;
+        snprintf(cause, cap, "restart failed: %s", err ? err : "?");
+        ust_free(err);
+        return -1;
+    }
+    return 0;
+}
+
+/* After a decision: the child's RSS against max_rss_mb. */
+static void check_rss(ust__child *c, char *cause, size_t cap)
+{
+    if (cause[0] || c->pid <= 0 || c->pc->max_rss_mb <= 0)
+        return;
+    long rss = rss_mib(c->pid);
+    if (rss > c->pc->max_rss_mb) {
+        snprintf(cause, cap, "RSS %ld MiB over max_rss_mb %lld", rss,
+                 (long long)c->pc->max_rss_mb);
+        reap(c, 1, NULL, 0);
+    }
+}
+
+/* Events sent ahead of the decisions read, in bytes: well under a pipe's
+ * buffer, so the host never blocks writing while the child writes too. */
+#define WINDOW_BYTES (32 * 1024)
+
+void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
+                             const ust_request *const *reqs, size_t n,
+                             ust_decision **outs)
+{
+    size_t i = 0;
+    while (i < n) {
+        char cause[256] = "";
+        if (ensure_up(c, cause, sizeof(cause)) != 0) {
+            memset(outs[i], 0, sizeof(*outs[i]));
+            fail(outs[i++], cause);
+            continue;
+        }
+        /* Send a window of events, then read their exchanges in order. */
+        size_t end = i, bytes = 0;
+        while (end < n && (end == i || (c->pipeline && bytes < WINDOW_BYTES))) {
+            if (send_event(c, evs[end], reqs[end]) != 0)
+                break;
+            bytes += 512 + reqs[end]->body_len;
+            end++;
+        }
+        for (; i < end; i++) {
+            memset(outs[i], 0, sizeof(*outs[i]));
+            cause[0] = '\0';
+            ust_store_begin_call(c->store, c->ns);
+            if (c->pid > 0)
+                receive_decision(c, outs[i], cause, sizeof(cause));
+            else
+                snprintf(cause, sizeof(cause), "the plugin closed its input");
+            check_rss(c, cause, sizeof(cause));
+            if (cause[0])
+                fail(outs[i], cause);
+            else
+                c->backoff = 1;
+            ust_store_end_call(c->store, outs[i]->verdict != UST_VERDICT_ERROR);
+            if (cause[0]) {
+                i++; /* the events sent after this one go again, to a new child */
+                break;
+            }
+        }
+    }
+}
+
 void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
                        ust_decision *out)
 {
-    memset(out, 0, sizeof(*out));
-    char cause[256] = "";
-    if (c->pid <= 0) {
-        /* Down: wait out the back-off, counted in events so a replay is
-         * deterministic, then start again. */
-        if (c->skip_events > 0) {
-            c->skip_events--;
-            fail(out, "the plugin is down (restarting)");
-            return;
-        }
-        char *err = NULL;
-        if (start(c, &err) != 0) {
-            c->skip_events = c->backoff;
-            c->backoff = c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS
-                                                             : c->backoff * 2;
-            snprintf(cause, sizeof(cause), "restart failed: %s", err ? err : "?");
-            ust_free(err);
-            fail(out, cause);
-            return;
-        }
-    }
-    ust_store_begin_call(c->store, c->ns);
-    exchange(c, ev, req, out, cause, sizeof(cause));
-    if (!cause[0] && c->pid > 0 && c->pc->max_rss_mb > 0) {
-        long rss = rss_mib(c->pid);
-        if (rss > c->pc->max_rss_mb) {
-            snprintf(cause, sizeof(cause), "RSS %ld MiB over max_rss_mb %lld", rss,
-                     (long long)c->pc->max_rss_mb);
-            reap(c, 1, NULL, 0);
-        }
-    }
-    if (cause[0])
-        fail(out, cause);
-    else
-        c->backoff = 1;
-    ust_store_end_call(c->store, out->verdict != UST_VERDICT_ERROR);
+    ust__child_decide_batch(c, &ev, &req, 1, &out);
 }

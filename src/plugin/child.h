@@ -19,6 +19,10 @@ const char *ust__child_name(const ust__child *c);
 const char *ust__child_version(const ust__child *c);
 void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
                        ust_decision *out);
+/* n events, sent ahead in windows and decided in order; after a fault the
+ * events not yet decided are sent again to the restarted child. */
+void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
+                             const ust_request *const *reqs, size_t n, ust_decision **outs);
 
 /* The forked child's side for an isolated .so: never returns. */
 void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd);

@@ -390,3 +390,15 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
     if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0)
         make_error(out, "state store", "out of memory");
 }
+
+void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
+                             const ust_request *const *reqs, size_t n,
+                             ust_decision **outs)
+{
+    if (p->child != NULL) {
+        ust__child_decide_batch(p->child, evs, reqs, n, outs);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        ust_plugin_decide(p, evs[i], reqs[i], outs[i]);
+}

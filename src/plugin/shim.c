@@ -43,11 +43,17 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         _exit(3);
     }
     json_decref(init);
-    say(out, json_pack("{s:s,s:i,s:s,s:s}", "type", "hello", "protocol",
+    /* It may be sent events ahead: replies it waits for are told apart from
+     * the events that arrive first (see the remote store). */
+    say(out, json_pack("{s:s,s:i,s:s,s:s,s:b}", "type", "hello", "protocol",
                        UST__PROTOCOL_VERSION, "name", ust_plugin_name(p), "version",
-                       ust_plugin_version(p)));
-    while (getline(&line, &cap, in) > 0) {
-        json_t *msg = json_loads(line, 0, &jerr);
+                       ust_plugin_version(p), "pipeline", 1));
+    for (;;) {
+        char *deferred = ust__store_remote_next_deferred(store);
+        if (deferred == NULL && getline(&line, &cap, in) <= 0)
+            break;
+        json_t *msg = json_loads(deferred ? deferred : line, 0, &jerr);
+        free(deferred);
         ust_event ev;
         ust_request req;
         ust_route route;

@@ -56,7 +56,35 @@ struct ust_store {
      * absent without asking. */
     int remote_complete;
     uint64_t *written;
+    /* Pipelined: lines that arrived while waiting for a reply (the next
+     * events), kept for the shim's loop. */
+    char **deferred;
+    size_t n_deferred, cap_deferred;
 };
+
+static int defer_line(ust_store *s, char *line)
+{
+    if (s->n_deferred == s->cap_deferred) {
+        size_t cap = s->cap_deferred ? s->cap_deferred * 2 : 16;
+        char **grown = ust_realloc(s->deferred, cap * sizeof(*grown));
+        if (grown == NULL)
+            return UST_ENOMEM;
+        s->deferred = grown;
+        s->cap_deferred = cap;
+    }
+    s->deferred[s->n_deferred++] = line;
+    return 0;
+}
+
+char *ust__store_remote_next_deferred(ust_store *s)
+{
+    if (s->n_deferred == 0)
+        return NULL;
+    char *line = s->deferred[0];
+    memmove(s->deferred, s->deferred + 1, (s->n_deferred - 1) * sizeof(*s->deferred));
+    s->n_deferred--;
+    return line;
+}
 
 ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
 {
@@ -88,15 +116,29 @@ static json_t *remote_call(ust_store *s, json_t *msg)
         return NULL;
     }
     free(line);
-    char *reply = NULL;
-    size_t cap = 0;
-    json_t *j = NULL;
-    if (getline(&reply, &cap, s->remote_in) > 0) {
+    /* The host may have sent the next events already: they are kept for
+     * later, and the reply is the first line that is not a "decide". */
+    for (;;) {
+        char *reply = NULL;
+        size_t cap = 0;
+        if (getline(&reply, &cap, s->remote_in) <= 0) {
+            free(reply);
+            return NULL;
+        }
         json_error_t jerr;
-        j = json_loads(reply, 0, &jerr);
+        json_t *j = json_loads(reply, 0, &jerr);
+        const char *type = json_string_value(json_object_get(j, "type"));
+        if (type != NULL && strcmp(type, "decide") == 0) {
+            json_decref(j);
+            if (defer_line(s, reply) != 0) {
+                free(reply);
+                return NULL;
+            }
+            continue;
+        }
+        free(reply);
+        return j;
     }
-    free(reply);
-    return j;
 }
 
 /* The parent's value of ns\0key: 0 and *value (ust_malloc'd, NULL when
@@ -263,6 +305,9 @@ void ust_store_close(ust_store *s)
     ust_free(s->buckets);
     ust_free(s->bloom);
     ust_free(s->written);
+    for (size_t i = 0; i < s->n_deferred; i++)
+        free(s->deferred[i]);
+    ust_free(s->deferred);
     sqlite3_finalize(s->select);
     sqlite3_finalize(s->upsert);
     sqlite3_finalize(s->remove);

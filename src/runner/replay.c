@@ -32,7 +32,8 @@ struct ust_runner {
     sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
     char **lines; /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
-    char *redact; /* the config's redact list as JSON text */
+    char *redact;       /* the config's redact list as JSON text */
+    struct item *items; /* the batch being decided */
     unsigned char last_hash[UST_SHA256_LEN];
     int64_t last_seq;
 };
@@ -272,38 +273,65 @@ static int answered_decision(replay *r, int64_t seq, ust_decision *d, char **err
  * stored fields, with no body to parse (parsing is most of the cost of
  * derivation); under another config it is derived again from the raw
  * request, as the design promises. */
-static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char **err)
-{
+/* Events are decided in batches: the candidate gets a whole batch at once
+ * (a plugin in a child process then costs one round trip per batch, not per
+ * event); the legacy, the comparison and the writes follow event by event. */
+#define BATCH 64
+
+typedef struct item {
+    ust_log_record rec;
     ust_event ev;
-    int viewed = ust__event_view(r->o->cfg, rec, &ev);
-    int rc = viewed ? 0
-                    : ust_event_derive_ex(r->o->cfg, &rec->req,
-                                          UST_DERIVE_SKIP_SIGNATURE, &ev, err);
+    int viewed, fed;
+    ust_decision c; /* the candidate's */
+} item;
+
+/* Under the config a row was derived with, the event is a view of the row's
+ * stored fields, with no body to parse (parsing is most of the cost of
+ * derivation); under another config it is derived again from the raw
+ * request, as the design promises. */
+static int prepare_item(replay *r, item *it, char **err)
+{
+    it->viewed = ust__event_view(r->o->cfg, &it->rec, &it->ev);
+    int rc = it->viewed ? 0
+                        : ust_event_derive_ex(r->o->cfg, &it->rec.req,
+                                              UST_DERIVE_SKIP_SIGNATURE, &it->ev, err);
     if (rc != 0)
         return rc;
-    ev.seq = rec->seq;
+    it->ev.seq = it->rec.seq;
     /* The signature status is evidence from arrival; replay trusts the log,
      * which the chain protects, rather than secrets it may not have. */
-    ev.sig = rec->sig;
-    int fed =
-        ev.route != NULL && (ev.sig == UST_SIG_VERIFIED || ev.sig == UST_SIG_UNSIGNED);
-    ust_decision l, c;
+    it->ev.sig = it->rec.sig;
+    it->fed = it->ev.route != NULL &&
+              (it->ev.sig == UST_SIG_VERIFIED || it->ev.sig == UST_SIG_UNSIGNED);
+    return 0;
+}
+
+static void release_item(item *it)
+{
+    ust_decision_clear(&it->c);
+    if (!it->viewed)
+        ust_event_clear(&it->ev);
+    ust_log_record_clear(&it->rec);
+    memset(it, 0, sizeof(*it));
+}
+
+static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
+{
+    ust_event *ev = &it->ev;
+    ust_decision l;
     memset(&l, 0, sizeof(l));
-    memset(&c, 0, sizeof(c));
-    const char *entity = ev.identity;
+    const char *entity = ev->identity;
     json_t *fields = NULL;
-    if (fed) {
+    int rc = 0;
+    if (it->fed) {
         int64_t t0 = mono_us();
         if (r->answers != NULL)
-            rc = answered_decision(r, ev.seq, &l, err);
+            rc = answered_decision(r, ev->seq, &l, err);
         else
-            ust_plugin_decide(r->legacy, &ev, &rec->req, &l);
-        int64_t t1 = mono_us();
-        ust_plugin_decide(r->candidate, &ev, &rec->req, &c);
-        stats->legacy_decide_us += t1 - t0;
-        stats->candidate_decide_us += mono_us() - t1;
-        entity = l.entity ? l.entity : c.entity ? c.entity : ev.identity;
-        fields = ust_compare_decisions(r->o->cfg, &l, &c);
+            ust_plugin_decide(r->legacy, ev, &it->rec.req, &l);
+        stats->legacy_decide_us += mono_us() - t0;
+        entity = l.entity ? l.entity : it->c.entity ? it->c.entity : ev->identity;
+        fields = ust_compare_decisions(r->o->cfg, &l, &it->c);
         if (fields == NULL)
             rc = UST_ENOMEM;
         stats->fed++;
@@ -311,30 +339,46 @@ static int process(replay *r, ust_log_record *rec, ust_replay_stats *stats, char
         stats->not_fed++;
     }
     sqlite3_stmt *st = r->ins_decision;
-    sqlite3_bind_int64(st, 1, ev.seq);
-    sqlite3_bind_int64(st, 2, ev.received_at_us);
-    bind_text(st, 3, ev.route ? ev.route->path : NULL);
-    bind_text(st, 4, ev.provider);
-    bind_text(st, 5, ev.event_type);
+    sqlite3_bind_int64(st, 1, ev->seq);
+    sqlite3_bind_int64(st, 2, ev->received_at_us);
+    bind_text(st, 3, ev->route ? ev->route->path : NULL);
+    bind_text(st, 4, ev->provider);
+    bind_text(st, 5, ev->event_type);
     bind_text(st, 6, entity);
-    bind_text(st, 7, ust_sig_status_name(ev.sig));
-    sqlite3_bind_int(st, 8, fed);
+    bind_text(st, 7, ust_sig_status_name(ev->sig));
+    sqlite3_bind_int(st, 8, it->fed);
     sqlite3_bind_int(st, 9, fields != NULL && json_array_size(fields) > 0);
-    ust__decision_bind(st, 10, fed ? &l : NULL);
-    ust__decision_bind(st, 19, fed ? &c : NULL);
+    ust__decision_bind(st, 10, it->fed ? &l : NULL);
+    ust__decision_bind(st, 19, it->fed ? &it->c : NULL);
     if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
         rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
     sqlite3_reset(st);
     if (rc == 0 && fields != NULL && json_array_size(fields) > 0)
-        rc = write_divergence(r, &ev, entity, &l, &c, fields, err);
+        rc = write_divergence(r, ev, entity, &l, &it->c, fields, err);
     json_decref(fields);
     ust_decision_clear(&l);
-    ust_decision_clear(&c);
-    if (!viewed)
-        ust_event_clear(&ev);
-    r->last_seq = rec->seq;
-    memcpy(r->last_hash, rec->hash, UST_SHA256_LEN);
+    r->last_seq = it->rec.seq;
+    memcpy(r->last_hash, it->rec.hash, UST_SHA256_LEN);
     return rc;
+}
+
+/* The candidate decides every fed event of the batch, in order. */
+static void candidate_batch(replay *r, item *items, size_t n, ust_replay_stats *stats)
+{
+    const ust_event *evs[BATCH];
+    const ust_request *reqs[BATCH];
+    ust_decision *outs[BATCH];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].fed)
+            continue;
+        evs[k] = &items[i].ev;
+        reqs[k] = &items[i].rec.req;
+        outs[k++] = &items[i].c;
+    }
+    int64_t t0 = mono_us();
+    ust_plugin_decide_batch(r->candidate, evs, reqs, k, outs);
+    stats->candidate_decide_us += mono_us() - t0;
 }
 
 static int open_parts(replay *r, char **err)
@@ -386,6 +430,7 @@ static void close_parts(replay *r)
     for (size_t i = 0; i < r->n_lines; i++)
         ust_free(r->lines[i]);
     ust_free(r->lines);
+    ust_free(r->items);
     free(r->redact);
     sqlite3_finalize(r->ins_decision);
     sqlite3_finalize(r->ins_divergence);
@@ -453,26 +498,45 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     /* A fresh cursor each step: it reads the log as of now, new commits too. */
     if (rc == 0)
         rc = ust_log_cursor_open(r->log, r->last_seq, &cur, err);
-    ust_log_record rec;
-    memset(&rec, 0, sizeof(rec));
+    if (r->items == NULL && (r->items = ust_calloc(BATCH, sizeof(item))) == NULL)
+        rc = UST_ENOMEM;
+    item *items = r->items;
     int64_t in_tx = 0;
     /* Live with answers, go no further than the legacy has decided. */
     int64_t limit = r->answers ? ust__answers_cursor(r->answers) : INT64_MAX;
-    while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
-        if (rec.seq > limit) {
+    int more = rc == 0;
+    while (more) {
+        size_t n = 0;
+        while (n < BATCH && (rc = ust_log_cursor_next(cur, &items[n].rec, err)) == 1 &&
+               items[n].rec.seq <= limit && (rc = prepare_item(r, &items[n], err)) == 0)
+            n++;
+        /* A full batch: there may be more. Otherwise the log ended (0), the
+         * answers' limit was reached (1: that row waits for the next step),
+         * or something failed. */
+        more = n == BATCH && rc == 0;
+        if (rc == 1)
             rc = 0;
-            break;
+        if (rc == 0)
+            candidate_batch(r, items, n, stats);
+        for (size_t i = 0; i < n; i++) {
+            if (rc == 0)
+                rc = finish(r, &items[i], stats, err);
+            stats->events += rc == 0;
+            in_tx += rc == 0;
         }
-        rc = process(r, &rec, stats, err);
-        stats->events++;
-        if (rc == 0 && ++in_tx == every) {
+        /* Commits fall between batches: the candidate's state already holds
+         * the whole batch, so a commit inside one would record state beyond
+         * the cursor, and a resumed run would decide those events twice. */
+        if (rc == 0 && in_tx >= every) {
             rc = commit(r, stats, err);
             if (rc == 0)
                 rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
             in_tx = 0;
         }
+        for (size_t i = 0; i <= n && i < BATCH; i++)
+            release_item(&items[i]);
+        more = more && rc == 0;
     }
-    ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
     if (rc == 0)
         rc = record_log_head(r, err);
