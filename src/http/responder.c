@@ -8,6 +8,7 @@
 #include "runner/answers.h"
 #include "runner/decision_row.h"
 #include "runner/event_view.h"
+#include "runner/rundb.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
@@ -89,7 +90,7 @@ static int catch_up(ust__server *s, char **err)
     int rc = ust_log_open(s->o->log_path, UST_LOG_READONLY, &log, err);
     ust_log_cursor *cur = NULL;
     if (rc == 0)
-        rc = ust_log_cursor_open(log, ust__answers_cursor(rp->db), &cur, err);
+        rc = ust_log_cursor_open(log, ust__rundb_cursor(rp->db), &cur, err);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int64_t last = 0;
@@ -158,6 +159,18 @@ static void *responder_main(void *arg)
     return NULL;
 }
 
+static void responder_free(ust__server *s)
+{
+    responder *rp = s->responder;
+    ust_plugin_unload(rp->legacy);
+    ust_store_close(rp->store);
+    sqlite3_finalize(rp->insert);
+    sqlite3_finalize(rp->cursor);
+    sqlite3_close(rp->db);
+    ust_free(rp);
+    s->responder = NULL;
+}
+
 char *ust__answers_path(const char *run_path)
 {
     return ust_sprintf("%s.answers", run_path);
@@ -191,15 +204,8 @@ int ust__responder_start(ust__server *s, char **err)
     pthread_cond_init(&rp->q.cv, NULL);
     if (rc == 0 && pthread_create(&rp->thread, NULL, responder_main, s) != 0)
         rc = ust_errf(err, UST_ENOMEM, "cannot start the responder thread");
-    if (rc != 0) {
-        ust_plugin_unload(rp->legacy);
-        ust_store_close(rp->store);
-        sqlite3_finalize(rp->insert);
-        sqlite3_finalize(rp->cursor);
-        sqlite3_close(rp->db);
-        ust_free(rp);
-        s->responder = NULL;
-    }
+    if (rc != 0)
+        responder_free(s);
     return rc;
 }
 
@@ -226,11 +232,5 @@ void ust__responder_stop(ust__server *s)
     pthread_cond_signal(&rp->q.cv);
     pthread_mutex_unlock(&rp->q.mu);
     pthread_join(rp->thread, NULL);
-    ust_plugin_unload(rp->legacy);
-    ust_store_close(rp->store);
-    sqlite3_finalize(rp->insert);
-    sqlite3_finalize(rp->cursor);
-    sqlite3_close(rp->db);
-    ust_free(rp);
-    s->responder = NULL;
+    responder_free(s);
 }

@@ -217,6 +217,11 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
                     int tolerate_down, ust_store *store, ust__child **out, char **err)
 {
     *out = NULL;
+    /* Writing to a child that just died must be an error to handle, not a
+     * SIGPIPE that ends the host: ignore it unless the program set a handler. */
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
     ust__child *c = ust_calloc(1, sizeof(*c));
     if (c == NULL)
         return UST_ENOMEM;

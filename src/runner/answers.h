@@ -9,15 +9,16 @@
 
 /* Opens (creating when writable) the answers database at path. */
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
-/* The last seq the responder has decided (and committed), 0 if none. */
-int64_t ust__answers_cursor(sqlite3 *db);
+/* Its cursor (the last seq decided and committed) is read with
+ * ust__rundb_cursor: the same table. */
 
 /* The statement that reads one answer: seq -> entity, then the decision
  * columns (see decision_row.h). */
-#define UST__ANSWERS_SELECT                                                    \
-    "SELECT entity, verdict, status, state_before, state, flags, body, headers," \
+#define UST__ANSWERS_SELECT                                                            \
+    "SELECT entity, verdict, status, state_before, state, flags, body, headers,"       \
     " reason, error FROM answers WHERE seq = ?1"
-#define UST__ANSWERS_INSERT "INSERT OR REPLACE INTO answers VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+#define UST__ANSWERS_INSERT                                                            \
+    "INSERT OR REPLACE INTO answers VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
 
 #endif

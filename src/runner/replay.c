@@ -503,7 +503,7 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     item *items = r->items;
     int64_t in_tx = 0;
     /* Live with answers, go no further than the legacy has decided. */
-    int64_t limit = r->answers ? ust__answers_cursor(r->answers) : INT64_MAX;
+    int64_t limit = r->answers ? ust__rundb_cursor(r->answers) : INT64_MAX;
     int more = rc == 0;
     while (more) {
         size_t n = 0;

@@ -43,25 +43,32 @@ int ust__rundb_exec(sqlite3 *db, const char *sql, char **err)
     return UST_EDB;
 }
 
-int ust__rundb_open(const char *path, sqlite3 **out, char **err)
+int ust__db_open(const char *path, int readonly, const char *sql, const char *what,
+                 sqlite3 **out, char **err)
 {
     *out = NULL;
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
-        ust_errf(err, UST_EDB, "%s: cannot open run database: %s", path,
+    int flags =
+        readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+        ust_errf(err, UST_EDB, "%s: cannot open the %s: %s", path, what,
                  db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return UST_EDB;
     }
     sqlite3_busy_timeout(db, 10000);
-    int rc = ust__rundb_exec(db, schema, err);
+    int rc = readonly ? 0 : ust__rundb_exec(db, sql, err);
     if (rc != 0) {
         sqlite3_close(db);
         return rc;
     }
     *out = db;
     return 0;
+}
+
+int ust__rundb_open(const char *path, sqlite3 **out, char **err)
+{
+    return ust__db_open(path, 0, schema, "run database", out, err);
 }
 
 int ust__rundb_meta_get(sqlite3 *db, const char *key, char **value)
