@@ -23,8 +23,8 @@ typedef struct world {
 
 static void plugin_path(const char *name, char out[PATH_MAX])
 {
-    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so", getenv("UST_BUILD_DIR"),
-             name, name);
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
+             getenv("UST_BUILD_DIR"), name, name);
 }
 
 static int setup(void **state)
@@ -38,13 +38,14 @@ static int setup(void **state)
     ust_test_source_path("tests/data/config.json", src);
     json_error_t jerr;
     json_t *doc = json_load_file(src, 0, &jerr);
-    json_object_set_new(doc, "limits", json_pack("{s:i,s:i,s:i}", "max_body_bytes", 32768,
-                                                 "max_headers", 16, "header_timeout_ms", 300));
+    json_object_set_new(doc, "limits",
+                        json_pack("{s:i,s:i,s:i}", "max_body_bytes", 32768,
+                                  "max_headers", 16, "header_timeout_ms", 300));
     plugin_path("legacy", lp);
     plugin_path("candidate", cp);
-    json_object_set_new(doc, "plugins",
-                        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate",
-                                  "path", cp));
+    json_object_set_new(
+        doc, "plugins",
+        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp));
     assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
     json_decref(doc);
     setenv("UNDERSTUDY_STRIPE_SECRET", SECRET, 1);
@@ -65,8 +66,8 @@ static int teardown(void **state)
 
 static void start(world *w)
 {
-    const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0", "--log", w->log,
-                          "--run", w->run, NULL};
+    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
+                          w->log,     "--run", w->run,     NULL};
     w->srv = server_start(args);
 }
 
@@ -76,11 +77,13 @@ static int64_t now_s(void)
 }
 
 /* A raw POST; extra is more header lines ("Name: value\r\n..."). */
-static char *raw_post(const char *path, const char *extra, const char *body, size_t body_len)
+static char *raw_post(const char *path, const char *extra, const char *body,
+                      size_t body_len)
 {
-    char *head = ust_sprintf("POST %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json"
-                             "\r\n%sContent-Length: %zu\r\n\r\n",
-                             path, extra ? extra : "", body_len);
+    char *head =
+        ust_sprintf("POST %s HTTP/1.1\r\nHost: test\r\nContent-Type: application/json"
+                    "\r\n%sContent-Length: %zu\r\n\r\n",
+                    path, extra ? extra : "", body_len);
     size_t hl = strlen(head);
     char *out = ust_malloc(hl + body_len + 1);
     memcpy(out, head, hl);
@@ -93,19 +96,21 @@ static char *raw_post(const char *path, const char *extra, const char *body, siz
 /* A Stripe callback signed at t (with secret), as raw HTTP. */
 static char *stripe_request(const char *evt, int64_t t, const char *secret, int rotated)
 {
-    char *body = ust_sprintf("{\"id\":\"%s\",\"type\":\"payment_intent.succeeded\",\"data\":{"
-                             "\"object\":{\"id\":\"pi_%s\",\"amount\":100,\"currency\":\"eur\","
-                             "\"metadata\":{\"order_id\":\"o_%s\"}}}}",
-                             evt, evt, evt);
+    char *body =
+        ust_sprintf("{\"id\":\"%s\",\"type\":\"payment_intent.succeeded\",\"data\":{"
+                    "\"object\":{\"id\":\"pi_%s\",\"amount\":100,\"currency\":\"eur\","
+                    "\"metadata\":{\"order_id\":\"o_%s\"}}}}",
+                    evt, evt, evt);
     ust_request r;
     memset(&r, 0, sizeof(r));
     r.body = (unsigned char *)body;
     r.body_len = strlen(body);
     ust_sig_params p = {UST_SCHEME_STRIPE, secret, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, t, NULL, &r), 0);
-    char *extra = rotated ? ust_sprintf("Stripe-Signature: t=%lld,v1=%064d,%s\r\n",
-                                        (long long)t, 0, strchr(r.headers[0].value, ',') + 1)
-                          : ust_sprintf("Stripe-Signature: %s\r\n", r.headers[0].value);
+    char *extra =
+        rotated ? ust_sprintf("Stripe-Signature: t=%lld,v1=%064d,%s\r\n", (long long)t,
+                              0, strchr(r.headers[0].value, ',') + 1)
+                : ust_sprintf("Stripe-Signature: %s\r\n", r.headers[0].value);
     char *raw = raw_post("/webhooks/stripe", extra, body, strlen(body));
     ust_free(extra);
     ust_request_clear(&r);
@@ -127,7 +132,8 @@ static void test_signatures_at_the_door(void **state)
     assert_int_equal(post(w, raw, &r), 202);
     assert_non_null(strstr(r.body, "\"seq\":1"));
     ust_free(raw);
-    raw = stripe_request("evt_rot", now_s(), SECRET, 1); /* a stale v1, then the right one */
+    raw = stripe_request("evt_rot", now_s(), SECRET,
+                         1); /* a stale v1, then the right one */
     assert_int_equal(post(w, raw, &r), 202);
     ust_free(raw);
     raw = stripe_request("evt_bad", now_s(), "whsec_wrong", 0);
@@ -157,7 +163,8 @@ static void test_signatures_at_the_door(void **state)
     json_decref(st);
     ust_log_close(log);
     char cmd[PATH_MAX * 2];
-    snprintf(cmd, sizeof(cmd), "grep -c '%s' '%s' '%s'* >/dev/null", SECRET, w->log, w->log);
+    snprintf(cmd, sizeof(cmd), "grep -c '%s' '%s' '%s'* >/dev/null", SECRET, w->log,
+             w->log);
     assert_int_not_equal(system(cmd), 0);
     /* Only the verified ones reached the plugins. */
     sqlite3 *db;
@@ -178,11 +185,14 @@ static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
     http_resp r;
     char *raw;
     /* A body that is not JSON, correctly signed: recorded. */
-    raw = raw_post("/payments", "X-Tenant-Id: t\r\nIdempotency-Key: k\r\n", "{not json", 9);
+    raw = raw_post("/payments", "X-Tenant-Id: t\r\nIdempotency-Key: k\r\n", "{not json",
+                   9);
     assert_int_equal(post(w, raw, &r), 202);
     ust_free(raw);
-    const char bad_utf8[] = "{\"order_id\":\"\xff\xfe\",\"amount\":1,\"currency\":\"eur\"}";
-    raw = raw_post("/payments", "Idempotency-Key: k2\r\n", bad_utf8, sizeof(bad_utf8) - 1);
+    const char bad_utf8[] =
+        "{\"order_id\":\"\xff\xfe\",\"amount\":1,\"currency\":\"eur\"}";
+    raw = raw_post("/payments", "Idempotency-Key: k2\r\n", bad_utf8,
+                   sizeof(bad_utf8) - 1);
     assert_int_equal(post(w, raw, &r), 202);
     ust_free(raw);
     size_t deep = 10000;
@@ -226,10 +236,13 @@ static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
     assert_int_equal(http_once(w->srv.port, health, sizeof(health) - 1, &r), 200);
     const char metrics[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
     assert_int_equal(http_once(w->srv.port, metrics, sizeof(metrics) - 1, &r), 200);
-    assert_non_null(strstr(r.body, "understudy_requests_refused_total{status=\"413\"} 1"));
-    assert_non_null(strstr(r.body, "understudy_plugin_decide_seconds_total{plugin=\"candidate\"}"));
-    assert_non_null(strstr(r.body, "understudy_events_recorded_total{route=\"/payments\","
-                                   "signature=\"unsigned\"} 3"));
+    assert_non_null(
+        strstr(r.body, "understudy_requests_refused_total{status=\"413\"} 1"));
+    assert_non_null(
+        strstr(r.body, "understudy_plugin_decide_seconds_total{plugin=\"candidate\"}"));
+    assert_non_null(strstr(r.body,
+                           "understudy_events_recorded_total{route=\"/payments\","
+                           "signature=\"unsigned\"} 3"));
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
 }
@@ -238,8 +251,10 @@ static void test_keep_alive_and_pipelining(void **state)
 {
     world *w = *state;
     start(w);
-    char *a = raw_post("/payments", "Idempotency-Key: p1\r\n", "{\"order_id\":\"a\"}", 16);
-    char *b = raw_post("/payments", "Idempotency-Key: p2\r\n", "{\"order_id\":\"b\"}", 16);
+    char *a =
+        raw_post("/payments", "Idempotency-Key: p1\r\n", "{\"order_id\":\"a\"}", 16);
+    char *b =
+        raw_post("/payments", "Idempotency-Key: p2\r\n", "{\"order_id\":\"b\"}", 16);
     const char health[] = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
     char *all = ust_sprintf("%s%s%s", a, health, b);
     int fd = http_connect(w->srv.port);
@@ -271,7 +286,7 @@ static void test_keep_alive_and_pipelining(void **state)
 
 typedef struct loader {
     int port, id;
-    int64_t acked[4096]; /* seq of every 2xx */
+    int64_t acked[4096];  /* seq of every 2xx */
     char order[4096][24]; /* and the order id its body carried */
     int n_acked;
     volatile int *stop;
@@ -283,7 +298,8 @@ static void *load(void *arg)
     char buf[8192];
     for (int i = 0; !*l->stop && i < 4000; i++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)l->port)};
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)l->port)};
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
             close(fd);
@@ -293,8 +309,9 @@ static void *load(void *arg)
         size_t len = 0;
         for (int k = 0; k < 5; k++) {
             char body[128], key[64];
-            snprintf(body, sizeof(body), "{\"order_id\":\"w%d-%d-%d\",\"amount\":%d,"
-                                         "\"currency\":\"eur\"}",
+            snprintf(body, sizeof(body),
+                     "{\"order_id\":\"w%d-%d-%d\",\"amount\":%d,"
+                     "\"currency\":\"eur\"}",
                      l->id, i, k, 100 + k);
             snprintf(key, sizeof(key), "Idempotency-Key: w%d-%d\r\n", l->id, i);
             char *raw = raw_post("/payments", key, body, strlen(body));
@@ -305,7 +322,8 @@ static void *load(void *arg)
                 break;
             if (r.status / 100 == 2 && l->n_acked < 4096) {
                 const char *s = strstr(r.body, "\"seq\":");
-                snprintf(l->order[l->n_acked], sizeof(l->order[0]), "w%d-%d-%d", l->id, i, k);
+                snprintf(l->order[l->n_acked], sizeof(l->order[0]), "w%d-%d-%d", l->id,
+                         i, k);
                 l->acked[l->n_acked++] = s ? atoll(s + 6) : -1;
             }
         }
@@ -319,8 +337,9 @@ static char *dump_divergences(const char *run)
     sqlite3 *db;
     sqlite3_open(run, &db);
     sqlite3_stmt *q;
-    sqlite3_prepare_v2(db, "SELECT group_concat(seq || class || fields, ';') FROM"
-                           " (SELECT * FROM divergences ORDER BY seq)",
+    sqlite3_prepare_v2(db,
+                       "SELECT group_concat(seq || class || fields, ';') FROM"
+                       " (SELECT * FROM divergences ORDER BY seq)",
                        -1, &q, NULL);
     sqlite3_step(q);
     const char *t = (const char *)sqlite3_column_text(q, 0);
@@ -372,7 +391,8 @@ static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
             ust_log_cursor *cur = NULL;
             ust_log_record rec;
             memset(&rec, 0, sizeof(rec));
-            assert_int_equal(ust_log_cursor_open(log, ls[i].acked[k] - 1, &cur, NULL), 0);
+            assert_int_equal(ust_log_cursor_open(log, ls[i].acked[k] - 1, &cur, NULL),
+                             0);
             assert_int_equal(ust_log_cursor_next(cur, &rec, NULL), 1);
             assert_int_equal(rec.seq, ls[i].acked[k]);
             char want[40];
@@ -393,8 +413,9 @@ static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
     sqlite3 *db;
     sqlite3_open(w->run, &db);
     sqlite3_stmt *q;
-    sqlite3_prepare_v2(db, "SELECT count(*), max(seq), count(DISTINCT seq) FROM decisions", -1,
-                       &q, NULL);
+    sqlite3_prepare_v2(db,
+                       "SELECT count(*), max(seq), count(DISTINCT seq) FROM decisions",
+                       -1, &q, NULL);
     sqlite3_step(q);
     assert_int_equal(sqlite3_column_int64(q, 0), vr.head_seq);
     assert_int_equal(sqlite3_column_int64(q, 1), vr.head_seq);
@@ -419,67 +440,86 @@ static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
     ust_config_free(cfg);
 }
 
-/* --respond legacy: every answer is the legacy's decision, and a candidate
- * that hangs (here until the test lets it go) changes and delays none of
- * them: all are answered while it is still stuck on the first event. */
-static void test_respond_legacy_with_a_hanging_candidate(void **state)
+/* --respond legacy with candidate (a test plugin) as the candidate: sends N
+ * requests, lets the candidate go (unblock), stops the server, and checks
+ * that every answer was exactly the legacy's recorded decision and that the
+ * candidate's verdict for each event was want_candidate. */
+enum { N_LIVE = 8 };
+
+static void respond_legacy_run(world *w, const char *candidate,
+                               const char *want_candidate, int check_not_decided_yet)
 {
-    world *w = *state;
     char blocker[PATH_MAX], unblock[PATH_MAX], lp[PATH_MAX];
-    snprintf(blocker, sizeof(blocker), "%s/tests/plugins/misbehaving_block.so",
-             getenv("UST_BUILD_DIR"));
+    snprintf(blocker, sizeof(blocker), "%s/tests/plugins/%s.so",
+             getenv("UST_BUILD_DIR"), candidate);
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
     plugin_path("legacy", lp);
     json_error_t jerr;
     json_t *doc = json_load_file(w->cfg, 0, &jerr);
     json_object_set_new(doc, "plugins",
                         json_pack("{s:{s:s},s:{s:s,s:{s:s}}}", "legacy", "path", lp,
-                                  "candidate", "path", blocker, "config", "unblock_file",
-                                  unblock));
+                                  "candidate", "path", blocker, "config",
+                                  "unblock_file", unblock));
     assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
     json_decref(doc);
-    const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0", "--log", w->log,
-                          "--run", w->run, "--respond", "legacy", NULL};
+    const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
+                          "--log",     w->log,   "--run",    w->run,
+                          "--respond", "legacy", NULL};
     w->srv = server_start(args);
-    enum { N = 8 };
-    http_resp got[N];
-    for (int i = 0; i < N; i++) {
+    http_resp got[N_LIVE];
+    for (int i = 0; i < N_LIVE; i++) {
         char key[64], body[128];
         snprintf(key, sizeof(key), "X-Tenant-Id: t\r\nIdempotency-Key: k%d\r\n", i % 3);
-        snprintf(body, sizeof(body), "{\"order_id\":\"o%d\",\"amount\":%d,\"currency\":\"eur\"}",
-                 i % 3, 100 + i % 3);
+        snprintf(body, sizeof(body),
+                 "{\"order_id\":\"o%d\",\"amount\":%d,\"currency\":\"eur\"}", i % 3,
+                 100 + i % 3);
         char *raw = raw_post("/payments", key, body, strlen(body));
         assert_true(post(w, raw, &got[i]) > 0);
         ust_free(raw);
     }
-    /* Every answer is in, and the candidate has decided nothing yet. */
     sqlite3 *db;
-    sqlite3_open(w->run, &db);
     sqlite3_stmt *q;
-    sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &q, NULL);
-    if (sqlite3_step(q) == SQLITE_ROW)
-        assert_int_equal(sqlite3_column_int(q, 0), 0);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    if (check_not_decided_yet) {
+        /* Every answer is in, and the candidate has decided nothing yet. */
+        sqlite3_open(w->run, &db);
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &q, NULL);
+        if (sqlite3_step(q) == SQLITE_ROW)
+            assert_int_equal(sqlite3_column_int(q, 0), 0);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+    }
     ust_test_write_file(unblock, "go");
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
-    /* Each answer was exactly the legacy's decision, and the candidate
-     * decided every event once it was let go. */
     sqlite3_open(w->run, &db);
-    sqlite3_prepare_v2(db, "SELECT l_status, l_body, c_verdict FROM decisions ORDER BY seq", -1,
-                       &q, NULL);
-    for (int i = 0; i < N; i++) {
+    sqlite3_prepare_v2(db,
+                       "SELECT l_status, l_body, c_verdict FROM decisions ORDER BY seq",
+                       -1, &q, NULL);
+    for (int i = 0; i < N_LIVE; i++) {
         assert_int_equal(sqlite3_step(q), SQLITE_ROW);
         assert_int_equal(sqlite3_column_int(q, 0), got[i].status);
         assert_string_equal((const char *)sqlite3_column_text(q, 1), got[i].body);
-        assert_string_equal((const char *)sqlite3_column_text(q, 2), "applied");
+        assert_string_equal((const char *)sqlite3_column_text(q, 2), want_candidate);
     }
     assert_int_equal(sqlite3_step(q), SQLITE_DONE);
     sqlite3_finalize(q);
     sqlite3_close(db);
     assert_int_equal(got[0].status, 201);
     assert_non_null(strstr(got[0].body, "\"payment_id\":\"pay_1\""));
+}
+
+/* A candidate that hangs (until the test lets it go) changes and delays no
+ * answer: all are answered while it is still stuck on the first event. */
+static void test_respond_legacy_with_a_hanging_candidate(void **state)
+{
+    respond_legacy_run(*state, "misbehaving_block", "applied", 1);
+}
+
+/* A candidate that cannot even start: every answer is still the legacy's,
+ * and every event holds an error decision for the candidate. */
+static void test_respond_legacy_with_a_candidate_that_exits(void **state)
+{
+    respond_legacy_run(*state, "misbehaving_exit_at_start", "error", 0);
 }
 
 int main(void)
@@ -491,6 +531,7 @@ int main(void)
         T(test_keep_alive_and_pipelining),
         T(test_sigkill_under_load_loses_nothing_acknowledged),
         T(test_respond_legacy_with_a_hanging_candidate),
+        T(test_respond_legacy_with_a_candidate_that_exits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
