@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <understudy/config.h>
@@ -53,12 +54,12 @@ int ust_store_flush(ust_store *s, char **err);
 typedef struct ust_decision {
     ust_verdict verdict;
     int http_status;
-    char *body;    /* canonical JSON text of the response body, or NULL */
+    char *body;      /* canonical JSON text of the response body, or NULL */
     json_t *headers; /* object name(lower-case) -> value, NULL if none */
     char *entity, *state_before, *state_after, *reason;
-    char **flags;    /* sorted */
+    char **flags; /* sorted */
     size_t n_flags;
-    char *error;     /* why verdict is error, NULL otherwise */
+    char *error; /* why verdict is error, NULL otherwise */
 } ust_decision;
 
 void ust_decision_clear(ust_decision *d);
@@ -102,9 +103,28 @@ const char *ust_plugin_file_sha256(const ust_plugin *p);
  * are kept only when the decision is not an error. */
 void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
                        ust_decision *out);
+/* A batch of events to decide in order, as if one by one. The arrays are the
+ * caller's and must stay valid until ust_plugin_batch_finish returns. */
+typedef struct ust_plugin_batch {
+    const ust_event *const *evs;
+    const ust_request *const *reqs;
+    size_t n;
+    size_t sent;         /* plugin in a child: events already sent */
+    uint64_t generation; /* and to which start of the child */
+} ust_plugin_batch;
+
+/* Starts a batch: a plugin in a child process is sent the first events and
+ * decides them while the caller does other work (for instance finishing the
+ * previous batch, whose ust_plugin_batch_finish must come first). An
+ * in-process plugin does nothing until finish. */
+void ust_plugin_batch_start(ust_plugin *p, ust_plugin_batch *b);
+/* Every decision of the batch into outs[i], in order. */
+void ust_plugin_batch_finish(ust_plugin *p, ust_plugin_batch *b, ust_decision **outs);
+
 /* The same for n events in order, as if decided one by one; a plugin in a
  * child process gets them in one round trip. */
 void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
-                             const ust_request *const *reqs, size_t n, ust_decision **outs);
+                             const ust_request *const *reqs, size_t n,
+                             ust_decision **outs);
 
 #endif

@@ -30,6 +30,8 @@ struct ust__child {
     size_t len, cap;
     char name[64], version[64];
     int pipeline;        /* its hello allows events to be sent ahead */
+    uint64_t generation; /* counts starts: a batch knows which child it went to */
+    ust_plugin_batch *last_started; /* events must reach the child in order */
     int64_t skip_events; /* events to answer "down" before the next restart */
     int64_t backoff;     /* doubles on each failed start, capped */
 };
@@ -197,6 +199,7 @@ static int start(ust__child *c, char **err)
         snprintf(c->name, sizeof(c->name), "%s", name ? name : "?");
         snprintf(c->version, sizeof(c->version), "%s", version ? version : "?");
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
+        c->generation++;
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
@@ -385,8 +388,11 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
             free(line);
             continue; /* a state operation: the decision is still to come */
         }
-        int desync =
-            type == NULL || (strcmp(type, "decision") && strcmp(type, "error"));
+        /* A line out of the protocol loses the conversation; a decision the
+         * host refuses drops writes the child believes made: either way the
+         * child starts over, from the host's state. */
+        int desync = type == NULL ||
+                     (strcmp(type, "decision") && strcmp(type, "error")) || bad != NULL;
         json_decref(j);
         free(line);
         if (desync)
@@ -431,50 +437,78 @@ static void check_rss(ust__child *c, char *cause, size_t cap)
     }
 }
 
-/* Events sent ahead of the decisions read, in bytes: well under a pipe's
- * buffer, so the host never blocks writing while the child writes too. */
-#define WINDOW_BYTES (32 * 1024)
+/* Events sent ahead of the decisions read, in bytes, per batch: two batches
+ * in flight stay well under a pipe's buffer, so the host never blocks
+ * writing while the child writes too. */
+#define WINDOW_BYTES (16 * 1024)
+
+/* Sends events of b from `from` on, as many as the window allows. */
+static void send_window(ust__child *c, ust_plugin_batch *b, size_t from)
+{
+    size_t end = from, bytes = 0;
+    while (end < b->n && (end == from || (c->pipeline && bytes < WINDOW_BYTES))) {
+        if (send_event(c, b->evs[end], b->reqs[end]) != 0)
+            break;
+        bytes += 512 + b->reqs[end]->body_len;
+        end++;
+    }
+    b->sent = end;
+    b->generation = c->generation;
+}
+
+void ust__child_batch_start(ust__child *c, ust_plugin_batch *b)
+{
+    b->sent = 0;
+    b->generation = c->generation;
+    /* Ahead of time only if the batch before went out whole: its remaining
+     * events must reach the child before any of this one. */
+    ust_plugin_batch *prev = c->last_started;
+    int prev_done = prev == NULL || prev->sent == prev->n;
+    c->last_started = b;
+    if (c->pid > 0 && prev_done)
+        send_window(c, b, 0);
+}
+
+void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **outs)
+{
+    size_t i = 0;
+    while (i < b->n) {
+        char cause[256] = "";
+        /* What went to a child that has since been replaced goes again. */
+        if (c->pid <= 0 || b->generation != c->generation)
+            b->sent = i;
+        if (i >= b->sent) {
+            if (ensure_up(c, cause, sizeof(cause)) != 0) {
+                memset(outs[i], 0, sizeof(*outs[i]));
+                fail(outs[i++], cause);
+                continue;
+            }
+            send_window(c, b, i);
+        }
+        memset(outs[i], 0, sizeof(*outs[i]));
+        ust_store_begin_call(c->store, c->ns);
+        receive_decision(c, outs[i], cause, sizeof(cause));
+        check_rss(c, cause, sizeof(cause));
+        if (cause[0])
+            fail(outs[i], cause);
+        else
+            c->backoff = 1;
+        ust_store_end_call(c->store, outs[i]->verdict != UST_VERDICT_ERROR);
+        i++;
+        if (cause[0])
+            b->sent = i; /* the events after this one go again, to a new child */
+    }
+    if (c->last_started == b)
+        c->last_started = NULL;
+}
 
 void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs)
 {
-    size_t i = 0;
-    while (i < n) {
-        char cause[256] = "";
-        if (ensure_up(c, cause, sizeof(cause)) != 0) {
-            memset(outs[i], 0, sizeof(*outs[i]));
-            fail(outs[i++], cause);
-            continue;
-        }
-        /* Send a window of events, then read their exchanges in order. */
-        size_t end = i, bytes = 0;
-        while (end < n && (end == i || (c->pipeline && bytes < WINDOW_BYTES))) {
-            if (send_event(c, evs[end], reqs[end]) != 0)
-                break;
-            bytes += 512 + reqs[end]->body_len;
-            end++;
-        }
-        for (; i < end; i++) {
-            memset(outs[i], 0, sizeof(*outs[i]));
-            cause[0] = '\0';
-            ust_store_begin_call(c->store, c->ns);
-            if (c->pid > 0)
-                receive_decision(c, outs[i], cause, sizeof(cause));
-            else
-                snprintf(cause, sizeof(cause), "the plugin closed its input");
-            check_rss(c, cause, sizeof(cause));
-            if (cause[0])
-                fail(outs[i], cause);
-            else
-                c->backoff = 1;
-            ust_store_end_call(c->store, outs[i]->verdict != UST_VERDICT_ERROR);
-            if (cause[0]) {
-                i++; /* the events sent after this one go again, to a new child */
-                break;
-            }
-        }
-    }
+    ust_plugin_batch b = {evs, reqs, n, 0, 0};
+    ust__child_batch_start(c, &b);
+    ust__child_batch_finish(c, &b, outs);
 }
 
 void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,

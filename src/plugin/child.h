@@ -19,10 +19,16 @@ const char *ust__child_name(const ust__child *c);
 const char *ust__child_version(const ust__child *c);
 void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
                        ust_decision *out);
-/* n events, sent ahead in windows and decided in order; after a fault the
- * events not yet decided are sent again to the restarted child. */
+/* A batch in two halves, so the host can work while the child decides:
+ * start sends the first window, finish reads every decision (sending the rest
+ * as it goes); after a fault the events not yet decided go again to the
+ * restarted child. */
+void ust__child_batch_start(ust__child *c, ust_plugin_batch *b);
+void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **outs);
+/* Both halves at once. */
 void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
-                             const ust_request *const *reqs, size_t n, ust_decision **outs);
+                             const ust_request *const *reqs, size_t n,
+                             ust_decision **outs);
 
 /* The forked child's side for an isolated .so: never returns. */
 void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd);

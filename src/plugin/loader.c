@@ -402,3 +402,19 @@ void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
     for (size_t i = 0; i < n; i++)
         ust_plugin_decide(p, evs[i], reqs[i], outs[i]);
 }
+
+void ust_plugin_batch_start(ust_plugin *p, ust_plugin_batch *b)
+{
+    if (p->child != NULL)
+        ust__child_batch_start(p->child, b);
+}
+
+void ust_plugin_batch_finish(ust_plugin *p, ust_plugin_batch *b, ust_decision **outs)
+{
+    if (p->child != NULL) {
+        ust__child_batch_finish(p->child, b, outs);
+        return;
+    }
+    for (size_t i = 0; i < b->n; i++)
+        ust_plugin_decide(p, b->evs[i], b->reqs[i], outs[i]);
+}

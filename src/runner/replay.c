@@ -32,8 +32,8 @@ struct ust_runner {
     sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
     char **lines; /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
-    char *redact;       /* the config's redact list as JSON text */
-    struct item *items; /* the batch being decided */
+    char *redact;          /* the config's redact list as JSON text */
+    struct batch *batches; /* two: one read and started, one being finished */
     unsigned char last_hash[UST_SHA256_LEN];
     int64_t last_seq;
 };
@@ -362,23 +362,51 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     return rc;
 }
 
-/* The candidate decides every fed event of the batch, in order. */
-static void candidate_batch(replay *r, item *items, size_t n, ust_replay_stats *stats)
-{
+/* A batch of events on its way: read and prepared, then the candidate's part
+ * started (a plugin in a child process decides it while the previous batch
+ * is finished here), then finished event by event. */
+typedef struct batch {
+    item items[BATCH];
+    size_t n;
     const ust_event *evs[BATCH];
     const ust_request *reqs[BATCH];
     ust_decision *outs[BATCH];
+    ust_plugin_batch pb;
+} batch;
+
+/* Reads and prepares up to BATCH events; *more says whether the log may hold
+ * more. 0 or an error. */
+static int read_batch(replay *r, ust_log_cursor *cur, int64_t limit, batch *b,
+                      int *more, char **err)
+{
+    int rc = 0;
+    b->n = 0;
+    while (b->n < BATCH &&
+           (rc = ust_log_cursor_next(cur, &b->items[b->n].rec, err)) == 1 &&
+           b->items[b->n].rec.seq <= limit &&
+           (rc = prepare_item(r, &b->items[b->n], err)) == 0)
+        b->n++;
+    /* A full batch: there may be more. Otherwise the log ended (0), the
+     * answers' limit was reached (1: that row waits for the next step), or
+     * something failed. */
+    *more = b->n == BATCH && rc == 0;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!items[i].fed)
+    for (size_t i = 0; i < b->n; i++) {
+        if (!b->items[i].fed)
             continue;
-        evs[k] = &items[i].ev;
-        reqs[k] = &items[i].rec.req;
-        outs[k++] = &items[i].c;
+        b->evs[k] = &b->items[i].ev;
+        b->reqs[k] = &b->items[i].rec.req;
+        b->outs[k++] = &b->items[i].c;
     }
-    int64_t t0 = mono_us();
-    ust_plugin_decide_batch(r->candidate, evs, reqs, k, outs);
-    stats->candidate_decide_us += mono_us() - t0;
+    b->pb = (ust_plugin_batch){b->evs, b->reqs, k, 0, 0};
+    return rc == 1 ? 0 : rc;
+}
+
+static void release_batch(batch *b)
+{
+    for (size_t i = 0; i <= b->n && i < BATCH; i++)
+        release_item(&b->items[i]);
+    b->n = 0;
 }
 
 static int open_parts(replay *r, char **err)
@@ -430,7 +458,7 @@ static void close_parts(replay *r)
     for (size_t i = 0; i < r->n_lines; i++)
         ust_free(r->lines[i]);
     ust_free(r->lines);
-    ust_free(r->items);
+    ust_free(r->batches);
     free(r->redact);
     sqlite3_finalize(r->ins_decision);
     sqlite3_finalize(r->ins_divergence);
@@ -498,44 +526,56 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     /* A fresh cursor each step: it reads the log as of now, new commits too. */
     if (rc == 0)
         rc = ust_log_cursor_open(r->log, r->last_seq, &cur, err);
-    if (r->items == NULL && (r->items = ust_calloc(BATCH, sizeof(item))) == NULL)
+    if (rc == 0 && r->batches == NULL &&
+        (r->batches = ust_calloc(2, sizeof(batch))) == NULL)
         rc = UST_ENOMEM;
-    item *items = r->items;
-    int64_t in_tx = 0;
     /* Live with answers, go no further than the legacy has decided. */
     int64_t limit = r->answers ? ust__rundb_cursor(r->answers) : INT64_MAX;
+    int64_t in_tx = 0;
     int more = rc == 0;
-    while (more) {
-        size_t n = 0;
-        while (n < BATCH && (rc = ust_log_cursor_next(cur, &items[n].rec, err)) == 1 &&
-               items[n].rec.seq <= limit && (rc = prepare_item(r, &items[n], err)) == 0)
-            n++;
-        /* A full batch: there may be more. Otherwise the log ended (0), the
-         * answers' limit was reached (1: that row waits for the next step),
-         * or something failed. */
-        more = n == BATCH && rc == 0;
-        if (rc == 1)
-            rc = 0;
-        if (rc == 0)
-            candidate_batch(r, items, n, stats);
-        for (size_t i = 0; i < n; i++) {
-            if (rc == 0)
-                rc = finish(r, &items[i], stats, err);
-            stats->events += rc == 0;
-            in_tx += rc == 0;
+    batch *in_flight = NULL;
+    for (int turn = 0; rc == 0 && (more || in_flight != NULL); turn ^= 1) {
+        /* Read and start the next batch, then finish the one in flight. */
+        batch *next = &r->batches[turn];
+        if (more)
+            rc = read_batch(r, cur, limit, next, &more, err);
+        else
+            next->n = 0;
+        if (next->n > 0) {
+            int64_t t0 = mono_us();
+            ust_plugin_batch_start(r->candidate, &next->pb);
+            stats->candidate_decide_us += mono_us() - t0;
         }
-        /* Commits fall between batches: the candidate's state already holds
-         * the whole batch, so a commit inside one would record state beyond
-         * the cursor, and a resumed run would decide those events twice. */
-        if (rc == 0 && in_tx >= every) {
-            rc = commit(r, stats, err);
-            if (rc == 0)
-                rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
-            in_tx = 0;
+        if (in_flight != NULL) {
+            int64_t t0 = mono_us();
+            ust_plugin_batch_finish(r->candidate, &in_flight->pb, in_flight->outs);
+            stats->candidate_decide_us += mono_us() - t0;
+            for (size_t i = 0; i < in_flight->n; i++) {
+                if (rc == 0)
+                    rc = finish(r, &in_flight->items[i], stats, err);
+                stats->events += rc == 0;
+                in_tx += rc == 0;
+            }
+            /* Commits fall between batches: a commit inside one would record
+             * candidate state beyond the cursor, and a resumed run would
+             * decide those events twice. The next batch's answers are not
+             * read yet, so none of its state is in the store. */
+            if (rc == 0 && in_tx >= every) {
+                rc = commit(r, stats, err);
+                if (rc == 0)
+                    rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
+                in_tx = 0;
+            }
+            release_batch(in_flight);
         }
-        for (size_t i = 0; i <= n && i < BATCH; i++)
-            release_item(&items[i]);
-        more = more && rc == 0;
+        in_flight = next->n > 0 ? next : NULL;
+        if (rc != 0 && in_flight != NULL) {
+            /* Read what the child was sent, so the next step starts in step
+             * with it; those decisions are not kept. */
+            ust_plugin_batch_finish(r->candidate, &in_flight->pb, in_flight->outs);
+            release_batch(in_flight);
+            in_flight = NULL;
+        }
     }
     ust_log_cursor_close(cur);
     if (rc == 0)
