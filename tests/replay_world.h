@@ -30,8 +30,8 @@ typedef struct world {
 static inline void world_plugin(const char *name, char out[PATH_MAX])
 {
     const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so", build ? build : "build",
-             name, name);
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
+             build ? build : "build", name, name);
 }
 
 static inline world *world_new(void)
@@ -77,14 +77,15 @@ static inline ust_request *world_request(world *w, double t_s, const char *targe
 }
 
 /* A Stripe event at t_s seconds after T0, signed at sign_s (usually t_s). */
-static inline void world_stripe_signed(world *w, double t_s, double sign_s, const char *evt,
-                                       const char *type, const char *pi, const char *order,
-                                       long amount)
+static inline void world_stripe_signed(world *w, double t_s, double sign_s,
+                                       const char *evt, const char *type,
+                                       const char *pi, const char *order, long amount)
 {
-    char *body = ust_sprintf("{\"id\":\"%s\",\"type\":\"%s\",\"created\":%lld,\"data\":{"
-                             "\"object\":{\"id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\","
-                             "\"metadata\":{\"order_id\":\"%s\"}}}}",
-                             evt, type, WORLD_T0 + (long long)t_s, pi, amount, order);
+    char *body =
+        ust_sprintf("{\"id\":\"%s\",\"type\":\"%s\",\"created\":%lld,\"data\":{"
+                    "\"object\":{\"id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\","
+                    "\"metadata\":{\"order_id\":\"%s\"}}}}",
+                    evt, type, WORLD_T0 + (long long)t_s, pi, amount, order);
     ust_request *r = world_request(w, t_s, "/webhooks/stripe", body);
     ust_free(body);
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
@@ -97,8 +98,9 @@ static inline void world_stripe(world *w, double t_s, const char *evt, const cha
     world_stripe_signed(w, t_s, t_s, evt, type, pi, order, amount);
 }
 
-static inline void world_standard(world *w, double t_s, const char *msg, const char *payment,
-                                  const char *status, const char *order, long amount)
+static inline void world_standard(world *w, double t_s, const char *msg,
+                                  const char *payment, const char *status,
+                                  const char *order, long amount)
 {
     char *body = ust_sprintf("{\"type\":\"payment.%s\",\"data\":{\"payment_id\":\"%s\","
                              "\"status\":\"%s\",\"amount\":%ld,\"currency\":\"usd\","
@@ -114,8 +116,8 @@ static inline void world_standard(world *w, double t_s, const char *msg, const c
 static inline void world_api(world *w, double t_s, const char *key, const char *tenant,
                              const char *order, long amount)
 {
-    char *body = ust_sprintf("{\"order_id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\"}",
-                             order, amount);
+    char *body = ust_sprintf(
+        "{\"order_id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\"}", order, amount);
     ust_request *r = world_request(w, t_s, "/payments", body);
     ust_free(body);
     if (tenant)
@@ -183,9 +185,10 @@ static inline char *world_query(world *w, const char *sql)
 /* "applied,duplicate,..." of one side over every event, in seq order. */
 static inline char *world_verdicts(world *w, const char *side)
 {
-    char *sql = ust_sprintf("SELECT group_concat(coalesce(%c_verdict, 'not_fed:' ||"
-                            " signature), ',') FROM (SELECT * FROM decisions ORDER BY seq)",
-                            side[0]);
+    char *sql =
+        ust_sprintf("SELECT group_concat(coalesce(%c_verdict, 'not_fed:' ||"
+                    " signature), ',') FROM (SELECT * FROM decisions ORDER BY seq)",
+                    side[0]);
     char *v = world_query(w, sql);
     ust_free(sql);
     return v;
@@ -194,8 +197,9 @@ static inline char *world_verdicts(world *w, const char *side)
 /* "seq|class|fields|follow_on" of every divergence, ';'-separated. */
 static inline char *world_divergences(world *w)
 {
-    return world_query(w, "SELECT group_concat(seq || '|' || class || '|' || fields || '|'"
-                          " || follow_on, ';') FROM (SELECT * FROM divergences ORDER BY seq)");
+    return world_query(
+        w, "SELECT group_concat(seq || '|' || class || '|' || fields || '|'"
+           " || follow_on, ';') FROM (SELECT * FROM divergences ORDER BY seq)");
 }
 
 #endif

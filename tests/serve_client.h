@@ -105,7 +105,8 @@ typedef struct http_resp {
 } http_resp;
 
 /* Reads one response from fd (buffered in buf/len between calls). 0 at EOF. */
-static inline int read_response(int fd, char *buf, size_t *len, size_t cap, http_resp *r)
+static inline int read_response(int fd, char *buf, size_t *len, size_t cap,
+                                http_resp *r)
 {
     memset(r, 0, sizeof(*r));
     for (;;) {
@@ -119,7 +120,8 @@ static inline int read_response(int fd, char *buf, size_t *len, size_t cap, http
                 r->status = atoi(buf + 9);
                 r->closed = strstr(buf, "Connection: close") != NULL &&
                             strstr(buf, "Connection: close") < end;
-                size_t copy = body_len < sizeof(r->body) - 1 ? body_len : sizeof(r->body) - 1;
+                size_t copy =
+                    body_len < sizeof(r->body) - 1 ? body_len : sizeof(r->body) - 1;
                 memcpy(r->body, end + 4, copy);
                 memmove(buf, buf + head + body_len, *len - head - body_len);
                 *len -= head + body_len;

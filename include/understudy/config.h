@@ -14,8 +14,8 @@ typedef enum ust_route_kind { UST_ROUTE_WEBHOOK = 0, UST_ROUTE_API } ust_route_k
 
 /* A field source: a JSON Pointer (RFC 6901) into the body, or "header:NAME". */
 typedef struct ust_route_fields {
-    char *event_id, *event_type, *occurred_at, *transaction_id, *amount,
-        *currency, *intent; /* NULL when not configured */
+    char *event_id, *event_type, *occurred_at, *transaction_id, *amount, *currency,
+        *intent; /* NULL when not configured */
 } ust_route_fields;
 
 typedef struct ust_status_map_entry {
@@ -32,7 +32,8 @@ typedef struct ust_route {
     char *secret_env;
     char *sig_header; /* hmac-sha256-hex header, NULL = default */
     int64_t tolerance_s;
-    char *secret; /* from the environment by ust_config_load_secrets; never written out */
+    char *
+        secret; /* from the environment by ust_config_load_secrets; never written out */
     /* extraction */
     ust_route_fields fields;
     char *status_from; /* source of the target state, NULL if none */
@@ -53,12 +54,12 @@ typedef struct ust_plugin_config {
 } ust_plugin_config;
 
 typedef struct ust_config {
-    char *file; /* path as given, for messages */
+    char *file;                         /* path as given, for messages */
     char *listen, *log_path, *run_path; /* NULL when absent */
     struct {
-        size_t max_body_bytes;      /* default 1 MiB */
-        size_t max_headers;         /* default 64 */
-        int64_t header_timeout_ms;  /* default 10000 */
+        size_t max_body_bytes;     /* default 1 MiB */
+        size_t max_headers;        /* default 64 */
+        int64_t header_timeout_ms; /* default 10000 */
     } limits;
     ust_route *routes;
     size_t n_routes;
@@ -79,8 +80,8 @@ typedef struct ust_config {
  * like "cfg.json: routes[1].signature.scheme: expected one of ...". */
 int ust_config_load(const char *file, ust_config **out, char **err);
 /* The same from memory; label stands for the file name in messages. */
-int ust_config_parse(const char *text, size_t len, const char *label,
-                     ust_config **out, char **err);
+int ust_config_parse(const char *text, size_t len, const char *label, ust_config **out,
+                     char **err);
 void ust_config_free(ust_config *cfg);
 
 /* Reads every route's secret from its secret_env. UST_ECONFIG naming the

@@ -20,15 +20,15 @@ typedef enum ust_sign_mode {
 } ust_sign_mode;
 
 typedef struct ust_step {
-    double at_s;        /* offset from the scenario's start, seconds */
+    double at_s; /* offset from the scenario's start, seconds */
     const ust_route *route;
-    char *body;         /* raw body bytes (NUL-terminated; may hold any text) */
-    json_t *headers;    /* object of extra headers, or NULL */
+    char *body;      /* raw body bytes (NUL-terminated; may hold any text) */
+    json_t *headers; /* object of extra headers, or NULL */
     ust_sign_mode sign;
-    char *webhook_id;   /* standard-webhooks message id */
-    int copies;         /* a parallel burst: this many at once (1 = one) */
-    json_t *expect;     /* {"legacy": v, "candidate": v}: v a verdict, "not_fed",
-                         * or an array with one per copy */
+    char *webhook_id;     /* standard-webhooks message id */
+    int copies;           /* a parallel burst: this many at once (1 = one) */
+    json_t *expect;       /* {"legacy": v, "candidate": v}: v a verdict, "not_fed",
+                           * or an array with one per copy */
     int timing_sensitive; /* live, the outcome depends on timing */
 } ust_step;
 

@@ -4,17 +4,17 @@
 #ifndef UNDERSTUDY_ERROR_H
 #define UNDERSTUDY_ERROR_H
 
-#define UST_ERRNO_MAP(XX)                                                      \
-    XX(NOMEM, "out of memory")                                                 \
-    XX(INVAL, "invalid argument")                                              \
-    XX(IO, "input/output error")                                               \
-    XX(DB, "database error")                                                   \
-    XX(PARSE, "malformed input")                                               \
-    XX(CONFIG, "invalid configuration")                                        \
-    XX(TAMPER, "event log chain is broken")                                    \
-    XX(NOTFOUND, "not found")                                                  \
-    XX(EXISTS, "already exists")                                               \
-    XX(PLUGIN, "plugin failure")                                               \
+#define UST_ERRNO_MAP(XX)                                                              \
+    XX(NOMEM, "out of memory")                                                         \
+    XX(INVAL, "invalid argument")                                                      \
+    XX(IO, "input/output error")                                                       \
+    XX(DB, "database error")                                                           \
+    XX(PARSE, "malformed input")                                                       \
+    XX(CONFIG, "invalid configuration")                                                \
+    XX(TAMPER, "event log chain is broken")                                            \
+    XX(NOTFOUND, "not found")                                                          \
+    XX(EXISTS, "already exists")                                                       \
+    XX(PLUGIN, "plugin failure")                                                       \
     XX(LIMIT, "limit exceeded")
 
 typedef enum {

@@ -18,13 +18,13 @@ typedef struct ust_event {
     const ust_route *route; /* borrowed from the config; NULL: unknown route */
     /* Derived fields, owned (ust_malloc), NULL when absent. */
     char *provider;
-    char *event_id;       /* webhooks: delivery id; api: NULL */
+    char *event_id; /* webhooks: delivery id; api: NULL */
     char *event_type;
     char *transaction_id;
-    char *target_status;  /* canonical state after mapping, or NULL */
+    char *target_status; /* canonical state after mapping, or NULL */
     char *currency;
     char *intent;
-    char *idem_key;       /* unquoted Idempotency-Key */
+    char *idem_key; /* unquoted Idempotency-Key */
     char *tenant;
     int64_t amount; /* minor units */
     int has_amount;

@@ -21,7 +21,7 @@ typedef struct ust_gen_opts {
     int64_t start_us, span_us;
     int mix[UST_GEN_KINDS]; /* weights */
     FILE *out;              /* interchange JSONL, in time order */
-    FILE *truth;            /* {"seq", "class", "fields"} per expected divergence, or NULL */
+    FILE *truth; /* {"seq", "class", "fields"} per expected divergence, or NULL */
 } ust_gen_opts;
 
 void ust_gen_default_mix(int mix[UST_GEN_KINDS]);

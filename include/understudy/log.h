@@ -32,8 +32,8 @@ typedef struct ust_log_record {
     char config_hash[UST_SHA256_HEX_LEN + 1]; /* "" when none */
     /* The rest of the canonical event, so a replay under the same config
      * need not parse the body again (parsing is most of derivation). */
-    char *event_type, *transaction_id, *target_status, *currency, *intent,
-        *idem_key, *tenant;
+    char *event_type, *transaction_id, *target_status, *currency, *intent, *idem_key,
+        *tenant;
     int64_t amount;
     int has_amount;
     unsigned char hash[UST_SHA256_LEN];
@@ -66,10 +66,10 @@ int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust_log_cursor_close(ust_log_cursor *cur);
 
 typedef struct ust_log_verify_result {
-    int64_t checked;        /* rows whose hash was recomputed */
-    int64_t bad_seq;        /* first bad seq, 0 when the chain holds */
-    char reason[160];       /* what is wrong at bad_seq */
-    int64_t head_seq;       /* last seq, 0 when empty */
+    int64_t checked;  /* rows whose hash was recomputed */
+    int64_t bad_seq;  /* first bad seq, 0 when the chain holds */
+    char reason[160]; /* what is wrong at bad_seq */
+    int64_t head_seq; /* last seq, 0 when empty */
     char head_hash[UST_SHA256_HEX_LEN + 1];
     int64_t n_prunes;       /* prunes recorded */
     int64_t pruned_through; /* last seq removed by a prune, 0 if none */
@@ -89,8 +89,8 @@ int ust_log_stats(ust_log *log, json_t **out, char **err);
 /* Removes the longest prefix of rows that all arrived before before_us,
  * re-anchors the chain on the last removed row's hash and records the prune
  * (now_us is when it was done). *n_pruned may be NULL. */
-int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us,
-                  int64_t *n_pruned, char **err);
+int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pruned,
+                  char **err);
 
 /* Interchange JSONL. Parses one line (without its newline) into *req. 0, or
  * UST_EPARSE with *err saying which field is wrong. */
@@ -107,15 +107,15 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
 /* Derives each request under cfg and appends them all in one transaction
  * (the requests stay the caller's). The recorder and import both use it.
  * sigs (may be NULL) receives each request's signature status. */
-int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_request *reqs,
-                            size_t n, int64_t *first_seq, ust_sig_status *sigs,
-                            char **err);
+int ust_log_append_requests(ust_log *log, const ust_config *cfg,
+                            const ust_request *reqs, size_t n, int64_t *first_seq,
+                            ust_sig_status *sigs, char **err);
 
 /* Derives req under cfg into rec for ust_log_append: rec->req is a shallow
  * copy (the request stays the caller's), the derived fields are rec's own
  * and released by ust_log_record_clear_derived. 0 or UST_ENOMEM. */
-int ust_log_record_derive(const ust_config *cfg, const ust_request *req, ust_log_record *rec,
-                          char **err);
+int ust_log_record_derive(const ust_config *cfg, const ust_request *req,
+                          ust_log_record *rec, char **err);
 void ust_log_record_clear_derived(ust_log_record *rec);
 
 /* Writes every row as JSONL. */

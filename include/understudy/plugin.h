@@ -66,7 +66,7 @@ typedef struct ust_plugin_event {
     const char *route_kind; /* "webhook" or "api" */
     const char *route;      /* the route path, e.g. "/payments" */
     const char *provider;
-    const char *event_id;       /* the provider's delivery/event id */
+    const char *event_id; /* the provider's delivery/event id */
     const char *event_type;
     const char *transaction_id; /* the provider's transaction id */
     const char *target_status;  /* "pending", "paid", "refunded", "cancelled" */
@@ -76,7 +76,7 @@ typedef struct ust_plugin_event {
     const char *intent;          /* order id or similar user intent */
     const char *idempotency_key; /* unquoted */
     const char *tenant;
-    const char *request_sha256;  /* canonical-JSON hash of the body */
+    const char *request_sha256; /* canonical-JSON hash of the body */
     const unsigned char *body;
     size_t body_len;
     const ust_plugin_header *headers;
@@ -90,15 +90,16 @@ typedef struct ust_plugin_decision {
     size_t size;
     ust_verdict verdict;
     int http_status;
-    char *response_body;            /* JSON text, or NULL */
-    ust_plugin_header *headers;     /* response headers (array and strings host-allocated) */
+    char *response_body; /* JSON text, or NULL */
+    ust_plugin_header
+        *headers; /* response headers (array and strings host-allocated) */
     size_t n_headers;
-    char *entity;                   /* e.g. "stripe:pi_1" or "/payments:t1:key" */
-    char *state_before;             /* NULL when the entity had no state */
+    char *entity;       /* e.g. "stripe:pi_1" or "/payments:t1:key" */
+    char *state_before; /* NULL when the entity had no state */
     char *state_after;
-    char **flags;                   /* e.g. "semantic_duplicate"; host-allocated */
+    char **flags; /* e.g. "semantic_duplicate"; host-allocated */
     size_t n_flags;
-    char *reason;                   /* one human sentence, optional */
+    char *reason; /* one human sentence, optional */
 } ust_plugin_decision;
 
 enum ust_log_level { UST_LOG_DEBUG = 0, UST_LOG_INFO, UST_LOG_WARN, UST_LOG_ERROR };

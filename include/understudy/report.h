@@ -38,11 +38,11 @@ void ust_redact_json(json_t *doc, const json_t *rules);
 
 typedef struct ust_report_opts {
     const char *run_path;
-    const char *out_dir;     /* created when missing */
+    const char *out_dir;      /* created when missing */
     const ust_triage *triage; /* may be NULL: everything is open */
-    size_t max_examples;     /* per class; 0 = 5 */
-    size_t max_timelines;    /* entities per class; 0 = 10 */
-    size_t max_classes;      /* detailed in the HTML; 0 = 100 */
+    size_t max_examples;      /* per class; 0 = 5 */
+    size_t max_timelines;     /* entities per class; 0 = 10 */
+    size_t max_classes;       /* detailed in the HTML; 0 = 100 */
 } ust_report_opts;
 
 /* Writes index.html, summary.md and divergences.jsonl into out_dir, in

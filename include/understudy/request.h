@@ -15,10 +15,10 @@ typedef struct ust_request {
     int64_t received_at_us; /* arrival time, microseconds since the Unix epoch */
     char *remote;           /* "ip:port" */
     char *method;
-    char *target;          /* request target, query included */
-    ust_header *headers;   /* in arrival order, duplicates kept */
+    char *target;        /* request target, query included */
+    ust_header *headers; /* in arrival order, duplicates kept */
     size_t n_headers;
-    unsigned char *body;   /* raw bytes, may hold NULs; NULL when body_len 0 */
+    unsigned char *body; /* raw bytes, may hold NULs; NULL when body_len 0 */
     size_t body_len;
 } ust_request;
 

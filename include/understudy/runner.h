@@ -24,10 +24,10 @@ typedef struct ust_replay_opts {
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {
-    int64_t events;      /* read from the log in this call */
-    int64_t fed;         /* decided by both plugins */
-    int64_t not_fed;     /* signature failed or route unknown */
-    int64_t divergences; /* written in this call */
+    int64_t events;        /* read from the log in this call */
+    int64_t fed;           /* decided by both plugins */
+    int64_t not_fed;       /* signature failed or route unknown */
+    int64_t divergences;   /* written in this call */
     int64_t resumed_after; /* cursor the call started from */
     int64_t legacy_decide_us, candidate_decide_us; /* time in decide (or reading
                                                       the legacy's answers) */

@@ -11,11 +11,11 @@ typedef struct ust_serve_opts {
     const ust_config *cfg; /* secrets loaded */
     const char *listen;    /* "127.0.0.1:8080" */
     const char *log_path;
-    const char *run_path;  /* NULL: record only, no runner */
+    const char *run_path;                     /* NULL: record only, no runner */
     const char *legacy_path, *candidate_path; /* NULL: from the config */
-    FILE *divergences;     /* runner's JSON lines, or NULL */
-    FILE *status;          /* one line when listening ("listening on ..."), or NULL */
-    int respond_legacy;    /* answer with the legacy's decision (needs run_path) */
+    FILE *divergences;                        /* runner's JSON lines, or NULL */
+    FILE *status;       /* one line when listening ("listening on ..."), or NULL */
+    int respond_legacy; /* answer with the legacy's decision (needs run_path) */
 } ust_serve_opts;
 
 /* Serves until SIGTERM or SIGINT, then stops accepting, answers what is in

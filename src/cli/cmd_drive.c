@@ -27,7 +27,8 @@ static const char usage[] =
 /* The first scenario starts here, so rendered files are the same every time. */
 #define RENDER_START_US 1795946400000000LL /* 2026-11-29T10:00:00Z */
 
-static int drive_target(ust_scenario *const *sc, size_t n, const char *url, double speed)
+static int drive_target(ust_scenario *const *sc, size_t n, const char *url,
+                        double speed)
 {
     ust_drive_summary sum;
     char *err = NULL;

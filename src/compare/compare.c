@@ -88,8 +88,8 @@ static void diff_json(json_t *a, json_t *b, char *path, size_t cap, json_t *out)
             qsort(sorted, n, sizeof(char *), cmp_cstr);
         for (size_t i = 0; sorted && i < n; i++) {
             append_token(path, cap, sorted[i]);
-            diff_json(json_object_get(a, sorted[i]), json_object_get(b, sorted[i]), path,
-                      cap, out);
+            diff_json(json_object_get(a, sorted[i]), json_object_get(b, sorted[i]),
+                      path, cap, out);
             path[saved] = '\0';
         }
         ust_free(sorted);
@@ -157,7 +157,8 @@ json_t *ust_compare_decisions(const ust_config *cfg, const ust_decision *l,
     return out;
 }
 
-char *ust_divergence_class(const char *what, const ust_decision *l, const ust_decision *c)
+char *ust_divergence_class(const char *what, const ust_decision *l,
+                           const ust_decision *c)
 {
     return ust_sprintf("%s: %s \xe2\x86\x92 %s", what ? what : "(unrouted)",
                        ust_verdict_name(l->verdict), ust_verdict_name(c->verdict));

@@ -23,8 +23,8 @@ static const char *expected_for(json_t *expect, const char *side, int copy)
                             : json_string_value(v);
 }
 
-static void mismatch(checker *k, const ust_scenario *s, size_t step, int copy, int64_t seq,
-                     const char *what)
+static void mismatch(checker *k, const ust_scenario *s, size_t step, int copy,
+                     int64_t seq, const char *what)
 {
     fprintf(k->out, "MISMATCH %s (%s) step %zu", s->name, s->file, step);
     if (s->steps[step].copies > 1)
@@ -69,7 +69,8 @@ static void check_step(checker *k, const ust_scenario *s, size_t i, int64_t firs
             else if (k->live && st->copies > 1) {
                 ok = 0;
                 for (int e = 0; e < st->copies && !ok; e++)
-                    if (!used[e] && strcmp(got, expected_for(st->expect, sides[side], e)) == 0)
+                    if (!used[e] &&
+                        strcmp(got, expected_for(st->expect, sides[side], e)) == 0)
                         ok = used[e] = 1;
             }
             if (!ok) {
@@ -83,8 +84,8 @@ static void check_step(checker *k, const ust_scenario *s, size_t i, int64_t firs
 }
 
 /* Every expected divergence present (class and fields), nothing else. */
-static void check_divergences(checker *k, const ust_scenario *s, const int64_t *step_seq,
-                              int64_t first, int64_t last)
+static void check_divergences(checker *k, const ust_scenario *s,
+                              const int64_t *step_seq, int64_t first, int64_t last)
 {
     json_t *want = s->divergences;
     size_t n_want = json_array_size(want);
@@ -105,7 +106,8 @@ static void check_divergences(checker *k, const ust_scenario *s, const int64_t *
             json_t *d = json_array_get(want, w);
             json_t *wcopy = json_object_get(d, "copy");
             char *wfields = json_dumps(json_object_get(d, "fields"), JSON_COMPACT);
-            if (!matched[w] && (size_t)json_integer_value(json_object_get(d, "step")) == step &&
+            if (!matched[w] &&
+                (size_t)json_integer_value(json_object_get(d, "step")) == step &&
                 (wcopy == NULL || json_integer_value(wcopy) == copy || k->live) &&
                 strcmp(json_string_value(json_object_get(d, "class")), cls) == 0 &&
                 wfields && strcmp(wfields, fields) == 0)
@@ -139,11 +141,13 @@ int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run
 {
     checker k = {.out = out, .live = live};
     if (sqlite3_open_v2(run_path, &k.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k.db, "SELECT fed, l_verdict, c_verdict FROM decisions"
-                                 " WHERE seq = ?1",
+        sqlite3_prepare_v2(k.db,
+                           "SELECT fed, l_verdict, c_verdict FROM decisions"
+                           " WHERE seq = ?1",
                            -1, &k.decision, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k.db, "SELECT seq, class, fields FROM divergences WHERE seq"
-                                 " BETWEEN ?1 AND ?2 ORDER BY seq",
+        sqlite3_prepare_v2(k.db,
+                           "SELECT seq, class, fields FROM divergences WHERE seq"
+                           " BETWEEN ?1 AND ?2 ORDER BY seq",
                            -1, &k.divs, NULL) != SQLITE_OK) {
         int rc = ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
                           sqlite3_errmsg(k.db));
@@ -167,7 +171,8 @@ int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run
         check_divergences(&k, s, step_seq, first, seq - 1);
         ust_free(step_seq);
     }
-    fprintf(out, "%zu scenario(s), %zu step(s), %ld mismatch(es)\n", n, steps, k.mismatches);
+    fprintf(out, "%zu scenario(s), %zu step(s), %ld mismatch(es)\n", n, steps,
+            k.mismatches);
     sqlite3_finalize(k.decision);
     sqlite3_finalize(k.divs);
     sqlite3_close(k.db);

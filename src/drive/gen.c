@@ -16,8 +16,8 @@
 #include <strings.h>
 
 const char *const ust_gen_kind_names[UST_GEN_KINDS] = {
-    "single", "retry", "late_new_id", "out_of_order", "semantic",
-    "api", "api_retry", "concurrent", "invalid_signature"};
+    "single", "retry",     "late_new_id", "out_of_order",     "semantic",
+    "api",    "api_retry", "concurrent",  "invalid_signature"};
 
 static const int default_mix[UST_GEN_KINDS] = {70, 8, 3, 3, 3, 8, 2, 2, 1};
 
@@ -44,11 +44,12 @@ int ust_gen_parse_mix(const char *text, int mix[UST_GEN_KINDS], char **err)
         char *end = NULL;
         long v = eq ? strtol(eq + 1, &end, 10) : -1;
         if (eq == NULL || k == UST_GEN_KINDS || *end != '\0' || v < 0 || v > 1000000)
-            rc = ust_errf(err, UST_EINVAL,
-                          "--mix: \"%s\": expected KIND=WEIGHT, KIND one of single, retry,"
-                          " late_new_id, out_of_order, semantic, api, api_retry, concurrent,"
-                          " invalid_signature",
-                          item);
+            rc = ust_errf(
+                err, UST_EINVAL,
+                "--mix: \"%s\": expected KIND=WEIGHT, KIND one of single, retry,"
+                " late_new_id, out_of_order, semantic, api, api_retry, concurrent,"
+                " invalid_signature",
+                item);
         else
             mix[k] = (int)v;
     }
@@ -73,8 +74,14 @@ static int64_t uniform(rng *r, int64_t lo, int64_t hi)
 }
 
 enum { T_PAID, T_REFUNDED };
-enum { TRUTH_NONE, TRUTH_REJECTED_PAID, TRUTH_REJECTED_REFUND, TRUTH_FLAG, TRUTH_IN_PROGRESS,
-       TRUTH_REPLAYED };
+enum {
+    TRUTH_NONE,
+    TRUTH_REJECTED_PAID,
+    TRUTH_REJECTED_REFUND,
+    TRUTH_FLAG,
+    TRUTH_IN_PROGRESS,
+    TRUTH_REPLAYED
+};
 
 /* An event waiting for its time. */
 typedef struct pending {
@@ -154,9 +161,11 @@ static EVP_MAC_CTX *keyed_hmac(const char *key)
     EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
     EVP_MAC_free(mac);
     char digest[] = "SHA256";
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                           OSSL_PARAM_construct_end()};
-    if (ctx != NULL && !EVP_MAC_init(ctx, (const unsigned char *)key, strlen(key), params)) {
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+        OSSL_PARAM_construct_end()};
+    if (ctx != NULL &&
+        !EVP_MAC_init(ctx, (const unsigned char *)key, strlen(key), params)) {
         EVP_MAC_CTX_free(ctx);
         ctx = NULL;
     }
@@ -172,7 +181,8 @@ static int add(gen *g, pending p)
 /* A retry schedule like Stripe's: minutes to days after the first try. */
 static int64_t retry_delay_us(gen *g)
 {
-    static const int64_t steps_s[] = {60, 300, 1800, 3600, 6 * 3600, 24 * 3600, 72 * 3600};
+    static const int64_t steps_s[] = {60,       300,       1800,     3600,
+                                      6 * 3600, 24 * 3600, 72 * 3600};
     int64_t base = steps_s[next(&g->r) % 7];
     return (base + uniform(&g->r, 0, base / 2)) * 1000000;
 }
@@ -200,7 +210,8 @@ static int plan_case(gen *g, int kind, int64_t at)
         break;
     case 2: /* paid, refunded, then a late paid with a new id */
         rc = add(g, p);
-        p.type = T_REFUNDED, p.evt = ++g->ids, p.at += uniform(&g->r, 60, 3600) * 1000000;
+        p.type = T_REFUNDED, p.evt = ++g->ids,
+        p.at += uniform(&g->r, 60, 3600) * 1000000;
         if (rc == 0)
             rc = add(g, p);
         p.type = T_PAID, p.evt = ++g->ids, p.at += retry_delay_us(g);
@@ -273,11 +284,16 @@ static void put(gen *g, size_t *len, const char *s, int escape)
 static const char *truth_class(int truth)
 {
     switch (truth) {
-    case TRUTH_REJECTED_PAID: return "payment_intent.succeeded: applied \xe2\x86\x92 rejected";
-    case TRUTH_REJECTED_REFUND: return "charge.refunded: applied \xe2\x86\x92 rejected";
-    case TRUTH_FLAG: return "payment_intent.succeeded: applied \xe2\x86\x92 applied";
-    case TRUTH_IN_PROGRESS: return "/payments: applied \xe2\x86\x92 in_progress";
-    default: return "/payments: duplicate \xe2\x86\x92 duplicate";
+    case TRUTH_REJECTED_PAID:
+        return "payment_intent.succeeded: applied \xe2\x86\x92 rejected";
+    case TRUTH_REJECTED_REFUND:
+        return "charge.refunded: applied \xe2\x86\x92 rejected";
+    case TRUTH_FLAG:
+        return "payment_intent.succeeded: applied \xe2\x86\x92 applied";
+    case TRUTH_IN_PROGRESS:
+        return "/payments: applied \xe2\x86\x92 in_progress";
+    default:
+        return "/payments: duplicate \xe2\x86\x92 duplicate";
     }
 }
 
@@ -286,20 +302,28 @@ static void write_truth(gen *g, int64_t seq, int truth)
     const char *fields;
     switch (truth) {
     case TRUTH_REJECTED_PAID:
-    case TRUTH_REJECTED_REFUND: fields = "[\"verdict\",\"state\"]"; break;
-    case TRUTH_FLAG: fields = "[\"flags\"]"; break;
+    case TRUTH_REJECTED_REFUND:
+        fields = "[\"verdict\",\"state\"]";
+        break;
+    case TRUTH_FLAG:
+        fields = "[\"flags\"]";
+        break;
     case TRUTH_IN_PROGRESS:
         fields = g->compares_retry_after
                      ? "[\"verdict\",\"status\",\"header:retry-after\",\"body/amount\","
-                       "\"body/currency\",\"body/error\",\"body/order_id\",\"body/payment_id\","
+                       "\"body/currency\",\"body/error\",\"body/order_id\",\"body/"
+                       "payment_id\","
                        "\"state\"]"
-                     : "[\"verdict\",\"status\",\"body/amount\",\"body/currency\",\"body/error\","
+                     : "[\"verdict\",\"status\",\"body/amount\",\"body/"
+                       "currency\",\"body/error\","
                        "\"body/order_id\",\"body/payment_id\",\"state\"]";
         break;
-    default: fields = "[\"header:idempotent-replayed\"]"; break;
+    default:
+        fields = "[\"header:idempotent-replayed\"]";
+        break;
     }
-    fprintf(g->o->truth, "{\"seq\":%lld,\"class\":\"%s\",\"fields\":%s}\n", (long long)seq,
-            truth_class(truth), fields);
+    fprintf(g->o->truth, "{\"seq\":%lld,\"class\":\"%s\",\"fields\":%s}\n",
+            (long long)seq, truth_class(truth), fields);
 }
 
 static int emit(gen *g, const pending *p, int64_t seq)
@@ -309,34 +333,39 @@ static int emit(gen *g, const pending *p, int64_t seq)
     size_t len = 0;
     g->buf[0] = '\0';
     char head[256];
-    snprintf(head, sizeof(head),
-             "{\"v\":1,\"seq\":%lld,\"received_at\":\"%s\",\"remote\":\"203.0.113.9:443\","
-             "\"method\":\"POST\",\"target\":\"%s\",\"headers\":[[\"Content-Type\","
-             "\"application/json\"]",
-             (long long)seq, when, p->api ? g->api->path : g->stripe->path);
+    snprintf(
+        head, sizeof(head),
+        "{\"v\":1,\"seq\":%lld,\"received_at\":\"%s\",\"remote\":\"203.0.113.9:443\","
+        "\"method\":\"POST\",\"target\":\"%s\",\"headers\":[[\"Content-Type\","
+        "\"application/json\"]",
+        (long long)seq, when, p->api ? g->api->path : g->stripe->path);
     put(g, &len, head, 0);
     if (p->api) {
         snprintf(body, sizeof(body),
                  "{\"order_id\":\"order_%lld\",\"amount\":%lld,\"currency\":\"eur\"}",
                  (long long)p->order, (long long)p->amount);
-        snprintf(sigh, sizeof(sigh),
-                 ",[\"X-Tenant-Id\",\"tenant-%lld\"],[\"Idempotency-Key\",\"key-%lld\"]",
-                 (long long)(p->key % 7), (long long)p->key);
+        snprintf(
+            sigh, sizeof(sigh),
+            ",[\"X-Tenant-Id\",\"tenant-%lld\"],[\"Idempotency-Key\",\"key-%lld\"]",
+            (long long)(p->key % 7), (long long)p->key);
         put(g, &len, sigh, 0);
     } else {
-        snprintf(body, sizeof(body),
-                 "{\"id\":\"evt_%lld\",\"object\":\"event\",\"type\":\"%s\",\"created\":%lld,"
-                 "\"data\":{\"object\":{\"id\":\"pi_%lld\",\"object\":\"payment_intent\","
-                 "\"amount\":%lld,\"currency\":\"eur\",\"metadata\":{\"order_id\":"
-                 "\"order_%lld\"}}}}",
-                 (long long)p->evt,
-                 p->type == T_PAID ? "payment_intent.succeeded" : "charge.refunded",
-                 (long long)(p->at / 1000000), (long long)p->pi, (long long)p->amount,
-                 (long long)p->order);
+        snprintf(
+            body, sizeof(body),
+            "{\"id\":\"evt_%lld\",\"object\":\"event\",\"type\":\"%s\",\"created\":%"
+            "lld,"
+            "\"data\":{\"object\":{\"id\":\"pi_%lld\",\"object\":\"payment_intent\","
+            "\"amount\":%lld,\"currency\":\"eur\",\"metadata\":{\"order_id\":"
+            "\"order_%lld\"}}}}",
+            (long long)p->evt,
+            p->type == T_PAID ? "payment_intent.succeeded" : "charge.refunded",
+            (long long)(p->at / 1000000), (long long)p->pi, (long long)p->amount,
+            (long long)p->order);
         /* Stripe signs "<t>.<body>" with the secret's bytes. */
         char signed_text[640];
         int64_t t = p->at / 1000000;
-        int n = snprintf(signed_text, sizeof(signed_text), "%lld.%s", (long long)t, body);
+        int n =
+            snprintf(signed_text, sizeof(signed_text), "%lld.%s", (long long)t, body);
         EVP_MAC_CTX *ctx = p->bad_signature ? g->mac_forged : g->mac_valid;
         unsigned char mac[32];
         size_t mlen = 0;
@@ -346,8 +375,8 @@ static int emit(gen *g, const pending *p, int64_t seq)
             return UST_ENOMEM;
         char hex[65];
         ust_hex_encode(mac, 32, hex);
-        snprintf(sigh, sizeof(sigh), ",[\"Stripe-Signature\",\"t=%lld,v1=%s\"]", (long long)t,
-                 hex);
+        snprintf(sigh, sizeof(sigh), ",[\"Stripe-Signature\",\"t=%lld,v1=%s\"]",
+                 (long long)t, hex);
         put(g, &len, sigh, 0);
     }
     put(g, &len, "],\"body\":\"", 0);
@@ -382,10 +411,11 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
             g.api = r;
     }
     if (g.stripe == NULL || g.api == NULL || g.stripe->secret == NULL)
-        return ust_errf(err, UST_ECONFIG,
-                        "%s: gen needs a stripe route (with its secret in the environment)"
-                        " and an api route",
-                        o->cfg->file);
+        return ust_errf(
+            err, UST_ECONFIG,
+            "%s: gen needs a stripe route (with its secret in the environment)"
+            " and an api route",
+            o->cfg->file);
     g.compares_retry_after = compares(o->cfg, "Retry-After");
     g.compares_replayed = compares(o->cfg, "Idempotent-Replayed");
     g.buf = ust_malloc(g.cap = 4096);
@@ -398,11 +428,13 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
         ust_free(g.buf);
         EVP_MAC_CTX_free(g.mac_valid);
         EVP_MAC_CTX_free(g.mac_forged);
-        return total_weight ? UST_ENOMEM : ust_errf(err, UST_EINVAL, "--mix: every weight is 0");
+        return total_weight ? UST_ENOMEM
+                            : ust_errf(err, UST_EINVAL, "--mix: every weight is 0");
     }
     /* Cases start evenly spread over the span (with jitter); their later
      * events wait in the heap until their time comes. */
-    int64_t planned = 0, seq = 0, mean_gap = o->span_us / (o->events > 0 ? o->events : 1);
+    int64_t planned = 0, seq = 0,
+            mean_gap = o->span_us / (o->events > 0 ? o->events : 1);
     int64_t clock = o->start_us;
     int rc = 0;
     while (rc == 0 && seq < o->events) {

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const sign_names[] = {"valid", "invalid", "none", "expired", "rotated"};
+static const char *const sign_names[] = {"valid", "invalid", "none", "expired",
+                                         "rotated"};
 
 void ust_scenario_free(ust_scenario *s)
 {
@@ -49,7 +50,8 @@ static int load_step(const char *file, size_t i, json_t *js, const ust_config *c
 {
 #define BAD(what) return ust_errf(err, UST_ECONFIG, "%s: steps[%zu].%s", file, i, what)
     if (!json_is_object(js))
-        return ust_errf(err, UST_ECONFIG, "%s: steps[%zu]: expected an object", file, i);
+        return ust_errf(err, UST_ECONFIG, "%s: steps[%zu]: expected an object", file,
+                        i);
     json_t *at = json_object_get(js, "at");
     if (at != NULL && !json_is_number(at))
         BAD("at: expected seconds from the start (a number)");
@@ -81,7 +83,8 @@ static int load_step(const char *file, size_t i, json_t *js, const ust_config *c
     st->sign = UST_SIGN_VALID;
     if (sign != NULL) {
         size_t k = 0;
-        while (k < sizeof(sign_names) / sizeof(sign_names[0]) && strcmp(sign, sign_names[k]))
+        while (k < sizeof(sign_names) / sizeof(sign_names[0]) &&
+               strcmp(sign, sign_names[k]))
             k++;
         if (k == sizeof(sign_names) / sizeof(sign_names[0]))
             BAD("sign: expected valid, invalid, none, expired or rotated");
@@ -101,7 +104,8 @@ static int load_step(const char *file, size_t i, json_t *js, const ust_config *c
     if (!json_is_object(expect) ||
         !valid_outcome(json_object_get(expect, "legacy"), st->copies) ||
         !valid_outcome(json_object_get(expect, "candidate"), st->copies))
-        BAD("expect: expected {\"legacy\": V, \"candidate\": V}, V a verdict or \"not_fed\""
+        BAD("expect: expected {\"legacy\": V, \"candidate\": V}, V a verdict or "
+            "\"not_fed\""
             " (or an array with one per copy)");
     st->expect = json_incref(expect);
     return 0;
@@ -145,15 +149,15 @@ int ust_scenario_load(const char *path, const ust_config *cfg, ust_scenario **ou
     json_array_foreach(divs, i, d)
     {
         json_t *step = json_object_get(d, "step");
-        if (rc == 0 &&
-            (!json_is_integer(step) || json_integer_value(step) < 0 ||
-             (size_t)json_integer_value(step) >= s->n_steps ||
-             !json_is_string(json_object_get(d, "class")) ||
-             !json_is_array(json_object_get(d, "fields"))))
-            rc = ust_errf(err, UST_ECONFIG,
-                          "%s: divergences[%zu]: expected {\"step\": index, \"class\": ...,"
-                          " \"fields\": [...]}",
-                          path, i);
+        if (rc == 0 && (!json_is_integer(step) || json_integer_value(step) < 0 ||
+                        (size_t)json_integer_value(step) >= s->n_steps ||
+                        !json_is_string(json_object_get(d, "class")) ||
+                        !json_is_array(json_object_get(d, "fields"))))
+            rc = ust_errf(
+                err, UST_ECONFIG,
+                "%s: divergences[%zu]: expected {\"step\": index, \"class\": ...,"
+                " \"fields\": [...]}",
+                path, i);
     }
     if (rc == 0)
         s->divergences = divs ? json_incref(divs) : json_array();
@@ -170,8 +174,9 @@ static int add_headers(ust_request *r, json_t *headers)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(headers, k, v) if (ust_request_add_header(r, k, json_string_value(v)))
-        return UST_ENOMEM;
+    json_object_foreach(
+        headers, k,
+        v) if (ust_request_add_header(r, k, json_string_value(v))) return UST_ENOMEM;
     return 0;
 }
 
@@ -184,7 +189,8 @@ static int sign(const ust_step *st, int64_t t, ust_request *r, char **err)
     if (route->secret == NULL)
         return ust_errf(err, UST_ECONFIG, "%s: the secret for %s is not loaded (%s)",
                         route->path, route->path, route->secret_env);
-    ust_sig_params p = {route->scheme, route->secret, route->sig_header, route->tolerance_s};
+    ust_sig_params p = {route->scheme, route->secret, route->sig_header,
+                        route->tolerance_s};
     if (st->sign == UST_SIGN_INVALID) {
         p.secret = route->scheme == UST_SCHEME_STANDARD_WEBHOOKS
                        ? "whsec_d3Jvbmcgc2VjcmV0IGZvciB0ZXN0cw=="
@@ -256,7 +262,8 @@ int ust_scenario_render(const ust_scenario *s, const ust_config *cfg, int64_t st
     for (size_t i = 0; rc == 0 && i < s->n_steps; i++) {
         const ust_step *st = &s->steps[i];
         for (int c = 0; rc == 0 && c < st->copies; c++, k++)
-            rc = ust_step_render(st, start_us + (int64_t)(st->at_s * 1e6), &out[k], err);
+            rc =
+                ust_step_render(st, start_us + (int64_t)(st->at_s * 1e6), &out[k], err);
     }
     if (rc != 0) {
         for (size_t i = 0; i < total; i++)

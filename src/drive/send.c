@@ -47,9 +47,11 @@ static int parse_url(const char *url, endpoint *ep, char **err)
 {
     struct http_parser_url u;
     http_parser_url_init(&u);
-    if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 || !(u.field_set & (1 << UF_HOST)) ||
+    if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 ||
+        !(u.field_set & (1 << UF_HOST)) ||
         u.field_data[UF_HOST].len >= sizeof(ep->host))
-        return ust_errf(err, UST_EINVAL, "target \"%s\": expected http://HOST:PORT", url);
+        return ust_errf(err, UST_EINVAL, "target \"%s\": expected http://HOST:PORT",
+                        url);
     memcpy(ep->host, url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len);
     ep->host[u.field_data[UF_HOST].len] = '\0';
     ep->port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
@@ -83,7 +85,8 @@ static int connect_to(const endpoint *ep)
 {
     char port[16];
     snprintf(port, sizeof(port), "%d", ep->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM},
+                    *ai = NULL;
     if (getaddrinfo(ep->host, port, &hints, &ai) != 0)
         return -1;
     int fd = socket(ai->ai_family, ai->ai_socktype, 0);
@@ -109,8 +112,8 @@ static void *exchange_once(void *arg)
         pthread_barrier_wait(x->start); /* every copy of a burst leaves together */
     if (fd < 0)
         return NULL;
-    char *head = ust_sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", x->req.method,
-                             x->req.target, x->ep->host);
+    char *head = ust_sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n",
+                             x->req.method, x->req.target, x->ep->host);
     size_t cap = strlen(head) + x->req.body_len + 64;
     for (size_t i = 0; i < x->req.n_headers; i++)
         cap += strlen(x->req.headers[i].name) + strlen(x->req.headers[i].value) + 4;
@@ -119,8 +122,8 @@ static void *exchange_once(void *arg)
     if (head && buf) {
         len += (size_t)snprintf(buf, cap, "%s", head);
         for (size_t i = 0; i < x->req.n_headers; i++)
-            len += (size_t)snprintf(buf + len, cap - len, "%s: %s\r\n", x->req.headers[i].name,
-                                    x->req.headers[i].value);
+            len += (size_t)snprintf(buf + len, cap - len, "%s: %s\r\n",
+                                    x->req.headers[i].name, x->req.headers[i].value);
         len += (size_t)snprintf(buf + len, cap - len, "Content-Length: %zu\r\n\r\n",
                                 x->req.body_len);
         memcpy(buf + len, x->req.body, x->req.body_len);
@@ -228,7 +231,8 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
                 fprintf(out, "%-28s step %2zu", s->name, j);
                 if (k > 1)
                     fprintf(out, " copy %2d", c);
-                fprintf(out, "  %3d  %7.2f ms  %s\n", xs[c].status, xs[c].ms, xs[c].body);
+                fprintf(out, "  %3d  %7.2f ms  %s\n", xs[c].status, xs[c].ms,
+                        xs[c].body);
                 tally(sum, &lat, &cap, &xs[c]);
             }
             for (int c = 0; c < k; c++)
@@ -247,10 +251,11 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
     }
     ust_free(lat);
     if (rc == 0)
-        fprintf(out,
-                "sent %ld: 2xx %ld, 4xx %ld, 5xx %ld, errors %ld; latency p50 %.2f ms, p99"
-                " %.2f ms, max %.2f ms\n",
-                sum->sent, sum->s2xx, sum->s4xx, sum->s5xx, sum->errors, sum->latency_p50_ms,
-                sum->latency_p99_ms, sum->latency_max_ms);
+        fprintf(
+            out,
+            "sent %ld: 2xx %ld, 4xx %ld, 5xx %ld, errors %ld; latency p50 %.2f ms, p99"
+            " %.2f ms, max %.2f ms\n",
+            sum->sent, sum->s2xx, sum->s4xx, sum->s5xx, sum->errors,
+            sum->latency_p50_ms, sum->latency_p99_ms, sum->latency_max_ms);
     return rc;
 }

@@ -485,10 +485,9 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
     pop(c, mark);
     if ((rc = parse_compare(c, root, cfg)) != 0)
         return rc;
-    return take_string_array(c, root, "redact", 0,
-                             "an array of field names or JSON Pointers",
-                             "a field name or a JSON Pointer", nonempty,
-                             &cfg->redact, &cfg->n_redact);
+    return take_string_array(
+        c, root, "redact", 0, "an array of field names or JSON Pointers",
+        "a field name or a JSON Pointer", nonempty, &cfg->redact, &cfg->n_redact);
 }
 
 int ust_config_parse(const char *text, size_t len, const char *label, ust_config **out,

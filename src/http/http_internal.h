@@ -36,7 +36,7 @@ typedef struct ust__job {
     ust__slot *slot;
     int64_t seq;
     ust_sig_status sig;
-    char *failure; /* why the log could not take it, NULL when stored */
+    char *failure;        /* why the log could not take it, NULL when stored */
     ust_decision *answer; /* --respond legacy: the legacy's decision */
     size_t route_index;
 } ust__job;

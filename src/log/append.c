@@ -78,7 +78,8 @@ static int insert_one(ust_log *log, const ust_log_record *rec,
     sqlite3_bind_text(st, 3, r->remote, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, r->method, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, r->target, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 6, log->pack ? log->pack : "", (int)headers_len, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 6, log->pack ? log->pack : "", (int)headers_len,
+                      SQLITE_STATIC);
     /* an empty body is a zero-length blob, never NULL */
     sqlite3_bind_blob(st, 7, r->body ? (const void *)r->body : "", (int)r->body_len,
                       SQLITE_STATIC);
@@ -102,7 +103,8 @@ static int insert_one(ust_log *log, const ust_log_record *rec,
     bind_text_or_null(st, 22, rec->tenant);
     sqlite3_bind_blob(st, 23, prev, UST_SHA256_LEN, SQLITE_STATIC);
     sqlite3_bind_blob(st, 24, hash, UST_SHA256_LEN, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : ust__log_db_error(log, "append", err);
+    int rc =
+        sqlite3_step(st) == SQLITE_DONE ? 0 : ust__log_db_error(log, "append", err);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return rc;
@@ -154,7 +156,8 @@ static int insert_all(ust_log *log, const ust_log_record *recs, size_t n, int64_
         ust_log_record row = recs[i];
         row.seq = seq + (int64_t)i;
         unsigned char hash[UST_SHA256_LEN];
-        ust__log_chain_link(&log->hasher, prev, log->digests + i * UST_SHA256_LEN, hash);
+        ust__log_chain_link(&log->hasher, prev, log->digests + i * UST_SHA256_LEN,
+                            hash);
         rc = insert_one(log, &row, prev, hash, err);
         memcpy(prev, hash, UST_SHA256_LEN);
     }

@@ -149,8 +149,8 @@ int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
         *next_seq = sqlite3_column_int64(st, 0) + 1;
         const void *h = sqlite3_column_blob(st, 1);
         if (h == NULL || sqlite3_column_bytes(st, 1) != UST_SHA256_LEN)
-            rc = ust_errf(err, UST_ETAMPER, "%s: seq %lld has no valid hash",
-                          log->path, (long long)(*next_seq - 1));
+            rc = ust_errf(err, UST_ETAMPER, "%s: seq %lld has no valid hash", log->path,
+                          (long long)(*next_seq - 1));
         else
             memcpy(prev, h, UST_SHA256_LEN);
     } else if (step == SQLITE_DONE) {

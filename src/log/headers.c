@@ -62,7 +62,8 @@ int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len)
     }
     char *p = log->pack;
     for (size_t i = 0; i < req->n_headers; i++) {
-        size_t n = strlen(req->headers[i].name) + 1, v = strlen(req->headers[i].value) + 1;
+        size_t n = strlen(req->headers[i].name) + 1,
+               v = strlen(req->headers[i].value) + 1;
         memcpy(p, req->headers[i].name, n);
         memcpy(p + n, req->headers[i].value, v);
         p += n + v;

@@ -39,7 +39,8 @@ static int record_from_event(ust_log_record *rec, const ust_request *req,
         {&rec->tenant, ev->tenant},
     };
     for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++)
-        if (copies[i].from != NULL && (*copies[i].to = ust_strdup(copies[i].from)) == NULL)
+        if (copies[i].from != NULL &&
+            (*copies[i].to = ust_strdup(copies[i].from)) == NULL)
             return UST_ENOMEM;
     return 0;
 }
@@ -50,8 +51,8 @@ static void clear_derived(ust_log_record *rec)
     ust_log_record_clear(rec);
 }
 
-int ust_log_record_derive(const ust_config *cfg, const ust_request *req, ust_log_record *rec,
-                          char **err)
+int ust_log_record_derive(const ust_config *cfg, const ust_request *req,
+                          ust_log_record *rec, char **err)
 {
     ust_event ev;
     int rc = ust_event_derive(cfg, req, &ev, err);
@@ -68,8 +69,9 @@ void ust_log_record_clear_derived(ust_log_record *rec)
     clear_derived(rec);
 }
 
-int ust_log_append_requests(ust_log *log, const ust_config *cfg, const ust_request *reqs,
-                            size_t n, int64_t *first_seq, ust_sig_status *sigs, char **err)
+int ust_log_append_requests(ust_log *log, const ust_config *cfg,
+                            const ust_request *reqs, size_t n, int64_t *first_seq,
+                            ust_sig_status *sigs, char **err)
 {
     ust_log_record *recs = ust_calloc(n ? n : 1, sizeof(*recs));
     if (recs == NULL)

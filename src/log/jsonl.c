@@ -25,7 +25,8 @@ static int parse_body(json_t *obj, ust_request *req, char **err)
     json_t *text = json_object_get(obj, "body");
     json_t *b64 = json_object_get(obj, "body_base64");
     if (text != NULL && b64 != NULL)
-        return ust_errf(err, UST_EPARSE, "both \"body\" and \"body_base64\": expected one");
+        return ust_errf(err, UST_EPARSE,
+                        "both \"body\" and \"body_base64\": expected one");
     if (text == NULL && b64 == NULL)
         return ust_errf(err, UST_EPARSE, "missing field \"body\" (or \"body_base64\")");
     if (text != NULL) {

@@ -17,9 +17,9 @@ typedef struct ust__row_hasher {
 struct ust_log {
     sqlite3 *db;
     char *path;
-    int in_outer_tx;       /* ust_log_begin is active */
-    sqlite3_stmt *insert;  /* prepared once, reused for every append */
-    char *pack;            /* reusable buffer for packed headers */
+    int in_outer_tx;      /* ust_log_begin is active */
+    sqlite3_stmt *insert; /* prepared once, reused for every append */
+    char *pack;           /* reusable buffer for packed headers */
     size_t pack_cap;
     ust__row_hasher hasher; /* the calling thread's; a helper thread has its own */
     unsigned char *digests; /* per-batch content digests */
@@ -27,10 +27,10 @@ struct ust_log {
 };
 
 /* Columns every reader selects, in this order (see ust__log_row_decode). */
-#define UST__LOG_COLUMNS                                                       \
-    "seq, received_at, remote, method, target, headers, body, route, "        \
-    "provider, event_id, identity, request_sha256, signature, config_hash, "  \
-    "event_type, transaction_id, target_status, amount, currency, intent, "   \
+#define UST__LOG_COLUMNS                                                               \
+    "seq, received_at, remote, method, target, headers, body, route, "                 \
+    "provider, event_id, identity, request_sha256, signature, config_hash, "           \
+    "event_type, transaction_id, target_status, amount, currency, intent, "            \
     "idem_key, tenant, prev_hash, hash"
 
 /* A row's hash = ust__log_chain_link(prev_hash, ust__log_row_digest(row)). */

@@ -14,7 +14,7 @@ static const char schema_sql[] =
     " seq INTEGER PRIMARY KEY,"
     " received_at INTEGER NOT NULL,"
     " remote TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL,"
-    " headers BLOB NOT NULL,"  /* "name\0value\0" pairs, order kept */
+    " headers BLOB NOT NULL," /* "name\0value\0" pairs, order kept */
     " body BLOB NOT NULL,"
     " route TEXT, provider TEXT, event_id TEXT, identity TEXT,"
     " request_sha256 TEXT NOT NULL, signature TEXT NOT NULL, config_hash TEXT,"
@@ -85,8 +85,10 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
     /* WAL lets readers (replay, stats) run beside the recorder; FULL makes a
      * commit durable before it returns, which is what an acknowledgement means. */
     if (!(flags & UST_LOG_READONLY)) {
-        if ((rc = ust__log_exec(log, "PRAGMA journal_mode=WAL;"
-                                     "PRAGMA synchronous=FULL;", err)) != 0 ||
+        if ((rc = ust__log_exec(log,
+                                "PRAGMA journal_mode=WAL;"
+                                "PRAGMA synchronous=FULL;",
+                                err)) != 0 ||
             (rc = ust__log_exec(log, "BEGIN IMMEDIATE;", err)) != 0)
             goto fail;
         if ((rc = ust__log_exec(log, schema_sql, err)) != 0) {
@@ -102,10 +104,10 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
         }
     } else {
         sqlite3_stmt *probe = NULL;
-        if (sqlite3_prepare_v2(log->db, "SELECT seq FROM events LIMIT 1", -1,
-                               &probe, NULL) != SQLITE_OK) {
-            rc = ust_errf(err, UST_EDB, "%s: not an understudy event log (%s)",
-                          path, sqlite3_errmsg(log->db));
+        if (sqlite3_prepare_v2(log->db, "SELECT seq FROM events LIMIT 1", -1, &probe,
+                               NULL) != SQLITE_OK) {
+            rc = ust_errf(err, UST_EDB, "%s: not an understudy event log (%s)", path,
+                          sqlite3_errmsg(log->db));
             goto fail;
         }
         sqlite3_finalize(probe);

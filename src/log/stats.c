@@ -71,7 +71,8 @@ int ust_log_stats(ust_log *log, json_t **out, char **err)
         json_object_set_new(o, "first_received_at", time_or_null(st, 3));
         json_object_set_new(o, "last_received_at", time_or_null(st, 4));
         json_object_set_new(o, "prunes", json_integer(sqlite3_column_int64(st, 5)));
-        json_object_set_new(o, "pruned_events", json_integer(sqlite3_column_int64(st, 6)));
+        json_object_set_new(o, "pruned_events",
+                            json_integer(sqlite3_column_int64(st, 6)));
     }
     sqlite3_finalize(st);
     if (rc == 0)
@@ -82,8 +83,9 @@ int ust_log_stats(ust_log *log, json_t **out, char **err)
         rc = count_by(log, "signature", sigs, err);
     ust__log_exec(log, "COMMIT;", NULL);
     char *wal = ust_sprintf("%s-wal", log->path);
-    json_object_set_new(o, "bytes_on_disk",
-                        json_integer(file_size(log->path) + (wal ? file_size(wal) : 0)));
+    json_object_set_new(
+        o, "bytes_on_disk",
+        json_integer(file_size(log->path) + (wal ? file_size(wal) : 0)));
     ust_free(wal);
     if (rc != 0) {
         json_decref(o);

@@ -56,9 +56,9 @@ int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
         return rc;
     rc = read_anchor(log, res, &expect_seq, prev, err);
     sqlite3_stmt *st = NULL;
-    if (rc == 0 &&
-        sqlite3_prepare_v2(log->db, "SELECT " UST__LOG_COLUMNS " FROM events ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (rc == 0 && sqlite3_prepare_v2(
+                       log->db, "SELECT " UST__LOG_COLUMNS " FROM events ORDER BY seq",
+                       -1, &st, NULL) != SQLITE_OK)
         rc = ust__log_db_error(log, "read events", err);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));

@@ -15,12 +15,23 @@ static void esc(FILE *f, const char *s)
 {
     for (; s != NULL && *s; s++) {
         switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&#39;", f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -57,8 +68,8 @@ static void write_run(FILE *f, const rp_model *m)
 {
     fputs("<h2>Run</h2><table>", f);
     static const char *const keys[] = {
-        "log_path",       "log_head_seq",      "log_head_sha256",   "config_sha256",
-        "legacy_name",    "legacy_version",    "legacy_sha256",     "candidate_name",
+        "log_path",          "log_head_seq",    "log_head_sha256", "config_sha256",
+        "legacy_name",       "legacy_version",  "legacy_sha256",   "candidate_name",
         "candidate_version", "candidate_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fputs("<tr><th>", f);
@@ -73,11 +84,13 @@ static void write_run(FILE *f, const rp_model *m)
         fputs(" &ndash; ", f);
         when(f, m->last_at);
     }
-    fprintf(f, "</td></tr><tr><th>events</th><td>%lld read, %lld decided by both, %lld"
-               " not fed</td></tr>",
+    fprintf(f,
+            "</td></tr><tr><th>events</th><td>%lld read, %lld decided by both, %lld"
+            " not fed</td></tr>",
             (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
-    fprintf(f, "<tr><th>divergences</th><td>%lld (%lld follow-on), %lld open in %lld"
-               " class(es)</td></tr></table>",
+    fprintf(f,
+            "<tr><th>divergences</th><td>%lld (%lld follow-on), %lld open in %lld"
+            " class(es)</td></tr></table>",
             (long long)m->divergences, (long long)m->follow_ons,
             (long long)m->open_divergences, (long long)m->open_classes);
     const char *titles[] = {"events by route", "events by signature status"};
@@ -90,7 +103,8 @@ static void write_run(FILE *f, const rp_model *m)
         {
             fputs("<tr><td>", f);
             esc(f, k);
-            fprintf(f, "</td><td class=n>%lld</td></tr>", (long long)json_integer_value(v));
+            fprintf(f, "</td><td class=n>%lld</td></tr>",
+                    (long long)json_integer_value(v));
         }
         fputs("</table>", f);
     }
@@ -118,17 +132,20 @@ static void write_matrix(FILE *f, const rp_model *m)
  * per class among the five largest, the rest together. */
 static void write_chart(FILE *f, const rp_model *m)
 {
-    static const char *const colours[] = {"#d1495b", "#edae49", "#00798c", "#30638e",
-                                          "#8f5d9e", "#9aa0ad"};
+    static const char *const colours[] = {"#d1495b", "#edae49", "#00798c",
+                                          "#30638e", "#8f5d9e", "#9aa0ad"};
     const int w = 960, h = 220, pad = 30;
     int64_t peak = 1;
     for (size_t b = 0; b < m->n_buckets; b++)
         if (m->total_buckets[b] > peak)
             peak = m->total_buckets[b];
     double bw = (double)(w - 2 * pad) / (double)m->n_buckets;
-    fprintf(f, "<h2>Divergences over time</h2><svg id=chart xmlns=\"http://www.w3.org/2000/svg\""
-               " width=\"%d\" height=\"%d\" role=img aria-label=\"divergences over time\">",
-            w, h + 24);
+    fprintf(
+        f,
+        "<h2>Divergences over time</h2><svg id=chart "
+        "xmlns=\"http://www.w3.org/2000/svg\""
+        " width=\"%d\" height=\"%d\" role=img aria-label=\"divergences over time\">",
+        w, h + 24);
     fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke=#889 />", pad, h, w - pad, h);
     size_t top = m->n_detailed < 5 ? m->n_detailed : 5;
     for (size_t b = 0; b < m->n_buckets; b++) {
@@ -146,13 +163,16 @@ static void write_chart(FILE *f, const rp_model *m)
                 continue;
             double bh = (double)n * (h - pad) / (double)peak;
             y -= bh;
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
-                       "<title>%lld</title></rect>",
-                    pad + b * bw, y, bw * 0.9, bh, colours[c < top ? c : 5], (long long)n);
+            fprintf(f,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "fill=\"%s\">"
+                    "<title>%lld</title></rect>",
+                    pad + b * bw, y, bw * 0.9, bh, colours[c < top ? c : 5],
+                    (long long)n);
         }
     }
-    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %lld s</text>", pad, 14,
-            (long long)peak, (long long)(m->bucket_us / 1000000));
+    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %lld s</text>",
+            pad, 14, (long long)peak, (long long)(m->bucket_us / 1000000));
     fprintf(f, "<text x=%d y=%d font-size=11>", pad, h + 16);
     if (m->events > 0)
         when(f, m->first_at);
@@ -170,7 +190,8 @@ static void write_chart(FILE *f, const rp_model *m)
 
 static void write_classes(FILE *f, const rp_model *m)
 {
-    fputs("<h2>Divergence classes</h2><table><tr><th>class</th><th>count</th><th>follow-on"
+    fputs("<h2>Divergence "
+          "classes</h2><table><tr><th>class</th><th>count</th><th>follow-on"
           "</th><th>fields</th><th>first</th><th>last</th><th>triage</th></tr>",
           f);
     for (size_t i = 0; i < m->n_detailed; i++) {
@@ -211,8 +232,9 @@ static void write_classes(FILE *f, const rp_model *m)
     }
     fputs("</table>", f);
     if (m->n_classes > m->n_detailed)
-        fprintf(f, "<p class=muted>%zu more classes are counted in summary.md and listed"
-                   " in divergences.jsonl.</p>",
+        fprintf(f,
+                "<p class=muted>%zu more classes are counted in summary.md and listed"
+                " in divergences.jsonl.</p>",
                 m->n_classes - m->n_detailed);
 }
 
@@ -229,14 +251,18 @@ static void write_timeline(FILE *f, const rp_timeline *t)
 {
     fputs("<details><summary>timeline of <code>", f);
     esc(f, t->entity);
-    fprintf(f, "</code> (%zu event%s%s)</summary><table><tr><th>seq</th><th>received</th>"
-               "<th>event</th><th>legacy</th><th>state</th><th>candidate</th><th>state</th>"
-               "<th></th></tr>",
-            t->n, t->n == 1 ? "" : "s", t->truncated ? ", first 100 shown" : "");
+    fprintf(
+        f,
+        "</code> (%zu event%s%s)</summary><table><tr><th>seq</th><th>received</th>"
+        "<th>event</th><th>legacy</th><th>state</th><th>candidate</th><th>state</th>"
+        "<th></th></tr>",
+        t->n, t->n == 1 ? "" : "s", t->truncated ? ", first 100 shown" : "");
     for (size_t i = 0; i < t->n; i++) {
         const rp_row *r = &t->rows[i];
         fprintf(f, "<tr%s><td class=n>%lld</td><td>",
-                r->follow_on ? " class=follow" : r->diverged ? " class=div" : "",
+                r->follow_on  ? " class=follow"
+                : r->diverged ? " class=div"
+                              : "",
                 (long long)r->seq);
         when(f, r->at);
         const char *cells[] = {r->event_type, r->lv, r->ls, r->cv, r->cs};
@@ -262,7 +288,8 @@ static void write_details(FILE *f, const rp_model *m)
             const rp_example *e = &c->examples[k];
             fprintf(f, "<details%s><summary>example: seq %lld, fields <code>",
                     k == 0 ? " open" : "", (long long)e->seq);
-            char *fields = json_dumps(json_object_get(e->divergence, "fields"), JSON_COMPACT);
+            char *fields =
+                json_dumps(json_object_get(e->divergence, "fields"), JSON_COMPACT);
             esc(f, fields);
             free(fields);
             fputs("</code></summary><div class=side>", f);
@@ -292,10 +319,12 @@ int rp_write_html(const rp_model *m, const char *path, char **err)
           f);
     fputs(style, f);
     fputs("</style></head><body><h1>understudy: divergence report</h1>", f);
-    fprintf(f, "<p><strong class=%s>%s</strong>: %lld divergence(s) in %zu class(es), %lld"
-               " open.</p>",
+    fprintf(f,
+            "<p><strong class=%s>%s</strong>: %lld divergence(s) in %zu class(es), %lld"
+            " open.</p>",
             m->open_divergences ? "open" : "ok",
-            m->open_divergences ? "not ready for cutover" : "every divergence is triaged",
+            m->open_divergences ? "not ready for cutover"
+                                : "every divergence is triaged",
             (long long)m->divergences, m->n_classes, (long long)m->open_divergences);
     write_run(f, m);
     write_matrix(f, m);

@@ -14,12 +14,23 @@ static void cell(FILE *f, const char *s)
 {
     for (; s != NULL && *s; s++) {
         switch (*s) {
-        case '|': fputs("\\|", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '`': fputs("'", f); break;
-        case '\n': fputc(' ', f); break;
-        default: fputc(*s, f);
+        case '|':
+            fputs("\\|", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '`':
+            fputs("'", f);
+            break;
+        case '\n':
+            fputc(' ', f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -34,14 +45,17 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
         ust_time_format(m->first_at, a);
         ust_time_format(m->last_at, b);
     }
-    fprintf(f, "# understudy report\n\n**%s**: %lld divergence(s) in %zu class(es), %lld open"
-               " in %lld class(es).\n\n",
-            m->open_divergences ? "Not ready for cutover" : "Every divergence is triaged",
-            (long long)m->divergences, m->n_classes, (long long)m->open_divergences,
-            (long long)m->open_classes);
-    fprintf(f, "- span: %s – %s\n- events: %lld read, %lld decided by both, %lld not fed\n",
-            a, b, (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
-    const char *keys[] = {"legacy_name", "legacy_version", "candidate_name",
+    fprintf(
+        f,
+        "# understudy report\n\n**%s**: %lld divergence(s) in %zu class(es), %lld open"
+        " in %lld class(es).\n\n",
+        m->open_divergences ? "Not ready for cutover" : "Every divergence is triaged",
+        (long long)m->divergences, m->n_classes, (long long)m->open_divergences,
+        (long long)m->open_classes);
+    fprintf(
+        f, "- span: %s – %s\n- events: %lld read, %lld decided by both, %lld not fed\n",
+        a, b, (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
+    const char *keys[] = {"legacy_name",       "legacy_version",  "candidate_name",
                           "candidate_version", "log_head_sha256", "config_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fprintf(f, "- %s: `", keys[i]);

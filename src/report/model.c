@@ -96,9 +96,10 @@ static int load_counts(loader *l, rp_model *m)
     sqlite3_finalize(st);
     const char *groups[][2] = {{"route", "by_route"}, {"signature", "by_signature"}};
     for (size_t g = 0; g < 2; g++) {
-        char *sql = ust_sprintf("SELECT coalesce(%s, '(unrouted)'), count(*) FROM decisions"
-                                " GROUP BY 1 ORDER BY 1",
-                                groups[g][0]);
+        char *sql =
+            ust_sprintf("SELECT coalesce(%s, '(unrouted)'), count(*) FROM decisions"
+                        " GROUP BY 1 ORDER BY 1",
+                        groups[g][0]);
         st = sql ? prepare(l, sql) : NULL;
         ust_free(sql);
         if (st == NULL)
@@ -113,7 +114,8 @@ static int load_counts(loader *l, rp_model *m)
         else
             m->by_signature = o;
     }
-    st = prepare(l, "SELECT l_verdict, c_verdict, count(*) FROM decisions GROUP BY 1, 2");
+    st = prepare(l,
+                 "SELECT l_verdict, c_verdict, count(*) FROM decisions GROUP BY 1, 2");
     if (st == NULL)
         return UST_EDB;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -159,9 +161,8 @@ static json_t *raw_request(loader *l, const rp_model *m, int64_t seq)
         ust_free(line);
         /* A JSON body is shown parsed, so its named fields can be masked. */
         json_t *body = json_object_get(out, "body");
-        json_t *parsed = json_is_string(body)
-                             ? json_loads(json_string_value(body), 0, &jerr)
-                             : NULL;
+        json_t *parsed =
+            json_is_string(body) ? json_loads(json_string_value(body), 0, &jerr) : NULL;
         if (parsed != NULL) {
             ust_redact_json(parsed, m->redact);
             json_object_set_new(out, "body", parsed);
@@ -204,10 +205,12 @@ static int load_examples(loader *l, const rp_model *m, rp_class *c, size_t cap)
         e->seq = sqlite3_column_int64(st, 0);
         json_error_t jerr;
         e->divergence = json_loads((const char *)sqlite3_column_text(st, 1), 0, &jerr);
-        ust_redact_json(json_object_get(json_object_get(e->divergence, "legacy"), "body"),
-                        m->redact);
-        ust_redact_json(json_object_get(json_object_get(e->divergence, "candidate"), "body"),
-                        m->redact);
+        ust_redact_json(
+            json_object_get(json_object_get(e->divergence, "legacy"), "body"),
+            m->redact);
+        ust_redact_json(
+            json_object_get(json_object_get(e->divergence, "candidate"), "body"),
+            m->redact);
         e->request = raw_request(l, m, e->seq);
     }
     sqlite3_finalize(st);
@@ -217,11 +220,12 @@ static int load_examples(loader *l, const rp_model *m, rp_class *c, size_t cap)
 static int load_timeline(loader *l, rp_timeline *t)
 {
     enum { MAX_ROWS = 100 };
-    sqlite3_stmt *st = prepare(
-        l, "SELECT d.seq, d.received_at, d.event_type, d.l_verdict, d.l_state, d.c_verdict,"
-           " d.c_state, d.diverged, coalesce(v.follow_on, 0) FROM decisions d"
-           " LEFT JOIN divergences v ON v.seq = d.seq WHERE d.entity = ?1"
-           " ORDER BY d.seq LIMIT ?2");
+    sqlite3_stmt *st =
+        prepare(l, "SELECT d.seq, d.received_at, d.event_type, d.l_verdict, d.l_state, "
+                   "d.c_verdict,"
+                   " d.c_state, d.diverged, coalesce(v.follow_on, 0) FROM decisions d"
+                   " LEFT JOIN divergences v ON v.seq = d.seq WHERE d.entity = ?1"
+                   " ORDER BY d.seq LIMIT ?2");
     if (st == NULL)
         return UST_EDB;
     sqlite3_bind_text(st, 1, t->entity, -1, SQLITE_STATIC);
@@ -254,9 +258,10 @@ static int load_timeline(loader *l, rp_timeline *t)
 /* The entities where the class's divergences started (not follow-ons). */
 static int load_timelines(loader *l, rp_class *c, size_t cap)
 {
-    sqlite3_stmt *st = prepare(l, "SELECT entity FROM divergences WHERE class = ?1 AND"
-                                  " entity IS NOT NULL GROUP BY entity ORDER BY min(seq)"
-                                  " LIMIT ?2");
+    sqlite3_stmt *st =
+        prepare(l, "SELECT entity FROM divergences WHERE class = ?1 AND"
+                   " entity IS NOT NULL GROUP BY entity ORDER BY min(seq)"
+                   " LIMIT ?2");
     if (st == NULL)
         return UST_EDB;
     sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
@@ -274,8 +279,9 @@ static int load_timelines(loader *l, rp_class *c, size_t cap)
 
 static int load_class_details(loader *l, rp_model *m, rp_class *c)
 {
-    sqlite3_stmt *st = prepare(l, "SELECT DISTINCT fields FROM divergences WHERE class = ?1"
-                                  " LIMIT 5");
+    sqlite3_stmt *st =
+        prepare(l, "SELECT DISTINCT fields FROM divergences WHERE class = ?1"
+                   " LIMIT 5");
     if (st == NULL)
         return UST_EDB;
     sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
@@ -296,7 +302,8 @@ static int load_class_details(loader *l, rp_model *m, rp_class *c)
     sqlite3_bind_int64(st, 3, m->bucket_us);
     c->buckets = ust_calloc(m->n_buckets, sizeof(int64_t));
     while (c->buckets && sqlite3_step(st) == SQLITE_ROW)
-        bucket_add(m, c->buckets, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        bucket_add(m, c->buckets, sqlite3_column_int64(st, 0),
+                   sqlite3_column_int64(st, 1));
     sqlite3_finalize(st);
     if (c->buckets == NULL)
         return UST_ENOMEM;

@@ -27,7 +27,7 @@ typedef struct rp_timeline {
 typedef struct rp_example {
     int64_t seq;
     json_t *divergence; /* the divergence line, redacted */
-    json_t *request;    /* the raw request from the log, redacted; NULL if unavailable */
+    json_t *request; /* the raw request from the log, redacted; NULL if unavailable */
 } rp_example;
 
 typedef struct rp_class {

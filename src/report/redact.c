@@ -71,7 +71,8 @@ void ust_redact_json(json_t *doc, const json_t *rules)
         json_t *parent = parent_ptr ? ust_json_pointer(doc, parent_ptr) : NULL;
         ust_free(parent_ptr);
         char last[256];
-        if (json_is_object(parent) && unescape_token(slash + 1, last, sizeof(last)) == 0 &&
+        if (json_is_object(parent) &&
+            unescape_token(slash + 1, last, sizeof(last)) == 0 &&
             json_object_get(parent, last) != NULL)
             json_object_set_new(parent, last, json_string("[redacted]"));
     }

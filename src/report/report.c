@@ -31,8 +31,10 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
         if (masking) {
             json_error_t jerr;
             json_t *d = json_loads(line, 0, &jerr);
-            ust_redact_json(json_object_get(json_object_get(d, "legacy"), "body"), redact);
-            ust_redact_json(json_object_get(json_object_get(d, "candidate"), "body"), redact);
+            ust_redact_json(json_object_get(json_object_get(d, "legacy"), "body"),
+                            redact);
+            ust_redact_json(json_object_get(json_object_get(d, "candidate"), "body"),
+                            redact);
             masked = d ? json_dumps(d, JSON_COMPACT) : NULL;
             json_decref(d);
         }

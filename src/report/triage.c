@@ -62,15 +62,16 @@ static int valid_date(const char *s)
     return 1;
 }
 
-static int take(const char *path, size_t i, json_t *entry, const char *key, int required,
-                char **out, char **err)
+static int take(const char *path, size_t i, json_t *entry, const char *key,
+                int required, char **out, char **err)
 {
     json_t *v = json_object_get(entry, key);
     if (v == NULL && !required)
         return 0;
     if (!json_is_string(v) || json_string_length(v) == 0)
         return ust_errf(err, UST_ECONFIG,
-                        "%s: accepted[%zu].%s: expected a non-empty string", path, i, key);
+                        "%s: accepted[%zu].%s: expected a non-empty string", path, i,
+                        key);
     *out = ust_strdup(json_string_value(v));
     return *out ? 0 : UST_ENOMEM;
 }
@@ -91,7 +92,8 @@ int ust_triage_load(const char *path, ust_triage **out, char **err)
     }
     ust_triage *t = ust_calloc(1, sizeof(*t));
     size_t n = json_array_size(accepted);
-    if (t == NULL || (t->entries = ust_calloc(n ? n : 1, sizeof(*t->entries))) == NULL) {
+    if (t == NULL ||
+        (t->entries = ust_calloc(n ? n : 1, sizeof(*t->entries))) == NULL) {
         ust_free(t);
         json_decref(doc);
         return UST_ENOMEM;
@@ -102,15 +104,15 @@ int ust_triage_load(const char *path, ust_triage **out, char **err)
         ust_triage_entry *te = &t->entries[i];
         t->n = i + 1;
         if (!json_is_object(e))
-            rc = ust_errf(err, UST_ECONFIG, "%s: accepted[%zu]: expected an object", path,
-                          i);
+            rc = ust_errf(err, UST_ECONFIG, "%s: accepted[%zu]: expected an object",
+                          path, i);
         else if ((rc = take(path, i, e, "class", 1, &te->class_glob, err)) == 0 &&
                  (rc = take(path, i, e, "reason", 1, &te->reason, err)) == 0 &&
                  (rc = take(path, i, e, "owner", 1, &te->owner, err)) == 0 &&
                  (rc = take(path, i, e, "date", 0, &te->date, err)) == 0 &&
                  te->date != NULL && !valid_date(te->date))
-            rc = ust_errf(err, UST_ECONFIG, "%s: accepted[%zu].date: expected YYYY-MM-DD",
-                          path, i);
+            rc = ust_errf(err, UST_ECONFIG,
+                          "%s: accepted[%zu].date: expected YYYY-MM-DD", path, i);
     }
     json_decref(doc);
     if (rc != 0) {

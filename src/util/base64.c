@@ -16,8 +16,8 @@ char *ust_base64_encode(const unsigned char *data, size_t len)
     size_t done = 0, written = 0;
     while (done < len) {
         size_t chunk = len - done > 3u * (1u << 28) ? 3u * (1u << 28) : len - done;
-        written += (size_t)EVP_EncodeBlock((unsigned char *)out + written,
-                                           data + done, (int)chunk);
+        written += (size_t)EVP_EncodeBlock((unsigned char *)out + written, data + done,
+                                           (int)chunk);
         done += chunk;
     }
     out[written] = '\0';

@@ -60,8 +60,8 @@ int ust_request_copy(ust_request *dst, const ust_request *src)
         (src->target && !dst->target))
         goto nomem;
     for (size_t i = 0; i < src->n_headers; i++)
-        if (ust_request_add_header(dst, src->headers[i].name,
-                                   src->headers[i].value) != 0)
+        if (ust_request_add_header(dst, src->headers[i].name, src->headers[i].value) !=
+            0)
             goto nomem;
     if (src->body_len > 0) {
         dst->body = ust_memdup(src->body, src->body_len);

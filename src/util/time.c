@@ -43,10 +43,9 @@ int ust_time_parse(const char *text, int64_t *out_us)
 {
     const char *p = text;
     int y, mo, d, h, mi, s;
-    if (digits(&p, 4, &y) || expect(&p, '-') || digits(&p, 2, &mo) ||
-        expect(&p, '-') || digits(&p, 2, &d) || (*p != 'T' && *p != 't') ||
-        (p++, digits(&p, 2, &h)) || expect(&p, ':') || digits(&p, 2, &mi) ||
-        expect(&p, ':') || digits(&p, 2, &s))
+    if (digits(&p, 4, &y) || expect(&p, '-') || digits(&p, 2, &mo) || expect(&p, '-') ||
+        digits(&p, 2, &d) || (*p != 'T' && *p != 't') || (p++, digits(&p, 2, &h)) ||
+        expect(&p, ':') || digits(&p, 2, &mi) || expect(&p, ':') || digits(&p, 2, &s))
         return UST_EPARSE;
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -73,8 +72,8 @@ int ust_time_parse(const char *text, int64_t *out_us)
     } else if (*p == '+' || *p == '-') {
         int sign = *p == '-' ? -1 : 1, oh, om;
         p++;
-        if (digits(&p, 2, &oh) || expect(&p, ':') || digits(&p, 2, &om) ||
-            oh > 23 || om > 59)
+        if (digits(&p, 2, &oh) || expect(&p, ':') || digits(&p, 2, &om) || oh > 23 ||
+            om > 59)
             return UST_EPARSE;
         offset_s = sign * (oh * 3600 + om * 60);
     } else {
@@ -82,8 +81,8 @@ int ust_time_parse(const char *text, int64_t *out_us)
     }
     if (*p != '\0')
         return UST_EPARSE;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s -
-                   offset_s;
+    int64_t secs =
+        days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset_s;
     *out_us = secs * 1000000 + frac_us;
     return 0;
 }
@@ -99,9 +98,9 @@ void ust_time_format(int64_t us, char buf[32])
     /* tm fields are ints; the compiler cannot see they are in range, so
      * format into room enough for any int and copy the 27 bytes. */
     char tmp[96];
-    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (long long)frac);
+    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+             tm.tm_sec, (long long)frac);
     memcpy(buf, tmp, 31);
     buf[31] = '\0';
 }

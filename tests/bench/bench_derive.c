@@ -21,7 +21,8 @@ static void make_request(ust_request *req, size_t size)
     memset(pad, 'x', size);
     pad[size - 1] = '\0';
     char *body = ust_sprintf(
-        "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"created\":1795946400,"
+        "{\"id\":\"evt_1\",\"type\":\"payment_intent.succeeded\",\"created\":"
+        "1795946400,"
         "\"data\":{\"object\":{\"id\":\"pi_1\",\"amount\":4200,\"currency\":\"eur\","
         "\"metadata\":{\"order_id\":\"order_1\"},\"description\":\"%s\"}}}",
         pad);
@@ -51,7 +52,8 @@ int main(int argc, char **argv)
     setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     ust_config *cfg = NULL;
     char *err = NULL;
-    if (ust_config_load(argv[1], &cfg, &err) != 0 || ust_config_load_secrets(cfg, &err) != 0) {
+    if (ust_config_load(argv[1], &cfg, &err) != 0 ||
+        ust_config_load_secrets(cfg, &err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
@@ -90,7 +92,8 @@ int main(int argc, char **argv)
         }
         double dm = bench_median(d, rounds);
         printf("%-6zu %12.0f %12.0f %12.0f %10.1f\n", req.body_len, dm,
-               bench_median(p, rounds), bench_median(g, rounds), dm * req.body_len / 1e6);
+               bench_median(p, rounds), bench_median(g, rounds),
+               dm * req.body_len / 1e6);
         ust_request_clear(&req);
     }
     ust_config_free(cfg);

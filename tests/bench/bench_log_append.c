@@ -24,9 +24,10 @@ static void make_records(ust_log_record *recs, int n, const char *body)
         r->method = ust_strdup("POST");
         r->target = ust_strdup("/webhooks/stripe");
         ust_request_add_header(r, "Content-Type", "application/json");
-        ust_request_add_header(r, "Stripe-Signature",
-                               "t=1795946400,v1=4d5b983073a779f9070da489c78d7c7a66a46e6441"
-                               "1b2cc1e948037fa1afb571");
+        ust_request_add_header(
+            r, "Stripe-Signature",
+            "t=1795946400,v1=4d5b983073a779f9070da489c78d7c7a66a46e6441"
+            "1b2cc1e948037fa1afb571");
         r->body = (unsigned char *)ust_strdup(body);
         r->body_len = BODY_BYTES;
         recs[i].route = ust_strdup("/webhooks/stripe");
@@ -85,9 +86,10 @@ static double run_plain(const char *path, ust_log_record *recs, int batch, int b
     sqlite3_stmt *st;
     sqlite3_prepare_v2(db, "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,
                        &st, NULL);
-    const char *headers = "[[\"Content-Type\",\"application/json\"],[\"Stripe-Signature\","
-                          "\"t=1795946400,v1=4d5b983073a779f9070da489c78d7c7a66a46e64411b2"
-                          "cc1e948037fa1afb571\"]]";
+    const char *headers =
+        "[[\"Content-Type\",\"application/json\"],[\"Stripe-Signature\","
+        "\"t=1795946400,v1=4d5b983073a779f9070da489c78d7c7a66a46e64411b2"
+        "cc1e948037fa1afb571\"]]";
     int64_t seq = 1;
     double t0 = bench_now();
     for (int b = 0; b < batches; b++) {
@@ -136,8 +138,8 @@ int main(int argc, char **argv)
     make_records(recs, 1024, body);
     const int batches_for[] = {1, 64, 1024};
     const int counts[] = {400, 100, 30};
-    printf("append of %d-byte events, synchronous=FULL, median of %d rounds\n", BODY_BYTES,
-           rounds);
+    printf("append of %d-byte events, synchronous=FULL, median of %d rounds\n",
+           BODY_BYTES, rounds);
     printf("%-8s %14s %14s %8s\n", "batch", "log ev/s", "plain ev/s", "cost");
     for (int k = 0; k < 3; k++) {
         double lr[32], pr[32];
@@ -160,7 +162,8 @@ int main(int argc, char **argv)
             }
         }
         double l = bench_median(lr, rounds), p = bench_median(pr, rounds);
-        printf("%-8d %14.0f %14.0f %+7.1f%%\n", batches_for[k], l, p, (p / l - 1) * 100);
+        printf("%-8d %14.0f %14.0f %+7.1f%%\n", batches_for[k], l, p,
+               (p / l - 1) * 100);
     }
     for (int i = 0; i < 1024; i++)
         ust_log_record_clear(&recs[i]);

@@ -80,7 +80,8 @@ static void generate(ust_request *r, long i, int64_t at_us)
     else if (roll < 78) /* a refund of a recent payment */
         stripe(r, at_us, i, "charge.refunded", recent, recent, 1000 + recent % 500);
     else if (roll < 82) /* a late paid after that: a new event id */
-        stripe(r, at_us, i, "payment_intent.succeeded", recent, recent, 1000 + recent % 500);
+        stripe(r, at_us, i, "payment_intent.succeeded", recent, recent,
+               1000 + recent % 500);
     else if (roll < 85) /* a second transaction for a recent order */
         stripe(r, at_us, i, "payment_intent.succeeded", i, recent, 1000 + recent % 500);
     else if (roll < 95)
@@ -143,9 +144,9 @@ static double read_and_parse(const char *path, long *bytes)
 
 /* Replays in a child; returns events/s and the child's peak RSS in KiB.
  * isolate puts the candidate in a child process of its own. */
-static double replay_in_child(ust_config *cfg, const char *log_path, const char *run_path,
-                              const char *build, int isolate, long *rss_kib,
-                              long *divergences)
+static double replay_in_child(ust_config *cfg, const char *log_path,
+                              const char *run_path, const char *build, int isolate,
+                              long *rss_kib, long *divergences)
 {
     cfg->candidate.isolate = isolate;
     int fds[2];
@@ -156,10 +157,14 @@ static double replay_in_child(ust_config *cfg, const char *log_path, const char 
         close(fds[0]);
         char lp[4096], cp[4096];
         snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so", build);
-        snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so", build);
+        snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
+                 build);
         unlink(run_path);
-        ust_replay_opts o = {.cfg = cfg, .log_path = log_path, .run_path = run_path,
-                             .legacy_path = lp, .candidate_path = cp};
+        ust_replay_opts o = {.cfg = cfg,
+                             .log_path = log_path,
+                             .run_path = run_path,
+                             .legacy_path = lp,
+                             .candidate_path = cp};
         ust_replay_stats st;
         char *err = NULL;
         double t0 = bench_now();
@@ -222,10 +227,11 @@ int main(int argc, char **argv)
     }
     double p = bench_median(rp, rounds), q = bench_median(rr, rounds),
            iso = bench_median(ri, rounds);
-    printf("replay of %ld events (%.0f bytes/body on average), median of %d rounds\n", n,
-           (double)bytes / n, rounds);
+    printf("replay of %ld events (%.0f bytes/body on average), median of %d rounds\n",
+           n, (double)bytes / n, rounds);
     printf("read+parse loop: %10.0f events/s\n", p);
-    printf("replay:          %10.0f events/s  (%.0f%% of read+parse)\n", q, 100 * q / p);
+    printf("replay:          %10.0f events/s  (%.0f%% of read+parse)\n", q,
+           100 * q / p);
     printf("replay, candidate isolated in a child process: %10.0f events/s (%.2fx the"
            " in-process time)\n",
            iso, q / iso);

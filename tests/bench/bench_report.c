@@ -38,7 +38,8 @@ static void build_log(const char *path, const ust_config *cfg, long n)
                                      i, 100 + i % 50);
             r->body = (unsigned char *)body;
             r->body_len = strlen(body);
-            r->received_at_us = 1795946400000000LL + i * 600000LL; /* a week at ~1.7/s */
+            r->received_at_us =
+                1795946400000000LL + i * 600000LL; /* a week at ~1.7/s */
             r->remote = ust_strdup("198.51.100.2:1");
             r->method = ust_strdup("POST");
             r->target = ust_strdup("/payments");
@@ -104,9 +105,10 @@ static void do_dump(void *arg)
     FILE *f = fopen(path, "wb");
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    if (f == NULL || sqlite3_open_v2(j->run, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT line FROM divergences ORDER BY seq", -1, &st, NULL) !=
-            SQLITE_OK)
+    if (f == NULL ||
+        sqlite3_open_v2(j->run, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT line FROM divergences ORDER BY seq", -1, &st,
+                           NULL) != SQLITE_OK)
         _exit(2);
     while (sqlite3_step(st) == SQLITE_ROW) {
         fputs((const char *)sqlite3_column_text(st, 0), f);
@@ -146,12 +148,16 @@ int main(int argc, char **argv)
     snprintf(run_path, sizeof(run_path), "%s/report-bench-run.db", argv[1]);
     snprintf(out, sizeof(out), "%s/report-bench-out", argv[1]);
     snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so", argv[2]);
-    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so", argv[2]);
+    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
+             argv[2]);
     unlink(log_path);
     unlink(run_path);
     build_log(log_path, cfg, n);
-    ust_replay_opts o = {.cfg = cfg, .log_path = log_path, .run_path = run_path,
-                         .legacy_path = lp, .candidate_path = cp};
+    ust_replay_opts o = {.cfg = cfg,
+                         .log_path = log_path,
+                         .run_path = run_path,
+                         .legacy_path = lp,
+                         .candidate_path = cp};
     mkdir(out, 0755);
     struct job j = {run_path, out, &o};
     long rss_report = 0, rss_dump = 0, rss_replay = 0;
@@ -161,10 +167,11 @@ int main(int argc, char **argv)
     double t_report = in_child(do_report, &j, &rss_report);
     double t_dump = in_child(do_dump, &j, &rss_dump);
     printf("report of a run with %ld divergences\n", n);
-    printf("report:          %6.1f s, peak RSS %6.1f MiB; index.html %ld KiB, summary.md"
-           " %ld KiB, divergences.jsonl %ld KiB\n",
-           t_report, rss_report / 1024.0, file_kib(out, "index.html"),
-           file_kib(out, "summary.md"), file_kib(out, "divergences.jsonl"));
+    printf(
+        "report:          %6.1f s, peak RSS %6.1f MiB; index.html %ld KiB, summary.md"
+        " %ld KiB, divergences.jsonl %ld KiB\n",
+        t_report, rss_report / 1024.0, file_kib(out, "index.html"),
+        file_kib(out, "summary.md"), file_kib(out, "divergences.jsonl"));
     printf("plain dump:      %6.1f s, peak RSS %6.1f MiB (baseline: the JSONL alone)\n",
            t_dump, rss_dump / 1024.0);
     ust_config_free(cfg);

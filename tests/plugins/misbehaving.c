@@ -9,7 +9,7 @@
 
 static const ust_host_api *host;
 
-#if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) || \
+#if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) ||                   \
     defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START)
 #include <signal.h>
 #include <unistd.h>

@@ -42,7 +42,8 @@ static ust_config *load(const char *rel)
     ust_test_source_path(rel, path);
     ust_config *cfg = NULL;
     char *err = NULL;
-    if (ust_config_load(path, &cfg, &err) != 0 || ust_config_load_secrets(cfg, &err) != 0)
+    if (ust_config_load(path, &cfg, &err) != 0 ||
+        ust_config_load_secrets(cfg, &err) != 0)
         fail_msg("%s", err);
     return cfg;
 }
@@ -130,7 +131,10 @@ static void check_truth(world *w, const char *config)
              getenv("UST_BUILD_DIR"));
     snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
              getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = {.cfg = cfg, .log_path = log_path, .run_path = run, .legacy_path = lp,
+    ust_replay_opts o = {.cfg = cfg,
+                         .log_path = log_path,
+                         .run_path = run,
+                         .legacy_path = lp,
                          .candidate_path = cp};
     ust_replay_stats st;
     if (ust_replay(&o, &st, &err) != 0)
@@ -138,10 +142,12 @@ static void check_truth(world *w, const char *config)
     sqlite3 *db;
     sqlite3_open(run, &db);
     sqlite3_stmt *q;
-    sqlite3_prepare_v2(db, "SELECT group_concat('{\"seq\":' || seq || ',\"class\":\"' || class"
-                           " || '\",\"fields\":' || fields || '}', char(10)) FROM"
-                           " (SELECT * FROM divergences ORDER BY seq)",
-                       -1, &q, NULL);
+    sqlite3_prepare_v2(
+        db,
+        "SELECT group_concat('{\"seq\":' || seq || ',\"class\":\"' || class"
+        " || '\",\"fields\":' || fields || '}', char(10)) FROM"
+        " (SELECT * FROM divergences ORDER BY seq)",
+        -1, &q, NULL);
     assert_int_equal(sqlite3_step(q), SQLITE_ROW);
     char *got = ust_sprintf("%s\n", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
@@ -186,7 +192,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_same_seed_same_bytes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_replay_finds_exactly_the_truth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_finds_exactly_the_truth, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_truth_follows_the_compared_headers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_mix_is_refused, setup, teardown),

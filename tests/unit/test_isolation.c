@@ -109,7 +109,8 @@ static void test_a_child_that_exits_at_start(void **state)
 
 /* Every scenario, rendered, replayed once with the C candidate and once with
  * an example in another language: the same divergences, seq for seq. */
-static void matches_the_c_candidate(world *w, const char *interpreter, const char *script_rel)
+static void matches_the_c_candidate(world *w, const char *interpreter,
+                                    const char *script_rel)
 {
     char probe[64];
     snprintf(probe, sizeof(probe), "%s -e 1 >/dev/null 2>&1 || %s -c 1 >/dev/null 2>&1",
@@ -138,7 +139,8 @@ static void matches_the_c_candidate(world *w, const char *interpreter, const cha
         ust_request *reqs = NULL;
         size_t n = 0;
         assert_int_equal(ust_scenario_render(sc, w->cfg, start, &reqs, &n, &err), 0);
-        assert_int_equal(ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
+        assert_int_equal(
+            ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
         for (size_t i = 0; i < n; i++)
             ust_request_clear(&reqs[i]);
         ust_free(reqs);
@@ -150,8 +152,11 @@ static void matches_the_c_candidate(world *w, const char *interpreter, const cha
 
     world_plugin("legacy", lp);
     world_plugin("candidate", cp);
-    ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log_path, .run_path = w->run_path,
-                         .legacy_path = lp, .candidate_path = cp};
+    ust_replay_opts o = {.cfg = w->cfg,
+                         .log_path = w->log_path,
+                         .run_path = w->run_path,
+                         .legacy_path = lp,
+                         .candidate_path = cp};
     ust_replay_stats st;
     if (ust_replay(&o, &st, &err) != 0)
         fail_msg("replay: %s", err);
@@ -171,7 +176,8 @@ static void matches_the_c_candidate(world *w, const char *interpreter, const cha
     w->cfg->candidate.path = so_path;
     char *py_run = world_divergences(w);
     assert_string_equal(py_run, c_run);
-    char *errors = world_query(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'");
+    char *errors =
+        world_query(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'");
     assert_string_equal(errors, "0");
     ust_free(errors);
     ust_free(c_run);

@@ -49,7 +49,8 @@ static void make_record(ust_log_record *rec, int64_t at_us, const void *body,
     rec->req.remote = ust_strdup("127.0.0.1:5000");
     rec->req.method = ust_strdup("POST");
     rec->req.target = ust_strdup("/webhooks/stripe");
-    assert_int_equal(ust_request_add_header(&rec->req, "Content-Type", "application/json"), 0);
+    assert_int_equal(
+        ust_request_add_header(&rec->req, "Content-Type", "application/json"), 0);
     assert_int_equal(ust_request_add_header(&rec->req, "X-Dup", "a"), 0);
     assert_int_equal(ust_request_add_header(&rec->req, "X-Dup", "b"), 0);
     if (len > 0)
@@ -156,9 +157,10 @@ static void test_triggers_refuse_update_and_delete(void **state)
     append_n(f->log, 4, 0);
     char *err = NULL;
     assert_int_equal(ust_log_prune(f->log, 1000000, 1, NULL, &err), 0); /* seq 1 */
-    assert_int_not_equal(raw_exec_rc(f->db, "UPDATE events SET body = x'00' WHERE seq = 2"),
+    assert_int_not_equal(
+        raw_exec_rc(f->db, "UPDATE events SET body = x'00' WHERE seq = 2"), SQLITE_OK);
+    assert_int_not_equal(raw_exec_rc(f->db, "DELETE FROM events WHERE seq = 2"),
                          SQLITE_OK);
-    assert_int_not_equal(raw_exec_rc(f->db, "DELETE FROM events WHERE seq = 2"), SQLITE_OK);
     assert_int_not_equal(raw_exec_rc(f->db, "DELETE FROM prunes"), SQLITE_OK);
     assert_int_not_equal(raw_exec_rc(f->db, "UPDATE prunes SET count = 0"), SQLITE_OK);
     ust_log_verify_result res;
@@ -172,8 +174,9 @@ static void test_changed_row_is_named(void **state)
 {
     struct fixture *f = *state;
     append_n(f->log, 5, 0);
-    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS BLOB)"
-                                  " WHERE seq = 3");
+    raw_exec(f->db,
+             DROP_TRIGGERS "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS BLOB)"
+                           " WHERE seq = 3");
     expect_tamper_at(f, 3);
 }
 
@@ -198,14 +201,15 @@ static void test_inserted_row_is_named(void **state)
     struct fixture *f = *state;
     append_n(f->log, 5, 0);
     /* Shift seq 4 and 5 up and slip a copy of row 1 in as seq 4. */
-    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET seq = seq + 10 WHERE seq >= 4;"
-                                  "UPDATE events SET seq = seq - 9 WHERE seq >= 14;"
-                                  "INSERT INTO events SELECT 4, received_at, remote,"
-                                  " method, target, headers, body, route, provider,"
-                                  " event_id, identity, request_sha256, signature,"
-                                  " config_hash, event_type, transaction_id, target_status,"
-                                  " amount, currency, intent, idem_key, tenant, prev_hash,"
-                                  " hash FROM events WHERE seq = 1");
+    raw_exec(f->db,
+             DROP_TRIGGERS "UPDATE events SET seq = seq + 10 WHERE seq >= 4;"
+                           "UPDATE events SET seq = seq - 9 WHERE seq >= 14;"
+                           "INSERT INTO events SELECT 4, received_at, remote,"
+                           " method, target, headers, body, route, provider,"
+                           " event_id, identity, request_sha256, signature,"
+                           " config_hash, event_type, transaction_id, target_status,"
+                           " amount, currency, intent, idem_key, tenant, prev_hash,"
+                           " hash FROM events WHERE seq = 1");
     expect_tamper_at(f, 4);
 }
 
@@ -225,12 +229,13 @@ static void test_appended_forgery_is_named(void **state)
     append_n(f->log, 3, 0);
     /* A row added behind the log's back, chained from the right hash but with
      * a hash that was not computed over its content. */
-    raw_exec(f->db, "INSERT INTO events SELECT 4, received_at, remote, method, target,"
-                    " headers, CAST('forged' AS BLOB), route, provider, event_id,"
-                    " identity, request_sha256, signature, config_hash, event_type,"
-                    " transaction_id, target_status, amount, currency, intent, idem_key,"
-                    " tenant, hash, hash"
-                    " FROM events WHERE seq = 3");
+    raw_exec(f->db,
+             "INSERT INTO events SELECT 4, received_at, remote, method, target,"
+             " headers, CAST('forged' AS BLOB), route, provider, event_id,"
+             " identity, request_sha256, signature, config_hash, event_type,"
+             " transaction_id, target_status, amount, currency, intent, idem_key,"
+             " tenant, hash, hash"
+             " FROM events WHERE seq = 3");
     expect_tamper_at(f, 4);
 }
 
@@ -273,9 +278,9 @@ static void test_stats_counts_and_span(void **state)
                         "2025-11-29T10:00:00.000000Z");
     assert_string_equal(json_string_value(json_object_get(s, "last_received_at")),
                         "2025-11-29T10:00:03.000000Z");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "providers"),
-                                                        "stripe")),
-                     4);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(s, "providers"), "stripe")),
+        4);
     assert_true(json_integer_value(json_object_get(s, "bytes_on_disk")) > 0);
     json_decref(s);
 }
@@ -408,7 +413,8 @@ static void test_export_import_keeps_bytes(void **state)
 
 static const char good_line[] =
     "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"remote\":\"1.2.3.4:5\","
-    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[[\"A\",\"b\"]],\"body\":\"{}\"}";
+    "\"method\":\"POST\",\"target\":\"/"
+    "payments\",\"headers\":[[\"A\",\"b\"]],\"body\":\"{}\"}";
 
 static void expect_import_refused(struct fixture *f, const char *bad, const char *want)
 {
@@ -498,18 +504,22 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_and_read_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_triggers_refuse_update_and_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_triggers_refuse_update_and_delete, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_changed_row_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_changed_header_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_row_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inserted_row_is_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reordered_rows_are_named, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_appended_forgery_is_named, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_prune_reanchors_and_is_recorded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stats_counts_and_span, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sigkill_mid_batch_leaves_whole_batches, setup,
+        cmocka_unit_test_setup_teardown(test_appended_forgery_is_named, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_export_import_keeps_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_reanchors_and_is_recorded, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_stats_counts_and_span, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigkill_mid_batch_leaves_whole_batches,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_import_keeps_bytes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_bad_lines, setup, teardown),
         cmocka_unit_test(test_time_round_trip),
     };

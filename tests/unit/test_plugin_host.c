@@ -141,7 +141,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_refuses_unusable_plugins, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls, setup,
                                         teardown),
     };

@@ -111,7 +111,8 @@ static void test_refund_before_paid(void **state)
     world_stripe(w, 0, "evt_6", REFUNDED, "pi_4", "o4", 990);
     world_stripe(w, 1, "evt_7", PAID, "pi_4", "o4", 990);
     expect_run(w, "applied,applied", "rejected,applied",
-               "1|" REFUNDED ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
+               "1|" REFUNDED
+               ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
 }
 
 /* 8. cancelled, then paid. */
@@ -132,11 +133,12 @@ static void test_double_click_is_flagged(void **state)
     world_stripe(w, 3, "evt_5", PAID, "pi_3", "o2", 1500);
     expect_run(w, "applied,applied", "applied,applied",
                "2|" PAID ": applied \xe2\x86\x92 applied|[\"flags\"]|0");
-    expect_str(world_query(w, "SELECT json_extract(c_flags, '$[0]') || ' / ' ||"
-                              " c_reason FROM decisions"
-                              " WHERE seq = 2"),
-               "semantic_duplicate / same intent, amount and currency as stripe:pi_2 paid "
-               "3 s earlier");
+    expect_str(
+        world_query(w, "SELECT json_extract(c_flags, '$[0]') || ' / ' ||"
+                       " c_reason FROM decisions"
+                       " WHERE seq = 2"),
+        "semantic_duplicate / same intent, amount and currency as stripe:pi_2 paid "
+        "3 s earlier");
 }
 
 /* 10 and 11. Outside the window, or another amount: no flag. */
@@ -234,13 +236,16 @@ static void test_other_config_derives_again(void **state)
     assert_non_null(doc);
     json_object_set_new(doc, "compare", json_pack("{s:[s]}", "headers", "Retry-After"));
     json_t *map = json_object_get(
-        json_object_get(json_array_get(json_object_get(doc, "routes"), 0), "status"), "map");
-    assert_int_equal(json_object_set_new(map, "charge.refunded", json_string("cancelled")), 0);
+        json_object_get(json_array_get(json_object_get(doc, "routes"), 0), "status"),
+        "map");
+    assert_int_equal(
+        json_object_set_new(map, "charge.refunded", json_string("cancelled")), 0);
     char *text = json_dumps(doc, 0);
     json_decref(doc);
     ust_config *other = NULL;
     char *err = NULL;
-    assert_int_equal(ust_config_parse(text, strlen(text), "other.json", &other, &err), 0);
+    assert_int_equal(ust_config_parse(text, strlen(text), "other.json", &other, &err),
+                     0);
     free(text);
     assert_string_not_equal(other->hash, w->cfg->hash);
     ust_config *recorded = w->cfg;
@@ -250,8 +255,9 @@ static void test_other_config_derives_again(void **state)
     ust_config_free(other);
     expect_str(world_verdicts(w, "legacy"), "applied,applied,applied,applied");
     expect_str(world_verdicts(w, "candidate"), "applied,rejected,applied,in_progress");
-    expect_str(world_query(w, "SELECT l_state || ' ' || c_state FROM decisions WHERE seq = 2"),
-               "cancelled paid");
+    expect_str(
+        world_query(w, "SELECT l_state || ' ' || c_state FROM decisions WHERE seq = 2"),
+        "cancelled paid");
     expect_str(world_query(w, "SELECT fields FROM divergences WHERE seq = 4"),
                "[\"verdict\",\"status\",\"header:retry-after\",\"body/amount\","
                "\"body/currency\",\"body/error\",\"body/order_id\",\"body/payment_id\","
@@ -309,8 +315,11 @@ static void test_resume_with_other_plugin_is_refused(void **state)
     world_replay(w, "legacy", "candidate", NULL);
     char lp[PATH_MAX];
     world_plugin("legacy", lp);
-    ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log_path, .run_path = w->run_path,
-                         .legacy_path = lp, .candidate_path = lp};
+    ust_replay_opts o = {.cfg = w->cfg,
+                         .log_path = w->log_path,
+                         .run_path = w->run_path,
+                         .legacy_path = lp,
+                         .candidate_path = lp};
     ust_replay_stats st;
     char *err = NULL;
     assert_int_equal(ust_replay(&o, &st, &err), UST_EINVAL);
@@ -331,8 +340,8 @@ static void build_busy_log(world *w)
             snprintf(key, sizeof(key), "k%d", i % 25);
             world_api(w, i * 0.3, key, "t1", order, 100 + i % 7);
         } else {
-            world_stripe(w, i * 0.3, i % 5 == 0 ? "evt_0" : evt, types[i % 4], pi, order,
-                         100 + i % 3);
+            world_stripe(w, i * 0.3, i % 5 == 0 ? "evt_0" : evt, types[i % 4], pi,
+                         order, 100 + i % 3);
         }
     }
     world_record(w);
@@ -371,9 +380,13 @@ static void kill_a_replay(world *w, int how)
         world_plugin("legacy", lp);
         world_plugin("candidate", cp);
         FILE *out = fdopen(fds[1], "w");
-        ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log_path,
-                             .run_path = w->run_path, .legacy_path = lp,
-                             .candidate_path = cp, .divergences = out, .commit_every = 7};
+        ust_replay_opts o = {.cfg = w->cfg,
+                             .log_path = w->log_path,
+                             .run_path = w->run_path,
+                             .legacy_path = lp,
+                             .candidate_path = cp,
+                             .divergences = out,
+                             .commit_every = 7};
         ust_replay_stats st;
         for (;;) /* until killed */
             ust_replay(&o, &st, NULL);

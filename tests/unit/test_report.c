@@ -60,9 +60,10 @@ static void run_story(world *w)
     world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
     world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
     world_api(w, 8000, NULL, "t1", HOSTILE, 500);
-    ust_request *r = world_request(w, 8001, "/payments",
-                                   "{\"order_id\":\"o9\",\"amount\":5,\"currency\":\"eur\","
-                                   "\"email\":\"ann@example.com\"}");
+    ust_request *r =
+        world_request(w, 8001, "/payments",
+                      "{\"order_id\":\"o9\",\"amount\":5,\"currency\":\"eur\","
+                      "\"email\":\"ann@example.com\"}");
     ust_request_add_header(r, "X-Tenant-Id", "t1");
     world_record(w);
     /* the run carries the redact list of the config it was made with */
@@ -83,8 +84,11 @@ static void write_triage(world *w, const char *text, char path[PATH_MAX])
 static void report(world *w, const ust_triage *t, char out[PATH_MAX])
 {
     snprintf(out, PATH_MAX, "%s/report", w->dir);
-    ust_report_opts o = {.run_path = w->run_path, .out_dir = out, .triage = t,
-                         .max_examples = 5, .max_timelines = 10};
+    ust_report_opts o = {.run_path = w->run_path,
+                         .out_dir = out,
+                         .triage = t,
+                         .max_examples = 5,
+                         .max_timelines = 10};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
@@ -105,10 +109,14 @@ static void test_summary_counts_are_exact(void **state)
      * two API requests without a key. */
     must_contain(md, "12 read, 12 decided by both, 0 not fed");
     must_contain(md, "| applied | 0 | 6 | 1 | 3 | 0 | 0 | 2 | 0 |");
-    must_contain(md, "| payment_intent.succeeded: applied \xe2\x86\x92 rejected | 3 | 1 |");
-    must_contain(md, "| charge.refunded: applied \xe2\x86\x92 duplicate | 1 | 1 | [\"verdict\"] |");
-    must_contain(md, "| payment_intent.succeeded: applied \xe2\x86\x92 applied | 1 | 0 |"
-                     " [\"flags\"] | **open** |");
+    must_contain(md,
+                 "| payment_intent.succeeded: applied \xe2\x86\x92 rejected | 3 | 1 |");
+    must_contain(
+        md,
+        "| charge.refunded: applied \xe2\x86\x92 duplicate | 1 | 1 | [\"verdict\"] |");
+    must_contain(md,
+                 "| payment_intent.succeeded: applied \xe2\x86\x92 applied | 1 | 0 |"
+                 " [\"flags\"] | **open** |");
     must_contain(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
     free(md);
     snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
@@ -183,26 +191,29 @@ static void test_gate_follows_the_triage_file(void **state)
     assert_int_equal(res.open_divergences, res.divergences);
     ust_gate_result_clear(&res);
 
-    write_triage(w,
-                 "{\"accepted\": ["
-                 "{\"class\": \"payment_intent.succeeded: applied * rejected\","
-                 " \"reason\": \"candidate rejects paid-after-refunded: this is the fix\","
-                 " \"owner\": \"payments-team\", \"date\": \"2026-11-29\"},"
-                 "{\"class\": \"/payments: *\", \"reason\": \"keys are required now\","
-                 " \"owner\": \"api-team\"}]}",
-                 path);
+    write_triage(
+        w,
+        "{\"accepted\": ["
+        "{\"class\": \"payment_intent.succeeded: applied * rejected\","
+        " \"reason\": \"candidate rejects paid-after-refunded: this is the fix\","
+        " \"owner\": \"payments-team\", \"date\": \"2026-11-29\"},"
+        "{\"class\": \"/payments: *\", \"reason\": \"keys are required now\","
+        " \"owner\": \"api-team\"}]}",
+        path);
     assert_int_equal(ust_triage_load(path, &t, &err), 0);
     assert_int_equal(ust_gate_check(w->run_path, t, &res, &err), 0);
     assert_true(res.open_divergences > 0); /* the flag and the refund classes */
     for (size_t i = 0; i < res.n; i++)
         if (strstr(res.classes[i].class_name, "/payments") ||
-            strstr(res.classes[i].class_name, "succeeded: applied \xe2\x86\x92 rejected"))
+            strstr(res.classes[i].class_name,
+                   "succeeded: applied \xe2\x86\x92 rejected"))
             assert_non_null(res.classes[i].accepted);
     ust_gate_result_clear(&res);
     ust_triage_free(t);
 
-    write_triage(w, "{\"accepted\": [{\"class\": \"*\", \"reason\": \"all reviewed\","
-                    " \"owner\": \"cto\"}]}",
+    write_triage(w,
+                 "{\"accepted\": [{\"class\": \"*\", \"reason\": \"all reviewed\","
+                 " \"owner\": \"cto\"}]}",
                  path);
     assert_int_equal(ust_triage_load(path, &t, &err), 0);
     assert_int_equal(ust_gate_check(w->run_path, t, &res, &err), 0);
@@ -227,12 +238,16 @@ static void expect_triage_error(world *w, const char *text, const char *want)
 static void test_malformed_triage_names_the_entry(void **state)
 {
     world *w = *state;
-    expect_triage_error(w, "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\", \"owner\":"
-                           " \"o\"}, {\"class\": \"b\", \"owner\": \"o\"}]}",
-                        "accepted[1].reason: expected a non-empty string");
-    expect_triage_error(w, "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\", \"owner\":"
-                           " \"o\", \"date\": \"29/11/2026\"}]}",
-                        "accepted[0].date: expected YYYY-MM-DD");
+    expect_triage_error(
+        w,
+        "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\", \"owner\":"
+        " \"o\"}, {\"class\": \"b\", \"owner\": \"o\"}]}",
+        "accepted[1].reason: expected a non-empty string");
+    expect_triage_error(
+        w,
+        "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\", \"owner\":"
+        " \"o\", \"date\": \"29/11/2026\"}]}",
+        "accepted[0].date: expected YYYY-MM-DD");
     expect_triage_error(w, "{\"accepted\": {}}", "accepted: expected an array");
     expect_triage_error(w, "{\"accepted\": [", "triage.json:1:");
 }
@@ -242,7 +257,8 @@ static void test_glob(void **state)
     (void)state;
     assert_true(ust_glob_match("*", ""));
     assert_true(ust_glob_match("a*c", "abbbc"));
-    assert_true(ust_glob_match("/payments: *", "/payments: applied \xe2\x86\x92 invalid"));
+    assert_true(
+        ust_glob_match("/payments: *", "/payments: applied \xe2\x86\x92 invalid"));
     assert_false(ust_glob_match("a*c", "abcd"));
     assert_false(ust_glob_match("abc", "ab"));
     assert_true(ust_glob_match("*x*y*", "..x..y.."));
@@ -252,12 +268,9 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_summary_counts_are_exact),
-        T(test_html_escapes_and_redacts),
-        T(test_examples_are_capped_and_in_order),
-        T(test_gate_follows_the_triage_file),
-        T(test_malformed_triage_names_the_entry),
-        cmocka_unit_test(test_glob),
+        T(test_summary_counts_are_exact),         T(test_html_escapes_and_redacts),
+        T(test_examples_are_capped_and_in_order), T(test_gate_follows_the_triage_file),
+        T(test_malformed_triage_names_the_entry), cmocka_unit_test(test_glob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,8 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 
 static int scenario_file(const struct dirent *d)
 {
-    return d->d_name[0] >= '0' && d->d_name[0] <= '9' && strstr(d->d_name, ".json") != NULL;
+    return d->d_name[0] >= '0' && d->d_name[0] <= '9' &&
+           strstr(d->d_name, ".json") != NULL;
 }
 
 static int setup(void **state)
@@ -41,7 +42,8 @@ static int setup(void **state)
     snprintf(w->legacy, sizeof(w->legacy), "%s/src/plugins/legacy/understudy-legacy.so",
              getenv("UST_BUILD_DIR"));
     snprintf(w->candidate, sizeof(w->candidate),
-             "%s/src/plugins/candidate/understudy-candidate.so", getenv("UST_BUILD_DIR"));
+             "%s/src/plugins/candidate/understudy-candidate.so",
+             getenv("UST_BUILD_DIR"));
     ust_test_source_path("scenarios/demo.config.json", w->cfg_path);
     setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_scenario_test", 1);
     setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
@@ -81,8 +83,11 @@ static int teardown(void **state)
 
 static void replay(world *w)
 {
-    ust_replay_opts o = {.cfg = w->cfg, .log_path = w->log, .run_path = w->run,
-                         .legacy_path = w->legacy, .candidate_path = w->candidate};
+    ust_replay_opts o = {.cfg = w->cfg,
+                         .log_path = w->log,
+                         .run_path = w->run,
+                         .legacy_path = w->legacy,
+                         .candidate_path = w->candidate};
     ust_replay_stats st;
     char *err = NULL;
     if (ust_replay(&o, &st, &err) != 0)
@@ -103,7 +108,8 @@ static void test_rendered_and_replayed_exactly(void **state)
                                                  (int64_t)i * UST_SCENARIO_SPACING_US,
                                              &reqs, &n, &err),
                          0);
-        assert_int_equal(ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
+        assert_int_equal(
+            ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
         for (size_t k = 0; k < n; k++)
             ust_request_clear(&reqs[k]);
         ust_free(reqs);
@@ -126,8 +132,9 @@ static void test_rendered_and_replayed_exactly(void **state)
 static void test_live_through_serve(void **state)
 {
     world *w = *state;
-    const char *args[] = {"--config", w->cfg_path, "--listen", "127.0.0.1:0", "--log", w->log,
-                          "--run", w->run, "--legacy", w->legacy, "--candidate", w->candidate,
+    const char *args[] = {"--config", w->cfg_path, "--listen",    "127.0.0.1:0",
+                          "--log",    w->log,      "--run",       w->run,
+                          "--legacy", w->legacy,   "--candidate", w->candidate,
                           NULL};
     w->srv = server_start(args);
     char url[64], out_path[PATH_MAX];
@@ -179,7 +186,8 @@ static void test_live_through_serve(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_rendered_and_replayed_exactly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rendered_and_replayed_exactly, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_live_through_serve, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
