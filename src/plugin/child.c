@@ -325,6 +325,26 @@ static int serve_op(ust__child *c, const char *type, json_t *msg)
     return send_line(c, reply);
 }
 
+/* The writes a decision carries, staged with it. NULL or what is wrong. */
+static const char *apply_writes(ust__child *c, json_t *writes)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(writes, i, w)
+    {
+        const char *key = json_string_value(json_array_get(w, 0));
+        json_t *value = json_array_get(w, 1);
+        if (key == NULL || !(json_is_string(value) || json_is_null(value)))
+            return "malformed writes";
+        int rc = json_is_string(value)
+                     ? ust_store_put(c->store, key, json_string_value(value))
+                     : ust_store_delete(c->store, key);
+        if (rc != 0)
+            return "the state store refused a write";
+    }
+    return NULL;
+}
+
 /* RSS of the child in MiB, from /proc. */
 static long rss_mib(pid_t pid)
 {
@@ -375,7 +395,9 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
         if (type == NULL) {
             snprintf(cause, cap, "bad line: %.80s", line);
         } else if (strcmp(type, "decision") == 0) {
-            bad = ust__wire_decision_parse(json_object_get(j, "decision"), out);
+            bad = apply_writes(c, json_object_get(j, "writes"));
+            if (bad == NULL)
+                bad = ust__wire_decision_parse(json_object_get(j, "decision"), out);
             if (bad != NULL)
                 snprintf(cause, cap, "bad decision: %s", bad);
         } else if (strcmp(type, "error") == 0) {

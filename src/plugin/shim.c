@@ -66,12 +66,18 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         }
         ust_decision d;
         ust_plugin_decide(p, &ev, &req, &d);
-        if (d.verdict == UST_VERDICT_ERROR)
+        json_t *writes = ust__store_remote_take_writes(store);
+        if (d.verdict == UST_VERDICT_ERROR) {
             say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                                d.error ? d.error : "error"));
-        else
-            say(out, json_pack("{s:s,s:o}", "type", "decision", "decision",
-                               ust__wire_decision(&d)));
+            json_decref(writes);
+        } else {
+            json_t *reply = json_pack("{s:s,s:o}", "type", "decision", "decision",
+                                      ust__wire_decision(&d));
+            if (writes != NULL)
+                json_object_set_new(reply, "writes", writes);
+            say(out, reply);
+        }
         ust_decision_clear(&d);
         ust_event_clear(&ev);
         ust_request_clear(&req);

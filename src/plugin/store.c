@@ -60,6 +60,7 @@ struct ust_store {
      * events), kept for the shim's loop. */
     char **deferred;
     size_t n_deferred, cap_deferred;
+    json_t *remote_writes; /* the call's writes, sent with its decision */
 };
 
 static int defer_line(ust_store *s, char *line)
@@ -158,18 +159,22 @@ static int remote_get(ust_store *s, const char *k, char **value)
     return rc;
 }
 
-/* Tells the parent about the call's writes; no reply is awaited. */
-static int remote_notify(ust_store *s, const staged *st)
+/* Keeps a write of the call for the decision message: [key, value] or
+ * [key, null] for a delete. */
+static int remote_keep_write(ust_store *s, const staged *st)
 {
-    json_t *msg = json_pack("{s:s,s:s}", "type", st->value ? "put" : "delete", "key",
-                            st->key + strlen(st->key) + 1);
-    if (st->value)
-        json_object_set_new(msg, "value", json_string(st->value));
-    char *line = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    int rc = line && fprintf(s->remote_out, "%s\n", line) >= 0 ? 0 : UST_EIO;
-    free(line);
-    return rc;
+    if (s->remote_writes == NULL && (s->remote_writes = json_array()) == NULL)
+        return UST_ENOMEM;
+    json_t *w = json_pack("[so]", st->key + strlen(st->key) + 1,
+                          st->value ? json_string(st->value) : json_null());
+    return w && json_array_append_new(s->remote_writes, w) == 0 ? 0 : UST_ENOMEM;
+}
+
+json_t *ust__store_remote_take_writes(ust_store *s)
+{
+    json_t *w = s->remote_writes;
+    s->remote_writes = NULL;
+    return w;
 }
 
 static uint64_t fnv1a(const char *p, size_t n)
@@ -308,6 +313,7 @@ void ust_store_close(ust_store *s)
     for (size_t i = 0; i < s->n_deferred; i++)
         free(s->deferred[i]);
     ust_free(s->deferred);
+    json_decref(s->remote_writes);
     sqlite3_finalize(s->select);
     sqlite3_finalize(s->upsert);
     sqlite3_finalize(s->remove);
@@ -497,11 +503,16 @@ int ust_store_claim(ust_store *s, const char *key, const char *value)
 
 int ust_store_end_call(ust_store *s, int keep)
 {
-    /* Remote, the parent stages these and keeps or drops them with the
-     * decision; a call that failed here is dropped here too. */
+    /* Remote, the writes go to the parent with the decision (one line, not
+     * one per write), which keeps or drops them with it; a call that failed
+     * here is dropped here too. */
+    if (s->remote_out != NULL) {
+        json_decref(s->remote_writes);
+        s->remote_writes = NULL;
+    }
     for (size_t i = 0; keep && s->remote_out != NULL && i < s->n_stage; i++) {
-        if (remote_notify(s, &s->stage[i]) != 0)
-            return UST_EIO;
+        if (remote_keep_write(s, &s->stage[i]) != 0)
+            return UST_ENOMEM;
         if (s->written != NULL)
             bloom_add(s->written, fnv1a(s->stage[i].key, s->stage[i].klen));
     }
