@@ -46,10 +46,11 @@ int ust_scenario_load(const char *path, const ust_config *cfg, ust_scenario **ou
 void ust_scenario_free(ust_scenario *s);
 
 /* The requests of a scenario started at start_us, in order (copies in order),
- * signed for their times with the secrets in cfg. *reqs is ust_malloc'd;
+ * signed for their times with the secrets of their routes (loaded with the
+ * config's). *reqs is ust_malloc'd;
  * clear each and free the array. */
-int ust_scenario_render(const ust_scenario *s, const ust_config *cfg, int64_t start_us,
-                        ust_request **reqs, size_t *n, char **err);
+int ust_scenario_render(const ust_scenario *s, int64_t start_us, ust_request **reqs,
+                        size_t *n, char **err);
 
 /* One copy of a step as a request arriving at at_us, signed for that time. */
 int ust_step_render(const ust_step *st, int64_t at_us, ust_request *r, char **err);

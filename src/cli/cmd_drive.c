@@ -37,8 +37,7 @@ static int drive_target(ust_scenario *const *sc, size_t n, const char *url,
     return sum.errors ? UST_EXIT_FINDING : UST_EXIT_OK;
 }
 
-static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n,
-                  const char *path)
+static int render(ust_scenario *const *sc, size_t n, const char *path)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
     if (f == NULL)
@@ -49,7 +48,7 @@ static int render(const ust_config *cfg, ust_scenario *const *sc, size_t n,
         ust_request *reqs = NULL;
         size_t count = 0;
         char *err = NULL;
-        if (ust_scenario_render(sc[i], cfg,
+        if (ust_scenario_render(sc[i],
                                 RENDER_START_US + (int64_t)i * UST_SCENARIO_SPACING_US,
                                 &reqs, &count, &err) != 0) {
             rc = ust_cli_fail(err, "render failed");
@@ -139,7 +138,7 @@ int ust_cli_drive(int argc, char **argv)
             rc = ust_cli_fail(err, "cannot load a scenario");
     if (rc == UST_EXIT_OK) {
         if (render_to)
-            rc = render(cfg, sc, n, render_to);
+            rc = render(sc, n, render_to);
         else if (target)
             rc = drive_target(sc, n, target, speed);
         else {

@@ -247,10 +247,9 @@ int ust_step_render(const ust_step *st, int64_t at_us, ust_request *r, char **er
     return rc;
 }
 
-int ust_scenario_render(const ust_scenario *s, const ust_config *cfg, int64_t start_us,
-                        ust_request **reqs, size_t *n, char **err)
+int ust_scenario_render(const ust_scenario *s, int64_t start_us, ust_request **reqs,
+                        size_t *n, char **err)
 {
-    (void)cfg;
     size_t total = 0;
     for (size_t i = 0; i < s->n_steps; i++)
         total += (size_t)s->steps[i].copies;

@@ -605,7 +605,7 @@ static void answer_with_decision(ust__slot *slot, const ust_decision *d)
     free(headers);
 }
 
-static void answer_job(ust__job *job, ust__server *s)
+static void answer_job(ust__job *job)
 {
     ust__slot *slot = job->slot;
     if (job->failure != NULL && job->seq > 0) {
@@ -630,7 +630,6 @@ static void answer_job(ust__job *job, ust__server *s)
                  (long long)job->seq);
         set_response(slot, 202, "application/json", NULL, body);
     }
-    (void)s;
 }
 
 static void on_done(uv_async_t *a)
@@ -644,7 +643,7 @@ static void on_done(uv_async_t *a)
         ust__job *next = j->next;
         ust__slot *slot = j->slot;
         if (slot->conn != NULL) {
-            answer_job(j, s);
+            answer_job(j);
             flush(slot->conn);
         } else {
             ust_free(

@@ -138,7 +138,7 @@ static void matches_the_c_candidate(world *w, const char *interpreter,
             fail_msg("%s", err);
         ust_request *reqs = NULL;
         size_t n = 0;
-        assert_int_equal(ust_scenario_render(sc, w->cfg, start, &reqs, &n, &err), 0);
+        assert_int_equal(ust_scenario_render(sc, start, &reqs, &n, &err), 0);
         assert_int_equal(
             ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
         for (size_t i = 0; i < n; i++)

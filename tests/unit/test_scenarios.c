@@ -103,7 +103,7 @@ static void test_rendered_and_replayed_exactly(void **state)
     for (size_t i = 0; i < w->n; i++) {
         ust_request *reqs = NULL;
         size_t n = 0;
-        assert_int_equal(ust_scenario_render(w->sc[i], w->cfg,
+        assert_int_equal(ust_scenario_render(w->sc[i],
                                              1795946400000000LL +
                                                  (int64_t)i * UST_SCENARIO_SPACING_US,
                                              &reqs, &n, &err),
