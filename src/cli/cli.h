@@ -28,6 +28,8 @@ int ust_cli_usage(const char *text, int asked);
  * failure prints why and returns UST_EXIT_USAGE with *cfg NULL. */
 int ust_cli_load_config(const char *cmd, const char *path, int secrets,
                         ust_config **cfg);
+/* Says which option was not understood, shows usage; UST_EXIT_USAGE. */
+int ust_cli_bad_option(const char *cmd, const char *option, const char *usage);
 /* UST_EXIT_USAGE, with a message, when arguments remain after the options. */
 int ust_cli_no_more_args(const char *cmd, int argc, char **argv, int optind_now);
 /* "-" is stdout; NULL (with a message) when the file cannot be opened. */

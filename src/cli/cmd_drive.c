@@ -114,9 +114,7 @@ int ust_cli_drive(int argc, char **argv)
         case 'h':
             return ust_cli_usage(usage, 1);
         default:
-            fprintf(stderr, "understudy drive: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
-            return ust_cli_usage(usage, 0);
+            return ust_cli_bad_option("drive", argv[optind - 1], usage);
         }
     }
     if ((!!render_to + !!check + !!target) != 1 || optind >= argc)

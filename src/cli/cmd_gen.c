@@ -95,9 +95,7 @@ int ust_cli_gen(int argc, char **argv)
         case 'h':
             return ust_cli_usage(usage, 1);
         default:
-            fprintf(stderr, "understudy gen: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
-            return ust_cli_usage(usage, 0);
+            return ust_cli_bad_option("gen", argv[optind - 1], usage);
         }
     }
     if (out == NULL || o.events < 0 || !have_seed)

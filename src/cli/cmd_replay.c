@@ -59,9 +59,7 @@ int ust_cli_replay(int argc, char **argv)
         case 'h':
             return ust_cli_usage(usage, 1);
         default:
-            fprintf(stderr, "understudy replay: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
-            return ust_cli_usage(usage, 0);
+            return ust_cli_bad_option("replay", argv[optind - 1], usage);
         }
     }
     ust_config *cfg = NULL;

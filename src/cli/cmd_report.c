@@ -25,7 +25,8 @@ struct report_opts {
     long max_open;
 };
 
-static int parse(int argc, char **argv, const char *usage, struct report_opts *o)
+static int parse(const char *cmd, int argc, char **argv, const char *usage,
+                 struct report_opts *o)
 {
     static const struct option longopts[] = {{"run", required_argument, NULL, 'r'},
                                              {"out", required_argument, NULL, 'o'},
@@ -59,9 +60,7 @@ static int parse(int argc, char **argv, const char *usage, struct report_opts *o
             ust_cli_usage(usage, 1);
             return -1; /* help given: the caller exits 0 */
         default:
-            fprintf(stderr, "understudy: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
-            return ust_cli_usage(usage, 0);
+            return ust_cli_bad_option(cmd, argv[optind - 1], usage);
         }
     }
     if (optind < argc)
@@ -82,7 +81,7 @@ static int load_triage(const char *path, ust_triage **t)
 int ust_cli_report(int argc, char **argv)
 {
     struct report_opts o;
-    int rc = parse(argc, argv, report_usage, &o);
+    int rc = parse("report", argc, argv, report_usage, &o);
     if (rc != 0)
         return rc < 0 ? UST_EXIT_OK : rc;
     if (o.run == NULL || o.out == NULL)
@@ -105,7 +104,7 @@ int ust_cli_report(int argc, char **argv)
 int ust_cli_gate(int argc, char **argv)
 {
     struct report_opts o;
-    int rc = parse(argc, argv, gate_usage, &o);
+    int rc = parse("gate", argc, argv, gate_usage, &o);
     if (rc != 0)
         return rc < 0 ? UST_EXIT_OK : rc;
     if (o.run == NULL || o.triage == NULL)

@@ -74,9 +74,7 @@ int ust_cli_serve(int argc, char **argv)
         case 'h':
             return ust_cli_usage(usage, 1);
         default:
-            fprintf(stderr, "understudy serve: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
-            return ust_cli_usage(usage, 0);
+            return ust_cli_bad_option("serve", argv[optind - 1], usage);
         }
     }
     if (ust_cli_no_more_args("serve", argc, argv, optind) != 0)

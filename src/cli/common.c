@@ -47,3 +47,10 @@ void ust_cli_close_output(FILE *f)
     if (f != NULL && f != stdout)
         fclose(f);
 }
+
+int ust_cli_bad_option(const char *cmd, const char *option, const char *usage)
+{
+    fprintf(stderr, "understudy %s: unknown or incomplete option \"%s\"\n", cmd,
+            option);
+    return ust_cli_usage(usage, 0);
+}
