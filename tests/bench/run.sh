@@ -16,3 +16,16 @@ if [ -x "$build/tests/bench_replay" ]; then
   echo "### replay"
   "$build/tests/bench_replay" "$dir" "$build" "${REPLAY_EVENTS:-1000000}"
 fi
+if [ -x "$build/tests/bench_report" ]; then
+  echo
+  echo "### report"
+  "$build/tests/bench_report" "$dir" "$build" "${REPORT_EVENTS:-1000000}"
+fi
+if command -v wrk >/dev/null && command -v nginx >/dev/null; then
+  echo
+  echo "### recording beside nginx"
+  ./tests/bench/recorder.sh "$build" 10
+else
+  echo
+  echo "### recording: skipped (apt-get install wrk nginx-light, then tests/bench/recorder.sh)"
+fi
