@@ -124,12 +124,11 @@ static int load_counts(loader *l, rp_model *m)
         m->matrix[a][b] += sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
-    /* Time buckets over the run's span, at least a second wide. */
+    /* Time buckets spread over the run's span, so the chart's right end is
+     * its last event whether the run took seconds or a week. */
     m->n_buckets = N_BUCKETS;
     int64_t span = m->last_at - m->first_at + 1;
     m->bucket_us = span / N_BUCKETS + 1;
-    if (m->bucket_us < 1000000)
-        m->bucket_us = 1000000;
     m->total_buckets = ust_calloc(N_BUCKETS, sizeof(int64_t));
     return m->total_buckets ? 0 : UST_ENOMEM;
 }
