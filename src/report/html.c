@@ -171,8 +171,8 @@ static void write_chart(FILE *f, const rp_model *m)
                     (long long)n);
         }
     }
-    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %.3g s</text>", pad,
-            14, (long long)peak, (double)m->bucket_us / 1e6);
+    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %.3g s</text>",
+            pad, 14, (long long)peak, (double)m->bucket_us / 1e6);
     fprintf(f, "<text x=%d y=%d font-size=11>", pad, h + 16);
     if (m->events > 0)
         when(f, m->first_at);
