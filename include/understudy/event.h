@@ -60,6 +60,11 @@ char *ust_json_canonical(const json_t *v);
 
 /* RFC 6901 JSON Pointer lookup; borrowed result or NULL. "" is the root. */
 json_t *ust_json_pointer(json_t *root, const char *pointer);
+/* The container the pointer's last token names a member of (borrowed, or
+ * NULL), and that token unescaped into last (cap bytes): what removing or
+ * masking the value at a pointer needs. */
+json_t *ust_json_pointer_parent(json_t *root, const char *pointer, char *last,
+                                size_t cap);
 
 /* Idempotency-Key header value to the key: an RFC 8941 sf-string ("..." with
  * \" and \\ escapes) or an unquoted token give the same key. 0; UST_EPARSE for

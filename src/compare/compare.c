@@ -21,23 +21,9 @@ static int str_eq(const char *a, const char *b)
 static void apply_ignores(const ust_config *cfg, json_t *root)
 {
     for (size_t i = 0; i < cfg->n_compare_ignore; i++) {
-        const char *ptr = cfg->compare_ignore[i];
-        const char *slash = strrchr(ptr, '/');
-        if (slash == NULL)
-            continue;
-        char *parent_ptr = ust_strndup(ptr, (size_t)(slash - ptr));
-        json_t *parent = parent_ptr ? ust_json_pointer(root, parent_ptr) : NULL;
-        ust_free(parent_ptr);
-        /* Unescape the last token (RFC 6901: ~1 is '/', ~0 is '~'). */
         char token[256];
-        size_t n = 0;
-        for (const char *p = slash + 1; *p && n + 1 < sizeof(token); p++) {
-            if (p[0] == '~' && (p[1] == '0' || p[1] == '1'))
-                token[n++] = p[1] == '0' ? '~' : '/', p++;
-            else
-                token[n++] = *p;
-        }
-        token[n] = '\0';
+        json_t *parent =
+            ust_json_pointer_parent(root, cfg->compare_ignore[i], token, sizeof(token));
         if (json_is_object(parent))
             json_object_del(parent, token);
         else if (json_is_array(parent) && strcmp(token, "-") != 0)

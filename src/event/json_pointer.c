@@ -126,3 +126,25 @@ json_t *ust_json_pointer(json_t *root, const char *pointer)
         p = end + 1;
     }
 }
+
+json_t *ust_json_pointer_parent(json_t *root, const char *pointer, char *last,
+                                size_t cap)
+{
+    const char *slash = pointer ? strrchr(pointer, '/') : NULL;
+    if (slash == NULL || cap == 0)
+        return NULL;
+    size_t n = 0;
+    for (const char *p = slash + 1; *p; p++) {
+        if (n + 1 >= cap)
+            return NULL;
+        if (p[0] == '~' && (p[1] == '0' || p[1] == '1'))
+            last[n++] = p[1] == '0' ? '~' : '/', p++;
+        else
+            last[n++] = *p;
+    }
+    last[n] = '\0';
+    char *parent = ust_strndup(pointer, (size_t)(slash - pointer));
+    json_t *found = parent ? ust_json_pointer(root, parent) : NULL;
+    ust_free(parent);
+    return found;
+}
