@@ -10,29 +10,27 @@
 
 /* Text in a table cell: the characters that would break the table or turn
  * into markup are escaped. */
+static const char *cell_escape(char c)
+{
+    switch (c) {
+    case '|':
+        return "\\|";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    case '`':
+        return "'";
+    case '\n':
+        return " ";
+    default:
+        return NULL;
+    }
+}
+
 static void cell(FILE *f, const char *s)
 {
-    for (; s != NULL && *s; s++) {
-        switch (*s) {
-        case '|':
-            fputs("\\|", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '`':
-            fputs("'", f);
-            break;
-        case '\n':
-            fputc(' ', f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
+    rp_put_escaped(f, s, cell_escape);
 }
 
 int rp_write_markdown(const rp_model *m, const char *path, char **err)

@@ -4,6 +4,7 @@
 #define UST_REPORT_MODEL_H
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <understudy/report.h>
@@ -62,6 +63,10 @@ void rp_model_clear(rp_model *m);
 /* Index in the matrix of a verdict name (0 for NULL or unknown). */
 int rp_verdict_index(const char *name);
 const char *rp_verdict_label(int index);
+
+/* Writes s with each character that replace() maps to a string written as
+ * that string instead (NULL: the character as it is). */
+void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c));
 
 int rp_write_html(const rp_model *m, const char *path, char **err);
 int rp_write_markdown(const rp_model *m, const char *path, char **err);

@@ -49,6 +49,17 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
     return rc;
 }
 
+void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c))
+{
+    for (; s != NULL && *s; s++) {
+        const char *r = replace(*s);
+        if (r != NULL)
+            fputs(r, f);
+        else
+            fputc(*s, f);
+    }
+}
+
 int ust_report_write(const ust_report_opts *o, char **err)
 {
     if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)
