@@ -5,6 +5,7 @@
 #include <understudy/error.h>
 #include <understudy/event.h>
 #include <understudy/hash.h>
+#include <understudy/jsonw.h>
 
 #include "event/event_internal.h"
 
@@ -68,54 +69,7 @@ static int sink_write(const char *data, size_t len, void *arg)
 
 static int write_string(hash_sink *s, const char *str, size_t len)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    if (sink_write("\"", 1, s) != 0)
-        return -1;
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)str[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        if (i > run && sink_write(str + run, i - run, s) != 0)
-            return -1;
-        run = i + 1;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t n = 2;
-        switch (c) {
-        case '"':
-        case '\\':
-            esc[1] = (char)c;
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-            break;
-        }
-        if (sink_write(esc, n, s) != 0)
-            return -1;
-    }
-    if (len > run && sink_write(str + run, len - run, s) != 0)
-        return -1;
-    return sink_write("\"", 1, s);
+    return ust_json_write_string(str, len, sink_write, s);
 }
 
 typedef struct sorted_key {

@@ -1,5 +1,6 @@
 /* The host side of the JSON-lines plugin protocol. */
 #include "plugin/child.h"
+#include "plugin/link.h"
 #include "plugin/wire.h"
 
 #include <understudy/alloc.h>
@@ -17,7 +18,6 @@
 #include <unistd.h>
 
 #define START_TIMEOUT_MS 10000
-#define MAX_LINE (4 << 20)
 #define MAX_BACKOFF_EVENTS 1024
 
 struct ust__child {
@@ -26,7 +26,8 @@ struct ust__child {
     ust_store *store;
     pid_t pid;
     int to_fd, from_fd;
-    char *buf;
+    ust__link *link; /* the pipes, once the child said hello */
+    char *buf;       /* what was read before: the hello */
     size_t len, cap;
     char name[64], version[64];
     int pipeline;        /* its hello allows events to be sent ahead */
@@ -52,6 +53,8 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
         kill(c->pid, SIGKILL);
     int status = 0;
     pid_t got = waitpid(c->pid, &status, 0);
+    ust__link_stop(c->link);
+    c->link = NULL;
     if (why != NULL && got == c->pid && !kill_it) {
         if (WIFSIGNALED(status))
             snprintf(why, cap, "killed by signal %d (%s)", WTERMSIG(status),
@@ -102,7 +105,8 @@ static int spawn(ust__child *c, char **err)
     return 0;
 }
 
-static int send_line(ust__child *c, json_t *msg)
+/* A message before the link runs (the init), written as it is. */
+static int write_line(ust__child *c, json_t *msg)
 {
     char *text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
@@ -144,7 +148,7 @@ static int read_line(ust__child *c, int64_t deadline, char **line)
             c->len -= n + 1;
             return 0;
         }
-        if (c->len >= MAX_LINE)
+        if (c->len >= UST__MAX_LINE)
             return UST_EPARSE;
         int64_t left = deadline - mono_ms();
         if (left <= 0)
@@ -187,7 +191,7 @@ static int start(ust__child *c, char **err)
     json_object_set_new(init, "state_empty",
                         json_boolean(ust_store_ns_empty(c->store, c->ns)));
     char *line = NULL;
-    if ((rc = send_line(c, init)) == 0)
+    if ((rc = write_line(c, init)) == 0)
         rc = read_line(c, mono_ms() + START_TIMEOUT_MS, &line);
     json_t *hello = rc == 0 ? json_loads(line, 0, &jerr) : NULL;
     const char *type = json_string_value(json_object_get(hello, "type"));
@@ -200,6 +204,14 @@ static int start(ust__child *c, char **err)
         snprintf(c->version, sizeof(c->version), "%s", version ? version : "?");
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
         c->generation++;
+        rc = ust__link_start(c->to_fd, c->from_fd, c->pid, c->pc->max_rss_mb > 0,
+                             c->buf, c->len, &c->link);
+        c->len = 0;
+        if (rc != 0) {
+            reap(c, 1, NULL, 0);
+            rc = ust_errf(err, UST_EPLUGIN, "cannot start its link: %s",
+                          ust_strerror(rc));
+        }
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
@@ -265,6 +277,8 @@ void ust__child_close(ust__child *c)
     if (c == NULL)
         return;
     if (c->pid > 0) {
+        ust__link_stop(c->link);
+        c->link = NULL;
         close(c->to_fd); /* EOF: a well-behaved child exits */
         c->to_fd = -1;
         reap(c, 1, NULL, 0);
@@ -322,7 +336,7 @@ static int serve_op(ust__child *c, const char *type, json_t *msg)
     } else {
         return UST_EPARSE;
     }
-    return send_line(c, reply);
+    return ust__link_send(c->link, reply);
 }
 
 /* The writes a decision carries, staged with it. NULL or what is wrong. */
@@ -345,35 +359,14 @@ static const char *apply_writes(ust__child *c, json_t *writes)
     return NULL;
 }
 
-/* RSS of the child in MiB, from /proc. */
-static long rss_mib(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-    FILE *f = fopen(path, "r");
-    long size = 0, resident = 0;
-    if (f != NULL) {
-        if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
-}
-
-static int send_event(ust__child *c, const ust_event *ev, const ust_request *req)
-{
-    return send_line(
-        c, json_pack("{s:s,s:o}", "type", "decide", "event", ust__wire_event(ev, req)));
-}
-
 /* Reads one event's exchange: state operations (answered from the store),
  * then the decision. *cause is set when the child failed; it is then gone. */
 static void receive_decision(ust__child *c, ust_decision *out, char *cause, size_t cap)
 {
     int64_t deadline = mono_ms() + c->pc->timeout_ms;
     for (;;) {
-        char *line = NULL;
-        int rc = read_line(c, deadline, &line);
+        ust__line line;
+        int rc = ust__link_receive(c->link, deadline, &line);
         if (rc == UST_ELIMIT) {
             snprintf(cause, cap, "timeout: no decision within %lld ms",
                      (long long)c->pc->timeout_ms);
@@ -388,26 +381,33 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
                                        : "a line over the size limit");
             return;
         }
-        json_error_t jerr;
-        json_t *j = json_loads(line, 0, &jerr);
-        const char *type = json_string_value(json_object_get(j, "type"));
+        json_t *j = line.json;
+        const char *type = line.is_decision
+                               ? "decision"
+                               : json_string_value(json_object_get(j, "type"));
         const char *bad = NULL;
+        int over_rss = 0;
         if (type == NULL) {
-            snprintf(cause, cap, "bad line: %.80s", line);
-        } else if (strcmp(type, "decision") == 0) {
-            bad = apply_writes(c, json_object_get(j, "writes"));
-            if (bad == NULL)
-                bad = ust__wire_decision_parse(json_object_get(j, "decision"), out);
+            snprintf(cause, cap, "bad line: %.80s", line.text);
+        } else if (line.is_decision) {
+            bad = line.bad ? line.bad : apply_writes(c, line.writes);
+            if (bad == NULL) {
+                *out = line.decision;
+                memset(&line.decision, 0, sizeof(line.decision));
+            }
             if (bad != NULL)
                 snprintf(cause, cap, "bad decision: %s", bad);
+            else if ((over_rss =
+                          c->pc->max_rss_mb > 0 && line.rss_mib > c->pc->max_rss_mb))
+                snprintf(cause, cap, "RSS %ld MiB over max_rss_mb %lld", line.rss_mib,
+                         (long long)c->pc->max_rss_mb);
         } else if (strcmp(type, "error") == 0) {
             const char *m = json_string_value(json_object_get(j, "message"));
             snprintf(cause, cap, "decide failed: %s", m ? m : "no reason given");
         } else if (serve_op(c, type, j) != 0) {
-            snprintf(cause, cap, "bad line: %.80s", line);
+            snprintf(cause, cap, "bad line: %.80s", line.text);
         } else {
-            json_decref(j);
-            free(line);
+            ust__line_clear(&line);
             continue; /* a state operation: the decision is still to come */
         }
         /* A line out of the protocol loses the conversation; a decision the
@@ -415,10 +415,9 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
          * child starts over, from the host's state. */
         int desync = type == NULL ||
                      (strcmp(type, "decision") && strcmp(type, "error")) || bad != NULL;
-        json_decref(j);
-        free(line);
-        if (desync)
-            reap(c, 1, NULL, 0); /* the conversation is lost: start over */
+        ust__line_clear(&line);
+        if (desync || over_rss)
+            reap(c, 1, NULL, 0); /* the conversation is lost, or the child grew */
         return;
     }
 }
@@ -446,32 +445,15 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
     return 0;
 }
 
-/* After a decision: the child's RSS against max_rss_mb. */
-static void check_rss(ust__child *c, char *cause, size_t cap)
-{
-    if (cause[0] || c->pid <= 0 || c->pc->max_rss_mb <= 0)
-        return;
-    long rss = rss_mib(c->pid);
-    if (rss > c->pc->max_rss_mb) {
-        snprintf(cause, cap, "RSS %ld MiB over max_rss_mb %lld", rss,
-                 (long long)c->pc->max_rss_mb);
-        reap(c, 1, NULL, 0);
-    }
-}
-
-/* Events sent ahead of the decisions read, in bytes, per batch: two batches
- * in flight stay well under a pipe's buffer, so the host never blocks
- * writing while the child writes too. */
-#define WINDOW_BYTES (16 * 1024)
-
-/* Sends events of b from `from` on, as many as the window allows. */
+/* Sends events of b from `from` on: all of them to a child that pipelines
+ * (the link reads its answers while it writes, so neither side can block the
+ * other), else the one it is to decide next. */
 static void send_window(ust__child *c, ust_plugin_batch *b, size_t from)
 {
-    size_t end = from, bytes = 0;
-    while (end < b->n && (end == from || (c->pipeline && bytes < WINDOW_BYTES))) {
-        if (send_event(c, b->evs[end], b->reqs[end]) != 0)
+    size_t end = from;
+    while (end < b->n && (end == from || c->pipeline)) {
+        if (ust__link_send_event(c->link, b->evs[end], b->reqs[end]) != 0)
             break;
-        bytes += 512 + b->reqs[end]->body_len;
         end++;
     }
     b->sent = end;
@@ -482,10 +464,12 @@ void ust__child_batch_start(ust__child *c, ust_plugin_batch *b)
 {
     b->sent = 0;
     b->generation = c->generation;
-    /* Ahead of time only if the batch before went out whole: its remaining
-     * events must reach the child before any of this one. */
+    /* Ahead of time only if the batch before went out whole, to this very
+     * child: its remaining events (or all of them, when the child was
+     * replaced) must reach the child before any of this one. */
     ust_plugin_batch *prev = c->last_started;
-    int prev_done = prev == NULL || prev->sent == prev->n;
+    int prev_done =
+        prev == NULL || (prev->sent == prev->n && prev->generation == c->generation);
     c->last_started = b;
     if (c->pid > 0 && prev_done)
         send_window(c, b, 0);
@@ -510,7 +494,6 @@ void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **
         memset(outs[i], 0, sizeof(*outs[i]));
         ust_store_begin_call(c->store, c->ns);
         receive_decision(c, outs[i], cause, sizeof(cause));
-        check_rss(c, cause, sizeof(cause));
         if (cause[0])
             fail(outs[i], cause);
         else

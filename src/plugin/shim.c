@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Each message is flushed as it is written: decisions held back to share a
+ * write would be lost with the process if the plugin crashed on a later
+ * event, and the host would blame that crash on the wrong event. */
 static void say(FILE *out, json_t *msg)
 {
     char *text = json_dumps(msg, JSON_COMPACT);

@@ -12,44 +12,58 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
-json_t *ust__wire_event(const ust_event *ev, const ust_request *req)
+void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "seq", json_integer(ev->seq));
-    json_object_set_new(o, "received_at_us", json_integer(ev->received_at_us));
-    json_object_set_new(
-        o, "route_kind",
-        ev->route ? json_string(ev->route->kind == UST_ROUTE_API ? "api" : "webhook")
-                  : json_null());
-    json_object_set_new(o, "route",
-                        ev->route ? json_string(ev->route->path) : json_null());
-    json_object_set_new(o, "provider", str_or_null(ev->provider));
-    json_object_set_new(o, "event_id", str_or_null(ev->event_id));
-    json_object_set_new(o, "event_type", str_or_null(ev->event_type));
-    json_object_set_new(o, "transaction_id", str_or_null(ev->transaction_id));
-    json_object_set_new(o, "target_status", str_or_null(ev->target_status));
-    json_object_set_new(o, "amount",
-                        ev->has_amount ? json_integer(ev->amount) : json_null());
-    json_object_set_new(o, "currency", str_or_null(ev->currency));
-    json_object_set_new(o, "intent", str_or_null(ev->intent));
-    json_object_set_new(o, "idempotency_key", str_or_null(ev->idem_key));
-    json_object_set_new(o, "tenant", str_or_null(ev->tenant));
-    json_object_set_new(o, "request_sha256", json_string(ev->request_sha256));
+    ust_jsonw_object(w);
+    ust_jsonw_member_string(w, "type", "decide");
+    ust_jsonw_key(w, "event");
+    ust_jsonw_object(w);
+    ust_jsonw_member_int(w, "seq", ev->seq);
+    ust_jsonw_member_int(w, "received_at_us", ev->received_at_us);
+    ust_jsonw_member_string(
+        w, "route_kind",
+        ev->route ? ev->route->kind == UST_ROUTE_API ? "api" : "webhook" : NULL);
+    ust_jsonw_member_string(w, "route", ev->route ? ev->route->path : NULL);
+    ust_jsonw_member_string(w, "provider", ev->provider);
+    ust_jsonw_member_string(w, "event_id", ev->event_id);
+    ust_jsonw_member_string(w, "event_type", ev->event_type);
+    ust_jsonw_member_string(w, "transaction_id", ev->transaction_id);
+    ust_jsonw_member_string(w, "target_status", ev->target_status);
+    ust_jsonw_key(w, "amount");
+    if (ev->has_amount)
+        ust_jsonw_int(w, ev->amount);
+    else
+        ust_jsonw_null(w);
+    ust_jsonw_member_string(w, "currency", ev->currency);
+    ust_jsonw_member_string(w, "intent", ev->intent);
+    ust_jsonw_member_string(w, "idempotency_key", ev->idem_key);
+    ust_jsonw_member_string(w, "tenant", ev->tenant);
+    ust_jsonw_member_string(w, "request_sha256", ev->request_sha256);
     if (ust_utf8_valid(req->body, req->body_len)) {
-        json_object_set_new(
-            o, "body",
-            json_stringn(req->body ? (const char *)req->body : "", req->body_len));
+        ust_jsonw_key(w, "body");
+        ust_jsonw_stringn(w, req->body ? (const char *)req->body : "", req->body_len);
     } else {
         char *b64 = ust_base64_encode(req->body, req->body_len);
-        json_object_set_new(o, "body_base64", json_string(b64 ? b64 : ""));
+        ust_jsonw_key(w, "body_base64");
+        ust_jsonw_string(w, b64 ? b64 : "");
         ust_free(b64);
     }
-    json_t *h = json_array();
-    for (size_t i = 0; i < req->n_headers; i++)
-        json_array_append_new(
-            h, json_pack("[ss]", req->headers[i].name, req->headers[i].value));
-    json_object_set_new(o, "headers", h);
-    return o;
+    ust_jsonw_key(w, "headers");
+    ust_jsonw_array(w);
+    for (size_t i = 0; i < req->n_headers; i++) {
+        const char *name = req->headers[i].name, *value = req->headers[i].value;
+        /* A header that is not UTF-8 cannot be a JSON string: left out. */
+        if (!ust_utf8_valid((const unsigned char *)name, strlen(name)) ||
+            !ust_utf8_valid((const unsigned char *)value, strlen(value)))
+            continue;
+        ust_jsonw_array(w);
+        ust_jsonw_string(w, name);
+        ust_jsonw_string(w, value);
+        ust_jsonw_end_array(w);
+    }
+    ust_jsonw_end_array(w);
+    ust_jsonw_end_object(w);
+    ust_jsonw_end_object(w);
 }
 
 static char *dup_field(json_t *j, const char *key)

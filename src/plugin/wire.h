@@ -7,11 +7,13 @@
 
 #include <understudy/event.h>
 #include <understudy/host.h>
+#include <understudy/jsonw.h>
 
 #define UST__PROTOCOL_VERSION 1
 
-/* {"seq":..,"received_at_us":..,"route_kind":..,...,"body":..,"headers":[[n,v]]} */
-json_t *ust__wire_event(const ust_event *ev, const ust_request *req);
+/* The "decide" message: {"type":"decide","event":{"seq":..,"received_at_us":..,
+ * "route_kind":..,...,"body":..,"headers":[[n,v]]}}, written into w. */
+void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req);
 
 /* The other way, in the child: *ev and *req own everything (clear both);
  * *route (the caller's) carries the route's path and kind. 0 or UST_EPARSE. */

@@ -211,19 +211,30 @@ int main(int argc, char **argv)
     char log_path[4096], run_path[4096];
     snprintf(log_path, sizeof(log_path), "%s/replay-bench-events.db", argv[1]);
     snprintf(run_path, sizeof(run_path), "%s/replay-bench-run.db", argv[1]);
-    unlink(log_path);
-    double t0 = bench_now();
-    build_log(log_path, cfg, n);
-    fprintf(stderr, "generated %ld events in %.1f s\n", n, bench_now() - t0);
+    /* BENCH_KEEP=1 keeps the log for the next run and reuses one that is
+     * there; BENCH_ONLY=loop|replay|isolated runs one side alone (for a
+     * profiler). */
+    const char *only = getenv("BENCH_ONLY");
+    int keep = getenv("BENCH_KEEP") != NULL;
+    if (!keep || access(log_path, F_OK) != 0) {
+        unlink(log_path);
+        double t0 = bench_now();
+        build_log(log_path, cfg, n);
+        fprintf(stderr, "generated %ld events in %.1f s\n", n, bench_now() - t0);
+    }
     double rp[16], rr[16], ri[16];
     long rss = 0, max_rss = 0, divs = 0, bytes = 0;
     for (int r = 0; r < rounds && r < 16; r++) {
-        rp[r] = read_and_parse(log_path, &bytes);
-        rr[r] = replay_in_child(cfg, log_path, run_path, argv[2], 0, &rss, &divs);
+        rp[r] = rr[r] = ri[r] = 1;
+        if (only == NULL || strcmp(only, "loop") == 0)
+            rp[r] = read_and_parse(log_path, &bytes);
+        if (only == NULL || strcmp(only, "replay") == 0)
+            rr[r] = replay_in_child(cfg, log_path, run_path, argv[2], 0, &rss, &divs);
         /* (in process: the reference plugins as they are shipped) */
         if (rss > max_rss)
             max_rss = rss;
-        ri[r] = replay_in_child(cfg, log_path, run_path, argv[2], 1, &rss, &divs);
+        if (only == NULL || strcmp(only, "isolated") == 0)
+            ri[r] = replay_in_child(cfg, log_path, run_path, argv[2], 1, &rss, &divs);
     }
     double p = bench_median(rp, rounds), q = bench_median(rr, rounds),
            iso = bench_median(ri, rounds);
@@ -236,7 +247,8 @@ int main(int argc, char **argv)
            " in-process time)\n",
            iso, q / iso);
     printf("replay peak RSS: %10.1f MiB; divergences: %ld\n", max_rss / 1024.0, divs);
-    unlink(log_path);
+    if (!keep)
+        unlink(log_path);
     unlink(run_path);
     ust_config_free(cfg);
     return 0;

@@ -1,0 +1,414 @@
+/* A plugin child's pipes, driven by a thread (see link.h). The thread never
+ * blocks but in poll(): the child's stdin is non-blocking, so a child that
+ * stops reading cannot stop the thread from reading what it writes, and a
+ * stop request arrives through a wake-up pipe. */
+#include "plugin/link.h"
+#include "plugin/wire.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct outgoing {
+    const ust_event *ev; /* an event to encode, or */
+    const ust_request *req;
+    json_t *msg; /* a message ready to go */
+} outgoing;
+
+struct ust__link {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t arrived; /* a line, or the end of the child's output */
+    int to_fd, from_fd, wake_rd, wake_wr, statm_fd;
+    /* Shared, under mu. */
+    int stop, woken;
+    int ended; /* 0, or why no more lines will come */
+    outgoing *out;
+    size_t n_out, cap_out;
+    ust__line *in;
+    size_t in_head, n_in, cap_in;
+    /* The thread's own. */
+    outgoing *taken;
+    size_t cap_taken;
+    ust__line *lines; /* parsed, on their way to `in` */
+    size_t cap_lines;
+    ust_jsonw event; /* an event's message, before it joins wbuf */
+    char *wbuf, *rbuf;
+    size_t wlen, woff, wcap, rlen, rcap;
+    int write_dead, read_done;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *q = ust_realloc(*p, cap2 * size);
+    if (q == NULL)
+        return UST_ENOMEM;
+    *p = q;
+    *cap = cap2;
+    return 0;
+}
+
+/* Called with mu held. One byte wakes the thread however many come before
+ * it looks. */
+static void wake(ust__link *l)
+{
+    if (!l->woken) {
+        l->woken = 1;
+        ssize_t w = write(l->wake_wr, "", 1);
+        (void)w; /* a full wake-up pipe is awake already */
+    }
+}
+
+static int queue(ust__link *l, outgoing o)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = grow((void **)&l->out, &l->cap_out, l->n_out + 1, sizeof(outgoing));
+    if (rc == 0) {
+        l->out[l->n_out++] = o;
+        wake(l);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req)
+{
+    return queue(l, (outgoing){ev, req, NULL});
+}
+
+int ust__link_send(ust__link *l, json_t *msg)
+{
+    if (msg == NULL)
+        return UST_ENOMEM;
+    int rc = queue(l, (outgoing){NULL, NULL, msg});
+    if (rc != 0)
+        json_decref(msg);
+    return rc;
+}
+
+static int append_to_wbuf(const char *buf, size_t n, void *data)
+{
+    ust__link *l = data;
+    if (grow((void **)&l->wbuf, &l->wcap, l->wlen + n + 1, 1) != 0)
+        return -1;
+    memcpy(l->wbuf + l->wlen, buf, n);
+    l->wlen += n;
+    return 0;
+}
+
+/* Encodes what was queued, one line each, after what is still to write. */
+static void encode(ust__link *l, size_t n)
+{
+    if (l->woff == l->wlen)
+        l->wlen = l->woff = 0;
+    for (size_t i = 0; i < n; i++) {
+        outgoing *o = &l->taken[i];
+        if (l->write_dead) {
+            json_decref(o->msg);
+            continue;
+        }
+        if (o->msg != NULL) {
+            if (json_dump_callback(o->msg, append_to_wbuf, l, JSON_COMPACT) == 0)
+                append_to_wbuf("\n", 1, l);
+            json_decref(o->msg);
+            continue;
+        }
+        ust_jsonw_reset(&l->event);
+        ust__wire_decide(&l->event, o->ev, o->req);
+        if (l->event.error != UST_ENOMEM) {
+            append_to_wbuf(l->event.buf, l->event.len, l);
+            append_to_wbuf("\n", 1, l);
+        }
+    }
+}
+
+static void write_some(ust__link *l)
+{
+    while (!l->write_dead && l->woff < l->wlen) {
+        ssize_t w = write(l->to_fd, l->wbuf + l->woff, l->wlen - l->woff);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            return;
+        if (w <= 0) {
+            /* The child is gone (EPIPE): its end shows on the read side. */
+            l->write_dead = 1;
+            l->wlen = l->woff = 0;
+            return;
+        }
+        l->woff += (size_t)w;
+    }
+}
+
+static void end(ust__link *l, int why)
+{
+    l->read_done = 1;
+    pthread_mutex_lock(&l->mu);
+    l->ended = why;
+    pthread_cond_broadcast(&l->arrived);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* The child's resident set in MiB, from /proc/PID/statm read again. */
+static long rss_mib(ust__link *l)
+{
+    char buf[128];
+    ssize_t n = l->statm_fd >= 0 ? pread(l->statm_fd, buf, sizeof(buf) - 1, 0) : -1;
+    long size = 0, resident = 0;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    if (sscanf(buf, "%ld %ld", &size, &resident) != 2)
+        return 0;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
+}
+
+static void take_decision(ust__line *line)
+{
+    const char *type = json_string_value(json_object_get(line->json, "type"));
+    if (type == NULL || strcmp(type, "decision") != 0)
+        return;
+    line->is_decision = 1;
+    line->bad = ust__wire_decision_parse(json_object_get(line->json, "decision"),
+                                         &line->decision);
+    line->writes = json_incref(json_object_get(line->json, "writes"));
+    json_decref(line->json);
+    line->json = NULL;
+}
+
+/* Parses every whole line read so far and hands them over at once. */
+static void deliver_lines(ust__link *l)
+{
+    long rss = -1;
+    size_t start = 0, n_lines = 0;
+    char *nl;
+    while ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) != NULL) {
+        size_t n = (size_t)(nl - (l->rbuf + start));
+        if (rss < 0)
+            rss = rss_mib(l);
+        ust__line line;
+        memset(&line, 0, sizeof(line));
+        line.text = malloc(n + 1);
+        line.rss_mib = rss;
+        if (line.text == NULL ||
+            grow((void **)&l->lines, &l->cap_lines, n_lines + 1, sizeof(ust__line))) {
+            free(line.text);
+            end(l, UST_EIO);
+            return;
+        }
+        memcpy(line.text, l->rbuf + start, n);
+        line.text[n] = '\0';
+        json_error_t jerr;
+        line.json = json_loadb(line.text, n, 0, &jerr);
+        take_decision(&line);
+        l->lines[n_lines++] = line;
+        start += n + 1;
+    }
+    memmove(l->rbuf, l->rbuf + start, l->rlen - start);
+    l->rlen -= start;
+    pthread_mutex_lock(&l->mu);
+    if (l->in_head > 0) {
+        memmove(l->in, l->in + l->in_head, (l->n_in - l->in_head) * sizeof(*l->in));
+        l->n_in -= l->in_head;
+        l->in_head = 0;
+    }
+    int rc = grow((void **)&l->in, &l->cap_in, l->n_in + n_lines, sizeof(ust__line));
+    if (rc == 0) {
+        memcpy(l->in + l->n_in, l->lines, n_lines * sizeof(ust__line));
+        l->n_in += n_lines;
+        pthread_cond_broadcast(&l->arrived);
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (rc != 0) {
+        for (size_t i = 0; i < n_lines; i++)
+            ust__line_clear(&l->lines[i]);
+        end(l, UST_EIO);
+    } else if (l->rlen >= UST__MAX_LINE) {
+        end(l, UST_EPARSE);
+    }
+}
+
+static void read_some(ust__link *l)
+{
+    if (grow((void **)&l->rbuf, &l->rcap, l->rlen + 65536, 1) != 0) {
+        end(l, UST_EIO);
+        return;
+    }
+    ssize_t r = read(l->from_fd, l->rbuf + l->rlen, l->rcap - l->rlen);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r <= 0) {
+        end(l, UST_EIO);
+        return;
+    }
+    l->rlen += (size_t)r;
+    deliver_lines(l);
+}
+
+static void *run(void *arg)
+{
+    ust__link *l = arg;
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        if (l->stop) {
+            pthread_mutex_unlock(&l->mu);
+            break;
+        }
+        /* Take the whole queue: it is encoded outside the lock. */
+        size_t n = l->n_out;
+        outgoing *swap = l->taken;
+        size_t cap = l->cap_taken;
+        l->taken = l->out, l->cap_taken = l->cap_out;
+        l->out = swap, l->cap_out = cap, l->n_out = 0;
+        pthread_mutex_unlock(&l->mu);
+        encode(l, n);
+        write_some(l);
+        struct pollfd p[3] = {
+            {l->wake_rd, POLLIN, 0},
+            {l->read_done ? -1 : l->from_fd, POLLIN, 0},
+            {l->woff < l->wlen ? l->to_fd : -1, POLLOUT, 0},
+        };
+        if (poll(p, 3, -1) < 0 && errno != EINTR)
+            break; /* cannot happen with valid descriptors */
+        if (p[0].revents) {
+            char drain[64];
+            ssize_t r = read(l->wake_rd, drain, sizeof(drain));
+            (void)r;
+            pthread_mutex_lock(&l->mu);
+            l->woken = 0;
+            pthread_mutex_unlock(&l->mu);
+        }
+        if (p[1].revents)
+            read_some(l);
+    }
+    return NULL;
+}
+
+int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss,
+                    const char *pending, size_t n_pending, ust__link **out)
+{
+    *out = NULL;
+    ust__link *l = ust_calloc(1, sizeof(*l));
+    if (l == NULL)
+        return UST_ENOMEM;
+    l->to_fd = to_fd;
+    l->from_fd = from_fd;
+    l->statm_fd = -1;
+    int wake_fds[2];
+    if (pipe(wake_fds) != 0) {
+        ust_free(l);
+        return UST_EIO;
+    }
+    l->wake_rd = wake_fds[0];
+    l->wake_wr = wake_fds[1];
+    fcntl(l->wake_rd, F_SETFL, O_NONBLOCK);
+    fcntl(l->wake_wr, F_SETFL, O_NONBLOCK);
+    fcntl(to_fd, F_SETFL, fcntl(to_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(from_fd, F_SETFL, fcntl(from_fd, F_GETFL) | O_NONBLOCK);
+    if (measure_rss) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+        l->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->arrived, &attr);
+    pthread_condattr_destroy(&attr);
+    int rc = append_to_wbuf("", 0, l) == 0 &&
+                     grow((void **)&l->rbuf, &l->rcap, n_pending + 1, 1) == 0
+                 ? 0
+                 : UST_ENOMEM;
+    if (rc == 0 && n_pending > 0) {
+        memcpy(l->rbuf, pending, n_pending);
+        l->rlen = n_pending;
+        deliver_lines(l);
+    }
+    if (rc == 0 && pthread_create(&l->thread, NULL, run, l) != 0)
+        rc = UST_EIO;
+    if (rc != 0) {
+        l->stop = 1; /* no thread to join */
+        ust__link_stop(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line)
+{
+    struct timespec at = {(time_t)(deadline_ms / 1000),
+                          (long)(deadline_ms % 1000) * 1000000};
+    pthread_mutex_lock(&l->mu);
+    while (l->in_head == l->n_in && !l->ended) {
+        if (pthread_cond_timedwait(&l->arrived, &l->mu, &at) == ETIMEDOUT &&
+            l->in_head == l->n_in && !l->ended) {
+            pthread_mutex_unlock(&l->mu);
+            return UST_ELIMIT;
+        }
+    }
+    int rc = l->ended;
+    if (l->in_head < l->n_in) {
+        *line = l->in[l->in_head++];
+        if (l->in_head == l->n_in)
+            l->in_head = l->n_in = 0;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+void ust__line_clear(ust__line *line)
+{
+    json_decref(line->json);
+    json_decref(line->writes);
+    ust_decision_clear(&line->decision);
+    free(line->text);
+    memset(line, 0, sizeof(*line));
+}
+
+void ust__link_stop(ust__link *l)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->mu);
+    int running = !l->stop;
+    l->stop = 1;
+    wake(l);
+    pthread_mutex_unlock(&l->mu);
+    if (running)
+        pthread_join(l->thread, NULL);
+    for (size_t i = 0; i < l->n_out; i++)
+        json_decref(l->out[i].msg);
+    for (size_t i = l->in_head; i < l->n_in; i++)
+        ust__line_clear(&l->in[i]);
+    close(l->wake_rd);
+    close(l->wake_wr);
+    if (l->statm_fd >= 0)
+        close(l->statm_fd);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->arrived);
+    ust_free(l->out);
+    ust_free(l->taken);
+    ust_free(l->in);
+    ust_free(l->lines);
+    ust_free(l->wbuf);
+    ust_jsonw_free(&l->event);
+    ust_free(l->rbuf);
+    ust_free(l);
+}

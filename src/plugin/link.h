@@ -1,0 +1,58 @@
+/* The host's end of a plugin child's pipes, driven by a thread of its own.
+ * The thread encodes the events queued for the child and writes them, and
+ * reads the child's lines and parses them, so the JSON work an isolated
+ * plugin costs runs beside the runner rather than on its path. The runner's
+ * thread queues events and takes the parsed lines in the order they came. */
+#ifndef UST_PLUGIN_LINK_H
+#define UST_PLUGIN_LINK_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <understudy/event.h>
+#include <understudy/host.h>
+
+/* Longest line taken from a child. */
+#define UST__MAX_LINE (4 << 20)
+
+typedef struct ust__link ust__link;
+
+/* One line from the child. A "decision" line is taken apart on the link's
+ * thread too, which is most of what a decision costs the host. */
+typedef struct ust__line {
+    json_t *json; /* NULL: the line is not JSON, or it was a decision */
+    char *text;   /* the line itself (free()) */
+    long rss_mib; /* the child's RSS when the line was read; 0: not measured */
+    int is_decision;
+    const char *bad; /* a decision refused, and why */
+    ust_decision decision;
+    json_t *writes; /* the decision's writes: [[key, value or null], ...] */
+} ust__line;
+
+/* Starts the thread on the child's stdin (to_fd) and stdout (from_fd), which
+ * stay the caller's to close after ust__link_stop. `pending` holds bytes
+ * already read from from_fd. With measure_rss, each line carries the RSS of
+ * process pid. 0 or UST_ENOMEM / UST_EIO. */
+int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss,
+                    const char *pending, size_t n_pending, ust__link **out);
+
+/* Queues an event; ev and req are encoded on the thread, so they must stay
+ * valid until its decision has been received or the link is stopped. */
+int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req);
+
+/* Queues a message (the link takes it). */
+int ust__link_send(ust__link *l, json_t *msg);
+
+/* The next line, waiting until deadline_ms (CLOCK_MONOTONIC): 0 and *line
+ * (release with ust__line_clear), UST_ELIMIT at the deadline, UST_EIO once
+ * the child's output ended (or could not be read), UST_EPARSE once a line
+ * grew past the size limit. */
+int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
+void ust__line_clear(ust__line *line);
+
+/* Stops and joins the thread; what was queued and not written is dropped.
+ * NULL is a no-op. */
+void ust__link_stop(ust__link *l);
+
+#endif

@@ -1,0 +1,177 @@
+/* The protocol's text: the JSON writer, and a "decide" message written on
+ * the host's side read back as the child reads it. */
+#include "support.h"
+
+#include "plugin/wire.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/jsonw.h>
+
+#include <string.h>
+
+static json_t *parsed(const ust_jsonw *w)
+{
+    json_error_t jerr;
+    json_t *j = json_loadb(w->buf, w->len, 0, &jerr);
+    if (j == NULL)
+        fail_msg("not JSON (%s): %s", jerr.text, w->buf);
+    return j;
+}
+
+static void test_strings_come_back_as_they_were(void **state)
+{
+    (void)state;
+    static const char *const samples[] = {
+        "",
+        "plain",
+        "quote \" backslash \\ slash /",
+        "controls \b\f\n\r\t \x01 \x1f end",
+        "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x92\xb3",
+        "</script><img src=x onerror=alert(1)>",
+    };
+    for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+        ust_jsonw w = {0};
+        ust_jsonw_array(&w);
+        ust_jsonw_string(&w, samples[i]);
+        ust_jsonw_end_array(&w);
+        assert_int_equal(w.error, 0);
+        json_t *j = parsed(&w);
+        assert_string_equal(json_string_value(json_array_get(j, 0)), samples[i]);
+        json_decref(j);
+        ust_jsonw_free(&w);
+    }
+}
+
+static void test_nesting_numbers_and_literals(void **state)
+{
+    (void)state;
+    ust_jsonw w = {0};
+    ust_jsonw_object(&w);
+    ust_jsonw_key(&w, "min");
+    ust_jsonw_int(&w, INT64_MIN);
+    ust_jsonw_key(&w, "max");
+    ust_jsonw_int(&w, INT64_MAX);
+    ust_jsonw_key(&w, "zero");
+    ust_jsonw_int(&w, 0);
+    ust_jsonw_key(&w, "list");
+    ust_jsonw_array(&w);
+    ust_jsonw_bool(&w, 1);
+    ust_jsonw_bool(&w, 0);
+    ust_jsonw_null(&w);
+    ust_jsonw_array(&w);
+    ust_jsonw_end_array(&w);
+    ust_jsonw_object(&w);
+    ust_jsonw_end_object(&w);
+    ust_jsonw_raw(&w, "{\"a\":[1]}", 9);
+    ust_jsonw_end_array(&w);
+    ust_jsonw_key(&w, "s");
+    ust_jsonw_string(&w, NULL);
+    ust_jsonw_end_object(&w);
+    json_t *got = parsed(&w);
+    json_error_t jerr;
+    json_t *want =
+        json_loads("{\"min\":-9223372036854775808,\"max\":9223372036854775807,"
+                   "\"zero\":0,\"list\":[true,false,null,[],{},{\"a\":[1]}],"
+                   "\"s\":null}",
+                   0, &jerr);
+    assert_true(json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    /* Reset writes again from the start. */
+    ust_jsonw_reset(&w);
+    ust_jsonw_int(&w, -42);
+    assert_string_equal(w.buf, "-42");
+    ust_jsonw_free(&w);
+}
+
+static void test_a_string_that_is_not_utf8_is_an_error(void **state)
+{
+    (void)state;
+    ust_jsonw w = {0};
+    ust_jsonw_array(&w);
+    ust_jsonw_stringn(&w, "a\xff", 2);
+    ust_jsonw_end_array(&w);
+    assert_int_equal(w.error, UST_EPARSE);
+    json_t *j = parsed(&w); /* still JSON: null in its place */
+    assert_true(json_is_null(json_array_get(j, 0)));
+    json_decref(j);
+    ust_jsonw_free(&w);
+}
+
+/* Host writes, child reads: every field arrives, the body byte for byte
+ * (base64 when it is not UTF-8), a header that is not UTF-8 left out. */
+static void round_trip(const char *body, size_t body_len)
+{
+    ust_route route = {.path = "/webhooks/stripe", .kind = UST_ROUTE_WEBHOOK};
+    ust_event ev = {.seq = 7,
+                    .received_at_us = 1795946400123456,
+                    .route = &route,
+                    .provider = "stripe",
+                    .event_id = "evt_\"1\"",
+                    .event_type = "charge.refunded",
+                    .transaction_id = "pi_1",
+                    .target_status = "refunded",
+                    .currency = "eur",
+                    .intent = "order_1",
+                    .amount = -5,
+                    .has_amount = 1};
+    memset(ev.request_sha256, 'a', UST_SHA256_HEX_LEN);
+    ust_request req;
+    memset(&req, 0, sizeof(req));
+    req.body = (unsigned char *)body;
+    req.body_len = body_len;
+    ust_request_add_header(&req, "Content-Type", "application/json");
+    ust_request_add_header(&req, "X-Odd", "\xff\xfe");
+    ust_request_add_header(&req, "Stripe-Signature", "t=1,v1=ab\tcd");
+    ust_jsonw w = {0};
+    ust__wire_decide(&w, &ev, &req);
+    assert_int_equal(w.error, 0);
+    json_t *msg = parsed(&w);
+    assert_string_equal(json_string_value(json_object_get(msg, "type")), "decide");
+    ust_event got;
+    ust_request greq;
+    ust_route groute;
+    assert_int_equal(
+        ust__wire_event_parse(json_object_get(msg, "event"), &got, &greq, &groute), 0);
+    assert_int_equal(got.seq, 7);
+    assert_int_equal(got.received_at_us, ev.received_at_us);
+    assert_string_equal(got.route->path, "/webhooks/stripe");
+    assert_int_equal(got.route->kind, UST_ROUTE_WEBHOOK);
+    assert_string_equal(got.event_id, "evt_\"1\"");
+    assert_string_equal(got.event_type, "charge.refunded");
+    assert_string_equal(got.target_status, "refunded");
+    assert_string_equal(got.intent, "order_1");
+    assert_null(got.idem_key);
+    assert_true(got.has_amount);
+    assert_int_equal(got.amount, -5);
+    assert_string_equal(got.request_sha256, ev.request_sha256);
+    assert_int_equal(greq.body_len, body_len);
+    assert_memory_equal(greq.body, body, body_len);
+    assert_int_equal(greq.n_headers, 2);
+    assert_string_equal(greq.headers[1].value, "t=1,v1=ab\tcd");
+    ust_event_clear(&got);
+    ust_request_clear(&greq);
+    json_decref(msg);
+    ust_jsonw_free(&w);
+    req.body = NULL;
+    ust_request_clear(&req);
+}
+
+static void test_a_decide_message_reads_back_whole(void **state)
+{
+    (void)state;
+    round_trip("{\"id\":\"evt_1\",\"note\":\"caf\xc3\xa9\\n\"}", 27);
+    round_trip("\x00\xff binary", 9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strings_come_back_as_they_were),
+        cmocka_unit_test(test_nesting_numbers_and_literals),
+        cmocka_unit_test(test_a_string_that_is_not_utf8_is_an_error),
+        cmocka_unit_test(test_a_decide_message_reads_back_whole),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
