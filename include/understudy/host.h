@@ -38,9 +38,10 @@ int ust_store_end_call(ust_store *s, int keep);
 /* A store whose operations go to the parent process over the plugin
  * protocol (in = replies, out = requests): for a plugin isolated in a child. */
 ust_store *ust__store_remote(FILE *in, FILE *out, int ns_was_empty);
-/* The writes of the call that just ended ([[key, value or null], ...]), to
- * send with its decision; NULL when none. The caller owns the reference. */
-json_t *ust__store_remote_take_writes(ust_store *s);
+/* The writes of the call that just ended as JSON text ([[key, value or
+ * null], ...]), to send with its decision; NULL when none. Valid until the
+ * next call begins. */
+const char *ust__store_remote_writes(ust_store *s);
 /* A line (free()) that arrived while a remote store waited for a reply, or
  * NULL: the child's loop reads these before reading stdin again. */
 char *ust__store_remote_next_deferred(ust_store *s);

@@ -51,6 +51,7 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
     say(out, json_pack("{s:s,s:i,s:s,s:s,s:b}", "type", "hello", "protocol",
                        UST__PROTOCOL_VERSION, "name", ust_plugin_name(p), "version",
                        ust_plugin_version(p), "pipeline", 1));
+    ust_jsonw reply = {0};
     for (;;) {
         char *deferred = ust__store_remote_next_deferred(store);
         if (deferred == NULL && getline(&line, &cap, in) <= 0)
@@ -69,17 +70,15 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         }
         ust_decision d;
         ust_plugin_decide(p, &ev, &req, &d);
-        json_t *writes = ust__store_remote_take_writes(store);
         if (d.verdict == UST_VERDICT_ERROR) {
             say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                                d.error ? d.error : "error"));
-            json_decref(writes);
         } else {
-            json_t *reply = json_pack("{s:s,s:o}", "type", "decision", "decision",
-                                      ust__wire_decision(&d));
-            if (writes != NULL)
-                json_object_set_new(reply, "writes", writes);
-            say(out, reply);
+            ust_jsonw_reset(&reply);
+            ust__wire_decision(&reply, &d, ust__store_remote_writes(store));
+            fwrite(reply.buf, 1, reply.len, out);
+            fputc('\n', out);
+            fflush(out);
         }
         ust_decision_clear(&d);
         ust_event_clear(&ev);

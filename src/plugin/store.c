@@ -11,6 +11,7 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
+#include <understudy/jsonw.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ struct ust_store {
      * events), kept for the shim's loop. */
     char **deferred;
     size_t n_deferred, cap_deferred;
-    json_t *remote_writes; /* the call's writes, sent with its decision */
+    ust_jsonw remote_writes; /* the call's writes, sent with its decision */
 };
 
 static int defer_line(ust_store *s, char *line)
@@ -163,18 +164,22 @@ static int remote_get(ust_store *s, const char *k, char **value)
  * [key, null] for a delete. */
 static int remote_keep_write(ust_store *s, const staged *st)
 {
-    if (s->remote_writes == NULL && (s->remote_writes = json_array()) == NULL)
-        return UST_ENOMEM;
-    json_t *w = json_pack("[so]", st->key + strlen(st->key) + 1,
-                          st->value ? json_string(st->value) : json_null());
-    return w && json_array_append_new(s->remote_writes, w) == 0 ? 0 : UST_ENOMEM;
+    ust_jsonw *w = &s->remote_writes;
+    if (w->len == 0)
+        ust_jsonw_array(w);
+    ust_jsonw_array(w);
+    ust_jsonw_string(w, st->key + strlen(st->key) + 1);
+    ust_jsonw_string(w, st->value);
+    ust_jsonw_end_array(w);
+    return w->error == 0 ? 0 : w->error == UST_ENOMEM ? UST_ENOMEM : UST_EINVAL;
 }
 
-json_t *ust__store_remote_take_writes(ust_store *s)
+const char *ust__store_remote_writes(ust_store *s)
 {
-    json_t *w = s->remote_writes;
-    s->remote_writes = NULL;
-    return w;
+    if (s->remote_writes.len == 0)
+        return NULL;
+    ust_jsonw_end_array(&s->remote_writes);
+    return s->remote_writes.buf;
 }
 
 static uint64_t fnv1a(const char *p, size_t n)
@@ -313,7 +318,7 @@ void ust_store_close(ust_store *s)
     for (size_t i = 0; i < s->n_deferred; i++)
         free(s->deferred[i]);
     ust_free(s->deferred);
-    json_decref(s->remote_writes);
+    ust_jsonw_free(&s->remote_writes);
     sqlite3_finalize(s->select);
     sqlite3_finalize(s->upsert);
     sqlite3_finalize(s->remove);
@@ -507,8 +512,7 @@ int ust_store_end_call(ust_store *s, int keep)
      * one per write), which keeps or drops them with it; a call that failed
      * here is dropped here too. */
     if (s->remote_out != NULL) {
-        json_decref(s->remote_writes);
-        s->remote_writes = NULL;
+        ust_jsonw_reset(&s->remote_writes);
     }
     for (size_t i = 0; keep && s->remote_out != NULL && i < s->n_stage; i++) {
         if (remote_keep_write(s, &s->stage[i]) != 0)

@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *str_or_null(const char *s)
-{
-    return s ? json_string(s) : json_null();
-}
-
 void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
 {
     ust_jsonw_object(w);
@@ -125,27 +120,43 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
     return 0;
 }
 
-json_t *ust__wire_decision(const ust_decision *d)
+void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes)
 {
-    /* Built here rather than by ust_decision_to_json: the body goes as
-     * "body_json", its text as it is, so the child does not parse it only to
-     * print it again (the parent checks it either way). */
-    json_t *o = json_object(), *flags = json_array();
-    json_object_set_new(o, "verdict", json_string(ust_verdict_name(d->verdict)));
-    json_object_set_new(o, "status", json_integer(d->http_status));
-    json_object_set_new(o, "state_before", str_or_null(d->state_before));
-    json_object_set_new(o, "state_after", str_or_null(d->state_after));
-    json_object_set_new(o, "entity", str_or_null(d->entity));
+    ust_jsonw_object(w);
+    ust_jsonw_member_string(w, "type", "decision");
+    ust_jsonw_key(w, "decision");
+    ust_jsonw_object(w);
+    ust_jsonw_member_string(w, "verdict", ust_verdict_name(d->verdict));
+    ust_jsonw_member_int(w, "status", d->http_status);
+    ust_jsonw_member_string(w, "state_before", d->state_before);
+    ust_jsonw_member_string(w, "state_after", d->state_after);
+    ust_jsonw_member_string(w, "entity", d->entity);
+    ust_jsonw_key(w, "flags");
+    ust_jsonw_array(w);
     for (size_t i = 0; i < d->n_flags; i++)
-        json_array_append_new(flags, json_string(d->flags[i]));
-    json_object_set_new(o, "flags", flags);
+        ust_jsonw_string(w, d->flags[i]);
+    ust_jsonw_end_array(w);
+    /* The body goes as "body_json", its text as it is, so the child does not
+     * parse it only to print it again (the parent checks it either way). */
     if (d->body != NULL)
-        json_object_set_new(o, "body_json", json_string(d->body));
-    if (d->headers != NULL)
-        json_object_set(o, "headers", d->headers);
+        ust_jsonw_member_string(w, "body_json", d->body);
+    if (d->headers != NULL) {
+        char *h = json_dumps(d->headers, JSON_COMPACT);
+        ust_jsonw_key(w, "headers");
+        if (h != NULL)
+            ust_jsonw_raw(w, h, strlen(h));
+        else
+            ust_jsonw_null(w);
+        free(h);
+    }
     if (d->reason != NULL)
-        json_object_set_new(o, "reason", json_string(d->reason));
-    return o;
+        ust_jsonw_member_string(w, "reason", d->reason);
+    ust_jsonw_end_object(w);
+    if (writes != NULL) {
+        ust_jsonw_key(w, "writes");
+        ust_jsonw_raw(w, writes, strlen(writes));
+    }
+    ust_jsonw_end_object(w);
 }
 
 static char *host_dup(json_t *j, const char *key)

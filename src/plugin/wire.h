@@ -19,8 +19,9 @@ void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
  * *route (the caller's) carries the route's path and kind. 0 or UST_EPARSE. */
 int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route *route);
 
-/* A decision as the protocol's "decision" object. */
-json_t *ust__wire_decision(const ust_decision *d);
+/* The "decision" message: {"type":"decision","decision":{...}} and, unless
+ * NULL, "writes" (JSON text), written into w. */
+void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes);
 
 /* Parses a "decision" object and validates it as an in-process plugin's
  * answer is validated. NULL on success, else a static reason. */
