@@ -11,6 +11,8 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,9 +269,64 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Checks and copies what the plugin returned; NULL when all is well, else a
- * static description of what is wrong. */
-const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d)
+/* The canonical text of a response body (sorted keys, compact), or NULL
+ * when it is not JSON. Plugins answer with few distinct bodies, so the last
+ * ones seen are remembered: parsing and dumping each body again was a tenth
+ * of replay's time. The canonical text is a function of the text alone, so
+ * the memo changes nothing but the time. (A lock, not thread-local slots:
+ * a plugin's link thread ends, and its slots would leak.) */
+#define BODY_MEMO 64
+#define BODY_MEMO_MAX 512 /* longer bodies are not remembered */
+
+static char *canonical_body(const char *text)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        char *text, *canon;
+    } memo[BODY_MEMO];
+    size_t len = strlen(text);
+    size_t slot = 0;
+    if (len <= BODY_MEMO_MAX) {
+        uint64_t h = 1469598103934665603ULL;
+        for (size_t i = 0; i < len; i++)
+            h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
+        slot = h % BODY_MEMO;
+        pthread_mutex_lock(&lock);
+        char *hit = memo[slot].text != NULL && strcmp(memo[slot].text, text) == 0
+                        ? ust_strdup(memo[slot].canon)
+                        : NULL;
+        pthread_mutex_unlock(&lock);
+        if (hit != NULL)
+            return hit;
+    }
+    json_error_t jerr;
+    json_t *body = json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (body == NULL)
+        return NULL;
+    char *dumped = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_decref(body);
+    char *canon = ust_strdup(dumped);
+    free(dumped);
+    if (canon != NULL && len <= BODY_MEMO_MAX) {
+        char *t = ust_strdup(text), *c = ust_strdup(canon);
+        if (t != NULL && c != NULL) {
+            pthread_mutex_lock(&lock);
+            char *old_t = memo[slot].text, *old_c = memo[slot].canon;
+            memo[slot].text = t;
+            memo[slot].canon = c;
+            pthread_mutex_unlock(&lock);
+            t = old_t, c = old_c;
+        }
+        ust_free(t);
+        ust_free(c);
+    }
+    return canon;
+}
+
+/* Checks what the plugin returned and takes it into d (its strings move,
+ * they are host-allocated); NULL when all is well, else a static
+ * description of what is wrong. */
+const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
 {
     if (pd->verdict < UST_VERDICT_APPLIED || pd->verdict >= UST_VERDICT_ERROR)
         return "verdict out of range";
@@ -283,14 +340,8 @@ const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d)
     if (pd->response_body != NULL) {
         if (strlen(pd->response_body) > UST_PLUGIN_MAX_BODY)
             return "response body over the size limit";
-        json_error_t jerr;
-        json_t *body = json_loads(pd->response_body, JSON_DECODE_ANY, &jerr);
-        if (body == NULL)
+        if ((d->body = canonical_body(pd->response_body)) == NULL)
             return "response body is not JSON";
-        char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        json_decref(body);
-        d->body = ust_strdup(canon);
-        free(canon);
     }
     if (pd->n_headers > 64 || (pd->n_headers > 0 && pd->headers == NULL))
         return "too many or missing response headers";
@@ -322,10 +373,10 @@ const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d)
         }
         qsort(d->flags, d->n_flags, sizeof(char *), cmp_str);
     }
-    d->entity = ust_strdup(pd->entity);
-    d->state_before = ust_strdup(pd->state_before);
-    d->state_after = ust_strdup(pd->state_after);
-    d->reason = ust_strdup(pd->reason);
+    d->entity = pd->entity, pd->entity = NULL;
+    d->state_before = pd->state_before, pd->state_before = NULL;
+    d->state_after = pd->state_after, pd->state_after = NULL;
+    d->reason = pd->reason, pd->reason = NULL;
     return NULL;
 }
 

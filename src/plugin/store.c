@@ -13,14 +13,18 @@
 #include <understudy/host.h>
 #include <understudy/jsonw.h>
 
+#include "plugin/arena.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CACHE_MAX (1u << 18)
-#define BLOOM_BITS (1u << 27) /* 16 MiB: ~1% false positives at 14M keys */
+#define CACHE_MAX (1u << 18)        /* entries */
+#define CACHE_BYTES_MAX (64u << 20) /* in the arena, old values included */
+#define BLOOM_BITS (1u << 27)       /* 16 MiB: ~1% false positives at 14M keys */
 #define BLOOM_HASHES 4
 
+/* A cached key, in the cache's arena with its key and value. */
 typedef struct entry {
     struct entry *next; /* hash chain */
     struct entry *next_dirty;
@@ -31,6 +35,7 @@ typedef struct entry {
     int dirty;
 } entry;
 
+/* A write of the call in progress, in the call's arena. */
 typedef struct staged {
     char *key; /* ns '\0' key '\0' */
     size_t klen;
@@ -43,6 +48,9 @@ struct ust_store {
     uint64_t *bloom; /* keys that may be in the table */
     entry **buckets;
     size_t n_buckets, n_entries;
+    ust__arena cache_mem, call_mem;
+    char *keybuf; /* the key being looked up */
+    size_t keybuf_cap;
     entry *dirty;
     const char *ns; /* namespace of the call in progress */
     staged *stage;
@@ -98,6 +106,8 @@ ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
     s->remote_complete = complete;
     s->written = complete ? ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t)) : NULL;
     s->remote_complete = s->written != NULL;
+    s->cache_mem.block_size = 1u << 16;
+    s->call_mem.block_size = 1u << 12;
     s->n_buckets = 1u << 16;
     s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
     if (s->buckets == NULL) {
@@ -251,6 +261,8 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
     if (s == NULL)
         return UST_ENOMEM;
     s->db = db;
+    s->cache_mem.block_size = 1u << 16;
+    s->call_mem.block_size = 1u << 12;
     s->n_buckets = 1u << 16;
     s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
     s->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
@@ -280,28 +292,21 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
 
 static void clear_cache(ust_store *s)
 {
-    for (size_t i = 0; i < s->n_buckets; i++) {
-        entry *e = s->buckets[i];
-        while (e != NULL) {
-            entry *next = e->next;
-            ust_free(e->key);
-            ust_free(e->value);
-            ust_free(e);
-            e = next;
-        }
-        s->buckets[i] = NULL;
-    }
+    memset(s->buckets, 0, s->n_buckets * sizeof(*s->buckets));
+    ust__arena_reset(&s->cache_mem);
     s->n_entries = 0;
     s->dirty = NULL;
 }
 
 static void clear_stage(ust_store *s)
 {
-    for (size_t i = 0; i < s->n_stage; i++) {
-        ust_free(s->stage[i].key);
-        ust_free(s->stage[i].value);
-    }
+    ust__arena_reset(&s->call_mem);
     s->n_stage = 0;
+}
+
+static int cache_full(const ust_store *s)
+{
+    return s->n_entries > CACHE_MAX || s->cache_mem.bytes > CACHE_BYTES_MAX;
 }
 
 void ust_store_close(ust_store *s)
@@ -311,6 +316,9 @@ void ust_store_close(ust_store *s)
     if (s->buckets != NULL)
         clear_cache(s);
     clear_stage(s);
+    ust__arena_free(&s->cache_mem);
+    ust__arena_free(&s->call_mem);
+    ust_free(s->keybuf);
     ust_free(s->stage);
     ust_free(s->buckets);
     ust_free(s->bloom);
@@ -331,17 +339,22 @@ void ust_store_begin_call(ust_store *s, const char *ns)
     s->ns = ns;
 }
 
-/* ns '\0' key '\0' in a fresh buffer. */
-static char *make_key(const char *ns, const char *key, size_t *klen)
+/* ns '\0' key '\0' in the lookup buffer (valid until the next lookup). */
+static char *lookup_key(ust_store *s, const char *key, size_t *klen)
 {
-    size_t a = strlen(ns), b = strlen(key);
-    char *k = ust_malloc(a + b + 2);
-    if (k == NULL)
-        return NULL;
-    memcpy(k, ns, a + 1);
-    memcpy(k + a + 1, key, b + 1);
+    size_t a = strlen(s->ns), b = strlen(key);
+    if (a + b + 2 > s->keybuf_cap) {
+        size_t cap = (a + b + 2) * 2;
+        char *grown = ust_realloc(s->keybuf, cap);
+        if (grown == NULL)
+            return NULL;
+        s->keybuf = grown;
+        s->keybuf_cap = cap;
+    }
+    memcpy(s->keybuf, s->ns, a + 1);
+    memcpy(s->keybuf + a + 1, key, b + 1);
     *klen = a + 1 + b;
-    return k;
+    return s->keybuf;
 }
 
 static entry *find(ust_store *s, const char *k, size_t klen, uint64_t h)
@@ -372,16 +385,15 @@ static void grow(ust_store *s)
     s->n_buckets = n;
 }
 
-/* Takes ownership of k and value. */
-static entry *insert(ust_store *s, char *k, size_t klen, uint64_t h, char *value)
+/* A new entry for k (copied) with value (kept: arena memory or NULL). */
+static entry *insert(ust_store *s, const char *k, size_t klen, uint64_t h, char *value)
 {
-    entry *e = ust_calloc(1, sizeof(*e));
-    if (e == NULL) {
-        ust_free(k);
-        ust_free(value);
+    entry *e = ust__arena_alloc(&s->cache_mem, sizeof(*e));
+    char *kc = ust__arena_memdup(&s->cache_mem, k, klen + 1);
+    if (e == NULL || kc == NULL)
         return NULL;
-    }
-    e->key = k, e->klen = klen, e->hash = h, e->value = value;
+    memset(e, 0, sizeof(*e));
+    e->key = kc, e->klen = klen, e->hash = h, e->value = value;
     size_t b = h & (s->n_buckets - 1);
     e->next = s->buckets[b];
     s->buckets[b] = e;
@@ -402,7 +414,12 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
     char *value = NULL;
     if (s->remote_out != NULL) {
         if (!s->remote_complete || bloom_may_have(s->written, h)) {
-            int rc = remote_get(s, k, &value);
+            char *got = NULL;
+            int rc = remote_get(s, k, &got);
+            if (rc == 0 && got != NULL &&
+                (value = ust__arena_memdup(&s->cache_mem, got, strlen(got))) == NULL)
+                rc = UST_ENOMEM;
+            ust_free(got);
             if (rc != 0)
                 return rc;
         }
@@ -413,7 +430,8 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
         int step = sqlite3_step(s->select);
         int rc = 0;
         if (step == SQLITE_ROW) {
-            value = ust_strdup((const char *)sqlite3_column_text(s->select, 0));
+            value = ust__arena_memdup(&s->cache_mem, sqlite3_column_text(s->select, 0),
+                                      (size_t)sqlite3_column_bytes(s->select, 0));
             if (value == NULL)
                 rc = UST_ENOMEM;
         } else if (step != SQLITE_DONE) {
@@ -423,32 +441,25 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
         if (rc != 0)
             return rc;
     }
-    char *kc = ust_memdup(k, klen + 1);
-    if (kc == NULL) {
-        ust_free(value);
-        return UST_ENOMEM;
-    }
-    *out = insert(s, kc, klen, h, value);
+    *out = insert(s, k, klen, h, value);
     return *out ? 0 : UST_ENOMEM;
 }
 
 int ust_store_get(ust_store *s, const char *key, const char **value)
 {
     size_t klen;
-    char *k = make_key(s->ns, key, &klen);
+    char *k = lookup_key(s, key, &klen);
     if (k == NULL)
         return UST_ENOMEM;
     /* This call's own writes first, latest wins. */
     for (size_t i = s->n_stage; i-- > 0;) {
         if (s->stage[i].klen == klen && memcmp(s->stage[i].key, k, klen) == 0) {
-            ust_free(k);
             *value = s->stage[i].value;
             return *value != NULL;
         }
     }
     entry *e = NULL;
     int rc = lookup(s, k, klen, &e);
-    ust_free(k);
     if (rc != 0)
         return rc;
     *value = e->value;
@@ -466,13 +477,13 @@ static int stage(ust_store *s, const char *key, const char *value)
         s->cap_stage = cap;
     }
     staged *st = &s->stage[s->n_stage];
-    st->key = make_key(s->ns, key, &st->klen);
-    st->value = value ? ust_strdup(value) : NULL;
-    if (st->key == NULL || (value != NULL && st->value == NULL)) {
-        ust_free(st->key);
-        ust_free(st->value);
+    size_t klen;
+    const char *k = lookup_key(s, key, &klen);
+    st->key = k ? ust__arena_memdup(&s->call_mem, k, klen + 1) : NULL;
+    st->klen = klen;
+    st->value = value ? ust__arena_memdup(&s->call_mem, value, strlen(value)) : NULL;
+    if (st->key == NULL || (value != NULL && st->value == NULL))
         return UST_ENOMEM;
-    }
     s->n_stage++;
     return 0;
 }
@@ -526,17 +537,19 @@ int ust_store_end_call(ust_store *s, int keep)
         entry *e = NULL;
         uint64_t h = fnv1a(st->key, st->klen);
         e = find(s, st->key, st->klen, h);
-        if (e == NULL) {
-            e = insert(s, st->key, st->klen, h, NULL);
-            st->key = NULL; /* the entry owns it now, or it was freed */
-            if (e == NULL) {
-                rc = UST_ENOMEM;
-                break;
-            }
+        if (e == NULL && (e = insert(s, st->key, st->klen, h, NULL)) == NULL) {
+            rc = UST_ENOMEM;
+            break;
         }
-        ust_free(e->value);
-        e->value = st->value;
-        st->value = NULL;
+        /* The value it replaces stays in the arena until the cache is
+         * emptied (CACHE_BYTES_MAX bounds what that holds). */
+        e->value = st->value
+                       ? ust__arena_memdup(&s->cache_mem, st->value, strlen(st->value))
+                       : NULL;
+        if (st->value != NULL && e->value == NULL) {
+            rc = UST_ENOMEM;
+            break;
+        }
         if (!e->dirty && s->remote_out == NULL) {
             e->dirty = 1;
             e->next_dirty = s->dirty;
@@ -545,7 +558,7 @@ int ust_store_end_call(ust_store *s, int keep)
     }
     clear_stage(s);
     s->ns = NULL;
-    if (s->remote_out != NULL && s->n_entries > CACHE_MAX)
+    if (s->remote_out != NULL && cache_full(s))
         clear_cache(s); /* nothing to flush: the parent has every write */
     return rc;
 }
@@ -589,7 +602,7 @@ int ust_store_flush(ust_store *s, char **err)
     if (rc != 0)
         return rc;
     s->dirty = NULL;
-    if (s->n_entries > CACHE_MAX)
+    if (cache_full(s))
         clear_cache(s);
     return 0;
 }

@@ -28,6 +28,6 @@ void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes)
 const char *ust__wire_decision_parse(json_t *j, ust_decision *d);
 
 /* Validation shared with in-process plugins (loader.c). */
-const char *ust__adopt(const ust_plugin_decision *pd, ust_decision *d);
+const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d);
 
 #endif

@@ -164,7 +164,10 @@ static double replay_in_child(ust_config *cfg, const char *log_path,
                              .log_path = log_path,
                              .run_path = run_path,
                              .legacy_path = lp,
-                             .candidate_path = cp};
+                             .candidate_path = cp,
+                             .commit_every = getenv("BENCH_COMMIT_EVERY")
+                                                 ? atol(getenv("BENCH_COMMIT_EVERY"))
+                                                 : 0};
         ust_replay_stats st;
         char *err = NULL;
         double t0 = bench_now();
