@@ -12,6 +12,7 @@
 #include <understudy/config.h>
 #include <understudy/event.h>
 #include <understudy/hash.h>
+#include <understudy/jsonw.h>
 #include <understudy/plugin.h>
 #include <understudy/request.h>
 
@@ -70,8 +71,8 @@ void ust_decision_clear(ust_decision *d);
 /* "applied", "duplicate", ... ; "unknown" out of range. */
 const char *ust_verdict_name(ust_verdict v);
 int ust_verdict_parse(const char *name, ust_verdict *out);
-/* JSON form used in the run database and divergence lines. */
-json_t *ust_decision_to_json(const ust_decision *d);
+/* JSON form used in the run database and divergence lines, written into w. */
+void ust_decision_write_json(ust_jsonw *w, const ust_decision *d);
 
 /* ---- plugins ----------------------------------------------------------- */
 

@@ -3,6 +3,7 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const verdict_names[] = {
@@ -50,36 +51,36 @@ void ust_decision_clear(ust_decision *d)
     memset(d, 0, sizeof(*d));
 }
 
-static json_t *string_or_null(const char *s)
+void ust_decision_write_json(ust_jsonw *w, const ust_decision *d)
 {
-    return s ? json_string(s) : json_null();
-}
-
-json_t *ust_decision_to_json(const ust_decision *d)
-{
-    json_t *o = json_object();
-    json_t *flags = json_array();
-    if (o == NULL || flags == NULL) {
-        json_decref(o);
-        json_decref(flags);
-        return NULL;
-    }
-    json_object_set_new(o, "verdict", json_string(ust_verdict_name(d->verdict)));
-    json_object_set_new(o, "status", json_integer(d->http_status));
-    json_object_set_new(o, "state", string_or_null(d->state_after));
-    json_object_set_new(o, "state_before", string_or_null(d->state_before));
-    json_object_set_new(o, "entity", string_or_null(d->entity));
+    ust_jsonw_object(w);
+    ust_jsonw_member_string(w, "verdict", ust_verdict_name(d->verdict));
+    ust_jsonw_member_int(w, "status", d->http_status);
+    ust_jsonw_member_string(w, "state", d->state_after);
+    ust_jsonw_member_string(w, "state_before", d->state_before);
+    ust_jsonw_member_string(w, "entity", d->entity);
+    ust_jsonw_key(w, "flags");
+    ust_jsonw_array(w);
     for (size_t i = 0; i < d->n_flags; i++)
-        json_array_append_new(flags, json_string(d->flags[i]));
-    json_object_set_new(o, "flags", flags);
-    json_error_t jerr;
-    json_t *body = d->body ? json_loads(d->body, JSON_DECODE_ANY, &jerr) : NULL;
-    json_object_set_new(o, "body", body ? body : json_null());
-    json_object_set_new(o, "headers",
-                        d->headers ? json_incref(d->headers) : json_object());
+        ust_jsonw_string(w, d->flags[i]);
+    ust_jsonw_end_array(w);
+    /* The body is compact JSON with sorted keys already (the host made it so
+     * when it took the decision): it goes in as it is. */
+    ust_jsonw_key(w, "body");
+    if (d->body != NULL)
+        ust_jsonw_raw(w, d->body, strlen(d->body));
+    else
+        ust_jsonw_null(w);
+    ust_jsonw_key(w, "headers");
+    char *headers = d->headers ? json_dumps(d->headers, JSON_COMPACT) : NULL;
+    if (headers != NULL)
+        ust_jsonw_raw(w, headers, strlen(headers));
+    else
+        ust_jsonw_raw(w, "{}", 2);
+    free(headers);
     if (d->reason)
-        json_object_set_new(o, "reason", json_string(d->reason));
+        ust_jsonw_member_string(w, "reason", d->reason);
     if (d->error)
-        json_object_set_new(o, "error", json_string(d->error));
-    return o;
+        ust_jsonw_member_string(w, "error", d->error);
+    ust_jsonw_end_object(w);
 }

@@ -206,22 +206,26 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     int follow_on = entity_has_diverged(r, entity);
     char when[32];
     ust_time_format(ev->received_at_us, when);
-    json_t *o = json_object();
-    json_object_set_new(o, "seq", json_integer(ev->seq));
-    json_object_set_new(o, "received_at", json_string(when));
-    json_object_set_new(o, "class", json_string(cls ? cls : "?"));
-    json_object_set_new(o, "fields", json_incref(fields));
-    json_object_set_new(o, "entity", entity ? json_string(entity) : json_null());
-    json_object_set_new(o, "follow_on", json_boolean(follow_on));
-    json_object_set_new(o, "route",
-                        ev->route ? json_string(ev->route->path) : json_null());
-    json_object_set_new(o, "event_type",
-                        ev->event_type ? json_string(ev->event_type) : json_null());
-    json_object_set_new(o, "legacy", ust_decision_to_json(l));
-    json_object_set_new(o, "candidate", ust_decision_to_json(c));
-    char *text = json_dumps(o, JSON_COMPACT);
     char *field_text = json_dumps(fields, JSON_COMPACT);
-    json_decref(o);
+    ust_jsonw w = {0};
+    ust_jsonw_object(&w);
+    ust_jsonw_member_int(&w, "seq", ev->seq);
+    ust_jsonw_member_string(&w, "received_at", when);
+    ust_jsonw_member_string(&w, "class", cls ? cls : "?");
+    ust_jsonw_key(&w, "fields");
+    ust_jsonw_raw(&w, field_text ? field_text : "[]",
+                  field_text ? strlen(field_text) : 2);
+    ust_jsonw_member_string(&w, "entity", entity);
+    ust_jsonw_key(&w, "follow_on");
+    ust_jsonw_bool(&w, follow_on);
+    ust_jsonw_member_string(&w, "route", ev->route ? ev->route->path : NULL);
+    ust_jsonw_member_string(&w, "event_type", ev->event_type);
+    ust_jsonw_key(&w, "legacy");
+    ust_decision_write_json(&w, l);
+    ust_jsonw_key(&w, "candidate");
+    ust_decision_write_json(&w, c);
+    ust_jsonw_end_object(&w);
+    char *text = w.error == 0 ? w.buf : NULL;
     int rc = text && field_text && cls ? 0 : UST_ENOMEM;
     if (rc == 0) {
         sqlite3_stmt *st = r->ins_divergence;
@@ -239,7 +243,7 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     }
     if (rc == 0)
         rc = keep_line(r, ust_strdup(text));
-    free(text);
+    ust_jsonw_free(&w);
     free(field_text);
     ust_free(cls);
     return rc;

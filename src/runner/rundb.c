@@ -10,6 +10,7 @@ static const char schema[] =
      * costs time, never correctness. */
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA cache_size=-65536;"
+    "PRAGMA wal_autocheckpoint=16384;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " last_seq INTEGER NOT NULL);"
