@@ -585,6 +585,10 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     if (rc == 0)
         rc = record_log_head(r, err);
     if (rc == 0)
+        rc = ust__rundb_exec(
+            r->run, "CREATE INDEX IF NOT EXISTS decisions_entity ON decisions(entity)",
+            err);
+    if (rc == 0)
         rc = commit(r, stats, err);
     else if (r->run != NULL)
         ust__rundb_exec(r->run, "ROLLBACK", NULL);

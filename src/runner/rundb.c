@@ -27,7 +27,9 @@ static const char schema[] =
     " l_flags TEXT, l_body TEXT, l_headers TEXT, l_reason TEXT, l_error TEXT,"
     " c_verdict TEXT, c_status INTEGER, c_state_before TEXT, c_state TEXT,"
     " c_flags TEXT, c_body TEXT, c_headers TEXT, c_reason TEXT, c_error TEXT);"
-    "CREATE INDEX IF NOT EXISTS decisions_entity ON decisions(entity);"
+    /* decisions_entity (the report's timelines) is made by the runner at
+     * the end of its first step: one sort of the rows there are, rather than
+     * a random insert into the index for every event of a long replay. */
     "CREATE TABLE IF NOT EXISTS divergences(seq INTEGER PRIMARY KEY,"
     " received_at INTEGER NOT NULL, class TEXT NOT NULL, fields TEXT NOT NULL,"
     " entity TEXT, follow_on INTEGER NOT NULL, line TEXT NOT NULL);"
