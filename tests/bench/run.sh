@@ -16,6 +16,9 @@ if [ -x "$build/tests/bench_replay" ]; then
   echo "### replay"
   "$build/tests/bench_replay" "$dir" "$build" "${REPLAY_EVENTS:-1000000}"
 fi
+echo
+echo "### state store writes beside bare SQLite inserts"
+"$build/tests/bench_store" 4000000 3
 if [ -x "$build/tests/bench_report" ]; then
   echo
   echo "### report"

@@ -1,0 +1,119 @@
+/* The state store's write path beside SQLite's own floor: the same keys
+ * (shaped like the reference plugins' keys: event ids, entities, orders,
+ * fingerprints, in two namespaces) written (a) through ust_store, staged per
+ * decide call and flushed every 4,000 keys, and (b) by a bare prepared INSERT
+ * into the same table, in transactions of 4,000 keys, into a database in
+ * memory, so that only CPU is measured. usage: bench_store [KEYS] [ROUNDS] */
+#include "bench_common.h"
+
+#include <understudy/host.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define BATCH 4000
+
+static const char *const schema =
+    "CREATE TABLE state(ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(ns, key)) WITHOUT ROWID";
+
+static void key_of(long j, char *k, size_t cap, char *v, size_t vcap)
+{
+    long id = j / 4;
+    static const char *const shapes[] = {"event|stripe|evt_%ld", "entity|stripe:pi_%ld",
+                                         "order|order_%ld", "sem|%ld|eur|1000"};
+    snprintf(k, cap, shapes[j % 4], id);
+    snprintf(v, vcap, "paid|%ld|1795946400000000", id);
+}
+
+static const char *ns_of(long j)
+{
+    return j & 1 ? "candidate" : "legacy";
+}
+
+/* One way of writing: a key, then the end of a transaction's keys. */
+typedef struct writer {
+    sqlite3 *db;
+    sqlite3_stmt *insert; /* bare */
+    ust_store *store;     /* or through the store */
+} writer;
+
+static void write_key(writer *w, const char *ns, const char *k, const char *v)
+{
+    if (w->store != NULL) {
+        ust_store_begin_call(w->store, ns);
+        if (ust_store_put(w->store, k, v) != 0 || ust_store_end_call(w->store, 1) != 0)
+            exit(2);
+        return;
+    }
+    sqlite3_bind_text(w->insert, 1, ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w->insert, 2, k, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w->insert, 3, v, -1, SQLITE_STATIC);
+    if (sqlite3_step(w->insert) != SQLITE_DONE)
+        exit(2);
+    sqlite3_reset(w->insert);
+}
+
+/* Microseconds per key. */
+static double run(writer *w, long n)
+{
+    char k[64], v[64], *err = NULL;
+    double t0 = bench_now();
+    for (long i = 0; i < n; i += BATCH) {
+        sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL);
+        for (long j = i; j < i + BATCH && j < n; j++) {
+            key_of(j, k, sizeof(k), v, sizeof(v));
+            write_key(w, ns_of(j), k, v);
+        }
+        if (w->store != NULL && ust_store_flush(w->store, &err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            exit(2);
+        }
+        sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL);
+    }
+    return (bench_now() - t0) * 1e6 / n;
+}
+
+static double bare_sqlite(long n)
+{
+    writer w = {NULL, NULL, NULL};
+    sqlite3_open(":memory:", &w.db);
+    sqlite3_exec(w.db, schema, NULL, NULL, NULL);
+    sqlite3_prepare_v2(w.db, "INSERT INTO state VALUES(?1, ?2, ?3)", -1, &w.insert,
+                       NULL);
+    double us = run(&w, n);
+    sqlite3_finalize(w.insert);
+    sqlite3_close(w.db);
+    return us;
+}
+
+static double through_store(long n)
+{
+    writer w = {NULL, NULL, NULL};
+    sqlite3_open(":memory:", &w.db);
+    char *err = NULL;
+    if (ust_store_open(w.db, &w.store, &err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        exit(2);
+    }
+    double us = run(&w, n);
+    ust_store_close(w.store);
+    sqlite3_close(w.db);
+    return us;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 4000000;
+    int rounds = argc > 2 ? atoi(argv[2]) : 3;
+    double a[16], b[16];
+    for (int r = 0; r < rounds && r < 16; r++) {
+        a[r] = bare_sqlite(n);
+        b[r] = through_store(n);
+    }
+    double fa = bench_median(a, rounds), fb = bench_median(b, rounds);
+    printf("%ld keys, median of %d rounds, database in memory (CPU only)\n", n, rounds);
+    printf("bare SQLite INSERT:  %6.2f us/key\n", fa);
+    printf("ust_store put+flush: %6.2f us/key (%.2fx)\n", fb, fb / fa);
+    return 0;
+}
