@@ -190,20 +190,19 @@ static void take_decision(ust__line *line)
     line->json = NULL;
 }
 
-/* Parses every whole line read so far and hands them over at once. */
+/* Parses every whole line read so far and hands them over at once. The
+ * child's RSS, read once per chunk, goes with its last line: the growth it
+ * shows happened by the time that answer was written, which is as near as
+ * the host can tell (the child may be events ahead of what was read). */
 static void deliver_lines(ust__link *l)
 {
-    long rss = -1;
     size_t start = 0, n_lines = 0;
     char *nl;
     while ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) != NULL) {
         size_t n = (size_t)(nl - (l->rbuf + start));
-        if (rss < 0)
-            rss = rss_mib(l);
         ust__line line;
         memset(&line, 0, sizeof(line));
         line.text = malloc(n + 1);
-        line.rss_mib = rss;
         if (line.text == NULL ||
             grow((void **)&l->lines, &l->cap_lines, n_lines + 1, sizeof(ust__line))) {
             free(line.text);
@@ -220,6 +219,8 @@ static void deliver_lines(ust__link *l)
     }
     memmove(l->rbuf, l->rbuf + start, l->rlen - start);
     l->rlen -= start;
+    if (n_lines > 0)
+        l->lines[n_lines - 1].rss_mib = rss_mib(l);
     pthread_mutex_lock(&l->mu);
     if (l->in_head > 0) {
         memmove(l->in, l->in + l->in_head, (l->n_in - l->in_head) * sizeof(*l->in));

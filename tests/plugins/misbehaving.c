@@ -5,6 +5,7 @@
 #include <understudy/plugin.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const ust_host_api *host;
@@ -69,6 +70,17 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 #ifdef MISBEHAVE_STDOUT_GARBAGE
     if (ev->seq % 20 == 0 && write(1, "garbage, not a protocol line\n", 29) != 29)
         return 1;
+#endif
+#ifdef MISBEHAVE_GROW
+    if (ev->seq % 80 == 0) { /* 96 MiB, touched and kept: a leak */
+        static char *volatile leaked;
+        size_t n = (size_t)96 << 20;
+        char *leak = malloc(n);
+        if (leak != NULL)
+            memset(leak, 1, n);
+        leaked = leak;
+        (void)leaked;
+    }
 #endif
     const char *seen = NULL;
     int touched = host->state_get(ctx, "touched", &seen);

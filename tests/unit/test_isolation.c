@@ -95,6 +95,26 @@ static void test_garbage_on_the_protocol(void **state)
     expect_faults(w, "seq % 20 = 0", 12, "bad line: garbage");
 }
 
+/* A child that leaks 96 MiB every 80th event, under max_rss_mb 64: it is
+ * stopped and restarted each time, the event whose answer showed the growth
+ * is an error with the cause (which one is up to the pipe: the child may be
+ * ahead), and everything else is decided as usual. */
+static void test_a_child_over_its_memory_limit(void **state)
+{
+    world *w = *state;
+    w->cfg->candidate.max_rss_mb = 64;
+    replay_with(w, "misbehaving_grow");
+    w->cfg->candidate.max_rss_mb = 512;
+    assert_int_equal(count(w, "l_verdict = 'applied'"), 240);
+    int over = count(w, "c_verdict = 'error' AND c_error LIKE '%over max_rss_mb 64%'");
+    assert_true(over >= 1 && over <= 3);
+    assert_int_equal(count(w, "c_verdict = 'error'"), over);
+    char *divs = world_query(w, "SELECT count(*) FROM divergences WHERE class ="
+                                " '/payments: applied \xe2\x86\x92 error'");
+    assert_int_equal(atoi(divs), over);
+    ust_free(divs);
+}
+
 static void test_a_child_that_exits_at_start(void **state)
 {
     world *w = *state;
@@ -201,6 +221,7 @@ int main(void)
         T(test_a_crash_every_100th_event),
         T(test_a_decide_past_its_timeout),
         T(test_garbage_on_the_protocol),
+        T(test_a_child_over_its_memory_limit),
         T(test_a_child_that_exits_at_start),
         T(test_python_candidate_matches_the_c_one),
         T(test_node_candidate_matches_the_c_one),
