@@ -58,13 +58,14 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
             break;
         json_t *msg = json_loads(deferred ? deferred : line, 0, &jerr);
         free(deferred);
-        ust_event ev;
-        ust_request req;
+        ust_event ev = {0};
+        ust_request req = {0};
         ust_route route;
         if (msg == NULL || ust__wire_event_parse(json_object_get(msg, "event"), &ev,
                                                  &req, &route) != 0) {
             say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                                "bad decide message"));
+            ust__wire_event_release(&ev, &req);
             json_decref(msg);
             continue;
         }
@@ -81,8 +82,7 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
             fflush(out);
         }
         ust_decision_clear(&d);
-        ust_event_clear(&ev);
-        ust_request_clear(&req);
+        ust__wire_event_release(&ev, &req);
         json_decref(msg);
     }
     _exit(0);

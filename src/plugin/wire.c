@@ -61,9 +61,9 @@ void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
     ust_jsonw_end_object(w);
 }
 
-static char *dup_field(json_t *j, const char *key)
+static char *borrow(json_t *j, const char *key)
 {
-    return ust_strdup(json_string_value(json_object_get(j, key)));
+    return (char *)json_string_value(json_object_get(j, key));
 }
 
 int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route *route)
@@ -79,20 +79,20 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
     const char *path = json_string_value(json_object_get(j, "route"));
     const char *kind = json_string_value(json_object_get(j, "route_kind"));
     if (path != NULL) {
-        route->path = (char *)path; /* borrowed from j, which outlives the decide */
+        route->path = (char *)path;
         route->kind =
             kind && strcmp(kind, "api") == 0 ? UST_ROUTE_API : UST_ROUTE_WEBHOOK;
         ev->route = route;
     }
-    ev->provider = dup_field(j, "provider");
-    ev->event_id = dup_field(j, "event_id");
-    ev->event_type = dup_field(j, "event_type");
-    ev->transaction_id = dup_field(j, "transaction_id");
-    ev->target_status = dup_field(j, "target_status");
-    ev->currency = dup_field(j, "currency");
-    ev->intent = dup_field(j, "intent");
-    ev->idem_key = dup_field(j, "idempotency_key");
-    ev->tenant = dup_field(j, "tenant");
+    ev->provider = borrow(j, "provider");
+    ev->event_id = borrow(j, "event_id");
+    ev->event_type = borrow(j, "event_type");
+    ev->transaction_id = borrow(j, "transaction_id");
+    ev->target_status = borrow(j, "target_status");
+    ev->currency = borrow(j, "currency");
+    ev->intent = borrow(j, "intent");
+    ev->idem_key = borrow(j, "idempotency_key");
+    ev->tenant = borrow(j, "tenant");
     json_t *amount = json_object_get(j, "amount");
     ev->has_amount = json_is_integer(amount);
     ev->amount = json_integer_value(amount);
@@ -103,21 +103,35 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
     if (json_is_string(body)) {
         req->body_len = json_string_length(body);
         req->body = ust_memdup(json_string_value(body), req->body_len + 1);
+        if (req->body == NULL)
+            return UST_ENOMEM;
     } else if (json_is_string(b64) &&
                ust_base64_decode(json_string_value(b64), json_string_length(b64),
                                  &req->body, &req->body_len) != 0) {
         return UST_EPARSE;
     }
+    json_t *headers = json_object_get(j, "headers");
+    req->headers = ust_calloc(json_array_size(headers) + 1, sizeof(ust_header));
+    if (req->headers == NULL)
+        return UST_ENOMEM;
     size_t i;
     json_t *pair;
-    json_array_foreach(json_object_get(j, "headers"), i, pair)
+    json_array_foreach(headers, i, pair)
     {
-        const char *n = json_string_value(json_array_get(pair, 0));
-        const char *v = json_string_value(json_array_get(pair, 1));
-        if (n && v && ust_request_add_header(req, n, v) != 0)
-            return UST_ENOMEM;
+        char *n = (char *)json_string_value(json_array_get(pair, 0));
+        char *v = (char *)json_string_value(json_array_get(pair, 1));
+        if (n && v)
+            req->headers[req->n_headers++] = (ust_header){n, v};
     }
     return 0;
+}
+
+void ust__wire_event_release(ust_event *ev, ust_request *req)
+{
+    ust_free(req->body);
+    ust_free(req->headers);
+    memset(ev, 0, sizeof(*ev));
+    memset(req, 0, sizeof(*req));
 }
 
 void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes)

@@ -15,9 +15,13 @@
  * "route_kind":..,...,"body":..,"headers":[[n,v]]}}, written into w. */
 void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req);
 
-/* The other way, in the child: *ev and *req own everything (clear both);
- * *route (the caller's) carries the route's path and kind. 0 or UST_EPARSE. */
+/* The other way, in the child: the strings of *ev and *req are borrowed from
+ * j (which must outlive them); *route (the caller's) carries the route's path
+ * and kind. Release with ust__wire_event_release, never ust_event_clear.
+ * 0, UST_EPARSE or UST_ENOMEM. */
 int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route *route);
+/* Frees what the parse allocated (the body copy, the header array). */
+void ust__wire_event_release(ust_event *ev, ust_request *req);
 
 /* The "decision" message: {"type":"decision","decision":{...}} and, unless
  * NULL, "writes" (JSON text), written into w. */

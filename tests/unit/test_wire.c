@@ -150,8 +150,7 @@ static void round_trip(const char *body, size_t body_len)
     assert_memory_equal(greq.body, body, body_len);
     assert_int_equal(greq.n_headers, 2);
     assert_string_equal(greq.headers[1].value, "t=1,v1=ab\tcd");
-    ust_event_clear(&got);
-    ust_request_clear(&greq);
+    ust__wire_event_release(&got, &greq);
     json_decref(msg);
     ust_jsonw_free(&w);
     req.body = NULL;
