@@ -95,7 +95,11 @@ enum {
     /* A child that cannot start is not an error at open: it is down, each
      * event gets an error decision with the cause, and it is restarted with
      * back-off. For the candidate: faults are data, not outages. */
-    UST_PLUGIN_TOLERATE_DOWN = 1
+    UST_PLUGIN_TOLERATE_DOWN = 1,
+    /* A plugin in a child process: the child, and the host's thread that
+     * talks to it, run at background priority (understudy/priority.h). For
+     * the live runner's plugins. */
+    UST_PLUGIN_BACKGROUND = 2
 };
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
                     unsigned flags, ust_store *store, ust_plugin **out, char **err);

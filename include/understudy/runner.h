@@ -21,6 +21,13 @@ typedef struct ust_replay_opts {
      * decisions as answered; the runner reads them instead of deciding the
      * legacy again, and goes no further than they go. NULL otherwise. */
     const char *legacy_answers;
+    /* serve: the runner's plugins in child processes run at background
+     * priority (understudy/priority.h); the caller lowers its own thread. */
+    int background;
+    /* Events at most per ust_runner_step, 0 for no bound. A step reads the
+     * log in one transaction: live, a bounded step keeps that short, so the
+     * recorder's checkpoints are not held back behind a runner catching up. */
+    int64_t step_events;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {

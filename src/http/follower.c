@@ -6,14 +6,19 @@
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/priority.h>
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+/* Events per step: a short read of the log, even at background priority. */
+#define FOLLOWER_STEP_EVENTS 512
+
 static void *follower_main(void *arg)
 {
     ust__server *s = arg;
+    ust_background_thread();
     for (;;) {
         pthread_mutex_lock(&s->follow_mu);
         if (!s->follow_stop && s->follow_wanted <= ust_runner_cursor(s->runner)) {
@@ -28,7 +33,8 @@ static void *follower_main(void *arg)
         pthread_mutex_unlock(&s->follow_mu);
         ust_replay_stats st;
         char *err = NULL;
-        if (ust_runner_step(s->runner, &st, &err) != 0) {
+        int rc = ust_runner_step(s->runner, &st, &err);
+        if (rc != 0) {
             /* The recorder keeps recording; the runner tries again later and
              * resumes from its cursor, so nothing is skipped. */
             fprintf(stderr, "understudy: runner: %s\n", err ? err : "step failed");
@@ -40,8 +46,10 @@ static void *follower_main(void *arg)
             atomic_fetch_add(&s->metrics.candidate_decide_us, st.candidate_decide_us);
         }
         atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
-        if (stop)
-            break; /* that was the catch-up step after the writer stopped */
+        /* After the writer stopped: steps until one ends short of its bound,
+         * at the end of the log. */
+        if (stop && (rc != 0 || st.events < FOLLOWER_STEP_EVENTS))
+            break;
     }
     return NULL;
 }
@@ -56,6 +64,8 @@ int ust__follower_start(ust__server *s, char **err)
     s->runner_opts.divergences = s->o->divergences;
     char *answers = s->o->respond_legacy ? ust__answers_path(s->o->run_path) : NULL;
     s->runner_opts.legacy_answers = answers;
+    s->runner_opts.background = 1;
+    s->runner_opts.step_events = FOLLOWER_STEP_EVENTS;
     int rc = ust_runner_open(&s->runner_opts, &s->runner, err);
     if (rc != 0) {
         ust_free(answers);

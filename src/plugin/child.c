@@ -5,6 +5,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/priority.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,7 @@ struct ust__child {
     size_t len, cap;
     char name[64], version[64];
     int pipeline;        /* its hello allows events to be sent ahead */
+    int background;      /* at background priority, with its link */
     uint64_t generation; /* counts starts: a batch knows which child it went to */
     ust_plugin_batch *last_started; /* events must reach the child in order */
     int64_t skip_events; /* events to answer "down" before the next restart */
@@ -89,6 +91,8 @@ static int spawn(ust__child *c, char **err)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        if (c->background)
+            ust_background_thread();
         if (c->so_path != NULL)
             ust__shim_main(c->so_path, c->ns, 0, 1);
         execvp(c->pc->exec[0], c->pc->exec);
@@ -205,7 +209,7 @@ static int start(ust__child *c, char **err)
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
         c->generation++;
         rc = ust__link_start(c->to_fd, c->from_fd, c->pid, c->pc->max_rss_mb > 0,
-                             c->buf, c->len, &c->link);
+                             c->background, c->buf, c->len, &c->link);
         c->len = 0;
         if (rc != 0) {
             reap(c, 1, NULL, 0);
@@ -229,7 +233,7 @@ static int start(ust__child *c, char **err)
 }
 
 int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char *ns,
-                    int tolerate_down, ust_store *store, ust__child **out, char **err)
+                    unsigned flags, ust_store *store, ust__child **out, char **err)
 {
     *out = NULL;
     /* Writing to a child that just died must be an error to handle, not a
@@ -242,6 +246,7 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
         return UST_ENOMEM;
     c->pc = pc;
     c->store = store;
+    c->background = (flags & UST_PLUGIN_BACKGROUND) != 0;
     c->so_path = ust_strdup(so_path);
     c->ns = ust_strdup(ns);
     char *cfg = json_dumps(pc->config ? pc->config : json_object(),
@@ -256,7 +261,7 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
     snprintf(c->version, sizeof(c->version), "?");
     char *why = NULL;
     int rc = start(c, &why);
-    if (rc != 0 && tolerate_down) {
+    if (rc != 0 && (flags & UST_PLUGIN_TOLERATE_DOWN)) {
         ust_free(why);
         *out = c; /* down: the first decide tries again and reports the cause */
         return 0;

@@ -7,6 +7,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/priority.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,7 @@ struct ust__link {
     char *wbuf, *rbuf;
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
+    int background;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -263,6 +265,8 @@ static void read_some(ust__link *l)
 static void *run(void *arg)
 {
     ust__link *l = arg;
+    if (l->background)
+        ust_background_thread();
     for (;;) {
         pthread_mutex_lock(&l->mu);
         if (l->stop) {
@@ -299,7 +303,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss,
+int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int background,
                     const char *pending, size_t n_pending, ust__link **out)
 {
     *out = NULL;
@@ -309,6 +313,7 @@ int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss,
     l->to_fd = to_fd;
     l->from_fd = from_fd;
     l->statm_fd = -1;
+    l->background = background;
     int wake_fds[2];
     if (pipe(wake_fds) != 0) {
         ust_free(l);

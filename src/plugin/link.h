@@ -32,9 +32,10 @@ typedef struct ust__line {
 
 /* Starts the thread on the child's stdin (to_fd) and stdout (from_fd), which
  * stay the caller's to close after ust__link_stop. `pending` holds bytes
- * already read from from_fd. With measure_rss, each line carries the RSS of
- * process pid. 0 or UST_ENOMEM / UST_EIO. */
-int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss,
+ * already read from from_fd. With measure_rss, lines carry the RSS of
+ * process pid; with background, the thread runs at background priority.
+ * 0 or UST_ENOMEM / UST_EIO. */
+int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int background,
                     const char *pending, size_t n_pending, ust__link **out);
 
 /* Queues an event; ev and req are encoded on the thread, so they must stay

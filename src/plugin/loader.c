@@ -212,8 +212,7 @@ int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *n
             file = pc->exec[i];
     if (ust_sha256_file_hex(file, p->sha256) != 0)
         ust_sha256_hex(file, strlen(file), p->sha256);
-    int rc = ust__child_open(pc, path, ns, flags & UST_PLUGIN_TOLERATE_DOWN, store,
-                             &p->child, err);
+    int rc = ust__child_open(pc, path, ns, flags, store, &p->child, err);
     if (rc != 0) {
         ust_plugin_unload(p);
         return rc;

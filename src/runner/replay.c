@@ -425,15 +425,16 @@ static int open_parts(replay *r, char **err)
                         o->cfg->file, has_legacy ? "candidate" : "legacy",
                         has_legacy ? "candidate" : "legacy",
                         has_legacy ? "candidate" : "legacy");
+    unsigned background = o->background ? UST_PLUGIN_BACKGROUND : 0;
     int rc;
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__rundb_open(o->run_path, &r->run, err)) != 0 ||
         (rc = ust_store_open(r->run, &r->store, err)) != 0 ||
-        (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", 0, r->store,
-                              &r->legacy, err)) != 0 ||
+        (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", background,
+                              r->store, &r->legacy, err)) != 0 ||
         (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate",
-                              UST_PLUGIN_TOLERATE_DOWN, r->store, &r->candidate,
-                              err)) != 0)
+                              UST_PLUGIN_TOLERATE_DOWN | background, r->store,
+                              &r->candidate, err)) != 0)
         return rc;
     if (o->legacy_answers != NULL &&
         ((rc = ust__answers_open(o->legacy_answers, 1, &r->answers, err)) != 0 ||
@@ -535,6 +536,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = UST_ENOMEM;
     /* Live with answers, go no further than the legacy has decided. */
     int64_t limit = r->answers ? ust__rundb_cursor(r->answers) : INT64_MAX;
+    if (r->o->step_events > 0 && limit - r->last_seq > r->o->step_events)
+        limit = r->last_seq + r->o->step_events;
     int64_t in_tx = 0;
     int more = rc == 0;
     batch *in_flight = NULL;

@@ -1,0 +1,14 @@
+#include <understudy/priority.h>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void ust_background_thread(void)
+{
+    /* PRIO_PROCESS with a thread id: on Linux, nice is per thread. */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    int now = getpriority(PRIO_PROCESS, tid);
+    if (now < UST_BACKGROUND_NICE)
+        (void)setpriority(PRIO_PROCESS, tid, UST_BACKGROUND_NICE);
+}
