@@ -9,7 +9,9 @@
 #include <understudy/runner.h>
 #include <understudy/sig.h>
 
+#include <dirent.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <time.h>
@@ -522,6 +524,82 @@ static void test_respond_legacy_with_a_candidate_that_exits(void **state)
     respond_legacy_run(*state, "misbehaving_exit_at_start", "error", 0);
 }
 
+/* Field `field` (1-based, as proc(5) numbers them, 3 or more) of a stat
+ * file, read after the command name, which may hold spaces. */
+static long stat_field(const char *path, int field)
+{
+    char buf[1024] = "";
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return LONG_MIN;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (p == NULL)
+        return LONG_MIN;
+    p++;
+    for (int i = 3; i < field; i++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            return LONG_MIN;
+    }
+    return strtol(p, NULL, 10);
+}
+
+/* Shadow work yields to the request path: the runner's threads and the
+ * candidate's child run at nice 10; the thread that records and answers, at
+ * the nice it was started with. */
+static void test_shadow_work_runs_at_background_priority(void **state)
+{
+    world *w = *state;
+    start(w);
+    char *raw = stripe_request("evt_nice", now_s(), SECRET, 0);
+    http_resp r;
+    assert_true(post(w, raw, &r) > 0);
+    ust_free(raw);
+    assert_int_equal(r.status, 202);
+    enum { NICE = 19 };
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)w->srv.pid);
+    long own = stat_field(path, NICE);
+    assert_true(own < 10);
+    /* The threads: some at 10 (the runner, the candidate's link). */
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)w->srv.pid);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int background_threads = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char stat[PATH_MAX + 300];
+        snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
+        background_threads += stat_field(stat, NICE) == 10;
+    }
+    closedir(d);
+    assert_true(background_threads >= 2);
+    /* The candidate's child (isolated by default) is a child process of the
+     * server: found among all processes by its parent. */
+    int children = 0, background_children = 0;
+    d = opendir("/proc");
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char stat[PATH_MAX];
+        snprintf(stat, sizeof(stat), "/proc/%s/stat", e->d_name);
+        if (stat_field(stat, 4) != (long)w->srv.pid)
+            continue;
+        children++;
+        background_children += stat_field(stat, NICE) == 10;
+    }
+    closedir(d);
+    assert_int_equal(children, 1);
+    assert_int_equal(background_children, 1);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -532,6 +610,7 @@ int main(void)
         T(test_sigkill_under_load_loses_nothing_acknowledged),
         T(test_respond_legacy_with_a_hanging_candidate),
         T(test_respond_legacy_with_a_candidate_that_exits),
+        T(test_shadow_work_runs_at_background_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
