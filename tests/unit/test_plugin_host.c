@@ -137,6 +137,61 @@ static void test_store_namespaces_and_atomic_calls(void **state)
     ust_store_close(fresh);
 }
 
+static void flush(ust_store *s)
+{
+    char *err = NULL;
+    assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(ust_store_flush(s, &err), 0);
+    assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+}
+
+/* More keys than the cache holds, and more bytes of overwritten values than
+ * its arena keeps: the cache empties after a flush, and every value read
+ * afterwards is the latest one, from the database. */
+static void test_store_cache_empties_when_full(void **state)
+{
+    (void)state;
+    enum { KEYS = 300000, OVERWRITES = 20000 };
+    char k[32], v[32];
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(k, sizeof(k), "k%d", i);
+        snprintf(v, sizeof(v), "v%d", i);
+        ust_store_begin_call(store, "legacy");
+        assert_int_equal(ust_store_put(store, k, v), 0);
+        assert_int_equal(ust_store_end_call(store, 1), 0);
+        if (i % 10000 == 9999)
+            flush(store);
+    }
+    flush(store);
+    static char big[4096];
+    for (int i = 0; i < OVERWRITES; i++) {
+        memset(big, 'a' + i % 26, sizeof(big) - 16);
+        snprintf(big + sizeof(big) - 16, 16, "%d", i);
+        ust_store_begin_call(store, "candidate");
+        assert_int_equal(ust_store_put(store, "big", big), 0);
+        if (i == 7)
+            assert_int_equal(ust_store_delete(store, "k7"), 0); /* not its namespace */
+        assert_int_equal(ust_store_end_call(store, 1), 0);
+        if (i % 1000 == 999)
+            flush(store);
+    }
+    const char *got = NULL;
+    ust_store_begin_call(store, "legacy");
+    for (int i = 0; i < KEYS; i += 9973) {
+        snprintf(k, sizeof(k), "k%d", i);
+        snprintf(v, sizeof(v), "v%d", i);
+        assert_int_equal(ust_store_get(store, k, &got), 1);
+        assert_string_equal(got, v);
+    }
+    assert_int_equal(ust_store_get(store, "k7", &got), 1);
+    assert_int_equal(ust_store_get(store, "big", &got), 0);
+    ust_store_end_call(store, 0);
+    ust_store_begin_call(store, "candidate");
+    assert_int_equal(ust_store_get(store, "big", &got), 1);
+    assert_string_equal(got, big);
+    ust_store_end_call(store, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +199,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failures_become_error_decisions, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
