@@ -20,6 +20,7 @@
 
 #define START_TIMEOUT_MS 10000
 #define MAX_BACKOFF_EVENTS 1024
+#define EXIT_GRACE_MS 200 /* for a child whose output ended to exit */
 
 struct ust__child {
     const ust_plugin_config *pc;
@@ -54,7 +55,21 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
     if (kill_it)
         kill(c->pid, SIGKILL);
     int status = 0;
-    pid_t got = waitpid(c->pid, &status, 0);
+    pid_t got = 0;
+    /* Its output ended: it is exiting, or it closed its stdout and lives on.
+     * The first gets a moment to say how it ended; the second is killed
+     * rather than waited for. */
+    for (int waited = 0; !kill_it && got == 0 && waited < EXIT_GRACE_MS; waited++) {
+        got = waitpid(c->pid, &status, WNOHANG);
+        if (got == 0)
+            usleep(1000);
+    }
+    if (got == 0) {
+        kill(c->pid, SIGKILL);
+        kill_it = 1;
+    }
+    if (got <= 0)
+        got = waitpid(c->pid, &status, 0);
     ust__link_stop(c->link);
     c->link = NULL;
     if (why != NULL && got == c->pid && !kill_it) {

@@ -11,7 +11,8 @@
 static const ust_host_api *host;
 
 #if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) ||                   \
-    defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START)
+    defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START) ||           \
+    defined(MISBEHAVE_CLOSE_STDOUT)
 #include <signal.h>
 #include <unistd.h>
 #endif
@@ -70,6 +71,10 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 #ifdef MISBEHAVE_STDOUT_GARBAGE
     if (ev->seq % 20 == 0 && write(1, "garbage, not a protocol line\n", 29) != 29)
         return 1;
+#endif
+#ifdef MISBEHAVE_CLOSE_STDOUT
+    if (ev->seq % 60 == 0)
+        close(1); /* and lives on: its answers go nowhere */
 #endif
 #ifdef MISBEHAVE_GROW
     if (ev->seq % 80 == 0) { /* 96 MiB, touched and kept: a leak */

@@ -95,6 +95,15 @@ static void test_garbage_on_the_protocol(void **state)
     expect_faults(w, "seq % 20 = 0", 12, "bad line: garbage");
 }
 
+/* A child that closes its stdout and lives on is not waited for: it is
+ * killed, and the event gets an error saying its output ended. */
+static void test_a_child_that_closes_its_output(void **state)
+{
+    world *w = *state;
+    replay_with(w, "misbehaving_close_stdout");
+    expect_faults(w, "seq % 60 = 0", 4, "the plugin closed its output");
+}
+
 /* This process's resident set in MiB: a forked child starts from it. */
 static long own_rss_mib(void)
 {
@@ -237,6 +246,7 @@ int main(void)
         T(test_a_decide_past_its_timeout),
         T(test_garbage_on_the_protocol),
         T(test_a_child_over_its_memory_limit),
+        T(test_a_child_that_closes_its_output),
         T(test_a_child_that_exits_at_start),
         T(test_python_candidate_matches_the_c_one),
         T(test_node_candidate_matches_the_c_one),
