@@ -3,219 +3,19 @@
  * (most keys a plugin asks about are new). Writes of a decide call are staged
  * and applied at its end, or dropped; applied writes reach SQLite at flush,
  * inside the transaction that records the decisions they belong to. The
- * cache is cleared after a flush once it holds more than CACHE_MAX entries,
- * so memory stays bounded however long the log is. A fixed-size Bloom filter
- * of every key the table holds lets a lookup of a new key (most lookups)
- * skip SQLite; writes reach the table in key order, which keeps them on
- * neighbouring B-tree pages. */
+ * cache (keys and values in an arena) is emptied after a flush once it holds
+ * more than CACHE_MAX entries or CACHE_BYTES_MAX bytes, so memory stays
+ * bounded however long the log is. A fixed-size Bloom filter of every key the
+ * table holds lets a lookup of a new key (most lookups) skip SQLite; writes
+ * reach the table in key order, which keeps them on neighbouring B-tree
+ * pages. */
+#include "plugin/store_internal.h"
+
 #include <understudy/alloc.h>
 #include <understudy/error.h>
-#include <understudy/host.h>
-#include <understudy/jsonw.h>
 
-#include "plugin/arena.h"
-
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CACHE_MAX (1u << 18)        /* entries */
-#define CACHE_BYTES_MAX (64u << 20) /* in the arena, old values included */
-#define BLOOM_BITS (1u << 27)       /* 16 MiB: ~1% false positives at 14M keys */
-#define BLOOM_HASHES 4
-
-/* A cached key, in the cache's arena with its key and value. */
-typedef struct entry {
-    struct entry *next; /* hash chain */
-    struct entry *next_dirty;
-    uint64_t hash;
-    char *key;   /* ns '\0' key '\0' */
-    size_t klen; /* ns + 1 + key */
-    char *value; /* NULL: known to be absent */
-    int dirty;
-} entry;
-
-/* A write of the call in progress, in the call's arena. */
-typedef struct staged {
-    char *key; /* ns '\0' key '\0' */
-    size_t klen;
-    char *value; /* NULL: delete */
-} staged;
-
-struct ust_store {
-    sqlite3 *db;
-    sqlite3_stmt *select, *upsert, *remove;
-    uint64_t *bloom; /* keys that may be in the table */
-    entry **buckets;
-    size_t n_buckets, n_entries;
-    ust__arena cache_mem, call_mem;
-    char *keybuf; /* the key being looked up */
-    size_t keybuf_cap;
-    entry *dirty;
-    const char *ns; /* namespace of the call in progress */
-    staged *stage;
-    size_t n_stage, cap_stage;
-    /* Remote: a plugin isolated in a child process reaches its parent's
-     * store over the protocol's pipes. Its namespace is its alone, so what
-     * it read or wrote stays valid in this cache: a key costs one round trip
-     * the first time, and writes go to the parent as notifications. */
-    FILE *remote_in, *remote_out;
-    /* Remote, when the namespace was empty as the child started: every key
-     * it holds is one it wrote, so a key neither cached nor in `written` is
-     * absent without asking. */
-    int remote_complete;
-    uint64_t *written;
-    /* Pipelined: lines that arrived while waiting for a reply (the next
-     * events), kept for the shim's loop. */
-    char **deferred;
-    size_t n_deferred, cap_deferred;
-    ust_jsonw remote_writes; /* the call's writes, sent with its decision */
-};
-
-static int defer_line(ust_store *s, char *line)
-{
-    if (s->n_deferred == s->cap_deferred) {
-        size_t cap = s->cap_deferred ? s->cap_deferred * 2 : 16;
-        char **grown = ust_realloc(s->deferred, cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        s->deferred = grown;
-        s->cap_deferred = cap;
-    }
-    s->deferred[s->n_deferred++] = line;
-    return 0;
-}
-
-char *ust__store_remote_next_deferred(ust_store *s)
-{
-    if (s->n_deferred == 0)
-        return NULL;
-    char *line = s->deferred[0];
-    memmove(s->deferred, s->deferred + 1, (s->n_deferred - 1) * sizeof(*s->deferred));
-    s->n_deferred--;
-    return line;
-}
-
-ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
-{
-    ust_store *s = ust_calloc(1, sizeof(*s));
-    if (s == NULL)
-        return NULL;
-    s->remote_in = in;
-    s->remote_out = out;
-    s->remote_complete = complete;
-    s->written = complete ? ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t)) : NULL;
-    s->remote_complete = s->written != NULL;
-    s->cache_mem.block_size = 1u << 16;
-    s->call_mem.block_size = 1u << 12;
-    s->n_buckets = 1u << 16;
-    s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
-    if (s->buckets == NULL) {
-        ust_free(s);
-        return NULL;
-    }
-    return s;
-}
-
-/* One request to the parent and its reply (a JSON object), or NULL. */
-static json_t *remote_call(ust_store *s, json_t *msg)
-{
-    char *line = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    if (line == NULL || fprintf(s->remote_out, "%s\n", line) < 0 ||
-        fflush(s->remote_out)) {
-        free(line);
-        return NULL;
-    }
-    free(line);
-    /* The host may have sent the next events already: they are kept for
-     * later, and the reply is the first line that is not a "decide". */
-    for (;;) {
-        char *reply = NULL;
-        size_t cap = 0;
-        if (getline(&reply, &cap, s->remote_in) <= 0) {
-            free(reply);
-            return NULL;
-        }
-        json_error_t jerr;
-        json_t *j = json_loads(reply, 0, &jerr);
-        const char *type = json_string_value(json_object_get(j, "type"));
-        if (type != NULL && strcmp(type, "decide") == 0) {
-            json_decref(j);
-            if (defer_line(s, reply) != 0) {
-                free(reply);
-                return NULL;
-            }
-            continue;
-        }
-        free(reply);
-        return j;
-    }
-}
-
-/* The parent's value of ns\0key: 0 and *value (ust_malloc'd, NULL when
- * absent), or UST_EIO. */
-static int remote_get(ust_store *s, const char *k, char **value)
-{
-    *value = NULL;
-    json_t *r =
-        remote_call(s, json_pack("{s:s,s:s}", "type", "get", "key", k + strlen(k) + 1));
-    if (r == NULL)
-        return UST_EIO;
-    const char *v = json_string_value(json_object_get(r, "value"));
-    int rc = 0;
-    if (v != NULL && (*value = ust_strdup(v)) == NULL)
-        rc = UST_ENOMEM;
-    json_decref(r);
-    return rc;
-}
-
-/* Keeps a write of the call for the decision message: [key, value] or
- * [key, null] for a delete. */
-static int remote_keep_write(ust_store *s, const staged *st)
-{
-    ust_jsonw *w = &s->remote_writes;
-    if (w->len == 0)
-        ust_jsonw_array(w);
-    ust_jsonw_array(w);
-    ust_jsonw_string(w, st->key + strlen(st->key) + 1);
-    ust_jsonw_string(w, st->value);
-    ust_jsonw_end_array(w);
-    return w->error == 0 ? 0 : w->error == UST_ENOMEM ? UST_ENOMEM : UST_EINVAL;
-}
-
-const char *ust__store_remote_writes(ust_store *s)
-{
-    if (s->remote_writes.len == 0)
-        return NULL;
-    ust_jsonw_end_array(&s->remote_writes);
-    return s->remote_writes.buf;
-}
-
-static uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
-/* Double hashing from one 64-bit hash (Kirsch and Mitzenmacher). */
-static void bloom_add(uint64_t *bloom, uint64_t h)
-{
-    uint64_t a = h, b = (h >> 32) | 1;
-    for (int i = 0; i < BLOOM_HASHES; i++, a += b)
-        bloom[(a % BLOOM_BITS) / 64] |= 1ULL << (a % 64);
-}
-
-static int bloom_may_have(const uint64_t *bloom, uint64_t h)
-{
-    uint64_t a = h, b = (h >> 32) | 1;
-    for (int i = 0; i < BLOOM_HASHES; i++, a += b)
-        if (!(bloom[(a % BLOOM_BITS) / 64] & (1ULL << (a % 64))))
-            return 0;
-    return 1;
-}
 
 /* A resumed run: every key already in the table goes into the filter. */
 static int bloom_load(ust_store *s, char **err)
@@ -245,6 +45,22 @@ static int bloom_load(ust_store *s, char **err)
                : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
 }
 
+ust_store *ust__store_new(void)
+{
+    ust_store *s = ust_calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->cache_mem.block_size = 1u << 16;
+    s->call_mem.block_size = 1u << 12;
+    s->n_buckets = 1u << 16;
+    s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
+    if (s->buckets == NULL) {
+        ust_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 int ust_store_open(sqlite3 *db, ust_store **out, char **err)
 {
     *out = NULL;
@@ -257,16 +73,12 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
         sqlite3_free(msg);
         return UST_EDB;
     }
-    ust_store *s = ust_calloc(1, sizeof(*s));
+    ust_store *s = ust__store_new();
     if (s == NULL)
         return UST_ENOMEM;
     s->db = db;
-    s->cache_mem.block_size = 1u << 16;
-    s->call_mem.block_size = 1u << 12;
-    s->n_buckets = 1u << 16;
-    s->buckets = ust_calloc(s->n_buckets, sizeof(*s->buckets));
     s->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
-    if (s->buckets == NULL || s->bloom == NULL ||
+    if (s->bloom == NULL ||
         sqlite3_prepare_v2(db, "SELECT value FROM state WHERE ns = ?1 AND key = ?2", -1,
                            &s->select, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
@@ -275,9 +87,8 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
                            -1, &s->upsert, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "DELETE FROM state WHERE ns = ?1 AND key = ?2", -1,
                            &s->remove, NULL) != SQLITE_OK) {
-        int rc = s->buckets && s->bloom
-                     ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
-                     : UST_ENOMEM;
+        int rc = s->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
+                          : UST_ENOMEM;
         ust_store_close(s);
         return rc;
     }
@@ -415,7 +226,7 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
     if (s->remote_out != NULL) {
         if (!s->remote_complete || bloom_may_have(s->written, h)) {
             char *got = NULL;
-            int rc = remote_get(s, k, &got);
+            int rc = ust__store_remote_get(s, k, &got);
             if (rc == 0 && got != NULL &&
                 (value = ust__arena_memdup(&s->cache_mem, got, strlen(got))) == NULL)
                 rc = UST_ENOMEM;
@@ -526,7 +337,7 @@ int ust_store_end_call(ust_store *s, int keep)
         ust_jsonw_reset(&s->remote_writes);
     }
     for (size_t i = 0; keep && s->remote_out != NULL && i < s->n_stage; i++) {
-        if (remote_keep_write(s, &s->stage[i]) != 0)
+        if (ust__store_remote_keep_write(s, &s->stage[i]) != 0)
             return UST_ENOMEM;
         if (s->written != NULL)
             bloom_add(s->written, fnv1a(s->stage[i].key, s->stage[i].klen));
