@@ -208,6 +208,8 @@ static void deliver_lines(ust__link *l)
         if (line.text == NULL ||
             grow((void **)&l->lines, &l->cap_lines, n_lines + 1, sizeof(ust__line))) {
             free(line.text);
+            for (size_t i = 0; i < n_lines; i++)
+                ust__line_clear(&l->lines[i]);
             end(l, UST_EIO);
             return;
         }
