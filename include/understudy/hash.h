@@ -1,8 +1,10 @@
-/* SHA-256 helpers (OpenSSL EVP underneath). */
+/* SHA-256 helpers (OpenSSL EVP underneath), and a fast non-cryptographic
+ * hash for in-memory tables. */
 #ifndef UNDERSTUDY_HASH_H
 #define UNDERSTUDY_HASH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define UST_SHA256_LEN 32
 #define UST_SHA256_HEX_LEN 64
@@ -15,5 +17,16 @@ void ust_hex_encode(const unsigned char *bytes, size_t n, char *hex);
 void ust_sha256_hex(const void *data, size_t len, char hex[UST_SHA256_HEX_LEN + 1]);
 /* SHA-256 of a whole file as hex. 0, UST_EIO. */
 int ust_sha256_file_hex(const char *path, char hex[UST_SHA256_HEX_LEN + 1]);
+
+/* 64-bit FNV-1a of n bytes: hash tables, Bloom filters, memo slots; never
+ * for anything an adversary could aim at. */
+static inline uint64_t ust_fnv1a64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
 
 #endif

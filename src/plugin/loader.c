@@ -286,10 +286,7 @@ static char *canonical_body(const char *text)
     size_t len = strlen(text);
     size_t slot = 0;
     if (len <= BODY_MEMO_MAX) {
-        uint64_t h = 1469598103934665603ULL;
-        for (size_t i = 0; i < len; i++)
-            h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
-        slot = h % BODY_MEMO;
+        slot = ust_fnv1a64(text, len) % BODY_MEMO;
         pthread_mutex_lock(&lock);
         char *hit = memo[slot].text != NULL && strcmp(memo[slot].text, text) == 0
                         ? ust_strdup(memo[slot].canon)

@@ -36,7 +36,7 @@ static int bloom_load(ust_store *s, char **err)
         memcpy(k, sqlite3_column_text(st, 0), nl);
         k[nl] = '\0';
         memcpy(k + nl + 1, sqlite3_column_text(st, 1), kl);
-        bloom_add(s->bloom, fnv1a(k, nl + 1 + kl));
+        bloom_add(s->bloom, ust_fnv1a64(k, nl + 1 + kl));
         ust_free(k);
     }
     sqlite3_finalize(st);
@@ -216,7 +216,7 @@ static entry *insert(ust_store *s, const char *k, size_t klen, uint64_t h, char 
 /* The cached entry for (ns, key), loading it from SQLite on a miss. */
 static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
 {
-    uint64_t h = fnv1a(k, klen);
+    uint64_t h = ust_fnv1a64(k, klen);
     entry *e = find(s, k, klen, h);
     if (e != NULL) {
         *out = e;
@@ -340,13 +340,13 @@ int ust_store_end_call(ust_store *s, int keep)
         if (ust__store_remote_keep_write(s, &s->stage[i]) != 0)
             return UST_ENOMEM;
         if (s->written != NULL)
-            bloom_add(s->written, fnv1a(s->stage[i].key, s->stage[i].klen));
+            bloom_add(s->written, ust_fnv1a64(s->stage[i].key, s->stage[i].klen));
     }
     int rc = 0;
     for (size_t i = 0; keep && i < s->n_stage; i++) {
         staged *st = &s->stage[i];
         entry *e = NULL;
-        uint64_t h = fnv1a(st->key, st->klen);
+        uint64_t h = ust_fnv1a64(st->key, st->klen);
         e = find(s, st->key, st->klen, h);
         if (e == NULL && (e = insert(s, st->key, st->klen, h, NULL)) == NULL) {
             rc = UST_ENOMEM;

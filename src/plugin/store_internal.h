@@ -65,14 +65,6 @@ struct ust_store {
     ust_jsonw remote_writes; /* the call's writes, sent with its decision */
 };
 
-static inline uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* Double hashing from one 64-bit hash (Kirsch and Mitzenmacher). */
 static inline void bloom_add(uint64_t *bloom, uint64_t h)
 {
