@@ -329,7 +329,7 @@ int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int back
     fcntl(from_fd, F_SETFL, fcntl(from_fd, F_GETFL) | O_NONBLOCK);
     if (measure_rss) {
         char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+        (void)snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
         l->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
     }
     pthread_condattr_t attr;
