@@ -5,6 +5,7 @@
 #ifndef UNDERSTUDY_JSONW_H
 #define UNDERSTUDY_JSONW_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ void ust_jsonw_null(ust_jsonw *w);
 /* A member: its name, then the value. */
 void ust_jsonw_member_string(ust_jsonw *w, const char *name, const char *s);
 void ust_jsonw_member_int(ust_jsonw *w, const char *name, int64_t v);
+/* An array of n strings. */
+void ust_jsonw_strings(ust_jsonw *w, char *const *strs, size_t n);
+/* A jansson value, dumped in place (compact, its key order kept). */
+void ust_jsonw_value(ust_jsonw *w, const json_t *v);
 /* Text that is JSON already (a value), as it is. */
 void ust_jsonw_raw(ust_jsonw *w, const char *json, size_t n);
 

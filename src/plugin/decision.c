@@ -60,10 +60,7 @@ void ust_decision_write_json(ust_jsonw *w, const ust_decision *d)
     ust_jsonw_member_string(w, "state_before", d->state_before);
     ust_jsonw_member_string(w, "entity", d->entity);
     ust_jsonw_key(w, "flags");
-    ust_jsonw_array(w);
-    for (size_t i = 0; i < d->n_flags; i++)
-        ust_jsonw_string(w, d->flags[i]);
-    ust_jsonw_end_array(w);
+    ust_jsonw_strings(w, d->flags, d->n_flags);
     /* The body is compact JSON with sorted keys already (the host made it so
      * when it took the decision): it goes in as it is. */
     ust_jsonw_key(w, "body");
@@ -72,12 +69,10 @@ void ust_decision_write_json(ust_jsonw *w, const ust_decision *d)
     else
         ust_jsonw_null(w);
     ust_jsonw_key(w, "headers");
-    char *headers = d->headers ? json_dumps(d->headers, JSON_COMPACT) : NULL;
-    if (headers != NULL)
-        ust_jsonw_raw(w, headers, strlen(headers));
+    if (d->headers != NULL)
+        ust_jsonw_value(w, d->headers);
     else
         ust_jsonw_raw(w, "{}", 2);
-    free(headers);
     if (d->reason)
         ust_jsonw_member_string(w, "reason", d->reason);
     if (d->error)

@@ -146,22 +146,14 @@ void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes)
     ust_jsonw_member_string(w, "state_after", d->state_after);
     ust_jsonw_member_string(w, "entity", d->entity);
     ust_jsonw_key(w, "flags");
-    ust_jsonw_array(w);
-    for (size_t i = 0; i < d->n_flags; i++)
-        ust_jsonw_string(w, d->flags[i]);
-    ust_jsonw_end_array(w);
+    ust_jsonw_strings(w, d->flags, d->n_flags);
     /* The body goes as "body_json", its text as it is, so the child does not
      * parse it only to print it again (the parent checks it either way). */
     if (d->body != NULL)
         ust_jsonw_member_string(w, "body_json", d->body);
     if (d->headers != NULL) {
-        char *h = json_dumps(d->headers, JSON_COMPACT);
         ust_jsonw_key(w, "headers");
-        if (h != NULL)
-            ust_jsonw_raw(w, h, strlen(h));
-        else
-            ust_jsonw_null(w);
-        free(h);
+        ust_jsonw_value(w, d->headers);
     }
     if (d->reason != NULL)
         ust_jsonw_member_string(w, "reason", d->reason);

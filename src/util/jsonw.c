@@ -208,6 +208,22 @@ void ust_jsonw_null(ust_jsonw *w)
     put(w, "null", 4);
 }
 
+void ust_jsonw_strings(ust_jsonw *w, char *const *strs, size_t n)
+{
+    ust_jsonw_array(w);
+    for (size_t i = 0; i < n; i++)
+        ust_jsonw_string(w, strs[i]);
+    ust_jsonw_end_array(w);
+}
+
+void ust_jsonw_value(ust_jsonw *w, const json_t *v)
+{
+    value(w);
+    if (json_dump_callback(v, put_cb, w, JSON_COMPACT | JSON_ENCODE_ANY) != 0 &&
+        w->error == 0)
+        w->error = UST_ENOMEM;
+}
+
 void ust_jsonw_raw(ust_jsonw *w, const char *json, size_t n)
 {
     value(w);

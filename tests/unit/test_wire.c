@@ -64,17 +64,23 @@ static void test_nesting_numbers_and_literals(void **state)
     ust_jsonw_object(&w);
     ust_jsonw_end_object(&w);
     ust_jsonw_raw(&w, "{\"a\":[1]}", 9);
+    char *const two[] = {"x", "y\""};
+    ust_jsonw_strings(&w, two, 2);
+    json_t *v = json_pack("{s:i,s:[s]}", "z", 1, "a", "b");
+    ust_jsonw_value(&w, v);
+    json_decref(v);
     ust_jsonw_end_array(&w);
     ust_jsonw_key(&w, "s");
     ust_jsonw_string(&w, NULL);
     ust_jsonw_end_object(&w);
     json_t *got = parsed(&w);
     json_error_t jerr;
-    json_t *want =
-        json_loads("{\"min\":-9223372036854775808,\"max\":9223372036854775807,"
-                   "\"zero\":0,\"list\":[true,false,null,[],{},{\"a\":[1]}],"
-                   "\"s\":null}",
-                   0, &jerr);
+    json_t *want = json_loads(
+        "{\"min\":-9223372036854775808,\"max\":9223372036854775807,"
+        "\"zero\":0,\"list\":[true,false,null,[],{},{\"a\":[1]},[\"x\",\"y\\\"\"],"
+        "{\"z\":1,\"a\":[\"b\"]}],"
+        "\"s\":null}",
+        0, &jerr);
     assert_true(json_equal(got, want));
     json_decref(got);
     json_decref(want);
