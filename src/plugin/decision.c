@@ -3,7 +3,6 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const verdict_names[] = {
