@@ -56,7 +56,8 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         char *deferred = ust__store_remote_next_deferred(store);
         if (deferred == NULL && getline(&line, &cap, in) <= 0)
             break;
-        json_t *msg = json_loads(deferred ? deferred : line, 0, &jerr);
+        /* A body may hold NUL bytes: they arrive as \u0000. */
+        json_t *msg = json_loads(deferred ? deferred : line, JSON_ALLOW_NUL, &jerr);
         free(deferred);
         ust_event ev = {0};
         ust_request req = {0};

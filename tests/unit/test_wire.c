@@ -10,10 +10,11 @@
 
 #include <string.h>
 
+/* As the child reads a message: NUL bytes allowed in strings. */
 static json_t *parsed(const ust_jsonw *w)
 {
     json_error_t jerr;
-    json_t *j = json_loadb(w->buf, w->len, 0, &jerr);
+    json_t *j = json_loadb(w->buf, w->len, JSON_ALLOW_NUL, &jerr);
     if (j == NULL)
         fail_msg("not JSON (%s): %s", jerr.text, w->buf);
     return j;
@@ -168,6 +169,7 @@ static void test_a_decide_message_reads_back_whole(void **state)
     (void)state;
     round_trip("{\"id\":\"evt_1\",\"note\":\"caf\xc3\xa9\\n\"}", 27);
     round_trip("\x00\xff binary", 9);
+    round_trip("a\x00b, UTF-8 with a NUL", 23);
 }
 
 int main(void)
