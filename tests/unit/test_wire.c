@@ -167,9 +167,13 @@ static void round_trip(const char *body, size_t body_len)
 static void test_a_decide_message_reads_back_whole(void **state)
 {
     (void)state;
-    round_trip("{\"id\":\"evt_1\",\"note\":\"caf\xc3\xa9\\n\"}", 27);
-    round_trip("\x00\xff binary", 9);
-    round_trip("a\x00b, UTF-8 with a NUL", 23);
+    static const char json[] = "{\"id\":\"evt_1\",\"note\":\"caf\xc3\xa9\\n\"}";
+    static const char binary[] = "\x00\xff binary";
+    round_trip(json, sizeof(json) - 1);
+    round_trip(binary, sizeof(binary) - 1);
+    static const char with_nul[] = "a\x00"
+                                   "b, UTF-8 with a NUL";
+    round_trip(with_nul, sizeof(with_nul) - 1);
 }
 
 int main(void)
