@@ -12,7 +12,7 @@ static const ust_host_api *host;
 
 #if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) ||                   \
     defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START) ||           \
-    defined(MISBEHAVE_CLOSE_STDOUT)
+    defined(MISBEHAVE_CLOSE_STDOUT) || defined(MISBEHAVE_HUGE_LINE)
 #include <signal.h>
 #include <unistd.h>
 #endif
@@ -71,6 +71,15 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 #ifdef MISBEHAVE_STDOUT_GARBAGE
     if (ev->seq % 20 == 0 && write(1, "garbage, not a protocol line\n", 29) != 29)
         return 1;
+#endif
+#ifdef MISBEHAVE_HUGE_LINE
+    if (ev->seq % 120 == 0) { /* 5 MiB with no end of line */
+        static char chunk[1 << 16];
+        memset(chunk, 'x', sizeof(chunk));
+        for (int i = 0; i < 80; i++)
+            if (write(1, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+                return 1;
+    }
 #endif
 #ifdef MISBEHAVE_CLOSE_STDOUT
     if (ev->seq % 60 == 0)

@@ -104,6 +104,16 @@ static void test_a_child_that_closes_its_output(void **state)
     expect_faults(w, "seq % 60 = 0", 4, "the plugin closed its output");
 }
 
+/* A child that writes 5 MiB with no end of line: the host stops reading at
+ * its line limit (4 MiB) instead of growing without bound, and the event
+ * gets an error saying so. */
+static void test_a_line_past_the_size_limit(void **state)
+{
+    world *w = *state;
+    replay_with(w, "misbehaving_huge_line");
+    expect_faults(w, "seq % 120 = 0", 2, "a line over the size limit");
+}
+
 /* This process's resident set in MiB: a forked child starts from it. */
 static long own_rss_mib(void)
 {
@@ -247,6 +257,7 @@ int main(void)
         T(test_garbage_on_the_protocol),
         T(test_a_child_over_its_memory_limit),
         T(test_a_child_that_closes_its_output),
+        T(test_a_line_past_the_size_limit),
         T(test_a_child_that_exits_at_start),
         T(test_python_candidate_matches_the_c_one),
         T(test_node_candidate_matches_the_c_one),
