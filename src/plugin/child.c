@@ -468,7 +468,7 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
 /* Sends events of b from `from` on: all of them to a child that pipelines
  * (the link reads its answers while it writes, so neither side can block the
  * other), else the one it is to decide next. */
-static void send_window(ust__child *c, ust_plugin_batch *b, size_t from)
+static void send_from(ust__child *c, ust_plugin_batch *b, size_t from)
 {
     size_t end = from;
     while (end < b->n && (end == from || c->pipeline)) {
@@ -492,7 +492,7 @@ void ust__child_batch_start(ust__child *c, ust_plugin_batch *b)
         prev == NULL || (prev->sent == prev->n && prev->generation == c->generation);
     c->last_started = b;
     if (c->pid > 0 && prev_done)
-        send_window(c, b, 0);
+        send_from(c, b, 0);
 }
 
 void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **outs)
@@ -509,7 +509,7 @@ void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **
                 fail(outs[i++], cause);
                 continue;
             }
-            send_window(c, b, i);
+            send_from(c, b, i);
         }
         memset(outs[i], 0, sizeof(*outs[i]));
         ust_store_begin_call(c->store, c->ns);

@@ -21,9 +21,10 @@ const char *ust__child_version(const ust__child *c);
 void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
                        ust_decision *out);
 /* A batch in two halves, so the host can work while the child decides:
- * start sends the first window, finish reads every decision (sending the rest
- * as it goes); after a fault the events not yet decided go again to the
- * restarted child. */
+ * start queues the batch for the child (all of it to a child that pipelines,
+ * else its first event), finish takes every decision (sending the rest as it
+ * goes); after a fault the events not yet decided go again to the restarted
+ * child. */
 void ust__child_batch_start(ust__child *c, ust_plugin_batch *b);
 void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **outs);
 /* Both halves at once. */
