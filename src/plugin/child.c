@@ -8,8 +8,6 @@
 #include <understudy/priority.h>
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +26,7 @@ struct ust__child {
     ust_store *store;
     pid_t pid;
     int to_fd, from_fd;
-    ust__link *link; /* the pipes, once the child said hello */
-    char *buf;       /* what was read before: the hello */
-    size_t len, cap;
+    ust__link *link; /* the pipes, from the start */
     char name[64], version[64];
     int pipeline;        /* its hello allows events to be sent ahead */
     int background;      /* at background priority, with its link */
@@ -82,7 +78,6 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
     close(c->to_fd);
     close(c->from_fd);
     c->pid = 0;
-    c->len = 0;
 }
 
 static int spawn(ust__child *c, char **err)
@@ -120,79 +115,7 @@ static int spawn(ust__child *c, char **err)
     c->pid = pid;
     c->to_fd = in[1];
     c->from_fd = out[0];
-    fcntl(c->from_fd, F_SETFL, O_NONBLOCK);
     return 0;
-}
-
-/* A message before the link runs (the init), written as it is. */
-static int write_line(ust__child *c, json_t *msg)
-{
-    char *text = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    if (text == NULL)
-        return UST_ENOMEM;
-    size_t n = strlen(text);
-    text[n] = '\n';
-    size_t off = 0;
-    int rc = 0;
-    while (off < n + 1) {
-        ssize_t w = write(c->to_fd, text + off, n + 1 - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            rc = UST_EIO;
-            break;
-        }
-        off += (size_t)w;
-    }
-    free(text);
-    return rc;
-}
-
-/* The next line from the child, by deadline (monotonic ms). 0 and *line
- * (freed with free()), UST_LIMIT on timeout, UST_EIO at EOF, UST_EPARSE when
- * a line grows past MAX_LINE. */
-static int read_line(ust__child *c, int64_t deadline, char **line)
-{
-    for (;;) {
-        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
-        if (nl != NULL) {
-            size_t n = (size_t)(nl - c->buf);
-            *line = malloc(n + 1);
-            if (*line == NULL)
-                return UST_ENOMEM;
-            memcpy(*line, c->buf, n);
-            (*line)[n] = '\0';
-            memmove(c->buf, nl + 1, c->len - n - 1);
-            c->len -= n + 1;
-            return 0;
-        }
-        if (c->len >= UST__MAX_LINE)
-            return UST_EPARSE;
-        int64_t left = deadline - mono_ms();
-        if (left <= 0)
-            return UST_ELIMIT;
-        struct pollfd pfd = {c->from_fd, POLLIN, 0};
-        int pr = poll(&pfd, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr == 0)
-            return UST_ELIMIT;
-        if (c->len + 65536 > c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 65536;
-            char *grown = ust_realloc(c->buf, cap);
-            if (grown == NULL)
-                return UST_ENOMEM;
-            c->buf = grown;
-            c->cap = cap;
-        }
-        ssize_t r = read(c->from_fd, c->buf + c->len, c->cap - c->len);
-        if (r < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (r <= 0)
-            return UST_EIO;
-        c->len += (size_t)r;
-    }
 }
 
 /* Starts the child and takes its hello. */
@@ -201,6 +124,12 @@ static int start(ust__child *c, char **err)
     int rc = spawn(c, err);
     if (rc != 0)
         return rc;
+    if ((rc = ust__link_start(c->to_fd, c->from_fd, c->pid, c->pc->max_rss_mb > 0,
+                              c->background, &c->link)) != 0) {
+        reap(c, 1, NULL, 0);
+        return ust_errf(err, UST_EPLUGIN, "cannot start its link: %s",
+                        ust_strerror(rc));
+    }
     json_error_t jerr;
     json_t *init =
         json_pack("{s:s,s:i}", "type", "init", "protocol", UST__PROTOCOL_VERSION);
@@ -209,10 +138,10 @@ static int start(ust__child *c, char **err)
      * without asking for every new key (see the protocol). */
     json_object_set_new(init, "state_empty",
                         json_boolean(ust_store_ns_empty(c->store, c->ns)));
-    char *line = NULL;
-    if ((rc = write_line(c, init)) == 0)
-        rc = read_line(c, mono_ms() + START_TIMEOUT_MS, &line);
-    json_t *hello = rc == 0 ? json_loads(line, 0, &jerr) : NULL;
+    ust__line line = {0};
+    if ((rc = ust__link_send(c->link, init)) == 0)
+        rc = ust__link_receive(c->link, mono_ms() + START_TIMEOUT_MS, &line);
+    json_t *hello = line.json;
     const char *type = json_string_value(json_object_get(hello, "type"));
     if (rc == 0 && type && strcmp(type, "hello") == 0 &&
         json_integer_value(json_object_get(hello, "protocol")) ==
@@ -223,14 +152,6 @@ static int start(ust__child *c, char **err)
         snprintf(c->version, sizeof(c->version), "%s", version ? version : "?");
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
         c->generation++;
-        rc = ust__link_start(c->to_fd, c->from_fd, c->pid, c->pc->max_rss_mb > 0,
-                             c->background, c->buf, c->len, &c->link);
-        c->len = 0;
-        if (rc != 0) {
-            reap(c, 1, NULL, 0);
-            rc = ust_errf(err, UST_EPLUGIN, "cannot start its link: %s",
-                          ust_strerror(rc));
-        }
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
@@ -242,8 +163,7 @@ static int start(ust__child *c, char **err)
                       : why[0]           ? why
                                          : "bad hello");
     }
-    json_decref(hello);
-    free(line);
+    ust__line_clear(&line);
     return rc;
 }
 
@@ -303,7 +223,6 @@ void ust__child_close(ust__child *c)
         c->to_fd = -1;
         reap(c, 1, NULL, 0);
     }
-    ust_free(c->buf);
     ust_free(c->so_path);
     ust_free(c->ns);
     ust_free(c->config_text);

@@ -306,7 +306,7 @@ static void *run(void *arg)
 }
 
 int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int background,
-                    const char *pending, size_t n_pending, ust__link **out)
+                    ust__link **out)
 {
     *out = NULL;
     ust__link *l = ust_calloc(1, sizeof(*l));
@@ -338,21 +338,10 @@ int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int back
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->arrived, &attr);
     pthread_condattr_destroy(&attr);
-    int rc = append_to_wbuf("", 0, l) == 0 &&
-                     grow((void **)&l->rbuf, &l->rcap, n_pending + 1, 1) == 0
-                 ? 0
-                 : UST_ENOMEM;
-    if (rc == 0 && n_pending > 0) {
-        memcpy(l->rbuf, pending, n_pending);
-        l->rlen = n_pending;
-        deliver_lines(l);
-    }
-    if (rc == 0 && pthread_create(&l->thread, NULL, run, l) != 0)
-        rc = UST_EIO;
-    if (rc != 0) {
+    if (pthread_create(&l->thread, NULL, run, l) != 0) {
         l->stop = 1; /* no thread to join */
         ust__link_stop(l);
-        return rc;
+        return UST_EIO;
     }
     *out = l;
     return 0;

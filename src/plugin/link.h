@@ -31,12 +31,11 @@ typedef struct ust__line {
 } ust__line;
 
 /* Starts the thread on the child's stdin (to_fd) and stdout (from_fd), which
- * stay the caller's to close after ust__link_stop. `pending` holds bytes
- * already read from from_fd. With measure_rss, lines carry the RSS of
- * process pid; with background, the thread runs at background priority.
- * 0 or UST_ENOMEM / UST_EIO. */
+ * stay the caller's to close after ust__link_stop. With measure_rss, lines
+ * carry the RSS of process pid; with background, the thread runs at
+ * background priority. 0 or UST_ENOMEM / UST_EIO. */
 int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int background,
-                    const char *pending, size_t n_pending, ust__link **out);
+                    ust__link **out);
 
 /* Queues an event; ev and req are encoded on the thread, so they must stay
  * valid until its decision has been received or the link is stopped. */
