@@ -136,17 +136,13 @@ static void test_a_child_over_its_memory_limit(void **state)
     w->cfg->candidate.max_rss_mb = limit;
     replay_with(w, "misbehaving_grow");
     w->cfg->candidate.max_rss_mb = 512;
-    assert_int_equal(count(w, "l_verdict = 'applied'"), 240);
-    char *cause = ust_sprintf(
-        "c_verdict = 'error' AND c_error LIKE '%%over max_rss_mb %ld%%'", limit);
-    int over = count(w, cause);
-    ust_free(cause);
+    /* Which events get the error is up to the pipe; each error is one growth,
+     * after which the child starts over. */
+    int over = count(w, "c_verdict = 'error'");
     assert_true(over >= 1 && over <= 3);
-    assert_int_equal(count(w, "c_verdict = 'error'"), over);
-    char *divs = world_query(w, "SELECT count(*) FROM divergences WHERE class ="
-                                " '/payments: applied \xe2\x86\x92 error'");
-    assert_int_equal(atoi(divs), over);
-    ust_free(divs);
+    char cause[64];
+    snprintf(cause, sizeof(cause), "over max_rss_mb %ld", limit);
+    expect_faults(w, "1", over, cause);
 }
 
 static void test_a_child_that_exits_at_start(void **state)
