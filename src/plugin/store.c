@@ -21,28 +21,47 @@
 static int bloom_load(ust_store *s, char **err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT ns, key FROM state", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT key FROM state", -1, &st, NULL) != SQLITE_OK)
         return ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        size_t nl = (size_t)sqlite3_column_bytes(st, 0),
-               kl = (size_t)sqlite3_column_bytes(st, 1);
-        char *k = ust_malloc(nl + kl + 2);
-        if (k == NULL) {
-            sqlite3_finalize(st);
-            return UST_ENOMEM;
-        }
-        memcpy(k, sqlite3_column_text(st, 0), nl);
-        k[nl] = '\0';
-        memcpy(k + nl + 1, sqlite3_column_text(st, 1), kl);
-        bloom_add(s->bloom, ust_fnv1a64(k, nl + 1 + kl));
-        ust_free(k);
-    }
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        bloom_add(s->bloom, ust_fnv1a64(sqlite3_column_blob(st, 0),
+                                        (size_t)sqlite3_column_bytes(st, 0)));
     sqlite3_finalize(st);
     return step == SQLITE_DONE
                ? 0
                : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
+}
+
+/* The state table, made or brought to its current layout. A run database
+ * from before the namespace was folded into the key (state(ns, key, value))
+ * is converted in one transaction, so a run started then resumes. */
+static int state_table(sqlite3 *db, char **err)
+{
+    static const char create[] =
+        "CREATE TABLE IF NOT EXISTS state(key TEXT NOT NULL PRIMARY KEY,"
+        " value TEXT NOT NULL) WITHOUT ROWID";
+    static const char convert[] =
+        "BEGIN IMMEDIATE;"
+        "ALTER TABLE state RENAME TO state_by_ns;"
+        "CREATE TABLE state(key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL)"
+        " WITHOUT ROWID;"
+        "INSERT INTO state SELECT ns || char(31) || key, value FROM state_by_ns"
+        " ORDER BY 1;"
+        "DROP TABLE state_by_ns;"
+        "COMMIT";
+    sqlite3_stmt *probe = NULL;
+    int old =
+        sqlite3_prepare_v2(db, "SELECT ns FROM state", -1, &probe, NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    char *msg = NULL;
+    if (sqlite3_exec(db, old ? convert : create, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    ust_errf(err, UST_EDB, "state table: %s", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    if (old)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return UST_EDB;
 }
 
 ust_store *ust__store_new(void)
@@ -64,35 +83,29 @@ ust_store *ust__store_new(void)
 int ust_store_open(sqlite3 *db, ust_store **out, char **err)
 {
     *out = NULL;
-    char *msg = NULL;
-    if (sqlite3_exec(db,
-                     "CREATE TABLE IF NOT EXISTS state(ns TEXT NOT NULL, key TEXT NOT"
-                     " NULL, value TEXT NOT NULL, PRIMARY KEY(ns, key)) WITHOUT ROWID",
-                     NULL, NULL, &msg) != SQLITE_OK) {
-        ust_errf(err, UST_EDB, "state table: %s", msg ? msg : "error");
-        sqlite3_free(msg);
-        return UST_EDB;
-    }
+    int rc = state_table(db, err);
+    if (rc != 0)
+        return rc;
     ust_store *s = ust__store_new();
     if (s == NULL)
         return UST_ENOMEM;
     s->db = db;
     s->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
     if (s->bloom == NULL ||
-        sqlite3_prepare_v2(db, "SELECT value FROM state WHERE ns = ?1 AND key = ?2", -1,
-                           &s->select, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT value FROM state WHERE key = ?1", -1, &s->select,
+                           NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
-                           "INSERT INTO state VALUES(?1, ?2, ?3) ON CONFLICT(ns, key)"
+                           "INSERT INTO state VALUES(?1, ?2) ON CONFLICT(key)"
                            " DO UPDATE SET value = excluded.value",
                            -1, &s->upsert, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM state WHERE ns = ?1 AND key = ?2", -1,
-                           &s->remove, NULL) != SQLITE_OK) {
-        int rc = s->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
-                          : UST_ENOMEM;
+        sqlite3_prepare_v2(db, "DELETE FROM state WHERE key = ?1", -1, &s->remove,
+                           NULL) != SQLITE_OK) {
+        rc = s->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
+                      : UST_ENOMEM;
         ust_store_close(s);
         return rc;
     }
-    int rc = bloom_load(s, err);
+    rc = bloom_load(s, err);
     if (rc != 0) {
         ust_store_close(s);
         return rc;
@@ -150,7 +163,7 @@ void ust_store_begin_call(ust_store *s, const char *ns)
     s->ns = ns;
 }
 
-/* ns '\0' key '\0' in the lookup buffer (valid until the next lookup). */
+/* ns NS_SEP key '\0' in the lookup buffer (valid until the next lookup). */
 static char *lookup_key(ust_store *s, const char *key, size_t *klen)
 {
     size_t a = strlen(s->ns), b = strlen(key);
@@ -162,7 +175,8 @@ static char *lookup_key(ust_store *s, const char *key, size_t *klen)
         s->keybuf = grown;
         s->keybuf_cap = cap;
     }
-    memcpy(s->keybuf, s->ns, a + 1);
+    memcpy(s->keybuf, s->ns, a);
+    s->keybuf[a] = NS_SEP;
     memcpy(s->keybuf + a + 1, key, b + 1);
     *klen = a + 1 + b;
     return s->keybuf;
@@ -235,9 +249,7 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
                 return rc;
         }
     } else if (bloom_may_have(s->bloom, h)) {
-        const char *ns = k, *key = k + strlen(k) + 1;
-        sqlite3_bind_text(s->select, 1, ns, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->select, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->select, 1, k, (int)klen, SQLITE_STATIC);
         int step = sqlite3_step(s->select);
         int rc = 0;
         if (step == SQLITE_ROW) {
@@ -398,10 +410,9 @@ int ust_store_flush(ust_store *s, char **err)
     for (size_t i = 0; i < n && rc == 0; i++) {
         entry *e = sorted[i];
         sqlite3_stmt *st = e->value ? s->upsert : s->remove;
-        sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, e->key + strlen(e->key) + 1, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, e->key, (int)e->klen, SQLITE_STATIC);
         if (e->value)
-            sqlite3_bind_text(st, 3, e->value, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, e->value, -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
         sqlite3_reset(st);
@@ -420,18 +431,27 @@ int ust_store_flush(ust_store *s, char **err)
 
 int ust_store_ns_empty(ust_store *s, const char *ns)
 {
+    size_t nl = strlen(ns);
     for (size_t b = 0; b < s->n_buckets; b++)
         for (entry *e = s->buckets[b]; e != NULL; e = e->next)
-            if (e->value != NULL && strcmp(e->key, ns) == 0)
+            if (e->value != NULL && strncmp(e->key, ns, nl) == 0 &&
+                e->key[nl] == NS_SEP)
                 return 0;
+    /* The namespace's keys sort between "ns" NS_SEP and "ns" NS_SEP + 1. */
+    char *lo = ust_sprintf("%s%c", ns, NS_SEP),
+         *hi = ust_sprintf("%s%c", ns, NS_SEP + 1);
     sqlite3_stmt *st = NULL;
     int empty = 0;
-    if (s->db != NULL &&
-        sqlite3_prepare_v2(s->db, "SELECT 1 FROM state WHERE ns = ?1 LIMIT 1", -1, &st,
-                           NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+    if (s->db != NULL && lo != NULL && hi != NULL &&
+        sqlite3_prepare_v2(s->db,
+                           "SELECT 1 FROM state WHERE key >= ?1 AND key < ?2 LIMIT 1",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, lo, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, hi, -1, SQLITE_STATIC);
         empty = sqlite3_step(st) == SQLITE_DONE;
     }
     sqlite3_finalize(st);
+    ust_free(lo);
+    ust_free(hi);
     return empty;
 }

@@ -11,18 +11,31 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define CACHE_MAX (1u << 18)        /* entries */
 #define CACHE_BYTES_MAX (64u << 20) /* in the arena, old values included */
 #define BLOOM_BITS (1u << 27)       /* 16 MiB: ~1% false positives at 14M keys */
 #define BLOOM_HASHES 4
 
+/* A key of the store is its namespace, the unit separator and the plugin's
+ * key: one text column in the run database, so SQLite compares one field per
+ * B-tree step instead of two (namespaces are the host's names, "legacy" and
+ * "candidate", never holding the separator). */
+#define NS_SEP '\x1f'
+
+/* The plugin's part of a store key. */
+static inline const char *key_name(const char *k)
+{
+    return strchr(k, NS_SEP) + 1;
+}
+
 /* A cached key, in the cache's arena with its key and value. */
 typedef struct entry {
     struct entry *next; /* hash chain */
     struct entry *next_dirty;
     uint64_t hash;
-    char *key;   /* ns '\0' key '\0' */
+    char *key;   /* ns NS_SEP key '\0' */
     size_t klen; /* ns + 1 + key */
     char *value; /* NULL: known to be absent */
     int dirty;
@@ -30,7 +43,7 @@ typedef struct entry {
 
 /* A write of the call in progress, in the call's arena. */
 typedef struct staged {
-    char *key; /* ns '\0' key '\0' */
+    char *key; /* ns NS_SEP key '\0' */
     size_t klen;
     char *value; /* NULL: delete */
 } staged;
@@ -85,7 +98,7 @@ static inline int bloom_may_have(const uint64_t *bloom, uint64_t h)
 /* A store with an empty cache, or NULL: the part both halves share. */
 ust_store *ust__store_new(void);
 
-/* Remote: the parent's value of ns\0key (ust_malloc'd, NULL when absent). */
+/* Remote: the parent's value of key k (ust_malloc'd, NULL when absent). */
 int ust__store_remote_get(ust_store *s, const char *k, char **value);
 /* Remote: keeps a write of the call for its decision message. */
 int ust__store_remote_keep_write(ust_store *s, const staged *st);

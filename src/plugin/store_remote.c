@@ -81,13 +81,13 @@ static json_t *remote_call(ust_store *s, json_t *msg)
     }
 }
 
-/* The parent's value of ns\0key: 0 and *value (ust_malloc'd, NULL when
+/* The parent's value of store key k: 0 and *value (ust_malloc'd, NULL when
  * absent), or UST_EIO. */
 int ust__store_remote_get(ust_store *s, const char *k, char **value)
 {
     *value = NULL;
     json_t *r =
-        remote_call(s, json_pack("{s:s,s:s}", "type", "get", "key", k + strlen(k) + 1));
+        remote_call(s, json_pack("{s:s,s:s}", "type", "get", "key", key_name(k)));
     if (r == NULL)
         return UST_EIO;
     const char *v = json_string_value(json_object_get(r, "value"));
@@ -106,7 +106,7 @@ int ust__store_remote_keep_write(ust_store *s, const staged *st)
     if (w->len == 0)
         ust_jsonw_array(w);
     ust_jsonw_array(w);
-    ust_jsonw_string(w, st->key + strlen(st->key) + 1);
+    ust_jsonw_string(w, key_name(st->key));
     ust_jsonw_string(w, st->value);
     ust_jsonw_end_array(w);
     return w->error == 0 ? 0 : w->error == UST_ENOMEM ? UST_ENOMEM : UST_EINVAL;

@@ -4,6 +4,10 @@
 #include <understudy/error.h>
 
 static const char schema[] =
+    /* 16 KiB pages (of a new database): fewer B-tree levels and splits for
+     * the state and decision rows; measured ~6% faster replay than 4 KiB,
+     * while 64 KiB pages were slower (whole pages go to the WAL). */
+    "PRAGMA page_size=16384;"
     "PRAGMA journal_mode=WAL;"
     /* NORMAL, not FULL: a commit lost to a power cut is replayed again on
      * resume (decisions, state and cursor share each transaction), so it

@@ -192,6 +192,52 @@ static void test_store_cache_empties_when_full(void **state)
     ust_store_end_call(store, 0);
 }
 
+/* A run database from before the namespace joined the key: its state is
+ * converted on open, and the resumed run reads every value in its own
+ * namespace and nowhere else. */
+static void test_store_converts_a_run_from_the_older_layout(void **state)
+{
+    (void)state;
+    sqlite3 *old = NULL;
+    assert_int_equal(sqlite3_open(":memory:", &old), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(
+            old,
+            "CREATE TABLE state(ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT"
+            " NOT NULL, PRIMARY KEY(ns, key)) WITHOUT ROWID;"
+            "INSERT INTO state VALUES('legacy', 'event|stripe|evt_1', ''),"
+            " ('legacy', 'state|stripe|pi_1', 'paid'),"
+            " ('candidate', 'state|stripe|pi_1', 'refunded')",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    ust_store *s = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_store_open(old, &s, &err), 0);
+    const char *v = NULL;
+    ust_store_begin_call(s, "legacy");
+    assert_int_equal(ust_store_get(s, "state|stripe|pi_1", &v), 1);
+    assert_string_equal(v, "paid");
+    assert_int_equal(ust_store_get(s, "event|stripe|evt_1", &v), 1);
+    assert_string_equal(v, "");
+    ust_store_end_call(s, 0);
+    ust_store_begin_call(s, "candidate");
+    assert_int_equal(ust_store_get(s, "state|stripe|pi_1", &v), 1);
+    assert_string_equal(v, "refunded");
+    assert_int_equal(ust_store_get(s, "event|stripe|evt_1", &v), 0);
+    ust_store_end_call(s, 0);
+    assert_int_equal(ust_store_ns_empty(s, "candidate"), 0);
+    assert_int_equal(ust_store_ns_empty(s, "candidat"), 1); /* a prefix is not it */
+    assert_int_equal(ust_store_ns_empty(s, "other"), 1);
+    ust_store_close(s);
+    /* Opened again: already in the new layout, nothing to convert. */
+    assert_int_equal(ust_store_open(old, &s, &err), 0);
+    ust_store_begin_call(s, "legacy");
+    assert_int_equal(ust_store_get(s, "state|stripe|pi_1", &v), 1);
+    ust_store_end_call(s, 0);
+    ust_store_close(s);
+    sqlite3_close(old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +248,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, setup,
                                         teardown),
+        cmocka_unit_test(test_store_converts_a_run_from_the_older_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
