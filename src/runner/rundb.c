@@ -14,7 +14,9 @@ static const char schema[] =
      * costs time, never correctness. */
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA cache_size=-65536;"
-    "PRAGMA wal_autocheckpoint=16384;"
+    /* 4,096 pages of 16 KiB: the WAL is copied back after 64 MiB, as it
+     * was with 16,384 pages of 4 KiB (measured: commits cost the same). */
+    "PRAGMA wal_autocheckpoint=4096;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " last_seq INTEGER NOT NULL);"
