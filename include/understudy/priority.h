@@ -13,4 +13,9 @@
  * effort: a failure leaves the priority as it was. */
 void ust_background_thread(void);
 
+/* Names the calling thread as `top -H`, `ps -L` and `perf` show it, so an
+ * operator can tell the writer from the runner (at most 15 characters; best
+ * effort). */
+void ust_name_thread(const char *name);
+
 #endif

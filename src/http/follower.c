@@ -18,6 +18,7 @@
 static void *follower_main(void *arg)
 {
     ust__server *s = arg;
+    ust_name_thread("ust-runner");
     ust_background_thread();
     for (;;) {
         pthread_mutex_lock(&s->follow_mu);

@@ -10,6 +10,7 @@
 #include "runner/event_view.h"
 #include "runner/rundb.h"
 
+#include <understudy/priority.h>
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
@@ -113,6 +114,7 @@ static void *responder_main(void *arg)
 {
     ust__server *s = arg;
     responder *rp = s->responder;
+    ust_name_thread("ust-respond");
     for (;;) {
         pthread_mutex_lock(&rp->q.mu);
         while (rp->q.head == NULL && !rp->q.stopping)

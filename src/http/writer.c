@@ -5,6 +5,7 @@
  * answered: nothing is acknowledged before it is on disk. */
 #include "http/http_internal.h"
 
+#include <understudy/priority.h>
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
@@ -88,6 +89,7 @@ static void *writer_main(void *arg)
 {
     ust__server *s = arg;
     ust__queue *q = &s->in;
+    ust_name_thread("ust-writer");
     for (;;) {
         pthread_mutex_lock(&q->mu);
         while (q->head == NULL && !q->stopping)

@@ -103,8 +103,12 @@ static int spawn(ust__child *c, char **err)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (c->background)
             ust_background_thread();
-        if (c->so_path != NULL)
+        if (c->so_path != NULL) {
+            char name[16];
+            snprintf(name, sizeof(name), "ust-%s", c->ns);
+            ust_name_thread(name);
             ust__shim_main(c->so_path, c->ns, 0, 1);
+        }
         execvp(c->pc->exec[0], c->pc->exec);
         fprintf(stderr, "understudy: cannot run %s: %s\n", c->pc->exec[0],
                 strerror(errno));

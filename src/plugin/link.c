@@ -267,6 +267,7 @@ static void read_some(ust__link *l)
 static void *run(void *arg)
 {
     ust__link *l = arg;
+    ust_name_thread("ust-link");
     if (l->background)
         ust_background_thread();
     for (;;) {

@@ -1,4 +1,7 @@
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <understudy/priority.h>
+
+#include <pthread.h>
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -11,4 +14,9 @@ void ust_background_thread(void)
     int now = getpriority(PRIO_PROCESS, tid);
     if (now < UST_BACKGROUND_NICE)
         (void)setpriority(PRIO_PROCESS, tid, UST_BACKGROUND_NICE);
+}
+
+void ust_name_thread(const char *name)
+{
+    (void)pthread_setname_np(pthread_self(), name);
 }

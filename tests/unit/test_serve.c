@@ -568,21 +568,39 @@ static void test_shadow_work_runs_at_background_priority(void **state)
         w->srv.pid = 0;
         skip();
     }
-    /* The threads: some at 10 (the runner, the candidate's link). */
+    /* The threads, known by their names: the runner and the candidate's
+     * link at 10, the writer at the server's own priority. */
     snprintf(path, sizeof(path), "/proc/%d/task", (int)w->srv.pid);
     DIR *d = opendir(path);
     assert_non_null(d);
-    int background_threads = 0;
+    int background_threads = 0, writers = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char stat[PATH_MAX + 300];
+        char stat[PATH_MAX + 300], name[32] = "";
+        snprintf(stat, sizeof(stat), "%s/%s/comm", path, e->d_name);
+        FILE *comm = fopen(stat, "r");
+        if (comm != NULL) {
+            if (fgets(name, sizeof(name), comm) != NULL)
+                name[strcspn(name, "\n")] = '\0';
+            fclose(comm);
+        }
         snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
-        background_threads += stat_field(stat, NICE) == 10;
+        long nice = stat_field(stat, NICE);
+        if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
+            assert_int_equal(nice, 10);
+            background_threads++;
+        } else if (strcmp(name, "ust-writer") == 0) {
+            assert_int_equal(nice, own);
+            writers++;
+        } else {
+            assert_int_equal(nice, own); /* the loop and libuv's pool */
+        }
     }
     closedir(d);
-    assert_true(background_threads >= 2);
+    assert_int_equal(background_threads, 2);
+    assert_int_equal(writers, 1);
     /* The candidate's child (isolated by default) is a child process of the
      * server: found among all processes by its parent. */
     int children = 0, background_children = 0;
@@ -596,6 +614,13 @@ static void test_shadow_work_runs_at_background_priority(void **state)
             continue;
         children++;
         background_children += stat_field(stat, NICE) == 10;
+        snprintf(stat, sizeof(stat), "/proc/%s/comm", e->d_name);
+        FILE *comm = fopen(stat, "r");
+        char name[32] = "";
+        assert_non_null(comm);
+        assert_non_null(fgets(name, sizeof(name), comm));
+        fclose(comm);
+        assert_string_equal(name, "ust-candidate\n");
     }
     closedir(d);
     assert_int_equal(children, 1);
