@@ -185,15 +185,20 @@ int ust_log_append(ust_log *log, const ust_log_record *recs, size_t n,
         return rc;
     int64_t seq;
     unsigned char prev[UST_SHA256_LEN];
-    rc = ust__log_chain_tip(log, &seq, prev, err);
+    /* Inside an outer transaction the tip is read each time: that
+     * transaction may still be rolled back. */
+    rc = outer ? ust__log_chain_tip(log, &seq, prev, err)
+               : ust__log_tip_for_append(log, &seq, prev, err);
     if (first_seq != NULL)
         *first_seq = seq;
     if (rc == 0)
         rc = insert_all(log, recs, n, seq, prev, err);
-    if (rc != 0) {
+    if (rc == 0)
+        rc = ust__log_exec(log, outer ? "RELEASE append;" : "COMMIT;", err);
+    /* prev is now the hash of the last row appended. */
+    ust__log_tip_remember(log, rc == 0 && !outer ? seq + (int64_t)n - 1 : 0, prev);
+    if (rc != 0)
         ust__log_exec(log, outer ? "ROLLBACK TO append; RELEASE append;" : "ROLLBACK;",
                       NULL);
-        return rc;
-    }
-    return ust__log_exec(log, outer ? "RELEASE append;" : "COMMIT;", err);
+    return rc;
 }

@@ -140,9 +140,11 @@ int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
         " ORDER BY seq DESC LIMIT 1) UNION ALL "
         "SELECT last_seq, anchor_hash FROM (SELECT last_seq, anchor_hash FROM"
         " prunes ORDER BY id DESC LIMIT 1) ORDER BY 1 DESC LIMIT 1";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(log->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (log->tip_query == NULL &&
+        sqlite3_prepare_v3(log->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &log->tip_query,
+                           NULL) != SQLITE_OK)
         return ust__log_db_error(log, "read chain tip", err);
+    sqlite3_stmt *st = log->tip_query;
     int rc = 0;
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
@@ -159,6 +161,53 @@ int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
     } else {
         rc = ust__log_db_error(log, "read chain tip", err);
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return rc;
+}
+
+/* Changes whenever another connection commits to the log (never for this
+ * connection's own commits). */
+static int data_version(ust_log *log, int64_t *out)
+{
+    if (log->data_version == NULL &&
+        sqlite3_prepare_v3(log->db, "PRAGMA data_version", -1,
+                           SQLITE_PREPARE_PERSISTENT, &log->data_version,
+                           NULL) != SQLITE_OK)
+        return UST_EDB;
+    int rc = sqlite3_step(log->data_version) == SQLITE_ROW ? 0 : UST_EDB;
+    *out = sqlite3_column_int64(log->data_version, 0);
+    sqlite3_reset(log->data_version);
+    return rc;
+}
+
+int ust__log_tip_for_append(ust_log *log, int64_t *next_seq,
+                            unsigned char prev[UST_SHA256_LEN], char **err)
+{
+    int64_t version = 0;
+    int known = data_version(log, &version) == 0;
+    if (known && log->tip_known && version == log->tip_data_version) {
+        *next_seq = log->tip_next_seq;
+        memcpy(prev, log->tip_hash, UST_SHA256_LEN);
+        return 0;
+    }
+    log->tip_known = 0;
+    int rc = ust__log_chain_tip(log, next_seq, prev, err);
+    if (rc == 0 && known) {
+        log->tip_known = 1;
+        log->tip_data_version = version;
+        log->tip_next_seq = *next_seq;
+        memcpy(log->tip_hash, prev, UST_SHA256_LEN);
+    }
+    return rc;
+}
+
+void ust__log_tip_remember(ust_log *log, int64_t after_seq,
+                           const unsigned char hash[UST_SHA256_LEN])
+{
+    if (after_seq <= 0 || !log->tip_known) {
+        log->tip_known = 0;
+        return;
+    }
+    log->tip_next_seq = after_seq + 1;
+    memcpy(log->tip_hash, hash, UST_SHA256_LEN);
 }

@@ -24,6 +24,14 @@ struct ust_log {
     ust__row_hasher hasher; /* the calling thread's; a helper thread has its own */
     unsigned char *digests; /* per-batch content digests */
     size_t digests_cap;
+    /* The chain's tip as this connection's last append left it, trusted for
+     * the next append while no other connection has committed since (PRAGMA
+     * data_version unchanged, read under the write lock): a small commit
+     * then skips the tip query. */
+    sqlite3_stmt *tip_query, *data_version;
+    int tip_known;
+    int64_t tip_next_seq, tip_data_version;
+    unsigned char tip_hash[UST_SHA256_LEN];
 };
 
 /* Columns every reader selects, in this order (see ust__log_row_decode). */
@@ -40,6 +48,16 @@ void ust__log_chain_link(ust__row_hasher *h, const unsigned char prev[UST_SHA256
                          const unsigned char digest[UST_SHA256_LEN],
                          unsigned char out[UST_SHA256_LEN]);
 void ust__row_hasher_free(ust__row_hasher *h);
+
+/* The next seq and the hash it chains to, for an append inside the write
+ * transaction: remembered from this connection's last append when nothing
+ * else has committed since, else read. 0 or an error. */
+int ust__log_tip_for_append(ust_log *log, int64_t *next_seq,
+                            unsigned char prev[UST_SHA256_LEN], char **err);
+/* What an append that committed leaves as the tip (after_seq is its last
+ * seq), or forgets it (after_seq 0: rolled back, or committed elsewhere). */
+void ust__log_tip_remember(ust_log *log, int64_t after_seq,
+                           const unsigned char hash[UST_SHA256_LEN]);
 
 /* Headers as a JSON array of [name, value] pairs (interchange format). */
 json_t *ust__headers_json(const ust_request *req);

@@ -124,6 +124,8 @@ void ust_log_close(ust_log *log)
     if (log == NULL)
         return;
     sqlite3_finalize(log->insert);
+    sqlite3_finalize(log->tip_query);
+    sqlite3_finalize(log->data_version);
     sqlite3_close(log->db);
     ust_free(log->pack);
     ust_free(log->digests);

@@ -30,6 +30,7 @@ int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pr
         *n_pruned = 0;
     if (log->insert == NULL)
         return ust_errf(err, UST_EINVAL, "%s: opened read-only", log->path);
+    ust__log_tip_remember(log, 0, NULL); /* the next append reads the tip again */
     int rc = ust__log_exec(log, "BEGIN IMMEDIATE;", err);
     if (rc != 0)
         return rc;

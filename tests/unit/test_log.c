@@ -266,6 +266,32 @@ static void test_prune_reanchors_and_is_recorded(void **state)
     assert_int_equal(res.n_prunes, 2);
 }
 
+/* Two writers on one log (a recorder and an import, say): each remembers the
+ * tip it left, and must notice the other's rows, whether they came through
+ * append or a prune in between. The chain stays whole and the numbering
+ * gapless. */
+static void test_two_writers_chain_onto_each_other(void **state)
+{
+    struct fixture *f = *state;
+    ust_log *other = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, 0, &other, &err), 0);
+    for (int i = 0; i < 5; i++) {
+        append_n(f->log, 2, i * 10000000LL);
+        append_n(other, 1, i * 10000000LL + 5000000);
+    }
+    int64_t n = 0;
+    assert_int_equal(ust_log_prune(other, 10000000, 99, &n, &err), 0);
+    assert_int_equal(n, 3);
+    append_n(f->log, 1, 90000000);
+    append_n(other, 1, 91000000);
+    ust_log_close(other);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.head_seq, 17);
+    assert_int_equal(res.checked, 14);
+}
+
 static void test_stats_counts_and_span(void **state)
 {
     struct fixture *f = *state;
@@ -514,6 +540,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_appended_forgery_is_named, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_prune_reanchors_and_is_recorded, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_two_writers_chain_onto_each_other, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stats_counts_and_span, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_batch_leaves_whole_batches,
