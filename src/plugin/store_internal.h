@@ -50,7 +50,7 @@ typedef struct staged {
 
 struct ust_store {
     sqlite3 *db;
-    sqlite3_stmt *select, *upsert, *remove;
+    sqlite3_stmt *select, *upsert, *upsert_rows, *remove;
     uint64_t *bloom; /* keys that may be in the table */
     entry **buckets;
     size_t n_buckets, n_entries;
