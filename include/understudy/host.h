@@ -104,6 +104,9 @@ enum {
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
                     unsigned flags, ust_store *store, ust_plugin **out, char **err);
 const char *ust_plugin_name(const ust_plugin *p);
+/* 0 when the plugin declared UST_PLUGIN_NO_RAW_REQUEST (in a child process:
+ * "raw_request":false in its hello), else 1. */
+int ust_plugin_wants_raw_request(const ust_plugin *p);
 const char *ust_plugin_version(const ust_plugin *p);
 const char *ust_plugin_file_sha256(const ust_plugin *p);
 

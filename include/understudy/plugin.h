@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define UST_PLUGIN_ABI_MAJOR 1
-#define UST_PLUGIN_ABI_MINOR 0
+#define UST_PLUGIN_ABI_MINOR 1
 #define UST_PLUGIN_ENTRY ust_plugin_entry_v1
 #define UST_PLUGIN_ENTRY_NAME "ust_plugin_entry_v1"
 
@@ -140,7 +140,16 @@ typedef struct ust_plugin_api {
     int (*decide)(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *ev,
                   ust_plugin_decision *out);
     void (*destroy)(void *instance);
+    /* Appended in ABI 1.1; read only when size covers it. UST_PLUGIN_* bits. */
+    uint32_t flags;
 } ust_plugin_api;
+
+/* decide reads neither ev->body nor ev->headers: it decides on the canonical
+ * fields (request_sha256 stands for the body). The host may then leave them
+ * out (body NULL, no headers); in a child process that spares each event
+ * the copy, the escaping and the child's parse of the raw request, most of
+ * an isolated decide's cost. */
+#define UST_PLUGIN_NO_RAW_REQUEST 1u
 
 /* The one exported symbol. Returns the plugin's table (static storage) or
  * NULL when it cannot work with this host. */

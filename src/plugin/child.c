@@ -29,6 +29,7 @@ struct ust__child {
     ust__link *link; /* the pipes, from the start */
     char name[64], version[64];
     int pipeline;        /* its hello allows events to be sent ahead */
+    int raw_request;     /* its hello did not decline the body and headers */
     int background;      /* at background priority, with its link */
     uint64_t generation; /* counts starts: a batch knows which child it went to */
     ust_plugin_batch *last_started; /* events must reach the child in order */
@@ -155,6 +156,7 @@ static int start(ust__child *c, char **err)
         snprintf(c->name, sizeof(c->name), "%s", name ? name : "?");
         snprintf(c->version, sizeof(c->version), "%s", version ? version : "?");
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
+        c->raw_request = !json_is_false(json_object_get(hello, "raw_request"));
         c->generation++;
     } else {
         char why[160] = "";
@@ -231,6 +233,11 @@ void ust__child_close(ust__child *c)
     ust_free(c->ns);
     ust_free(c->config_text);
     ust_free(c);
+}
+
+int ust__child_wants_raw_request(const ust__child *c)
+{
+    return c->raw_request;
 }
 
 const char *ust__child_name(const ust__child *c)
@@ -395,7 +402,8 @@ static void send_from(ust__child *c, ust_plugin_batch *b, size_t from)
 {
     size_t end = from;
     while (end < b->n && (end == from || c->pipeline)) {
-        if (ust__link_send_event(c->link, b->evs[end], b->reqs[end]) != 0)
+        if (ust__link_send_event(c->link, b->evs[end],
+                                 c->raw_request ? b->reqs[end] : NULL) != 0)
             break;
         end++;
     }

@@ -38,7 +38,8 @@ int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int back
                     ust__link **out);
 
 /* Queues an event; ev and req are encoded on the thread, so they must stay
- * valid until its decision has been received or the link is stopped. */
+ * valid until its decision has been received or the link is stopped. req
+ * NULL: the child declined the raw request (no body, no headers). */
 int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req);
 
 /* Queues a message (the link takes it). */

@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The plugin table as ABI 1.0 had it: a plugin built then has no flags. */
+#define API_1_0_SIZE offsetof(ust_plugin_api, flags)
+
 struct ust_plugin_ctx {
     ust_plugin *plugin;
     int64_t now_us;
@@ -146,9 +149,8 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
                       api->abi_major, UST_PLUGIN_ABI_MAJOR);
         goto fail;
     }
-    if (api->size < sizeof(ust_plugin_api) || api->name == NULL ||
-        api->version == NULL || api->create == NULL || api->decide == NULL ||
-        api->destroy == NULL) {
+    if (api->size < API_1_0_SIZE || api->name == NULL || api->version == NULL ||
+        api->create == NULL || api->decide == NULL || api->destroy == NULL) {
         rc = ust_errf(err, UST_EPLUGIN,
                       "%s: incomplete plugin table (name, version, create, decide and "
                       "destroy are required)",
@@ -175,6 +177,14 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
 fail:
     ust_plugin_unload(p);
     return rc;
+}
+
+int ust_plugin_wants_raw_request(const ust_plugin *p)
+{
+    if (p->child != NULL)
+        return ust__child_wants_raw_request(p->child);
+    int has_flags = p->api->size >= offsetof(ust_plugin_api, flags) + sizeof(uint32_t);
+    return !(has_flags && (p->api->flags & UST_PLUGIN_NO_RAW_REQUEST));
 }
 
 const char *ust_plugin_name(const ust_plugin *p)

@@ -48,9 +48,10 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
     json_decref(init);
     /* It may be sent events ahead: replies it waits for are told apart from
      * the events that arrive first (see the remote store). */
-    say(out, json_pack("{s:s,s:i,s:s,s:s,s:b}", "type", "hello", "protocol",
+    say(out, json_pack("{s:s,s:i,s:s,s:s,s:b,s:b}", "type", "hello", "protocol",
                        UST__PROTOCOL_VERSION, "name", ust_plugin_name(p), "version",
-                       ust_plugin_version(p), "pipeline", 1));
+                       ust_plugin_version(p), "pipeline", 1, "raw_request",
+                       ust_plugin_wants_raw_request(p)));
     ust_jsonw reply = {0};
     for (;;) {
         char *deferred = ust__store_remote_next_deferred(store);

@@ -34,6 +34,11 @@ void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
     ust_jsonw_member_string(w, "idempotency_key", ev->idem_key);
     ust_jsonw_member_string(w, "tenant", ev->tenant);
     ust_jsonw_member_string(w, "request_sha256", ev->request_sha256);
+    if (req == NULL) { /* the plugin declined the raw request */
+        ust_jsonw_end_object(w);
+        ust_jsonw_end_object(w);
+        return;
+    }
     if (ust_utf8_valid(req->body, req->body_len)) {
         ust_jsonw_key(w, "body");
         ust_jsonw_stringn(w, req->body ? (const char *)req->body : "", req->body_len);

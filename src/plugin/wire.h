@@ -12,7 +12,8 @@
 #define UST__PROTOCOL_VERSION 1
 
 /* The "decide" message: {"type":"decide","event":{"seq":..,"received_at_us":..,
- * "route_kind":..,...,"body":..,"headers":[[n,v]]}}, written into w. */
+ * "route_kind":..,...,"body":..,"headers":[[n,v]]}}, written into w; req NULL
+ * leaves out body and headers. */
 void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req);
 
 /* The other way, in the child: the strings of *ev and *req are borrowed from

@@ -1,9 +1,11 @@
-/* A plugin that misbehaves in one way, chosen at build time (MISBEHAVE_*),
+/* A plugin that misbehaves in one way, chosen at build time (MISBEHAVE_*)
+ * (or is merely old: ABI_1_0, a table from before it grew),
  * so the tests can check that the host refuses it or turns its answers into
  * `error` decisions without crashing. Every other event it answers sanely,
  * so the tests also see that one bad answer does not poison the next. */
 #include <understudy/plugin.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +140,12 @@ static void destroy(void *instance)
 }
 
 static const ust_plugin_api api = {
+#ifdef MISBEHAVE_ABI_1_0
+    /* Built before the table grew: it ends before `flags`. */
+    .size = offsetof(ust_plugin_api, flags),
+#else
     .size = sizeof(ust_plugin_api),
+#endif
 #ifdef MISBEHAVE_WRONG_ABI
     .abi_major = UST_PLUGIN_ABI_MAJOR + 1,
 #else

@@ -55,6 +55,39 @@ static void test_refuses_unusable_plugins(void **state)
     expect_refused("does_not_exist", "cannot read plugin file");
 }
 
+static int wants_raw_request(const char *path, int isolate)
+{
+    ust_plugin_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.isolate = isolate;
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    if (ust_plugin_open(&pc, path, "candidate", 0, store, &p, &err) != 0)
+        fail_msg("%s: %s", path, err);
+    int wants = ust_plugin_wants_raw_request(p);
+    ust_plugin_unload(p);
+    return wants;
+}
+
+/* A plugin that decides on canonical fields says so, in process and, through
+ * its hello, in a child; one that does not say so gets the raw request; a
+ * table from ABI 1.0, shorter by the flags, still loads. */
+static void test_plugins_say_whether_they_read_the_raw_request(void **state)
+{
+    (void)state;
+    char path[PATH_MAX];
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(path, sizeof(path), "%s/src/plugins/candidate/understudy-candidate.so",
+             build ? build : "build");
+    assert_int_equal(wants_raw_request(path, 0), 0);
+    assert_int_equal(wants_raw_request(path, 1), 0);
+    plugin_path("misbehaving_decide_error", path);
+    assert_int_equal(wants_raw_request(path, 0), 1);
+    assert_int_equal(wants_raw_request(path, 1), 1);
+    plugin_path("misbehaving_abi_1_0", path);
+    assert_int_equal(wants_raw_request(path, 0), 1);
+}
+
 static void decide_twice(const char *name, const char *want_error)
 {
     char path[PATH_MAX];
@@ -249,6 +282,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, setup,
                                         teardown),
         cmocka_unit_test(test_store_converts_a_run_from_the_older_layout),
+        cmocka_unit_test_setup_teardown(
+            test_plugins_say_whether_they_read_the_raw_request, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

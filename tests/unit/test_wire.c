@@ -176,6 +176,38 @@ static void test_a_decide_message_reads_back_whole(void **state)
     round_trip(with_nul, sizeof(with_nul) - 1);
 }
 
+/* For a plugin that declined the raw request, the message has neither body
+ * nor headers, and the child reads the canonical fields all the same. */
+static void test_a_decide_message_without_the_raw_request(void **state)
+{
+    (void)state;
+    ust_route route = {.path = "/payments", .kind = UST_ROUTE_API};
+    ust_event ev = {.seq = 9, .route = &route, .idem_key = "k-1", .tenant = "t"};
+    memset(ev.request_sha256, 'b', UST_SHA256_HEX_LEN);
+    ust_jsonw w = {0};
+    ust__wire_decide(&w, &ev, NULL);
+    assert_int_equal(w.error, 0);
+    json_t *msg = parsed(&w);
+    json_t *event = json_object_get(msg, "event");
+    assert_null(json_object_get(event, "body"));
+    assert_null(json_object_get(event, "body_base64"));
+    assert_null(json_object_get(event, "headers"));
+    ust_event got;
+    ust_request greq;
+    ust_route groute;
+    assert_int_equal(ust__wire_event_parse(event, &got, &greq, &groute), 0);
+    assert_int_equal(got.seq, 9);
+    assert_int_equal(got.route->kind, UST_ROUTE_API);
+    assert_string_equal(got.idem_key, "k-1");
+    assert_string_equal(got.request_sha256, ev.request_sha256);
+    assert_null(greq.body);
+    assert_int_equal(greq.body_len, 0);
+    assert_int_equal(greq.n_headers, 0);
+    ust__wire_event_release(&got, &greq);
+    json_decref(msg);
+    ust_jsonw_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_nesting_numbers_and_literals),
         cmocka_unit_test(test_a_string_that_is_not_utf8_is_an_error),
         cmocka_unit_test(test_a_decide_message_reads_back_whole),
+        cmocka_unit_test(test_a_decide_message_without_the_raw_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

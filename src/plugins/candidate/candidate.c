@@ -270,6 +270,7 @@ static const ust_plugin_api candidate_api = {
     .create = candidate_create,
     .decide = candidate_decide,
     .destroy = candidate_destroy,
+    .flags = UST_PLUGIN_NO_RAW_REQUEST, /* it decides on canonical fields */
 };
 
 UST_PLUGIN_EXPORT const ust_plugin_api *UST_PLUGIN_ENTRY(const ust_host_api *host)

@@ -136,6 +136,7 @@ static const ust_plugin_api legacy_api = {
     .create = legacy_create,
     .decide = legacy_decide,
     .destroy = legacy_destroy,
+    .flags = UST_PLUGIN_NO_RAW_REQUEST, /* it decides on canonical fields */
 };
 
 UST_PLUGIN_EXPORT const ust_plugin_api *UST_PLUGIN_ENTRY(const ust_host_api *host)
