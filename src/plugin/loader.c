@@ -183,7 +183,7 @@ int ust_plugin_wants_raw_request(const ust_plugin *p)
 {
     if (p->child != NULL)
         return ust__child_wants_raw_request(p->child);
-    int has_flags = p->api->size >= offsetof(ust_plugin_api, flags) + sizeof(uint32_t);
+    int has_flags = p->api->size >= API_1_0_SIZE + sizeof(p->api->flags);
     return !(has_flags && (p->api->flags & UST_PLUGIN_NO_RAW_REQUEST));
 }
 

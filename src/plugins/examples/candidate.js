@@ -150,7 +150,10 @@ function candidate(config) {
 (async () => {
   const init = await receive();
   const decide = candidate(init.config || {});
-  send({ type: 'hello', protocol: 1, name: 'candidate-node', version: '1.0.0' });
+  // It decides on the canonical fields (request_sha256 stands for the body):
+  // events may come without the raw body and headers.
+  send({ type: 'hello', protocol: 1, name: 'candidate-node', version: '1.0.0',
+    raw_request: false });
   for (;;) {
     const msg = await receive();
     try {

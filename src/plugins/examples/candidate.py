@@ -152,7 +152,10 @@ class Candidate:
 def main():
     init = receive()
     plugin = Candidate(init.get("config") or {})
-    send({"type": "hello", "protocol": 1, "name": "candidate-python", "version": "1.0.0"})
+    # It decides on the canonical fields (request_sha256 stands for the body):
+    # events may come without the raw body and headers.
+    send({"type": "hello", "protocol": 1, "name": "candidate-python", "version": "1.0.0",
+          "raw_request": False})
     while True:
         msg = receive()
         try:
