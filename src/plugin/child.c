@@ -190,8 +190,9 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
     c->background = (flags & UST_PLUGIN_BACKGROUND) != 0;
     c->so_path = ust_strdup(so_path);
     c->ns = ust_strdup(ns);
-    char *cfg = json_dumps(pc->config ? pc->config : json_object(),
-                           JSON_COMPACT | JSON_SORT_KEYS);
+    /* No config object: "{}" (a temporary json_object() here leaked). */
+    char *cfg =
+        pc->config ? json_dumps(pc->config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     c->config_text = ust_strdup(cfg ? cfg : "{}");
     free(cfg);
     c->backoff = 1;
