@@ -137,6 +137,20 @@ static inline void world_record(world *w)
     ust_log_close(log);
 }
 
+/* Options of a replay of w's log into its run database, committing every 7
+ * events (so runs cross many commits); lp and cp must outlive it. */
+static inline ust_replay_opts world_opts(world *w, const char *lp, const char *cp,
+                                         FILE *divergences)
+{
+    return (ust_replay_opts){.cfg = w->cfg,
+                             .log_path = w->log_path,
+                             .run_path = w->run_path,
+                             .legacy_path = lp,
+                             .candidate_path = cp,
+                             .divergences = divergences,
+                             .commit_every = 7};
+}
+
 /* Replays into run_path with the given plugins; divergence lines into
  * *lines (malloc'd) when lines is not NULL. */
 static inline ust_replay_stats world_replay(world *w, const char *legacy,
@@ -148,13 +162,7 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
     size_t size = 0;
     char *buf = NULL;
     FILE *out = lines ? open_memstream(&buf, &size) : NULL;
-    ust_replay_opts o = {.cfg = w->cfg,
-                         .log_path = w->log_path,
-                         .run_path = w->run_path,
-                         .legacy_path = lp,
-                         .candidate_path = cp,
-                         .divergences = out,
-                         .commit_every = 7};
+    ust_replay_opts o = world_opts(w, lp, cp, out);
     ust_replay_stats st;
     char *err = NULL;
     if (ust_replay(&o, &st, &err) != 0)

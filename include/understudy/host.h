@@ -53,6 +53,11 @@ int ust_store_ns_empty(ust_store *s, const char *ns);
  * that also records the decisions they belong to. */
 int ust_store_flush(ust_store *s, char **err);
 
+/* After the caller rolled back the transaction a flush wrote into, or
+ * dropped writes it had not flushed: forgets every cached key, so the store
+ * holds nothing the database does not. */
+void ust_store_discard(ust_store *s);
+
 /* ---- decisions --------------------------------------------------------- */
 
 /* A decision as the host keeps it: validated and owned (ust_malloc). */
@@ -86,6 +91,12 @@ typedef struct ust_plugin ust_plugin;
 int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
                     ust_plugin **out, char **err);
 void ust_plugin_unload(ust_plugin *p);
+
+/* After the decisions it made were rolled back: a plugin in a child process
+ * is stopped, and starts afresh on its next event (its cache of the store
+ * emptied, its back-off reset), as a run resumed by a new process would. In
+ * process there is nothing to forget: its state is in the store. */
+void ust_plugin_discard(ust_plugin *p);
 
 /* A plugin as its config says: in process (a .so), isolated in a child
  * process (a .so with "isolate": true, the candidate's default), or a child

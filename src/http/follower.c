@@ -18,8 +18,8 @@
 static void *follower_main(void *arg)
 {
     ust__server *s = arg;
+    ust_background_thread(); /* first: a thread named ust-runner is at nice 10 */
     ust_name_thread("ust-runner");
-    ust_background_thread();
     for (;;) {
         pthread_mutex_lock(&s->follow_mu);
         if (!s->follow_stop && s->follow_wanted <= ust_runner_cursor(s->runner)) {

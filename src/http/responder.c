@@ -67,6 +67,15 @@ static int decide(ust__server *s, const ust_log_record *rec, ust_decision *out,
     return rc;
 }
 
+/* The answers' transaction is rolled back, and with it what the legacy's
+ * store cached beyond it, so the next requests see only recorded state. */
+static void roll_back(responder *rp)
+{
+    sqlite3_exec(rp->db, "ROLLBACK", NULL, NULL, NULL);
+    ust_store_discard(rp->store);
+    ust_plugin_discard(rp->legacy);
+}
+
 static int commit_through(ust__server *s, int64_t seq, char **err)
 {
     responder *rp = s->responder;
@@ -78,7 +87,7 @@ static int commit_through(ust__server *s, int64_t seq, char **err)
     if (rc == 0 && sqlite3_exec(rp->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(rp->db));
     if (rc != 0)
-        sqlite3_exec(rp->db, "ROLLBACK", NULL, NULL, NULL);
+        roll_back(rp);
     return rc;
 }
 
@@ -151,7 +160,7 @@ static void *responder_main(void *arg)
                     j->failure =
                         ust_sprintf("the legacy decision could not be recorded: %s",
                                     err ? err : ust_strerror(rc));
-            sqlite3_exec(rp->db, "ROLLBACK", NULL, NULL, NULL);
+            roll_back(rp);
         }
         ust_free(err);
         ust__jobs_done(s, batch, last);

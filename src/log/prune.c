@@ -77,9 +77,9 @@ int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pr
     if (rc == 0 && n_pruned != NULL)
         *n_pruned = through - first + 1;
 out:
-    if (rc != 0) {
+    if (rc == 0)
+        rc = ust__log_exec(log, "COMMIT;", err);
+    if (rc != 0)
         ust__log_exec(log, "ROLLBACK;", NULL);
-        return rc;
-    }
-    return ust__log_exec(log, "COMMIT;", err);
+    return rc;
 }

@@ -190,11 +190,8 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
     c->background = (flags & UST_PLUGIN_BACKGROUND) != 0;
     c->so_path = ust_strdup(so_path);
     c->ns = ust_strdup(ns);
-    /* No config object: "{}" (a temporary json_object() here leaked). */
-    char *cfg =
-        pc->config ? json_dumps(pc->config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    c->config_text = ust_strdup(cfg ? cfg : "{}");
-    free(cfg);
+    c->config_text = ust__plugin_config_text(pc->config);
+    c->raw_request = 1; /* until a hello declines it */
     c->backoff = 1;
     /* Until a hello says otherwise, the plugin is named after its file. */
     const char *file = so_path ? so_path : pc->exec[0];
@@ -234,6 +231,14 @@ void ust__child_close(ust__child *c)
     ust_free(c->ns);
     ust_free(c->config_text);
     ust_free(c);
+}
+
+void ust__child_discard(ust__child *c)
+{
+    reap(c, 1, NULL, 0);
+    c->skip_events = 0;
+    c->backoff = 1;
+    c->last_started = NULL;
 }
 
 int ust__child_wants_raw_request(const ust__child *c)

@@ -17,6 +17,8 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
                     unsigned flags, ust_store *store, ust__child **out, char **err);
 void ust__child_close(ust__child *c);
 const char *ust__child_name(const ust__child *c);
+/* Stops it, to start afresh on the next event (see ust_plugin_discard). */
+void ust__child_discard(ust__child *c);
 /* Whether its last hello left out "raw_request":false. */
 int ust__child_wants_raw_request(const ust__child *c);
 const char *ust__child_version(const ust__child *c);

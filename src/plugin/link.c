@@ -270,9 +270,9 @@ static void read_some(ust__link *l)
 static void *run(void *arg)
 {
     ust__link *l = arg;
-    ust_name_thread("ust-link");
     if (l->background)
-        ust_background_thread();
+        ust_background_thread(); /* before the name, as the tests see it */
+    ust_name_thread("ust-link");
     for (;;) {
         pthread_mutex_lock(&l->mu);
         if (l->stop) {

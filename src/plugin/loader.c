@@ -158,12 +158,10 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
         goto fail;
     }
     p->api = api;
-    json_t *empty = config ? NULL : json_object();
-    char *cfg_text = json_dumps(config ? config : empty, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(empty);
+    char *cfg_text = ust__plugin_config_text(config);
     ust_plugin_ctx ctx = {.plugin = p};
     int crc = cfg_text ? api->create(&ctx, cfg_text, &p->instance) : -1;
-    free(cfg_text);
+    ust_free(cfg_text);
     if (crc != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: create failed: %s", path,
                       ctx.error ? ctx.error : "no reason given");
@@ -177,6 +175,12 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
 fail:
     ust_plugin_unload(p);
     return rc;
+}
+
+void ust_plugin_discard(ust_plugin *p)
+{
+    if (p != NULL && p->child != NULL)
+        ust__child_discard(p->child);
 }
 
 int ust_plugin_wants_raw_request(const ust_plugin *p)

@@ -41,15 +41,16 @@ static int state_table(sqlite3 *db, char **err)
     static const char create[] =
         "CREATE TABLE IF NOT EXISTS state(key TEXT NOT NULL PRIMARY KEY,"
         " value TEXT NOT NULL) WITHOUT ROWID";
+    /* A savepoint: a transaction of its own, or part of the caller's. */
     static const char convert[] =
-        "BEGIN IMMEDIATE;"
+        "SAVEPOINT state_convert;"
         "ALTER TABLE state RENAME TO state_by_ns;"
         "CREATE TABLE state(key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL)"
         " WITHOUT ROWID;"
         "INSERT INTO state SELECT ns || char(31) || key, value FROM state_by_ns"
         " ORDER BY 1;"
         "DROP TABLE state_by_ns;"
-        "COMMIT";
+        "RELEASE state_convert";
     sqlite3_stmt *probe = NULL;
     int old =
         sqlite3_prepare_v2(db, "SELECT ns FROM state", -1, &probe, NULL) == SQLITE_OK;
@@ -60,7 +61,8 @@ static int state_table(sqlite3 *db, char **err)
     ust_errf(err, UST_EDB, "state table: %s", msg ? msg : sqlite3_errmsg(db));
     sqlite3_free(msg);
     if (old)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(db, "ROLLBACK TO state_convert; RELEASE state_convert", NULL, NULL,
+                     NULL);
     return UST_EDB;
 }
 
@@ -85,13 +87,14 @@ ust_store *ust__store_new(void)
  * cost). */
 #define UPSERT_ROWS 64
 
-static int prepare_upsert_rows(ust_store *s)
+/* An upsert of `rows` rows: (key, value) bound at 2i+1, 2i+2. */
+static int prepare_upsert(ust_store *s, int rows, sqlite3_stmt **st)
 {
     char sql[64 + UPSERT_ROWS * 6 + 64] = "INSERT INTO state VALUES(?,?)";
-    for (int i = 1; i < UPSERT_ROWS; i++)
+    for (int i = 1; i < rows; i++)
         strcat(sql, ",(?,?)");
     strcat(sql, " ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    return sqlite3_prepare_v2(s->db, sql, -1, &s->upsert_rows, NULL);
+    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
 }
 
 int ust_store_open(sqlite3 *db, ust_store **out, char **err)
@@ -108,13 +111,10 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
     if (s->bloom == NULL ||
         sqlite3_prepare_v2(db, "SELECT value FROM state WHERE key = ?1", -1, &s->select,
                            NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "INSERT INTO state VALUES(?1, ?2) ON CONFLICT(key)"
-                           " DO UPDATE SET value = excluded.value",
-                           -1, &s->upsert, NULL) != SQLITE_OK ||
+        prepare_upsert(s, 1, &s->upsert) != SQLITE_OK ||
+        prepare_upsert(s, UPSERT_ROWS, &s->upsert_rows) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "DELETE FROM state WHERE key = ?1", -1, &s->remove,
-                           NULL) != SQLITE_OK ||
-        prepare_upsert_rows(s) != SQLITE_OK) {
+                           NULL) != SQLITE_OK) {
         rc = s->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
                       : UST_ENOMEM;
         ust_store_close(s);
@@ -461,12 +461,22 @@ int ust_store_flush(ust_store *s, char **err)
         rc = step_done(s, s->upsert, err);
     }
     ust_free(sorted);
-    if (rc != 0)
+    if (rc != 0) {
+        /* The caller rolls back: what the cache holds beyond the database
+         * is gone with it (entries already marked clean included). */
+        clear_cache(s);
         return rc;
+    }
     s->dirty = NULL;
     if (cache_full(s))
         clear_cache(s);
     return 0;
+}
+
+void ust_store_discard(ust_store *s)
+{
+    clear_stage(s);
+    clear_cache(s);
 }
 
 int ust_store_ns_empty(ust_store *s, const char *ns)

@@ -66,6 +66,14 @@ void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
     ust_jsonw_end_object(w);
 }
 
+char *ust__plugin_config_text(const json_t *config)
+{
+    char *text = config ? json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *copy = ust_strdup(text ? text : "{}");
+    free(text);
+    return copy;
+}
+
 static char *borrow(json_t *j, const char *key)
 {
     return (char *)json_string_value(json_object_get(j, key));

@@ -16,6 +16,11 @@
  * leaves out body and headers. */
 void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req);
 
+/* A plugin's config object as the JSON text its create() and a child's init
+ * message carry: compact, keys sorted, "{}" when it has none (ust_malloc'd;
+ * NULL when out of memory). */
+char *ust__plugin_config_text(const json_t *config);
+
 /* The other way, in the child: the strings of *ev and *req are borrowed from
  * j (which must outlive them); *route (the caller's) carries the route's path
  * and kind. Release with ust__wire_event_release, never ust_event_clear.

@@ -34,8 +34,10 @@ struct ust_runner {
     size_t n_lines, cap_lines;
     char *redact;          /* the config's redact list as JSON text */
     struct batch *batches; /* two: one read and started, one being finished */
-    unsigned char last_hash[UST_SHA256_LEN];
-    int64_t last_seq;
+    /* The last event decided, and the last one committed (what the run
+     * database says): a step that fails goes back to the second. */
+    unsigned char last_hash[UST_SHA256_LEN], committed_hash[UST_SHA256_LEN];
+    int64_t last_seq, committed_seq;
 };
 
 typedef struct ust_runner replay;
@@ -116,8 +118,10 @@ static int check_cursor_row(replay *r, int64_t cursor, char **err)
     if (rc == 0)
         rc = ust_log_cursor_next(cur, &rec, err);
     char have[UST_SHA256_HEX_LEN + 1] = "";
-    if (rc == 1 && rec.seq == cursor)
+    if (rc == 1 && rec.seq == cursor) {
         ust_hex_encode(rec.hash, UST_SHA256_LEN, have);
+        memcpy(r->last_hash, rec.hash, UST_SHA256_LEN);
+    }
     if (rc >= 0)
         rc =
             strcmp(have, want) == 0
@@ -148,6 +152,10 @@ static int commit(replay *r, ust_replay_stats *stats, char **err)
     }
     if (rc == 0)
         rc = ust__rundb_exec(r->run, "COMMIT", err);
+    if (rc == 0) {
+        r->committed_seq = r->last_seq;
+        memcpy(r->committed_hash, r->last_hash, UST_SHA256_LEN);
+    }
     for (size_t i = 0; i < r->n_lines; i++) {
         if (rc == 0 && r->o->divergences != NULL) {
             fputs(r->lines[i], r->o->divergences);
@@ -516,9 +524,27 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         ust_free(r);
         return rc;
     }
-    r->last_seq = cursor;
+    r->last_seq = r->committed_seq = cursor;
+    memcpy(r->committed_hash, r->last_hash, UST_SHA256_LEN);
     *out = r;
     return 0;
+}
+
+/* A step failed: its transaction is rolled back, and with it everything the
+ * runner holds beyond the run database (the cursor it reached, divergence
+ * lines not yet written, cached state, a child's own cache), so the next
+ * step decides those events again exactly as a resumed run would. */
+static void roll_back_step(replay *r)
+{
+    ust__rundb_exec(r->run, "ROLLBACK", NULL);
+    r->last_seq = r->committed_seq;
+    memcpy(r->last_hash, r->committed_hash, UST_SHA256_LEN);
+    for (size_t i = 0; i < r->n_lines; i++)
+        ust_free(r->lines[i]);
+    r->n_lines = 0;
+    ust_store_discard(r->store);
+    ust_plugin_discard(r->legacy);
+    ust_plugin_discard(r->candidate);
 }
 
 int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
@@ -593,8 +619,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             err);
     if (rc == 0)
         rc = commit(r, stats, err);
-    else if (r->run != NULL)
-        ust__rundb_exec(r->run, "ROLLBACK", NULL);
+    if (rc != 0 && r->run != NULL)
+        roll_back_step(r);
     return rc;
 }
 

@@ -156,6 +156,10 @@ static const ust_plugin_api api = {
     .create = create,
     .decide = decide,
     .destroy = destroy,
+#ifdef MISBEHAVE_ABI_1_0
+    /* Past its size: a host must not read it. */
+    .flags = UST_PLUGIN_NO_RAW_REQUEST,
+#endif
 };
 
 #ifdef MISBEHAVE_NO_ENTRY

@@ -380,13 +380,7 @@ static void kill_a_replay(world *w, int how)
         world_plugin("legacy", lp);
         world_plugin("candidate", cp);
         FILE *out = fdopen(fds[1], "w");
-        ust_replay_opts o = {.cfg = w->cfg,
-                             .log_path = w->log_path,
-                             .run_path = w->run_path,
-                             .legacy_path = lp,
-                             .candidate_path = cp,
-                             .divergences = out,
-                             .commit_every = 7};
+        ust_replay_opts o = world_opts(w, lp, cp, out);
         ust_replay_stats st;
         for (;;) /* until killed */
             ust_replay(&o, &st, NULL);
@@ -441,6 +435,90 @@ static void test_killed_replay_resumes_to_the_same_result(void **state)
     ust_free(want_dec);
 }
 
+/* A run resumed with nothing new to decide keeps its place: the next resume,
+ * and one after more events arrived, go on as if never stopped. */
+static void test_resuming_with_nothing_new_keeps_the_cursor(void **state)
+{
+    world *w = *state;
+    build_busy_log(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    char *want = world_query(w, "SELECT value FROM meta WHERE key = 'cursor_hash'");
+    for (int i = 0; i < 2; i++) {
+        ust_replay_stats st = world_replay(w, "legacy", "candidate", NULL);
+        assert_int_equal(st.events, 0);
+        char *hash = world_query(w, "SELECT value FROM meta WHERE key = 'cursor_hash'");
+        assert_string_equal(hash, want);
+        ust_free(hash);
+    }
+    ust_free(want);
+}
+
+static void run_exec(world *w, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* A live runner's step fails half way (a real SQLite error, raised by a
+ * trigger on the decisions table at one event): everything past the last
+ * commit is rolled back, the runner's place, cached state and the isolated
+ * candidate's own cache with it, and the next step decides those events
+ * again: the run and its divergence stream end as an uninterrupted one. */
+static void test_a_failed_step_is_decided_again(void **state)
+{
+    world *w = *state;
+    build_busy_log(w);
+    char *want_lines = NULL;
+    world_replay(w, "legacy", "candidate", &want_lines);
+    char *want_div = dump_run(w), *want_dec = dump_decisions(w);
+    unlink(w->run_path);
+
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin("legacy", lp);
+    world_plugin("candidate", cp);
+    w->cfg->candidate.isolate = 1;
+    size_t size = 0;
+    char *lines = NULL;
+    FILE *out = open_memstream(&lines, &size);
+    ust_replay_opts o = world_opts(w, lp, cp, out);
+    ust_runner *r = NULL;
+    char *err = NULL;
+    if (ust_runner_open(&o, &r, &err) != 0)
+        fail_msg("open: %s", err);
+    run_exec(w, "CREATE TRIGGER fail_once BEFORE INSERT ON decisions WHEN NEW.seq = 100"
+                " BEGIN SELECT RAISE(ABORT, 'disk trouble'); END");
+    ust_replay_stats st;
+    assert_int_not_equal(ust_runner_step(r, &st, &err), 0);
+    assert_non_null(strstr(err, "disk trouble"));
+    ust_free(err);
+    err = NULL;
+    char *cursor = world_query(w, "SELECT last_seq FROM cursor");
+    int at = atoi(cursor);
+    ust_free(cursor);
+    if (at <= 0 || at >= 100)
+        fail_msg("the failure should come after a commit, the cursor is at %d", at);
+    run_exec(w, "DROP TRIGGER fail_once");
+    if (ust_runner_step(r, &st, &err) != 0)
+        fail_msg("step: %s", err);
+    assert_int_equal(st.resumed_after, at);
+    ust_runner_close(r);
+    fclose(out);
+    char *div = dump_run(w), *dec = dump_decisions(w);
+    assert_string_equal(dec, want_dec);
+    assert_string_equal(div, want_div);
+    assert_string_equal(lines, want_lines);
+    ust_free(div);
+    ust_free(dec);
+    free(lines);
+    free(want_lines);
+    ust_free(want_div);
+    ust_free(want_dec);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -465,6 +543,8 @@ int main(void)
         T(test_legacy_against_legacy_has_no_divergence),
         T(test_resume_with_other_plugin_is_refused),
         T(test_killed_replay_resumes_to_the_same_result),
+        T(test_resuming_with_nothing_new_keeps_the_cursor),
+        T(test_a_failed_step_is_decided_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -547,6 +547,18 @@ static long stat_field(const char *path, int field)
     return strtol(p, NULL, 10);
 }
 
+/* A thread's or process's name from its comm file ("" when gone). */
+static void read_comm(const char *path, char name[32])
+{
+    name[0] = '\0';
+    FILE *comm = fopen(path, "r");
+    if (comm == NULL)
+        return;
+    if (fgets(name, 32, comm) != NULL)
+        name[strcspn(name, "\n")] = '\0';
+    fclose(comm);
+}
+
 /* Shadow work yields to the request path: the runner's threads and the
  * candidate's child run at nice 10; the thread that records and answers, at
  * the nice it was started with. */
@@ -578,14 +590,9 @@ static void test_shadow_work_runs_at_background_priority(void **state)
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char stat[PATH_MAX + 300], name[32] = "";
+        char stat[PATH_MAX + 300], name[32];
         snprintf(stat, sizeof(stat), "%s/%s/comm", path, e->d_name);
-        FILE *comm = fopen(stat, "r");
-        if (comm != NULL) {
-            if (fgets(name, sizeof(name), comm) != NULL)
-                name[strcspn(name, "\n")] = '\0';
-            fclose(comm);
-        }
+        read_comm(stat, name);
         snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
         long nice = stat_field(stat, NICE);
         if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
@@ -599,8 +606,8 @@ static void test_shadow_work_runs_at_background_priority(void **state)
         }
     }
     closedir(d);
-    assert_int_equal(background_threads, 2);
-    assert_int_equal(writers, 1);
+    assert_true(background_threads >= 2); /* with a link restarting, more */
+    assert_true(writers >= 1); /* and the writer's digest helper is one too */
     /* The candidate's child (isolated by default) is a child process of the
      * server: found among all processes by its parent. */
     int children = 0, background_children = 0;
@@ -615,12 +622,9 @@ static void test_shadow_work_runs_at_background_priority(void **state)
         children++;
         background_children += stat_field(stat, NICE) == 10;
         snprintf(stat, sizeof(stat), "/proc/%s/comm", e->d_name);
-        FILE *comm = fopen(stat, "r");
-        char name[32] = "";
-        assert_non_null(comm);
-        assert_non_null(fgets(name, sizeof(name), comm));
-        fclose(comm);
-        assert_string_equal(name, "ust-candidate\n");
+        char name[32];
+        read_comm(stat, name);
+        assert_string_equal(name, "ust-candidate");
     }
     closedir(d);
     assert_int_equal(children, 1);
