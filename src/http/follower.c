@@ -14,15 +14,37 @@
 
 /* Events per step: a short read of the log, even at background priority. */
 #define FOLLOWER_STEP_EVENTS 512
+/* After a failed step: a pause before the next try, doubling to the cap, so
+ * a lasting fault (a full disk) is retried, not spun on. */
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS 30000
+
+/* Waits until the server stops or ms pass (called with follow_mu held). */
+static void pause_ms(ust__server *s, long ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L)
+        until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (!s->follow_stop &&
+           pthread_cond_timedwait(&s->follow_cv, &s->follow_mu, &until) == 0)
+        ;
+}
 
 static void *follower_main(void *arg)
 {
     ust__server *s = arg;
     ust_background_thread(); /* first: a thread named ust-runner is at nice 10 */
     ust_name_thread("ust-runner");
+    long retry_ms = 0; /* 0: the last step went well */
     for (;;) {
         pthread_mutex_lock(&s->follow_mu);
-        if (!s->follow_stop && s->follow_wanted <= ust_runner_cursor(s->runner)) {
+        if (retry_ms > 0) {
+            pause_ms(s, retry_ms);
+        } else if (!s->follow_stop &&
+                   s->follow_wanted <= ust_runner_cursor(s->runner)) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += 200 * 1000000L;
@@ -38,9 +60,14 @@ static void *follower_main(void *arg)
         if (rc != 0) {
             /* The recorder keeps recording; the runner tries again later and
              * resumes from its cursor, so nothing is skipped. */
-            fprintf(stderr, "understudy: runner: %s\n", err ? err : "step failed");
+            retry_ms = retry_ms ? retry_ms * 2 : RETRY_FIRST_MS;
+            if (retry_ms > RETRY_MAX_MS)
+                retry_ms = RETRY_MAX_MS;
+            fprintf(stderr, "understudy: runner: %s (trying again in %ld ms)\n",
+                    err ? err : "step failed", retry_ms);
             ust_free(err);
         } else {
+            retry_ms = 0;
             atomic_fetch_add(&s->metrics.runner_events, st.events);
             atomic_fetch_add(&s->metrics.divergences, st.divergences);
             atomic_fetch_add(&s->metrics.legacy_decide_us, st.legacy_decide_us);
@@ -79,6 +106,8 @@ int ust__follower_start(ust__server *s, char **err)
     if (pthread_create(&s->follower, NULL, follower_main, s) != 0) {
         ust_runner_close(s->runner);
         s->runner = NULL;
+        ust_free(answers);
+        s->runner_opts.legacy_answers = NULL;
         return ust_errf(err, UST_ENOMEM, "cannot start the runner thread");
     }
     s->follower_started = 1;

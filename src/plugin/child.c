@@ -1,4 +1,5 @@
 /* The host side of the JSON-lines plugin protocol. */
+#define _GNU_SOURCE /* close_range */
 #include "plugin/child.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
@@ -83,20 +84,33 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
 
 static int spawn(ust__child *c, char **err)
 {
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0)
-        return ust_errf(err, UST_EPLUGIN, "cannot create pipes: %s", strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return ust_errf(err, UST_EPLUGIN, "cannot fork: %s", strerror(errno));
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    pid_t pid = -1;
+    const char *what = "create pipes";
+    if (pipe(in) == 0 && pipe(out) == 0) {
+        fflush(NULL);
+        what = "fork";
+        pid = fork();
+    }
+    if (pid < 0) { /* a failed start leaks nothing: it is retried */
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (in[i] >= 0)
+                close(in[i]);
+            if (out[i] >= 0)
+                close(out[i]);
+        }
+        return ust_errf(err, UST_EPLUGIN, "cannot %s: %s", what, strerror(e));
+    }
     if (pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
         /* Nothing of the host's in the child: not its files (its databases
-         * above all), not its signal handlers, not its signal mask. */
-        for (int fd = 3; fd < 1024; fd++)
-            close(fd);
+         * and, under serve, its sockets), not its signal handlers, not its
+         * signal mask. */
+        if (close_range(3, ~0U, 0) != 0)
+            for (int fd = 3; fd < 65536; fd++)
+                close(fd);
         for (int sig = 1; sig < NSIG; sig++)
             signal(sig, SIG_DFL);
         sigset_t none;
