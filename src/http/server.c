@@ -682,15 +682,33 @@ static void begin_stop(ust__server *s)
     maybe_finish_stop(s);
 }
 
+/* Second signal: leave now. Nothing unstored was ever acknowledged. */
+static void exit_at_once(int signum)
+{
+    static const char msg[] = "understudy: second signal, exiting at once\n";
+    (void)signum;
+    ssize_t w = write(2, msg, sizeof(msg) - 1);
+    (void)w;
+    _exit(1);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     ust__server *s = h->data;
     if (s->stopping) {
-        /* Second signal: leave now. Nothing unstored was ever acknowledged. */
-        fprintf(stderr, "understudy: second signal %d, exiting at once\n", signum);
-        _exit(1);
+        exit_at_once(signum);
+        return;
     }
     fprintf(stderr, "understudy: signal %d: finishing what is in flight\n", signum);
+    /* The stop ends by waiting on this thread for the writer to drain and
+     * the runner to catch up, when the loop cannot take a signal: from now
+     * on a plain handler takes the second one. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = exit_at_once;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     begin_stop(s);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,6 +88,7 @@ static int spawn(ust__child *c, char **err)
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     pid_t pid = -1;
     const char *what = "create pipes";
+    pid_t host = getpid();
     if (pipe(in) == 0 && pipe(out) == 0) {
         fflush(NULL);
         what = "fork";
@@ -103,6 +105,11 @@ static int spawn(ust__child *c, char **err)
         return ust_errf(err, UST_EPLUGIN, "cannot %s: %s", what, strerror(e));
     }
     if (pid == 0) {
+        /* It dies with the host, even one that exits at once on a second
+         * signal while this child hangs: no orphan outlives understudy. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != host)
+            _exit(1);
         dup2(in[0], 0);
         dup2(out[1], 1);
         /* Nothing of the host's in the child: not its files (its databases

@@ -510,6 +510,41 @@ static void respond_legacy_run(world *w, const char *candidate,
     assert_non_null(strstr(got[0].body, "\"payment_id\":\"pay_1\""));
 }
 
+/* The first signal finishes what is in flight, which waits for the runner;
+ * a second one leaves at once (exit status 1) even while that wait blocks
+ * the event loop: here the candidate hangs, past a minute's timeout. */
+static void test_a_second_signal_exits_at_once(void **state)
+{
+    world *w = *state;
+    char blocker[PATH_MAX], unblock[PATH_MAX], lp[PATH_MAX];
+    snprintf(blocker, sizeof(blocker), "%s/tests/plugins/misbehaving_block.so",
+             getenv("UST_BUILD_DIR"));
+    snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
+    plugin_path("legacy", lp);
+    json_error_t jerr;
+    json_t *doc = json_load_file(w->cfg, 0, &jerr);
+    json_object_set_new(doc, "plugins",
+                        json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
+                                  "candidate", "path", blocker, "timeout_ms", 60000,
+                                  "config", "unblock_file", unblock));
+    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
+    json_decref(doc);
+    start(w);
+    char *raw = stripe_request("evt_stuck", now_s(), SECRET, 0);
+    http_resp r;
+    assert_true(post(w, raw, &r) > 0);
+    ust_free(raw);
+    assert_int_equal(r.status, 202);
+    usleep(300 * 1000); /* the runner is in the candidate's decide */
+    kill(w->srv.pid, SIGTERM);
+    usleep(300 * 1000); /* the stop now waits for the runner */
+    int64_t t0 = now_s();
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 1);
+    assert_true(now_s() - t0 < 5);
+    w->srv.pid = 0;
+    ust_test_write_file(unblock, "go"); /* the orphaned child may end too */
+}
+
 /* A candidate that hangs (until the test lets it go) changes and delays no
  * answer: all are answered while it is still stuck on the first event. */
 static void test_respond_legacy_with_a_hanging_candidate(void **state)
@@ -644,6 +679,7 @@ int main(void)
         T(test_respond_legacy_with_a_hanging_candidate),
         T(test_respond_legacy_with_a_candidate_that_exits),
         T(test_shadow_work_runs_at_background_priority),
+        T(test_a_second_signal_exits_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
