@@ -442,6 +442,17 @@ static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
     ust_config_free(cfg);
 }
 
+/* The server's config gets these plugins (a reference taken). */
+static void use_plugins(world *w, json_t *plugins)
+{
+    json_error_t jerr;
+    json_t *doc = json_load_file(w->cfg, 0, &jerr);
+    assert_non_null(doc);
+    json_object_set_new(doc, "plugins", plugins);
+    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
+    json_decref(doc);
+}
+
 /* --respond legacy with candidate (a test plugin) as the candidate: sends N
  * requests, lets the candidate go (unblock), stops the server, and checks
  * that every answer was exactly the legacy's recorded decision and that the
@@ -456,14 +467,9 @@ static void respond_legacy_run(world *w, const char *candidate,
              getenv("UST_BUILD_DIR"), candidate);
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
     plugin_path("legacy", lp);
-    json_error_t jerr;
-    json_t *doc = json_load_file(w->cfg, 0, &jerr);
-    json_object_set_new(doc, "plugins",
-                        json_pack("{s:{s:s},s:{s:s,s:{s:s}}}", "legacy", "path", lp,
-                                  "candidate", "path", blocker, "config",
-                                  "unblock_file", unblock));
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
+    use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:{s:s}}}", "legacy", "path", lp,
+                             "candidate", "path", blocker, "config", "unblock_file",
+                             unblock));
     const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
                           "--log",     w->log,   "--run",    w->run,
                           "--respond", "legacy", NULL};
@@ -521,14 +527,9 @@ static void test_a_second_signal_exits_at_once(void **state)
              getenv("UST_BUILD_DIR"));
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
     plugin_path("legacy", lp);
-    json_error_t jerr;
-    json_t *doc = json_load_file(w->cfg, 0, &jerr);
-    json_object_set_new(doc, "plugins",
-                        json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
-                                  "candidate", "path", blocker, "timeout_ms", 60000,
-                                  "config", "unblock_file", unblock));
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
+    use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
+                             "candidate", "path", blocker, "timeout_ms", 60000,
+                             "config", "unblock_file", unblock));
     start(w);
     char *raw = stripe_request("evt_stuck", now_s(), SECRET, 0);
     http_resp r;
