@@ -24,6 +24,10 @@ typedef struct responder {
     sqlite3_stmt *insert, *cursor;
     ust__queue q;
     pthread_t thread;
+    /* A batch failed: the log holds events past the answers' cursor that
+     * were answered 503 and not decided. They are decided before the next
+     * batch, or that batch would move the cursor past them for good. */
+    int behind;
 } responder;
 
 static int fed(const ust_log_record *rec)
@@ -91,9 +95,10 @@ static int commit_through(ust__server *s, int64_t seq, char **err)
     return rc;
 }
 
-/* After a restart: decide what the log holds beyond the answers' cursor
- * (those requests were never answered; the clients will retry). */
-static int catch_up(ust__server *s, char **err)
+/* Decides what the log holds beyond the answers' cursor, up to seq limit:
+ * after a restart (those requests were never answered; the clients will
+ * retry), and after a failed batch. */
+static int catch_up(ust__server *s, int64_t limit, char **err)
 {
     responder *rp = s->responder;
     ust_log *log = NULL;
@@ -107,12 +112,18 @@ static int catch_up(ust__server *s, char **err)
     if (rc == 0)
         sqlite3_exec(rp->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
+        if (rec.seq > limit) {
+            rc = 0;
+            break;
+        }
         rc = fed(&rec) ? decide(s, &rec, NULL, err) : 0;
         last = rec.seq;
     }
     if (rc == 0)
         rc = last > 0 ? commit_through(s, last, err)
                       : (sqlite3_exec(rp->db, "COMMIT", NULL, NULL, NULL), 0);
+    else
+        roll_back(rp);
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
     ust_log_close(log);
@@ -134,7 +145,17 @@ static void *responder_main(void *arg)
         if (batch == NULL)
             break; /* stopping and drained */
         char *err = NULL;
-        int rc = sqlite3_exec(rp->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
+        int rc = 0;
+        if (rp->behind) {
+            int64_t first = 0;
+            for (ust__job *j = batch; j != NULL && first == 0; j = j->next)
+                if (j->failure == NULL && j->seq > 0)
+                    first = j->seq;
+            if (first > 0 && (rc = catch_up(s, first - 1, &err)) == 0)
+                rp->behind = 0;
+        }
+        if (rc == 0)
+            rc = sqlite3_exec(rp->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
                      ? 0
                      : UST_EDB;
         int64_t through = 0;
@@ -154,13 +175,14 @@ static void *responder_main(void *arg)
             sqlite3_exec(rp->db, "COMMIT", NULL, NULL, NULL);
         if (rc != 0) {
             /* The events are durable; the decision is not: answer 503 so the
-             * client retries, and a restart decides them. */
+             * client retries; they are decided before the next batch. */
             for (ust__job *j = batch; j != NULL; j = j->next)
                 if (j->failure == NULL)
                     j->failure =
                         ust_sprintf("the legacy decision could not be recorded: %s",
                                     err ? err : ust_strerror(rc));
             roll_back(rp);
+            rp->behind = 1;
         }
         ust_free(err);
         ust__jobs_done(s, batch, last);
@@ -210,7 +232,7 @@ int ust__responder_start(ust__server *s, char **err)
          sqlite3_prepare_v2(rp->db, UST__ANSWERS_CURSOR, -1, &rp->cursor, NULL)))
         rc = ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(rp->db));
     if (rc == 0)
-        rc = catch_up(s, err);
+        rc = catch_up(s, INT64_MAX, err);
     pthread_mutex_init(&rp->q.mu, NULL);
     pthread_cond_init(&rp->q.cv, NULL);
     if (rc == 0 && pthread_create(&rp->thread, NULL, responder_main, s) != 0)

@@ -546,6 +546,64 @@ static void test_a_second_signal_exits_at_once(void **state)
     ust_test_write_file(unblock, "go"); /* the orphaned child may end too */
 }
 
+static int count_rows(const char *db_path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    int n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+static int post_payment(world *w, int i)
+{
+    char key[64], body[128];
+    snprintf(key, sizeof(key), "X-Tenant-Id: t\r\nIdempotency-Key: once-%d\r\n", i);
+    snprintf(body, sizeof(body),
+             "{\"order_id\":\"o%d\",\"amount\":100,\"currency\":\"eur\"}", i);
+    char *raw = raw_post("/payments", key, body, strlen(body));
+    http_resp r;
+    assert_true(post(w, raw, &r) > 0);
+    ust_free(raw);
+    return r.status;
+}
+
+/* --respond legacy, and the legacy's decision of one request cannot be
+ * recorded (a real SQLite error, from a trigger on the answers table): that
+ * request gets 503, and is decided before the next one, so the answers'
+ * cursor never passes an undecided event and the runner decides them all. */
+static void test_respond_legacy_after_a_failed_answer(void **state)
+{
+    world *w = *state;
+    const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
+                          "--log",     w->log,   "--run",    w->run,
+                          "--respond", "legacy", NULL};
+    w->srv = server_start(args);
+    assert_int_equal(post_payment(w, 1), 201);
+    char answers[PATH_MAX + 16];
+    snprintf(answers, sizeof(answers), "%s.answers", w->run);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(answers, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TRIGGER fail_once BEFORE INSERT ON answers"
+                                  " WHEN NEW.seq = 2 BEGIN SELECT RAISE(ABORT, 'disk"
+                                  " trouble'); END",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(post_payment(w, 2), 503);
+    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER fail_once", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(post_payment(w, 3), 201);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    assert_int_equal(count_rows(answers, "SELECT count(*) FROM answers"), 3);
+    assert_int_equal(count_rows(w->run, "SELECT count(*) FROM decisions"), 3);
+}
+
 /* A candidate that hangs (until the test lets it go) changes and delays no
  * answer: all are answered while it is still stuck on the first event. */
 static void test_respond_legacy_with_a_hanging_candidate(void **state)
@@ -681,6 +739,7 @@ int main(void)
         T(test_respond_legacy_with_a_candidate_that_exits),
         T(test_shadow_work_runs_at_background_priority),
         T(test_a_second_signal_exits_at_once),
+        T(test_respond_legacy_after_a_failed_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
