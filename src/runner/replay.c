@@ -193,14 +193,16 @@ static int bind_text(sqlite3_stmt *st, int col, const char *s)
              : sqlite3_bind_null(st, col);
 }
 
+/* 1 when the entity diverged before, 0 when not, -1 when SQLite could not
+ * say (a follow_on guessed wrong would mislead the report). */
 static int entity_has_diverged(replay *r, const char *entity)
 {
     if (entity == NULL)
         return 0;
     sqlite3_bind_text(r->entity_diverged, 1, entity, -1, SQLITE_STATIC);
-    int found = sqlite3_step(r->entity_diverged) == SQLITE_ROW;
+    int step = sqlite3_step(r->entity_diverged);
     sqlite3_reset(r->entity_diverged);
-    return found;
+    return step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
 }
 
 static int write_divergence(replay *r, const ust_event *ev, const char *entity,
@@ -235,6 +237,8 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     ust_jsonw_end_object(&w);
     char *text = w.error == 0 ? w.buf : NULL;
     int rc = text && field_text && cls ? 0 : UST_ENOMEM;
+    if (rc == 0 && follow_on < 0)
+        rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
     if (rc == 0) {
         sqlite3_stmt *st = r->ins_divergence;
         sqlite3_bind_int64(st, 1, ev->seq);
@@ -610,6 +614,10 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             in_flight = NULL;
         }
     }
+    /* A batch that came back empty may still hold the row read past its
+     * limit (or one that failed to derive). */
+    for (int i = 0; r->batches != NULL && i < 2; i++)
+        release_batch(&r->batches[i]);
     ust_log_cursor_close(cur);
     if (rc == 0)
         rc = record_log_head(r, err);
