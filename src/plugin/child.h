@@ -36,6 +36,10 @@ void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs);
 
+/* ust_plugin_load for the forked child: the same, without hashing the file
+ * (the host has; see loader.c). */
+int ust__plugin_load_forked(const char *path, const char *ns, json_t *config,
+                            ust_store *store, ust_plugin **out, char **err);
 /* The forked child's side for an isolated .so: never returns. */
 void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd);
 

@@ -109,8 +109,11 @@ void ust_plugin_unload(ust_plugin *p)
     ust_free(p);
 }
 
-int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
-                    ust_plugin **out, char **err)
+/* hash_file: the file's SHA-256 for the run's identity (the host's side);
+ * a forked shim skips it, which keeps OpenSSL, whose locks other threads of
+ * the host may have held at the fork, out of the child's start. */
+static int load(const char *path, const char *ns, json_t *config, ust_store *store,
+                int hash_file, ust_plugin **out, char **err)
 {
     *out = NULL;
     ust_plugin *p = ust_calloc(1, sizeof(*p));
@@ -121,7 +124,7 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
     }
     p->store = store;
     int rc = 0;
-    if (ust_sha256_file_hex(path, p->sha256) != 0) {
+    if (hash_file && ust_sha256_file_hex(path, p->sha256) != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
         goto fail;
     }
@@ -175,6 +178,18 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
 fail:
     ust_plugin_unload(p);
     return rc;
+}
+
+int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
+                    ust_plugin **out, char **err)
+{
+    return load(path, ns, config, store, 1, out, err);
+}
+
+int ust__plugin_load_forked(const char *path, const char *ns, json_t *config,
+                            ust_store *store, ust_plugin **out, char **err)
+{
+    return load(path, ns, config, store, 0, out, err);
 }
 
 void ust_plugin_discard(ust_plugin *p)
@@ -291,9 +306,28 @@ static int cmp_str(const void *a, const void *b)
 #define BODY_MEMO 64
 #define BODY_MEMO_MAX 512 /* longer bodies are not remembered */
 
+/* The memo's lock. Isolated plugins are forked from a process whose other
+ * threads may hold it at that moment, and a forked shim uses it: it is taken
+ * around every fork, so the child never starts with it held. */
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static void memo_lock_take(void)
+{
+    pthread_mutex_lock(&memo_lock);
+}
+static void memo_lock_give(void)
+{
+    pthread_mutex_unlock(&memo_lock);
+}
+static void memo_lock_guard_forks(void)
+{
+    pthread_atfork(memo_lock_take, memo_lock_give, memo_lock_give);
+}
+
 static char *canonical_body(const char *text)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static pthread_once_t guarded = PTHREAD_ONCE_INIT;
+    pthread_once(&guarded, memo_lock_guard_forks);
+    pthread_mutex_t *lock = &memo_lock;
     static struct {
         char *text, *canon;
     } memo[BODY_MEMO];
@@ -301,11 +335,11 @@ static char *canonical_body(const char *text)
     size_t slot = 0;
     if (len <= BODY_MEMO_MAX) {
         slot = ust_fnv1a64(text, len) % BODY_MEMO;
-        pthread_mutex_lock(&lock);
+        pthread_mutex_lock(lock);
         char *hit = memo[slot].text != NULL && strcmp(memo[slot].text, text) == 0
                         ? ust_strdup(memo[slot].canon)
                         : NULL;
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(lock);
         if (hit != NULL)
             return hit;
     }
@@ -320,11 +354,11 @@ static char *canonical_body(const char *text)
     if (canon != NULL && len <= BODY_MEMO_MAX) {
         char *t = ust_strdup(text), *c = ust_strdup(canon);
         if (t != NULL && c != NULL) {
-            pthread_mutex_lock(&lock);
+            pthread_mutex_lock(lock);
             char *old_t = memo[slot].text, *old_c = memo[slot].canon;
             memo[slot].text = t;
             memo[slot].canon = c;
-            pthread_mutex_unlock(&lock);
+            pthread_mutex_unlock(lock);
             t = old_t, c = old_c;
         }
         ust_free(t);

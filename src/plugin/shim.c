@@ -39,8 +39,8 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
     ust_plugin *p = NULL;
     char *err = NULL;
     if (init == NULL || store == NULL ||
-        ust_plugin_load(so_path, ns, json_object_get(init, "config"), store, &p,
-                        &err) != 0) {
+        ust__plugin_load_forked(so_path, ns, json_object_get(init, "config"), store, &p,
+                                &err) != 0) {
         say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                            err ? err : "no init message"));
         _exit(3);
