@@ -19,15 +19,22 @@
 #define RETRY_FIRST_MS 100
 #define RETRY_MAX_MS 30000
 
+/* ms from now, for pthread_cond_timedwait. */
+static struct timespec in_ms(long ms)
+{
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_sec += ms / 1000;
+    at.tv_nsec += (ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L)
+        at.tv_sec++, at.tv_nsec -= 1000000000L;
+    return at;
+}
+
 /* Waits until the server stops or ms pass (called with follow_mu held). */
 static void pause_ms(ust__server *s, long ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L)
-        until.tv_sec++, until.tv_nsec -= 1000000000L;
+    struct timespec until = in_ms(ms);
     while (!s->follow_stop &&
            pthread_cond_timedwait(&s->follow_cv, &s->follow_mu, &until) == 0)
         ;
@@ -45,11 +52,7 @@ static void *follower_main(void *arg)
             pause_ms(s, retry_ms);
         } else if (!s->follow_stop &&
                    s->follow_wanted <= ust_runner_cursor(s->runner)) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 200 * 1000000L;
-            if (until.tv_nsec >= 1000000000L)
-                until.tv_sec++, until.tv_nsec -= 1000000000L;
+            struct timespec until = in_ms(200); /* or sooner, on a commit */
             pthread_cond_timedwait(&s->follow_cv, &s->follow_mu, &until);
         }
         int stop = s->follow_stop;
