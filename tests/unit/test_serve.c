@@ -124,6 +124,16 @@ static int post(world *w, const char *raw, http_resp *r)
     return http_once(w->srv.port, raw, strlen(raw), r);
 }
 
+/* One signed Stripe callback, recorded (202). */
+static void record_one(world *w, const char *evt)
+{
+    char *raw = stripe_request(evt, now_s(), SECRET, 0);
+    http_resp r;
+    assert_true(post(w, raw, &r) > 0);
+    ust_free(raw);
+    assert_int_equal(r.status, 202);
+}
+
 static void test_signatures_at_the_door(void **state)
 {
     world *w = *state;
@@ -531,11 +541,7 @@ static void test_a_second_signal_exits_at_once(void **state)
                              "candidate", "path", blocker, "timeout_ms", 60000,
                              "config", "unblock_file", unblock));
     start(w);
-    char *raw = stripe_request("evt_stuck", now_s(), SECRET, 0);
-    http_resp r;
-    assert_true(post(w, raw, &r) > 0);
-    ust_free(raw);
-    assert_int_equal(r.status, 202);
+    record_one(w, "evt_stuck");
     usleep(300 * 1000); /* the runner is in the candidate's decide */
     kill(w->srv.pid, SIGTERM);
     usleep(300 * 1000); /* the stop now waits for the runner */
@@ -660,11 +666,7 @@ static void test_shadow_work_runs_at_background_priority(void **state)
 {
     world *w = *state;
     start(w);
-    char *raw = stripe_request("evt_nice", now_s(), SECRET, 0);
-    http_resp r;
-    assert_true(post(w, raw, &r) > 0);
-    ust_free(raw);
-    assert_int_equal(r.status, 202);
+    record_one(w, "evt_nice");
     enum { NICE = 19 };
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)w->srv.pid);
