@@ -316,7 +316,7 @@ static int stage(ust_store *s, const char *key, const char *value)
         s->cap_stage = cap;
     }
     staged *st = &s->stage[s->n_stage];
-    size_t klen;
+    size_t klen = 0; /* stays 0 when the lookup buffer cannot grow */
     const char *k = lookup_key(s, key, &klen);
     st->key = k ? ust__arena_memdup(&s->call_mem, k, klen + 1) : NULL;
     st->klen = klen;
