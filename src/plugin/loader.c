@@ -327,7 +327,6 @@ static char *canonical_body(const char *text)
 {
     static pthread_once_t guarded = PTHREAD_ONCE_INIT;
     pthread_once(&guarded, memo_lock_guard_forks);
-    pthread_mutex_t *lock = &memo_lock;
     static struct {
         char *text, *canon;
     } memo[BODY_MEMO];
@@ -335,11 +334,11 @@ static char *canonical_body(const char *text)
     size_t slot = 0;
     if (len <= BODY_MEMO_MAX) {
         slot = ust_fnv1a64(text, len) % BODY_MEMO;
-        pthread_mutex_lock(lock);
+        pthread_mutex_lock(&memo_lock);
         char *hit = memo[slot].text != NULL && strcmp(memo[slot].text, text) == 0
                         ? ust_strdup(memo[slot].canon)
                         : NULL;
-        pthread_mutex_unlock(lock);
+        pthread_mutex_unlock(&memo_lock);
         if (hit != NULL)
             return hit;
     }
@@ -354,11 +353,11 @@ static char *canonical_body(const char *text)
     if (canon != NULL && len <= BODY_MEMO_MAX) {
         char *t = ust_strdup(text), *c = ust_strdup(canon);
         if (t != NULL && c != NULL) {
-            pthread_mutex_lock(lock);
+            pthread_mutex_lock(&memo_lock);
             char *old_t = memo[slot].text, *old_c = memo[slot].canon;
             memo[slot].text = t;
             memo[slot].canon = c;
-            pthread_mutex_unlock(lock);
+            pthread_mutex_unlock(&memo_lock);
             t = old_t, c = old_c;
         }
         ust_free(t);
