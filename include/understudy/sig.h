@@ -44,6 +44,12 @@ const char *ust_sig_scheme_name(ust_sig_scheme s);
 /* 0, or UST_EINVAL for an unknown name. */
 int ust_sig_scheme_parse(const char *name, ust_sig_scheme *out);
 
+/* 0 when secret can key scheme's signatures; UST_EINVAL when it cannot (empty,
+ * scheme NONE, or for standard-webhooks not base64 after an optional whsec_,
+ * or decoding to nothing); UST_ENOMEM. Checked at start, so a bad secret is
+ * refused once rather than every delivery being recorded invalid. */
+int ust_sig_secret_check(ust_sig_scheme scheme, const char *secret);
+
 /* Verifies req (headers, raw body, received_at_us) under p. A scheme of NONE
  * gives UST_SIG_UNSIGNED. A timestamp more than tolerance_s before or after
  * received_at is UST_SIG_EXPIRED (we reject far-future timestamps too). */

@@ -650,6 +650,20 @@ int ust_config_load_secrets(ust_config *cfg, char **err)
                             "variable %s is %s",
                             cfg->file, i, r->secret_env,
                             v == NULL ? "not set" : "empty");
+        /* A secret the scheme cannot key with would make every delivery on
+         * the route "invalid": refuse it now, by name, never by value. */
+        int rc = ust_sig_secret_check(r->scheme, v);
+        if (rc == UST_ENOMEM)
+            return ust_errf(err, rc, "%s: out of memory", cfg->file);
+        if (rc != 0)
+            return ust_errf(err, UST_ECONFIG,
+                            "%s: routes[%zu].signature.secret_env: environment "
+                            "variable %s is not %s",
+                            cfg->file, i, r->secret_env,
+                            r->scheme == UST_SCHEME_STANDARD_WEBHOOKS
+                                ? "a Standard Webhooks secret (whsec_ followed by "
+                                  "base64)"
+                                : "a usable secret");
         char *copy = ust_strdup(v);
         if (copy == NULL)
             return ust_errf(err, UST_ENOMEM, "%s: out of memory", cfg->file);

@@ -66,6 +66,22 @@ int ust_sig_scheme_parse(const char *name, ust_sig_scheme *out)
     return UST_EINVAL;
 }
 
+int ust_sig_secret_check(ust_sig_scheme scheme, const char *secret)
+{
+    if (secret == NULL || secret[0] == '\0')
+        return UST_EINVAL;
+    switch (scheme) {
+    case UST_SCHEME_STRIPE:
+    case UST_SCHEME_HMAC_SHA256_HEX:
+        return 0; /* keyed with the secret's bytes as they are */
+    case UST_SCHEME_STANDARD_WEBHOOKS:
+        return ust__standard_webhooks_secret_check(secret);
+    case UST_SCHEME_NONE:
+        break;
+    }
+    return UST_EINVAL;
+}
+
 ust_sig_status ust_sig_verify(const ust_sig_params *p, const ust_request *req)
 {
     /* Fail closed on anything that is not a well-formed call: a request that

@@ -56,6 +56,8 @@ int ust__stripe_sign(const ust_sig_params *p, int64_t timestamp_s, ust_request *
 
 ust_sig_status ust__standard_webhooks_verify(const ust_sig_params *p,
                                              const ust_request *req);
+/* 0 when secret decodes to a key, UST_EINVAL, UST_ENOMEM. */
+int ust__standard_webhooks_secret_check(const char *secret);
 int ust__standard_webhooks_sign(const ust_sig_params *p, int64_t timestamp_s,
                                 const char *msg_id, ust_request *req);
 

@@ -43,6 +43,15 @@ static void free_key(unsigned char *key, size_t key_len)
     ust_free(key);
 }
 
+int ust__standard_webhooks_secret_check(const char *secret)
+{
+    unsigned char *key = NULL;
+    size_t key_len = 0;
+    int rc = decode_secret(secret, &key, &key_len);
+    free_key(key, key_len);
+    return rc;
+}
+
 /* The expected signature, base64 without the "v1," tag, in *b64 (caller
  * frees). 0, UST_EINVAL (bad secret), UST_ENOMEM. */
 static int standard_mac_b64(const char *secret, const char *id, int64_t t,

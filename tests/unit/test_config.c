@@ -296,6 +296,42 @@ static void test_secrets(void **state)
     ust_config_free(cfg);
 }
 
+/* A Standard Webhooks secret is whsec_ and base64: one that is not would
+ * make every delivery on its route "invalid", so start refuses it, naming
+ * the variable and never the value. */
+static void test_standard_secret_must_be_base64(void **state)
+{
+    (void)state;
+    static const char *const bad_secrets[] = {
+        "whsec_not-base64!",
+        "whsec_topsecretvalue",
+        "whsec_",
+        "whsec_====",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=",
+        "whsec_MfKQ 9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    };
+    ust_config *cfg = load_example();
+    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_stripe", 1);
+    for (size_t i = 0; i < sizeof(bad_secrets) / sizeof(bad_secrets[0]); i++) {
+        char *err = NULL;
+        setenv("UNDERSTUDY_STANDARD_SECRET", bad_secrets[i], 1);
+        assert_int_equal(ust_config_load_secrets(cfg, &err), UST_ECONFIG);
+        assert_non_null(err);
+        if (strstr(err, "tests/data/config.json: routes[1].signature.secret_env: "
+                        "environment variable UNDERSTUDY_STANDARD_SECRET is not a "
+                        "Standard Webhooks secret (whsec_ followed by base64)") == NULL)
+            fail_msg("secret %zu: %s", i, err);
+        if (strlen(bad_secrets[i]) > 6) /* the value, past whsec_, is never shown */
+            assert_null(strstr(err, bad_secrets[i] + 6));
+        ust_free(err);
+    }
+    /* The prefix is optional, as it is for the verifier. */
+    char *err = NULL;
+    setenv("UNDERSTUDY_STANDARD_SECRET", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    assert_int_equal(ust_config_load_secrets(cfg, &err), 0);
+    ust_config_free(cfg);
+}
+
 static void test_route_lookup(void **state)
 {
     (void)state;
@@ -385,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_broken_configs),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_standard_secret_must_be_base64),
         cmocka_unit_test(test_route_lookup),
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_parse_out_of_memory),

@@ -764,6 +764,25 @@ static void test_allocation_failures(void **state)
     }
 }
 
+/* The start-time check agrees with the verifier: what it accepts keys a
+ * signature that verifies; what it refuses could never verify. */
+static void test_secret_check(void **state)
+{
+    (void)state;
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET), 0);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET + 6),
+                     0);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STANDARD_WEBHOOKS, ST_SECRET),
+                     UST_EINVAL);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STANDARD_WEBHOOKS, "whsec_"),
+                     UST_EINVAL);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STRIPE, ST_SECRET), 0);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET), 0);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STRIPE, ""), UST_EINVAL);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_STRIPE, NULL), UST_EINVAL);
+    assert_int_equal(ust_sig_secret_check(UST_SCHEME_NONE, "x"), UST_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -797,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_all_schemes),
         cmocka_unit_test(test_binary_body_after_nul),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_secret_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
