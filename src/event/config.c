@@ -24,7 +24,8 @@
 #define DEFAULT_IDEM_HEADER "Idempotency-Key"
 
 #define WHAT_SOURCE "a JSON Pointer (\"\" or starting with /) or \"header:NAME\""
-#define WHAT_SCHEME "one of \"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\""
+#define WHAT_SCHEME                                                                    \
+    "one of \"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\", \"none\""
 #define WHAT_STATE "one of pending, paid, refunded, cancelled"
 
 /* Validation context: the key path is a stack, so an error reports exactly
@@ -36,11 +37,12 @@ typedef struct vctx {
     size_t len;
 } vctx;
 
-/* Appends t to the path, truncated at PATH_CAP. */
+/* Appends t to the path, truncated at PATH_CAP. A key may hold any byte;
+ * control characters become '?' so a message cannot rewrite the terminal. */
 static void append(vctx *c, const char *t)
 {
     for (; t != NULL && *t != '\0' && c->len < PATH_CAP - 1; t++)
-        c->path[c->len++] = *t;
+        c->path[c->len++] = (unsigned char)*t < 0x20 || *t == 0x7f ? '?' : *t;
     c->path[c->len] = '\0';
 }
 
@@ -80,6 +82,95 @@ static int bad(const vctx *c, const char *what)
 static int nomem(const vctx *c)
 {
     return ust_errf(c->err, UST_ENOMEM, "%s: out of memory", c->label);
+}
+
+#define KEY_CAP 64
+
+/* Levenshtein distance of a and b, for suggesting a key; KEY_CAP when
+ * either is longer than that (no key is). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > KEY_CAP || lb > KEY_CAP)
+        return KEY_CAP;
+    size_t prev[KEY_CAP + 1], cur[KEY_CAP + 1];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
+    }
+    return prev[lb];
+}
+
+/* A level's known keys: a table whose entries each begin with the key's
+ * name (a plain array of names, or a struct with the name first), so the
+ * table that drives a level's parsing is also its list of keys. */
+typedef struct keys {
+    const void *table;
+    size_t n, stride;
+} keys;
+
+#define KEYS(table)                                                                    \
+    ((keys){(table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0])})
+
+static const char *key_at(keys k, size_t i)
+{
+    return *(const char *const *)(const void *)((const char *)k.table + i * k.stride);
+}
+
+/* The known key nearest to key, or NULL when none is close enough to be
+ * the one meant: at most 2 edits, and at most a third of its length. */
+static const char *nearest_key(const char *key, keys k)
+{
+    const char *best = NULL;
+    size_t best_d = KEY_CAP;
+    for (size_t i = 0; i < k.n; i++) {
+        size_t d = edit_distance(key, key_at(k, i));
+        size_t len = strlen(key_at(k, i));
+        if (d < best_d && d <= 2 && d * 3 <= (len < 3 ? 3 : len)) {
+            best = key_at(k, i);
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+/* Every key of obj must be a known one: an unknown key is a mistake, never
+ * an extension, or a misspelled "signature" would leave a route unsigned.
+ * The message names the key path and the nearest known key, or else lists
+ * the keys this level knows. */
+static int check_keys(vctx *c, json_t *obj, keys k)
+{
+    for (void *it = json_object_iter(obj); it != NULL;
+         it = json_object_iter_next(obj, it)) {
+        const char *key = json_object_iter_key(it);
+        size_t i = 0;
+        while (i < k.n && strcmp(key_at(k, i), key) != 0)
+            i++;
+        if (i < k.n)
+            continue;
+        push_key(c, key);
+        const char *near = nearest_key(key, k);
+        if (near != NULL)
+            return ust_errf(c->err, UST_ECONFIG,
+                            "%s: unknown key \"%s\" (did you mean \"%s\"?)", c->label,
+                            c->path, near);
+        char list[PATH_CAP] = "";
+        for (i = 0; i < k.n; i++) {
+            size_t used = strlen(list);
+            (void)snprintf(list + used, sizeof(list) - used, "%s%s", i > 0 ? ", " : "",
+                           key_at(k, i));
+        }
+        return ust_errf(c->err, UST_ECONFIG, "%s: unknown key \"%s\" (known here: %s)",
+                        c->label, c->path, list);
+    }
+    return 0;
 }
 
 static int valid_env_name(const char *s)
@@ -206,20 +297,49 @@ static int take_string_array(vctx *c, json_t *obj, const char *key, int need_ite
     return 0;
 }
 
+static const char *const signature_keys[] = {"scheme", "secret_env", "tolerance_s",
+                                             "header"};
+
+/* A webhook route must have a signature block: leaving it out (or
+ * misspelling it) must not turn verification off. An unsigned webhook
+ * route says {"scheme": "none"}, and nothing else. */
 static int parse_signature(vctx *c, json_t *route, ust_route *r)
 {
     json_t *sig;
     int rc = take_object(c, route, "signature", &sig);
-    if (rc != 0 || sig == NULL)
+    if (rc != 0)
         return rc;
     size_t mark = push_key(c, "signature");
+    if (sig == NULL) {
+        if (r->kind == UST_ROUTE_WEBHOOK)
+            return bad(c, "a signature block (or {\"scheme\": \"none\"} for an "
+                          "unsigned webhook route)");
+        pop(c, mark);
+        return 0;
+    }
+    if ((rc = check_keys(c, sig, KEYS(signature_keys))) != 0)
+        return rc;
     json_t *scheme = json_object_get(sig, "scheme");
     if (!json_is_string(scheme) ||
-        ust_sig_scheme_parse(json_string_value(scheme), &r->scheme) != 0 ||
-        r->scheme == UST_SCHEME_NONE) {
+        ust_sig_scheme_parse(json_string_value(scheme), &r->scheme) != 0) {
         r->scheme = UST_SCHEME_NONE;
         push_key(c, "scheme");
         return bad(c, WHAT_SCHEME);
+    }
+    if (r->scheme == UST_SCHEME_NONE) {
+        /* Every key after the first ("scheme") belongs to a real scheme. */
+        for (size_t i = 1; i < sizeof(signature_keys) / sizeof(signature_keys[0]); i++)
+            if (json_object_get(sig, signature_keys[i]) != NULL) {
+                push_key(c, signature_keys[i]);
+                return bad(c, "nothing but \"scheme\" when the scheme is \"none\"");
+            }
+        pop(c, mark);
+        return 0;
+    }
+    if (r->scheme != UST_SCHEME_HMAC_SHA256_HEX &&
+        json_object_get(sig, "header") != NULL) {
+        push_key(c, "header");
+        return bad(c, "no \"header\" here: it is for scheme \"hmac-sha256-hex\" only");
     }
     if ((rc = take_string(c, sig, "secret_env", 1, "an environment variable name",
                           valid_env_name, &r->secret_env)) != 0 ||
@@ -251,6 +371,8 @@ static int parse_fields(vctx *c, json_t *route, ust_route *r)
         {"intent", offsetof(ust_route_fields, intent)},
     };
     size_t mark = push_key(c, "fields");
+    if ((rc = check_keys(c, fields, KEYS(known))) != 0)
+        return rc;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         char **slot = (char **)((char *)&r->fields + known[i].off);
         rc = take_string(c, fields, known[i].name, 0, WHAT_SOURCE, ust__source_valid,
@@ -268,7 +390,10 @@ static int parse_status(vctx *c, json_t *route, ust_route *r)
     int rc = take_object(c, route, "status", &status);
     if (rc != 0 || status == NULL)
         return rc;
+    static const char *const status_keys[] = {"from", "map"};
     size_t mark = push_key(c, "status");
+    if ((rc = check_keys(c, status, KEYS(status_keys))) != 0)
+        return rc;
     rc = take_string(c, status, "from", 1, WHAT_SOURCE, ust__source_valid,
                      &r->status_from);
     if (rc != 0)
@@ -308,8 +433,10 @@ static int parse_idempotency(vctx *c, json_t *route, ust_route *r)
     if (rc != 0)
         return rc;
     if (idem != NULL) {
+        static const char *const idempotency_keys[] = {"header", "tenant_header"};
         size_t mark = push_key(c, "idempotency");
-        if ((rc = take_string(c, idem, "header", 0, "a header name", valid_header_name,
+        if ((rc = check_keys(c, idem, KEYS(idempotency_keys))) != 0 ||
+            (rc = take_string(c, idem, "header", 0, "a header name", valid_header_name,
                               &r->idem_header)) != 0 ||
             (rc = take_string(c, idem, "tenant_header", 0, "a header name",
                               valid_header_name, &r->tenant_header)) != 0)
@@ -324,11 +451,16 @@ static int parse_idempotency(vctx *c, json_t *route, ust_route *r)
     return 0;
 }
 
+static const char *const route_keys[] = {"path",   "kind",   "provider",   "signature",
+                                         "fields", "status", "idempotency"};
+
 static int parse_route(vctx *c, json_t *jr, ust_route *r)
 {
     if (!json_is_object(jr))
         return bad(c, "an object");
-    int rc = take_string(c, jr, "path", 1, "a path starting with / (no query)",
+    int rc = check_keys(c, jr, KEYS(route_keys));
+    if (rc == 0)
+        rc = take_string(c, jr, "path", 1, "a path starting with / (no query)",
                          valid_route_path, &r->path);
     if (rc != 0)
         return rc;
@@ -392,8 +524,13 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
     int rc = plugins != NULL ? take_object(c, plugins, key, &obj) : 0;
     if (rc != 0)
         return rc;
+    /* "config" is the plugin's own: passed on whole, its keys unchecked. */
+    static const char *const plugin_keys[] = {"path",    "exec",       "config",
+                                              "isolate", "timeout_ms", "max_rss_mb"};
     json_t *conf = obj != NULL ? json_object_get(obj, "config") : NULL;
     size_t mark = push_key(c, key);
+    if (obj != NULL && (rc = check_keys(c, obj, KEYS(plugin_keys))) != 0)
+        return rc;
     if (conf != NULL && !json_is_object(conf)) {
         push_key(c, "config");
         return bad(c, "an object");
@@ -433,8 +570,11 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
     int64_t body = DEFAULT_MAX_BODY_BYTES, headers = DEFAULT_MAX_HEADERS,
             timeout = DEFAULT_HEADER_TIMEOUT_MS;
     if (limits != NULL) {
+        static const char *const limit_keys[] = {"max_body_bytes", "max_headers",
+                                                 "header_timeout_ms"};
         size_t mark = push_key(c, "limits");
-        if ((rc = take_posint(c, limits, "max_body_bytes", body, &body)) != 0 ||
+        if ((rc = check_keys(c, limits, KEYS(limit_keys))) != 0 ||
+            (rc = take_posint(c, limits, "max_body_bytes", body, &body)) != 0 ||
             (rc = take_posint(c, limits, "max_headers", headers, &headers)) != 0 ||
             (rc = take_posint(c, limits, "header_timeout_ms", timeout, &timeout)) != 0)
             return rc;
@@ -452,8 +592,10 @@ static int parse_compare(vctx *c, json_t *root, ust_config *cfg)
     int rc = take_object(c, root, "compare", &compare);
     if (rc != 0 || compare == NULL)
         return rc;
+    static const char *const compare_keys[] = {"ignore", "headers"};
     size_t mark = push_key(c, "compare");
-    if ((rc = take_string_array(c, compare, "ignore", 0, "an array of JSON Pointers",
+    if ((rc = check_keys(c, compare, KEYS(compare_keys))) != 0 ||
+        (rc = take_string_array(c, compare, "ignore", 0, "an array of JSON Pointers",
                                 "a JSON Pointer (\"\" or starting with /)",
                                 ust__pointer_valid, &cfg->compare_ignore,
                                 &cfg->n_compare_ignore)) != 0 ||
@@ -465,21 +607,27 @@ static int parse_compare(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+static const char *const top_keys[] = {"listen", "log",     "run",     "limits",
+                                       "routes", "plugins", "compare", "redact"};
+
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
     if (!json_is_object(root))
         return bad(c, "an object");
     json_t *plugins;
     int rc;
-    if ((rc = take_string(c, root, "listen", 0, "a string", NULL, &cfg->listen)) != 0 ||
+    if ((rc = check_keys(c, root, KEYS(top_keys))) != 0 ||
+        (rc = take_string(c, root, "listen", 0, "a string", NULL, &cfg->listen)) != 0 ||
         (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
         (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
         (rc = parse_limits(c, root, cfg)) != 0 ||
         (rc = parse_routes(c, root, cfg)) != 0 ||
         (rc = take_object(c, root, "plugins", &plugins)) != 0)
         return rc;
+    static const char *const plugins_keys[] = {"legacy", "candidate"};
     size_t mark = plugins != NULL ? push_key(c, "plugins") : c->len;
-    if ((rc = parse_plugin(c, plugins, "legacy", 0, &cfg->legacy)) != 0 ||
+    if ((plugins != NULL && (rc = check_keys(c, plugins, KEYS(plugins_keys))) != 0) ||
+        (rc = parse_plugin(c, plugins, "legacy", 0, &cfg->legacy)) != 0 ||
         (rc = parse_plugin(c, plugins, "candidate", 1, &cfg->candidate)) != 0)
         return rc;
     pop(c, mark);

@@ -12,9 +12,13 @@
 #include <understudy/event.h>
 #include <understudy/hash.h>
 
+#include "support.h"
+
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static char *fixture(const char *name)
 {
@@ -126,8 +130,8 @@ static void test_defaults(void **state)
         "\"header\":\"X-Sig\"}},"
         "{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"api\"}],"
         "\"plugins\":{\"candidate\":{\"exec\":[\"python3\",\"cand.py\"]}},"
-        "\"compare\":{\"ignore\":[\"/payment_id\",\"\"],\"headers\":[\"Retry-After\"]},"
-        "\"future_key\":{\"anything\":[1,2]}}";
+        "\"compare\":{\"ignore\":[\"/"
+        "payment_id\",\"\"],\"headers\":[\"Retry-After\"]}}";
     ust_config *cfg;
     char *err = NULL;
     assert_int_equal(ust_config_parse(t, strlen(t), "d.json", &cfg, &err), 0);
@@ -156,7 +160,8 @@ static void test_defaults(void **state)
     ust_config_free(cfg);
 }
 
-#define R0 "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"}"
+#define UNSIGNED "\"signature\":{\"scheme\":\"none\"}"
+#define R0 "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED "}"
 #define ROUTES(x) "{\"routes\":[" x "]}"
 
 static const struct {
@@ -177,24 +182,24 @@ static const struct {
      "cfg.json: routes[0].path: expected"},
     {ROUTES("{\"kind\":\"webhook\",\"provider\":\"p\"}"),
      "cfg.json: routes[0].path: expected"},
-    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED ","
             "\"fields\":{\"event_id\":\"id\"}}"),
      "cfg.json: routes[0].fields.event_id: expected a JSON Pointer"},
-    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED ","
             "\"fields\":{\"amount\":\"/a~2b\"}}"),
      "cfg.json: routes[0].fields.amount: expected a JSON Pointer"},
-    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED ","
             "\"fields\":{\"event_id\":\"header:\"}}"),
      "cfg.json: routes[0].fields.event_id: expected"},
-    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED ","
             "\"fields\":{\"event_id\":7}}"),
      "cfg.json: routes[0].fields.event_id: expected"},
     {ROUTES(
-         "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+         "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED ","
          "\"status\":{\"from\":\"/type\",\"map\":{\"charge.refunded\":\"refund\"}}}"),
      "cfg.json: routes[0].status.map.charge.refunded: expected one of pending, paid, "
      "refunded, cancelled"},
-    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED ","
             "\"status\":{\"map\":{}}}"),
      "cfg.json: routes[0].status.from: expected"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
@@ -235,20 +240,127 @@ static const struct {
     {"{\n  \"routes\": [\n    {\"path\": \"/w\",}\n  ]\n}", "cfg.json:3:"},
 };
 
+/* Each text is refused with UST_ECONFIG and a message containing expect. */
+static void expect_refused(const char *name, const char *text, const char *expect)
+{
+    ust_config *cfg = (ust_config *)1;
+    char *err = NULL;
+    int rc = ust_config_parse(text, strlen(text), "cfg.json", &cfg, &err);
+    if (rc != UST_ECONFIG || err == NULL || strstr(err, expect) == NULL)
+        fail_msg("%s: rc %d, message \"%s\", wanted \"%s\"", name, rc,
+                 err != NULL ? err : "(none)", expect);
+    assert_null(cfg);
+    ust_free(err);
+}
+
 static void test_broken_configs(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
-        ust_config *cfg = (ust_config *)1;
-        char *err = NULL;
-        int rc = ust_config_parse(broken[i].text, strlen(broken[i].text), "cfg.json",
-                                  &cfg, &err);
-        if (rc != UST_ECONFIG || err == NULL || strstr(err, broken[i].expect) == NULL)
-            fail_msg("case %zu: rc %d, message \"%s\", wanted \"%s\"", i, rc,
-                     err != NULL ? err : "(none)", broken[i].expect);
-        assert_null(cfg);
-        ust_free(err);
+        char name[32];
+        (void)snprintf(name, sizeof(name), "case %zu", i);
+        expect_refused(name, broken[i].text, broken[i].expect);
     }
+}
+
+/* A key understudy does not know is a mistake, not an extension: a
+ * misspelled "signature" would make a route unsigned and a misspelled
+ * "redact" would unmask every report. Every object level is checked. */
+#define SIGNED(extra)                                                                  \
+    ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","                 \
+           "\"signature\":{\"scheme\":\"stripe\",\"secret_env\":\"S\"" extra "}}")
+#define WITH(x) "{\"routes\":[" R0 "]," x "}"
+
+static const struct {
+    const char *text;
+    const char *expect; /* the whole message */
+} misspelled[] = {
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+            "\"signatur\":{\"scheme\":\"stripe\",\"secret_env\":\"S\"}}"),
+     "cfg.json: unknown key \"routes[0].signatur\" (did you mean \"signature\"?)"},
+    {WITH("\"redac\":[\"email\"]"),
+     "cfg.json: unknown key \"redac\" (did you mean \"redact\"?)"},
+    {WITH("\"limits\":{\"max_body_byte\":10}"),
+     "cfg.json: unknown key \"limits.max_body_byte\" (did you mean "
+     "\"max_body_bytes\"?)"},
+    {SIGNED(",\"tolerence_s\":600"),
+     "cfg.json: unknown key \"routes[0].signature.tolerence_s\" (did you mean "
+     "\"tolerance_s\"?)"},
+    {WITH("\"plugins\":{\"candidate\":{\"path\":\"c.so\",\"timout_ms\":50}}"),
+     "cfg.json: unknown key \"plugins.candidate.timout_ms\" (did you mean "
+     "\"timeout_ms\"?)"},
+    {WITH("\"plugins\":{\"legacy\":{\"path\":\"l.so\"},\"candidat\":{}}"),
+     "cfg.json: unknown key \"plugins.candidat\" (did you mean \"candidate\"?)"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
+            ",\"fields\":{\"event_id\":\"/id\",\"ammount\":\"/a\"}}"),
+     "cfg.json: unknown key \"routes[0].fields.ammount\" (did you mean \"amount\"?)"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
+            ",\"status\":{\"from\":\"/s\",\"mapp\":{}}}"),
+     "cfg.json: unknown key \"routes[0].status.mapp\" (did you mean \"map\"?)"},
+    {ROUTES(R0 ",{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"a\","
+               "\"idempotency\":{\"tenant-header\":\"X-T\"}}"),
+     "cfg.json: unknown key \"routes[1].idempotency.tenant-header\" (did you mean "
+     "\"tenant_header\"?)"},
+    {WITH("\"compare\":{\"ignored\":[]}"),
+     "cfg.json: unknown key \"compare.ignored\" (did you mean \"ignore\"?)"},
+    /* Nothing near: the message lists what the level knows. */
+    {WITH("\"future_key\":{\"anything\":[1,2]}"),
+     "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
+     "routes, plugins, compare, redact)"},
+    {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
+            ",\"x\":1}"),
+     "cfg.json: unknown key \"routes[0].x\" (known here: path, kind, provider, "
+     "signature, fields, status, idempotency)"},
+};
+
+static void test_unknown_keys(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(misspelled) / sizeof(misspelled[0]); i++) {
+        char name[32];
+        (void)snprintf(name, sizeof(name), "misspelling %zu", i);
+        expect_refused(name, misspelled[i].text, misspelled[i].expect);
+    }
+    /* A plugin's own "config" is the plugin's business: any key passes. */
+    const char *t = WITH("\"plugins\":{\"candidate\":{\"path\":\"c.so\","
+                         "\"config\":{\"timout_ms\":1,\"x\":{\"y\":2}}}}");
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(t, strlen(t), "cfg.json", &cfg, &err), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(cfg->candidate.config, "timout_ms")), 1);
+    ust_config_free(cfg);
+}
+
+/* An unsigned webhook route must say so: leaving the block out (or
+ * misspelling it) never turns verification off. */
+static void test_webhook_route_needs_a_signature(void **state)
+{
+    (void)state;
+    expect_refused("no block",
+                   ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"}"),
+                   "cfg.json: routes[0].signature: expected a signature block "
+                   "(or {\"scheme\": \"none\"} for an unsigned webhook route)");
+    expect_refused("none with a secret",
+                   ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
+                          "\"signature\":{\"scheme\":\"none\",\"secret_env\":\"S\"}}"),
+                   "cfg.json: routes[0].signature.secret_env: expected nothing but "
+                   "\"scheme\" when the scheme is \"none\"");
+    expect_refused("header for stripe", SIGNED(",\"header\":\"X-Sig\""),
+                   "cfg.json: routes[0].signature.header: expected no \"header\" here: "
+                   "it is for scheme \"hmac-sha256-hex\" only");
+
+    const char *t = ROUTES(R0 ",{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"a\"}");
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(t, strlen(t), "cfg.json", &cfg, &err), 0);
+    assert_int_equal(cfg->routes[0].scheme, UST_SCHEME_NONE);
+    assert_null(cfg->routes[0].secret_env);
+    assert_int_equal(cfg->routes[1].scheme, UST_SCHEME_NONE);
+    /* Nothing to read for an unsigned route. */
+    assert_int_equal(ust_config_load_secrets(cfg, &err), 0);
+    assert_null(cfg->routes[0].secret);
+    ust_config_free(cfg);
 }
 
 static void test_missing_file(void **state)
@@ -330,6 +442,72 @@ static void test_standard_secret_must_be_base64(void **state)
     setenv("UNDERSTUDY_STANDARD_SECRET", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     assert_int_equal(ust_config_load_secrets(cfg, &err), 0);
     ust_config_free(cfg);
+}
+
+/* The issue's report end to end: a route that says "signatur" was served
+ * unsigned. Now `understudy serve` refuses the file with exit status 2
+ * before it listens. */
+static void test_serve_refuses_a_misspelled_key(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], src[PATH_MAX], cfg_path[PATH_MAX], log_path[PATH_MAX],
+        run_path[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_tmpdir(dir);
+    snprintf(cfg_path, sizeof(cfg_path), "%s/config.json", dir);
+    snprintf(log_path, sizeof(log_path), "%s/events.db", dir);
+    snprintf(run_path, sizeof(run_path), "%s/run.db", dir);
+    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so",
+             getenv("UST_BUILD_DIR"));
+    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
+             getenv("UST_BUILD_DIR"));
+    ust_test_source_path("tests/data/config.json", src);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    json_t *route = json_array_get(json_object_get(doc, "routes"), 0);
+    json_object_set(route, "signatur", json_object_get(route, "signature"));
+    json_object_del(route, "signature");
+    json_object_set_new(
+        doc, "plugins",
+        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp));
+    assert_int_equal(json_dump_file(doc, cfg_path, 0), 0);
+    json_decref(doc);
+    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_stripe", 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+
+    /* The shell says its pid (the server's, after exec) first, so a server
+     * that wrongly starts can be stopped. */
+    const char *bin = getenv("UST_BIN");
+    assert_non_null(bin);
+    char *cmd =
+        ust_sprintf("echo $$; exec '%s' serve --config '%s' --listen 127.0.0.1:0 "
+                    "--log '%s' --run '%s' 2>&1",
+                    bin, cfg_path, log_path, run_path);
+    FILE *f = popen(cmd, "r");
+    ust_free(cmd);
+    assert_non_null(f);
+    char line[1024], said[8192] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    pid_t pid = (pid_t)atol(line);
+    int listened = 0;
+    while (!listened && fgets(line, sizeof(line), f) != NULL) {
+        listened = strstr(line, "listening on ") != NULL;
+        strncat(said, line, sizeof(said) - strlen(said) - 1);
+    }
+    if (listened)
+        kill(pid, SIGKILL);
+    int status = pclose(f);
+    ust_test_rmdir(dir);
+    if (listened)
+        fail_msg("serve started on a config with \"signatur\": %s", said);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    char *want = ust_sprintf("%s: unknown key \"routes[0].signatur\" (did you mean "
+                             "\"signature\"?)",
+                             cfg_path);
+    if (strstr(said, want) == NULL)
+        fail_msg("serve said \"%s\", wanted \"%s\"", said, want);
+    ust_free(want);
 }
 
 static void test_route_lookup(void **state)
@@ -419,9 +597,12 @@ int main(void)
         cmocka_unit_test(test_hash_ignores_layout),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_broken_configs),
+        cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_webhook_route_needs_a_signature),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_secrets),
         cmocka_unit_test(test_standard_secret_must_be_base64),
+        cmocka_unit_test(test_serve_refuses_a_misspelled_key),
         cmocka_unit_test(test_route_lookup),
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_parse_out_of_memory),

@@ -609,7 +609,8 @@ static void test_derive_header_sources(void **state)
     (void)state;
     const char *t =
         "{\"routes\":[{\"path\":\"/h\",\"kind\":\"webhook\",\"provider\":\"gh\","
-        "\"fields\":{\"event_id\":\"header:X-GitHub-Delivery\","
+        "\"signature\":{\"scheme\":\"none\"},\"fields\":{\"event_id\":\"header:X-"
+        "GitHub-Delivery\","
         "\"amount\":\"header:X-Amount\",\"transaction_id\":\"/a~1b/1\"},"
         "\"status\":{\"from\":\"header:X-State\"}}]}";
     ust_config *cfg;
