@@ -41,8 +41,13 @@ typedef struct vctx {
  * control characters become '?' so a message cannot rewrite the terminal. */
 static void append(vctx *c, const char *t)
 {
-    for (; t != NULL && *t != '\0' && c->len < PATH_CAP - 1; t++)
-        c->path[c->len++] = (unsigned char)*t < 0x20 || *t == 0x7f ? '?' : *t;
+    for (; t != NULL && *t != '\0' && c->len < PATH_CAP - 1; t++) {
+        unsigned char b = (unsigned char)*t;
+        char ch = *t;
+        if (b < 0x20 || b == 0x7f)
+            ch = '?';
+        c->path[c->len++] = ch;
+    }
     c->path[c->len] = '\0';
 }
 

@@ -303,6 +303,10 @@ static const struct {
      "\"tenant_header\"?)"},
     {WITH("\"compare\":{\"ignored\":[]}"),
      "cfg.json: unknown key \"compare.ignored\" (did you mean \"ignore\"?)"},
+    /* A key's control characters never reach the terminal. */
+    {WITH("\"\\u001b[2Jx\":1"),
+     "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
+     "plugins, compare, redact)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
