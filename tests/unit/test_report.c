@@ -321,6 +321,11 @@ static void expect_refused(world *w, const char *reason)
     must_contain(md, want);
     ust_free(want);
     free(md);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/report/index.html", w->dir);
+    char *html = read_all(path);
+    must_contain(html, "<strong class=open>not ready for cutover</strong>: the run ");
+    free(html);
 }
 
 static void test_gate_refuses_a_run_that_never_started(void **state)
