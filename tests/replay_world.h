@@ -190,6 +190,17 @@ static inline char *world_query(world *w, const char *sql)
     return out ? out : ust_strdup("");
 }
 
+/* Runs sql on the run database (to break it on purpose, or fix it). */
+static inline void world_exec(world *w, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
 /* "applied,duplicate,..." of one side over every event, in seq order. */
 static inline char *world_verdicts(world *w, const char *side)
 {

@@ -16,6 +16,10 @@ int ust_base64_decode(const char *text, size_t text_len, unsigned char **out,
 
 /* 1 when data is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 int ust_utf8_valid(const unsigned char *data, size_t len);
+/* The code point when NUL-terminated s starts with a Unicode bidi control
+ * (U+202A..U+202E, U+2066..U+2069, 3 bytes of UTF-8), else 0: text that
+ * reorders what follows it on screen, so reports show it escaped. */
+uint32_t ust_utf8_bidi_control(const char *s);
 
 /* "2026-11-29T10:00:00.123456Z" (fraction of 0 to 9 digits, 'Z' or +hh:mm)
  * to microseconds since the epoch. 0 or UST_EPARSE. */

@@ -23,7 +23,9 @@ typedef struct ust_triage {
  * an empty list. */
 int ust_triage_load(const char *path, ust_triage **out, char **err);
 void ust_triage_free(ust_triage *t);
-/* The first entry whose pattern matches cls, or NULL. t may be NULL. */
+/* The first entry that accepts cls, or NULL. t may be NULL. An error class
+ * (the candidate's verdict is `error`, its class ends in "-> error", the arrow U+2192)
+ * is accepted only by an entry that names it exactly, without a '*'. */
 const ust_triage_entry *ust_triage_match(const ust_triage *t, const char *cls);
 /* Whole-string match; '*' matches any run of characters (also none). */
 int ust_glob_match(const char *pattern, const char *text);
@@ -39,6 +41,7 @@ void ust_redact_json(json_t *doc, const json_t *rules);
 typedef struct ust_report_opts {
     const char *run_path;
     const char *out_dir;      /* created when missing */
+    const char *log_path;     /* NULL: the log the run's metadata names */
     const ust_triage *triage; /* may be NULL: everything is open */
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_timelines;     /* entities per class; 0 = 10 */
@@ -62,10 +65,23 @@ typedef struct ust_gate_result {
     size_t n;
     int64_t divergences, open_divergences;
     size_t open_classes;
+    /* Why the run cannot be judged (ust_malloc'd), NULL when it decided its
+     * whole log: it never started, decided no event, or stopped short. */
+    char *refusal;
+    int64_t decided, cursor, log_head;
+    /* The triage entries that accepted no class of the run. */
+    const ust_triage_entry **stale;
+    size_t n_stale;
 } ust_gate_result;
 
-int ust_gate_check(const char *run_path, const ust_triage *t, ust_gate_result *res,
-                   char **err);
+/* Judges the run at run_path against t (NULL: nothing accepted), reading the
+ * head of the event log at log_path (NULL: the one the run's metadata
+ * names). 0 with *res filled (a refusal is a result, not an error); an
+ * error (a read that failed, the log missing) with *err. */
+int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
+                   ust_gate_result *res, char **err);
+/* 1 when the run may cut over: not refused, at most max_open open. */
+int ust_gate_pass(const ust_gate_result *res, int64_t max_open);
 void ust_gate_result_clear(ust_gate_result *res);
 
 #endif

@@ -9,19 +9,24 @@
 #include <string.h>
 
 static const char report_usage[] =
-    "usage: understudy report --run DB --out DIR [--triage FILE]\n"
+    "usage: understudy report --run DB --out DIR [--triage FILE] [--log DB]\n"
     "\n"
     "Writes DIR/index.html (self-contained, safe to open), DIR/summary.md and\n"
-    "DIR/divergences.jsonl (every divergence) for a run.\n";
+    "DIR/divergences.jsonl (every divergence) for a run. Their verdict line is the\n"
+    "gate's. --log: the event log the run read, when it is no longer where the\n"
+    "run's metadata says.\n";
 
 static const char gate_usage[] =
-    "usage: understudy gate --run DB --triage FILE [--max-open N]\n"
+    "usage: understudy gate --run DB --triage FILE [--max-open N] [--log DB]\n"
     "\n"
-    "Exit 0 when every divergence of the run is accepted by the triage file (or at\n"
-    "most N are not), 1 otherwise, listing the open classes with their counts.\n";
+    "Exit 0 when the run decided every event of its log up to the log's head and\n"
+    "every divergence is accepted by the triage file (or at most N are not); 1\n"
+    "otherwise, with the reason and the open classes with their counts; 2 when\n"
+    "the run or the log cannot be read. --log: the event log the run read, when it\n"
+    "is no longer where the run's metadata says.\n";
 
 struct report_opts {
-    const char *run, *out, *triage;
+    const char *run, *out, *triage, *log;
     long max_open;
 };
 
@@ -32,6 +37,7 @@ static int parse(const char *cmd, int argc, char **argv, const char *usage,
                                              {"out", required_argument, NULL, 'o'},
                                              {"triage", required_argument, NULL, 't'},
                                              {"max-open", required_argument, NULL, 'm'},
+                                             {"log", required_argument, NULL, 'l'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
@@ -49,6 +55,9 @@ static int parse(const char *cmd, int argc, char **argv, const char *usage,
             break;
         case 't':
             o->triage = optarg;
+            break;
+        case 'l':
+            o->log = optarg;
             break;
         case 'm':
             o->max_open = strtol(optarg, &end, 10);
@@ -90,7 +99,8 @@ int ust_cli_report(int argc, char **argv)
     ust_triage *t = NULL;
     if (load_triage(o.triage, &t) != 0)
         return UST_EXIT_USAGE;
-    ust_report_opts ro = {.run_path = o.run, .out_dir = o.out, .triage = t};
+    ust_report_opts ro = {
+        .run_path = o.run, .out_dir = o.out, .log_path = o.log, .triage = t};
     char *err = NULL;
     rc = ust_report_write(&ro, &err);
     ust_triage_free(t);
@@ -115,7 +125,7 @@ int ust_cli_gate(int argc, char **argv)
         return UST_EXIT_USAGE;
     ust_gate_result res;
     char *err = NULL;
-    rc = ust_gate_check(o.run, t, &res, &err);
+    rc = ust_gate_check(o.run, o.log, t, &res, &err);
     if (rc != 0) {
         ust_triage_free(t);
         return ust_cli_fail(err, "gate failed");
@@ -128,7 +138,12 @@ int ust_cli_gate(int argc, char **argv)
             printf("accepted  %8lld  %s  (%s)\n", (long long)res.classes[i].count,
                    res.classes[i].class_name, res.classes[i].accepted->owner);
     }
-    int pass = res.open_divergences <= o.max_open;
+    for (size_t i = 0; i < res.n_stale; i++)
+        printf("stale     %8s  %s  (%s): accepts no class of this run\n", "",
+               res.stale[i]->class_glob, res.stale[i]->owner);
+    int pass = ust_gate_pass(&res, o.max_open);
+    if (res.refusal != NULL)
+        printf("gate: FAIL: %s\n", res.refusal);
     printf("gate: %s: %lld divergence(s), %lld open in %zu class(es)%s\n",
            pass ? "PASS" : "FAIL", (long long)res.divergences,
            (long long)res.open_divergences, res.open_classes,

@@ -1,6 +1,8 @@
 /* Checking a run against the scenarios it was made from: each step's
  * verdicts for both plugins, and exactly the divergences each scenario
  * expects, no more. */
+#include "runner/rundb.h"
+
 #include <understudy/alloc.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>
@@ -14,6 +16,9 @@ typedef struct checker {
     FILE *out;
     int live;
     long mismatches;
+    const char *run_path;
+    int rc; /* a read that failed: the check stops, it never passes */
+    char **err;
 } checker;
 
 static const char *expected_for(json_t *expect, const char *side, int copy)
@@ -38,7 +43,10 @@ static char *outcome(checker *k, int64_t seq, const char *side, int *found)
 {
     sqlite3_reset(k->decision);
     sqlite3_bind_int64(k->decision, 1, seq);
-    *found = sqlite3_step(k->decision) == SQLITE_ROW;
+    int got = ust__db_step(k->decision, k->run_path, k->err);
+    *found = got == 1;
+    if (got < 0)
+        k->rc = got;
     if (!*found)
         return NULL;
     int col = strcmp(side, "legacy") == 0 ? 1 : 2;
@@ -58,6 +66,8 @@ static void check_step(checker *k, const ust_scenario *s, size_t i, int64_t firs
         for (int c = 0; c < st->copies; c++) {
             int found;
             char *got = outcome(k, first_seq + c, sides[side], &found);
+            if (k->rc != 0)
+                return;
             if (!found) {
                 mismatch(k, s, i, c, first_seq + c, "no decision in the run");
                 continue;
@@ -93,7 +103,8 @@ static void check_divergences(checker *k, const ust_scenario *s,
     sqlite3_reset(k->divs);
     sqlite3_bind_int64(k->divs, 1, first);
     sqlite3_bind_int64(k->divs, 2, last);
-    while (matched && sqlite3_step(k->divs) == SQLITE_ROW) {
+    int row = 0;
+    while (matched && (row = ust__db_step(k->divs, k->run_path, k->err)) == 1) {
         int64_t seq = sqlite3_column_int64(k->divs, 0);
         const char *cls = (const char *)sqlite3_column_text(k->divs, 1);
         const char *fields = (const char *)sqlite3_column_text(k->divs, 2);
@@ -120,6 +131,11 @@ static void check_divergences(checker *k, const ust_scenario *s,
             ust_free(what);
         }
     }
+    if (row < 0 || matched == NULL) {
+        k->rc = matched ? row : UST_ENOMEM;
+        ust_free(matched);
+        return;
+    }
     for (size_t w = 0; matched && w < n_want; w++) {
         json_t *d = json_array_get(want, w);
         size_t step = (size_t)json_integer_value(json_object_get(d, "step"));
@@ -139,7 +155,7 @@ static void check_divergences(checker *k, const ust_scenario *s,
 int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run_path,
                        int live, FILE *out, char **err)
 {
-    checker k = {.out = out, .live = live};
+    checker k = {.out = out, .live = live, .run_path = run_path, .err = err};
     if (sqlite3_open_v2(run_path, &k.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(k.db,
                            "SELECT fed, l_verdict, c_verdict FROM decisions"
@@ -156,25 +172,29 @@ int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run
     }
     int64_t seq = 1;
     size_t steps = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; k.rc == 0 && i < n; i++) {
         const ust_scenario *s = scenarios[i];
         int64_t *step_seq = ust_calloc(s->n_steps, sizeof(int64_t));
-        if (step_seq == NULL)
+        if (step_seq == NULL) {
+            k.rc = UST_ENOMEM;
             break;
+        }
         int64_t first = seq;
-        for (size_t j = 0; j < s->n_steps; j++) {
+        for (size_t j = 0; k.rc == 0 && j < s->n_steps; j++) {
             step_seq[j] = seq;
             check_step(&k, s, j, seq);
             seq += s->steps[j].copies;
             steps++;
         }
-        check_divergences(&k, s, step_seq, first, seq - 1);
+        if (k.rc == 0)
+            check_divergences(&k, s, step_seq, first, seq - 1);
         ust_free(step_seq);
     }
-    fprintf(out, "%zu scenario(s), %zu step(s), %ld mismatch(es)\n", n, steps,
-            k.mismatches);
+    if (k.rc == 0)
+        fprintf(out, "%zu scenario(s), %zu step(s), %ld mismatch(es)\n", n, steps,
+                k.mismatches);
     sqlite3_finalize(k.decision);
     sqlite3_finalize(k.divs);
     sqlite3_close(k.db);
-    return k.mismatches ? 1 : 0;
+    return k.rc != 0 ? k.rc : k.mismatches ? 1 : 0;
 }

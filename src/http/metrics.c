@@ -1,6 +1,7 @@
 /* GET /metrics in Prometheus text format. Counters only: no secret, no
  * payload, no request detail ever reaches it. */
 #include "http/http_internal.h"
+#include "runner/rundb.h"
 
 #include <understudy/alloc.h>
 
@@ -33,7 +34,8 @@ static void render_classes(ust__server *s, FILE *f)
         return;
     }
     fputs("# TYPE understudy_divergences_by_class gauge\n", f);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int row;
+    while ((row = ust__db_step(st, "divergences", NULL)) == 1) {
         fputs("understudy_divergences_by_class{class=\"", f);
         /* label values escape backslash, quote and newline */
         for (const char *p = (const char *)sqlite3_column_text(st, 0); p && *p; p++) {
@@ -46,6 +48,12 @@ static void render_classes(ust__server *s, FILE *f)
         }
         fprintf(f, "\"} %lld\n", (long long)sqlite3_column_int64(st, 1));
     }
+    /* A read that failed leaves the list above partial: say so, so an alert
+     * on it does not read it as the whole. */
+    fprintf(f,
+            "# TYPE understudy_divergences_by_class_complete gauge\n"
+            "understudy_divergences_by_class_complete %d\n",
+            row == 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
 }

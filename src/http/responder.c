@@ -104,8 +104,11 @@ static int catch_up(ust__server *s, int64_t limit, char **err)
     ust_log *log = NULL;
     int rc = ust_log_open(s->o->log_path, UST_LOG_READONLY, &log, err);
     ust_log_cursor *cur = NULL;
+    int64_t from = 0;
     if (rc == 0)
-        rc = ust_log_cursor_open(log, ust__rundb_cursor(rp->db), &cur, err);
+        rc = ust__rundb_cursor(rp->db, &from, err);
+    if (rc == 0)
+        rc = ust_log_cursor_open(log, from, &cur, err);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int64_t last = 0;

@@ -1,7 +1,12 @@
-/* The cutover gate: every divergence class of the run must be accepted by
- * the triage file (or fixed, and then absent from a new run). */
+/* The cutover gate: the run must have decided its whole log, and every
+ * divergence class of it must be accepted by the triage file (or fixed, and
+ * then absent from a new run). The report's verdict line is this judgement
+ * too, so the two can never disagree. */
+#include "runner/rundb.h"
+
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/log.h>
 #include <understudy/report.h>
 
 #include <sqlite3.h>
@@ -12,11 +17,159 @@ void ust_gate_result_clear(ust_gate_result *res)
     for (size_t i = 0; i < res->n; i++)
         ust_free(res->classes[i].class_name);
     ust_free(res->classes);
+    ust_free(res->refusal);
+    ust_free(res->stale);
     memset(res, 0, sizeof(*res));
 }
 
-int ust_gate_check(const char *run_path, const ust_triage *t, ust_gate_result *res,
-                   char **err)
+int ust_gate_pass(const ust_gate_result *res, int64_t max_open)
+{
+    return res->refusal == NULL && res->open_divergences <= max_open;
+}
+
+static int refuse(ust_gate_result *res, char *reason)
+{
+    res->refusal = reason;
+    return reason ? 0 : UST_ENOMEM;
+}
+
+/* The head of the log the run read (log_path, else the one its metadata
+ * names): a run is complete only when it decided up to there. */
+static int log_head(sqlite3 *db, const char *run_path, const char *log_path,
+                    int64_t *head, char **err)
+{
+    char *named = NULL;
+    int rc = 0;
+    if (log_path == NULL) {
+        rc = ust__rundb_meta_get(db, "log_path", &named);
+        if (rc < 0)
+            return ust_errf(err, rc, "%s: cannot read the run's metadata: %s", run_path,
+                            sqlite3_errmsg(db));
+        if (rc == 0)
+            return ust_errf(err, UST_EINVAL,
+                            "%s: the run does not name the event log it read: pass "
+                            "--log DB",
+                            run_path);
+        log_path = named;
+    }
+    ust_log *log = NULL;
+    char hex[UST_SHA256_HEX_LEN + 1];
+    char *why = NULL;
+    rc = ust_log_open(log_path, UST_LOG_READONLY, &log, &why);
+    if (rc == 0)
+        rc = ust_log_head(log, head, hex, &why);
+    if (rc != 0)
+        ust_errf(err, rc,
+                 "%s: cannot read the head of the event log %s (pass --log DB "
+                 "for one that moved): %s",
+                 run_path, log_path, why ? why : ust_strerror(rc));
+    ust_free(why);
+    ust_log_close(log);
+    ust_free(named);
+    return rc;
+}
+
+/* Sets res->refusal when the run cannot be judged: it never started, decided
+ * nothing, or stopped short of its log's head. */
+static int check_complete(sqlite3 *db, const char *run_path, const char *log_path,
+                          ust_gate_result *res, char **err)
+{
+    static const char *const parts[] = {"legacy_name", "candidate_name"};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        char *v = NULL;
+        int rc = ust__rundb_meta_get(db, parts[i], &v);
+        ust_free(v);
+        if (rc < 0)
+            return ust_errf(err, rc, "%s: cannot read the run's metadata: %s", run_path,
+                            sqlite3_errmsg(db));
+        if (rc == 0)
+            return refuse(
+                res, ust_strdup("the run has no plugin metadata (it never started)"));
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &st, NULL) !=
+        SQLITE_OK)
+        return ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
+                        sqlite3_errmsg(db));
+    int rc = ust__db_step(st, run_path, err);
+    res->decided = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc < 0)
+        return rc;
+    if (res->decided == 0)
+        return refuse(res, ust_strdup("the run decided no event"));
+    if ((rc = ust__rundb_cursor(db, &res->cursor, err)) != 0 ||
+        (rc = log_head(db, run_path, log_path, &res->log_head, err)) != 0)
+        return rc;
+    if (res->cursor != res->log_head)
+        return refuse(res,
+                      ust_sprintf("the run decided up to seq %lld but the log's "
+                                  "head is %lld",
+                                  (long long)res->cursor, (long long)res->log_head));
+    return 0;
+}
+
+static int add_class(ust_gate_result *res, size_t *cap, const char *name, int64_t count,
+                     const ust_triage *t, unsigned char *used)
+{
+    if (res->n == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : 16;
+        ust_gate_class *grown = ust_realloc(res->classes, grown_cap * sizeof(*grown));
+        if (grown == NULL)
+            return UST_ENOMEM;
+        res->classes = grown;
+        *cap = grown_cap;
+    }
+    ust_gate_class *c = &res->classes[res->n];
+    c->class_name = ust_strdup(name ? name : "");
+    if (c->class_name == NULL)
+        return UST_ENOMEM;
+    c->count = count;
+    c->accepted = ust_triage_match(t, c->class_name);
+    res->n++;
+    res->divergences += count;
+    if (c->accepted == NULL) {
+        res->open_divergences += count;
+        res->open_classes++;
+    } else {
+        used[c->accepted - t->entries] = 1;
+    }
+    return 0;
+}
+
+static int read_classes(sqlite3 *db, const char *run_path, const ust_triage *t,
+                        ust_gate_result *res, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT class, count(*) FROM divergences GROUP BY class"
+                           " ORDER BY 2 DESC, 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
+                        sqlite3_errmsg(db));
+    size_t n_entries = t ? t->n : 0;
+    unsigned char *used = ust_calloc(n_entries + 1, 1);
+    size_t cap = 0;
+    int rc = used ? 0 : UST_ENOMEM;
+    while (rc == 0 && (rc = ust__db_step(st, run_path, err)) == 1)
+        rc = add_class(res, &cap, (const char *)sqlite3_column_text(st, 0),
+                       sqlite3_column_int64(st, 1), t, used);
+    sqlite3_finalize(st);
+    /* An entry that accepted nothing in this run is stale: the class it was
+     * written for is gone (fixed, renamed) or it only ever met error classes
+     * it may not accept. */
+    if (rc == 0 && n_entries > 0 &&
+        (res->stale = ust_calloc(n_entries, sizeof(*res->stale))) == NULL)
+        rc = UST_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n_entries; i++)
+        if (!used[i])
+            res->stale[res->n_stale++] = &t->entries[i];
+    ust_free(used);
+    return rc;
+}
+
+int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
+                   ust_gate_result *res, char **err)
 {
     memset(res, 0, sizeof(*res));
     sqlite3 *db = NULL;
@@ -25,44 +178,15 @@ int ust_gate_check(const char *run_path, const ust_triage *t, ust_gate_result *r
         sqlite3_close(db);
         return UST_EIO;
     }
-    sqlite3_stmt *st = NULL;
-    int rc = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT class, count(*) FROM divergences GROUP BY class"
-                           " ORDER BY 2 DESC, 1",
-                           -1, &st, NULL) != SQLITE_OK) {
-        rc = ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
-                      sqlite3_errmsg(db));
-        sqlite3_close(db);
-        return rc;
-    }
-    size_t cap = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        if (res->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            ust_gate_class *grown = ust_realloc(res->classes, cap * sizeof(*grown));
-            if (grown == NULL) {
-                rc = UST_ENOMEM;
-                break;
-            }
-            res->classes = grown;
-        }
-        ust_gate_class *c = &res->classes[res->n];
-        c->class_name = ust_strdup((const char *)sqlite3_column_text(st, 0));
-        c->count = sqlite3_column_int64(st, 1);
-        if (c->class_name == NULL) {
-            rc = UST_ENOMEM;
-            break;
-        }
-        c->accepted = ust_triage_match(t, c->class_name);
-        res->n++;
-        res->divergences += c->count;
-        if (c->accepted == NULL) {
-            res->open_divergences += c->count;
-            res->open_classes++;
-        }
-    }
-    sqlite3_finalize(st);
+    sqlite3_busy_timeout(db, 10000);
+    /* One read transaction: the classes and the cursor of a live run are
+     * read from the same commit. */
+    int rc = ust__rundb_exec(db, "BEGIN", err);
+    if (rc == 0)
+        rc = read_classes(db, run_path, t, res, err);
+    if (rc == 0)
+        rc = check_complete(db, run_path, log_path, res, err);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     sqlite3_close(db);
     if (rc != 0)
         ust_gate_result_clear(res);

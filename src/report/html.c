@@ -31,7 +31,7 @@ static const char *html_entity(char c)
 
 static void esc(FILE *f, const char *s)
 {
-    rp_put_escaped(f, s, html_entity);
+    rp_put_escaped(f, s, html_entity, RP_BIDI_VISIBLE);
 }
 
 static void esc_json(FILE *f, const json_t *v)
@@ -90,7 +90,7 @@ static void write_run(FILE *f, const rp_model *m)
             "<tr><th>divergences</th><td>%lld (%lld follow-on), %lld open in %lld"
             " class(es)</td></tr></table>",
             (long long)m->divergences, (long long)m->follow_ons,
-            (long long)m->open_divergences, (long long)m->open_classes);
+            (long long)m->gate.open_divergences, (long long)m->gate.open_classes);
     const char *titles[] = {"events by route", "events by signature status"};
     json_t *objs[] = {m->by_route, m->by_signature};
     for (int g = 0; g < 2; g++) {
@@ -305,6 +305,22 @@ static void write_details(FILE *f, const rp_model *m)
     }
 }
 
+/* Triage entries that accepted nothing: the file has drifted from the runs. */
+static void write_stale(FILE *f, const rp_model *m)
+{
+    if (m->gate.n_stale == 0)
+        return;
+    fputs("<p>stale triage entries (they accept no class of this run):</p><ul>", f);
+    for (size_t i = 0; i < m->gate.n_stale; i++) {
+        fputs("<li><code>", f);
+        esc(f, m->gate.stale[i]->class_glob);
+        fputs("</code> (", f);
+        esc(f, m->gate.stale[i]->owner);
+        fputs(")</li>", f);
+    }
+    fputs("</ul>", f);
+}
+
 int rp_write_html(const rp_model *m, const char *path, char **err)
 {
     FILE *f = fopen(path, "wb");
@@ -317,13 +333,17 @@ int rp_write_html(const rp_model *m, const char *path, char **err)
           f);
     fputs(style, f);
     fputs("</style></head><body><h1>understudy: divergence report</h1>", f);
-    fprintf(f,
-            "<p><strong class=%s>%s</strong>: %lld divergence(s) in %zu class(es), %lld"
-            " open.</p>",
-            m->open_divergences ? "open" : "ok",
-            m->open_divergences ? "not ready for cutover"
-                                : "every divergence is triaged",
-            (long long)m->divergences, m->n_classes, (long long)m->open_divergences);
+    int pass = ust_gate_pass(&m->gate, 0);
+    fprintf(f, "<p><strong class=%s>%s</strong>: ", pass ? "ok" : "open",
+            pass ? "every divergence is triaged" : "not ready for cutover");
+    if (m->gate.refusal != NULL) {
+        esc(f, m->gate.refusal);
+        fputs(";", f);
+    }
+    fprintf(f, " %lld divergence(s) in %zu class(es), %lld open.</p>",
+            (long long)m->divergences, m->n_classes,
+            (long long)m->gate.open_divergences);
+    write_stale(f, m);
     write_run(f, m);
     write_matrix(f, m);
     write_chart(f, m);

@@ -8,19 +8,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Text in a table cell: the characters that would break the table or turn
- * into markup are escaped. */
+/* Text in a table cell (or a line of prose): the characters that would end
+ * the row or the cell, or start markup (raw HTML, an image fetched from
+ * anywhere, a link, an entity), are escaped, so the text reads as it is. */
 static const char *cell_escape(char c)
 {
     switch (c) {
     case '|':
         return "\\|";
+    case '\\':
+        return "\\\\";
+    case '!':
+        return "\\!";
+    case '[':
+        return "\\[";
+    case ']':
+        return "\\]";
+    case '&':
+        return "&amp;";
     case '<':
         return "&lt;";
     case '>':
         return "&gt;";
     case '`':
         return "'";
+    case '\r':
+    case '\n':
+        return " ";
+    default:
+        return NULL;
+    }
+}
+
+/* Text inside a `code span`: nothing is markup there but its backquote,
+ * and a line break would end the list item. */
+static const char *code_escape(char c)
+{
+    switch (c) {
+    case '`':
+        return "'";
+    case '\r':
     case '\n':
         return " ";
     default:
@@ -30,7 +57,7 @@ static const char *cell_escape(char c)
 
 static void cell(FILE *f, const char *s)
 {
-    rp_put_escaped(f, s, cell_escape);
+    rp_put_escaped(f, s, cell_escape, RP_BIDI_VISIBLE);
 }
 
 int rp_write_markdown(const rp_model *m, const char *path, char **err)
@@ -43,13 +70,16 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
         ust_time_format(m->first_at, a);
         ust_time_format(m->last_at, b);
     }
-    fprintf(
-        f,
-        "# understudy report\n\n**%s**: %lld divergence(s) in %zu class(es), %lld open"
-        " in %lld class(es).\n\n",
-        m->open_divergences ? "Not ready for cutover" : "Every divergence is triaged",
-        (long long)m->divergences, m->n_classes, (long long)m->open_divergences,
-        (long long)m->open_classes);
+    int pass = ust_gate_pass(&m->gate, 0);
+    fprintf(f, "# understudy report\n\n**%s**: ",
+            pass ? "Every divergence is triaged" : "Not ready for cutover");
+    if (m->gate.refusal != NULL) {
+        cell(f, m->gate.refusal);
+        fputs("; ", f);
+    }
+    fprintf(f, "%lld divergence(s) in %zu class(es), %lld open in %lld class(es).\n\n",
+            (long long)m->divergences, m->n_classes,
+            (long long)m->gate.open_divergences, (long long)m->gate.open_classes);
     fprintf(
         f, "- span: %s – %s\n- events: %lld read, %lld decided by both, %lld not fed\n",
         a, b, (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
@@ -57,7 +87,8 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
                           "candidate_version", "log_head_sha256", "config_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fprintf(f, "- %s: `", keys[i]);
-        cell(f, json_string_value(json_object_get(m->meta, keys[i])));
+        rp_put_escaped(f, json_string_value(json_object_get(m->meta, keys[i])),
+                       code_escape, RP_BIDI_VISIBLE);
         fputs("`\n", f);
     }
     fputs("\n## Legacy × candidate verdicts\n\n| legacy \\\\ candidate |", f);
@@ -94,6 +125,17 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
         } else {
             fputs("**open**", f);
         }
+        fputs(" |\n", f);
+    }
+    if (m->gate.n_stale > 0)
+        fputs("\n## Stale triage entries\n\nThey accept no class of this run.\n\n"
+              "| class | owner |\n|---|---|\n",
+              f);
+    for (size_t i = 0; i < m->gate.n_stale; i++) {
+        fputs("| ", f);
+        cell(f, m->gate.stale[i]->class_glob);
+        fputs(" | ", f);
+        cell(f, m->gate.stale[i]->owner);
         fputs(" |\n", f);
     }
     if (m->n_classes > m->n_detailed)

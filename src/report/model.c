@@ -1,6 +1,7 @@
 /* Gathering the report's model from the run database (and the raw requests
  * of the examples from the event log the run read). */
 #include "report/model.h"
+#include "runner/rundb.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
@@ -49,6 +50,13 @@ static sqlite3_stmt *prepare(loader *l, const char *sql)
     return st;
 }
 
+/* 1 a row, 0 done, <0 a read that failed (with *l->err): never a partial
+ * list taken for the whole. */
+static int step(loader *l, sqlite3_stmt *st)
+{
+    return ust__db_step(st, l->o->run_path, l->err);
+}
+
 static char *col_dup(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
@@ -61,10 +69,13 @@ static int load_meta(loader *l, rp_model *m)
     if (st == NULL)
         return UST_EDB;
     m->meta = json_object();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    int rc;
+    while ((rc = step(l, st)) == 1)
         json_object_set_new(m->meta, (const char *)sqlite3_column_text(st, 0),
                             json_string((const char *)sqlite3_column_text(st, 1)));
     sqlite3_finalize(st);
+    if (rc != 0)
+        return rc;
     json_error_t jerr;
     const char *redact = json_string_value(json_object_get(m->meta, "redact"));
     m->redact = redact ? json_loads(redact, 0, &jerr) : NULL;
@@ -79,21 +90,27 @@ static int load_counts(loader *l, rp_model *m)
                                   " min(received_at), max(received_at) FROM decisions");
     if (st == NULL)
         return UST_EDB;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    int rc = step(l, st);
+    if (rc == 1) {
         m->events = sqlite3_column_int64(st, 0);
         m->fed = sqlite3_column_int64(st, 1);
         m->first_at = sqlite3_column_int64(st, 2);
         m->last_at = sqlite3_column_int64(st, 3);
     }
     sqlite3_finalize(st);
+    if (rc < 0)
+        return rc;
     st = prepare(l, "SELECT count(*), coalesce(sum(follow_on), 0) FROM divergences");
     if (st == NULL)
         return UST_EDB;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    rc = step(l, st);
+    if (rc == 1) {
         m->divergences = sqlite3_column_int64(st, 0);
         m->follow_ons = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
+    if (rc < 0)
+        return rc;
     const char *groups[][2] = {{"route", "by_route"}, {"signature", "by_signature"}};
     for (size_t g = 0; g < 2; g++) {
         char *sql =
@@ -105,7 +122,7 @@ static int load_counts(loader *l, rp_model *m)
         if (st == NULL)
             return UST_EDB;
         json_t *o = json_object();
-        while (sqlite3_step(st) == SQLITE_ROW)
+        while ((rc = step(l, st)) == 1)
             json_object_set_new(o, (const char *)sqlite3_column_text(st, 0),
                                 json_integer(sqlite3_column_int64(st, 1)));
         sqlite3_finalize(st);
@@ -113,17 +130,21 @@ static int load_counts(loader *l, rp_model *m)
             m->by_route = o;
         else
             m->by_signature = o;
+        if (rc != 0)
+            return rc;
     }
     st = prepare(l,
                  "SELECT l_verdict, c_verdict, count(*) FROM decisions GROUP BY 1, 2");
     if (st == NULL)
         return UST_EDB;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while ((rc = step(l, st)) == 1) {
         int a = rp_verdict_index((const char *)sqlite3_column_text(st, 0));
         int b = rp_verdict_index((const char *)sqlite3_column_text(st, 1));
         m->matrix[a][b] += sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
+    if (rc != 0)
+        return rc;
     /* Time buckets spread over the run's span, so the chart's right end is
      * its last event whether the run took seconds or a week. */
     m->n_buckets = N_BUCKETS;
@@ -199,7 +220,8 @@ static int load_examples(loader *l, const rp_model *m, rp_class *c, size_t cap)
         sqlite3_finalize(st);
         return UST_ENOMEM;
     }
-    while (sqlite3_step(st) == SQLITE_ROW && c->n_examples < cap) {
+    int rc = 0;
+    while (c->n_examples < cap && (rc = step(l, st)) == 1) {
         rp_example *e = &c->examples[c->n_examples++];
         e->seq = sqlite3_column_int64(st, 0);
         json_error_t jerr;
@@ -213,7 +235,7 @@ static int load_examples(loader *l, const rp_model *m, rp_class *c, size_t cap)
         e->request = raw_request(l, m, e->seq);
     }
     sqlite3_finalize(st);
-    return 0;
+    return c->n_examples == cap ? 0 : rc;
 }
 
 static int load_timeline(loader *l, rp_timeline *t)
@@ -234,9 +256,11 @@ static int load_timeline(loader *l, rp_timeline *t)
         sqlite3_finalize(st);
         return UST_ENOMEM;
     }
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = step(l, st)) == 1) {
         if (t->n == MAX_ROWS) {
             t->truncated = 1;
+            rc = 0;
             break;
         }
         rp_row *r = &t->rows[t->n++];
@@ -251,7 +275,7 @@ static int load_timeline(loader *l, rp_timeline *t)
         r->follow_on = sqlite3_column_int(st, 8);
     }
     sqlite3_finalize(st);
-    return 0;
+    return rc;
 }
 
 /* The entities where the class's divergences started (not follow-ons). */
@@ -267,7 +291,7 @@ static int load_timelines(loader *l, rp_class *c, size_t cap)
     sqlite3_bind_int64(st, 2, (int64_t)cap);
     c->timelines = ust_calloc(cap, sizeof(*c->timelines));
     int rc = c->timelines ? 0 : UST_ENOMEM;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW && c->n_timelines < cap) {
+    while (rc == 0 && c->n_timelines < cap && (rc = step(l, st)) == 1) {
         rp_timeline *t = &c->timelines[c->n_timelines++];
         t->entity = col_dup(st, 0);
         rc = load_timeline(l, t);
@@ -285,13 +309,16 @@ static int load_class_details(loader *l, rp_model *m, rp_class *c)
         return UST_EDB;
     sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
     c->field_sets = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int rc;
+    while ((rc = step(l, st)) == 1) {
         json_error_t jerr;
         json_t *f = json_loads((const char *)sqlite3_column_text(st, 0), 0, &jerr);
         if (f != NULL)
             json_array_append_new(c->field_sets, f);
     }
     sqlite3_finalize(st);
+    if (rc != 0)
+        return rc;
     st = prepare(l, "SELECT received_at, count(*) FROM divergences WHERE class = ?1"
                     " GROUP BY (received_at - ?2) / ?3");
     if (st == NULL)
@@ -300,13 +327,14 @@ static int load_class_details(loader *l, rp_model *m, rp_class *c)
     sqlite3_bind_int64(st, 2, m->first_at);
     sqlite3_bind_int64(st, 3, m->bucket_us);
     c->buckets = ust_calloc(m->n_buckets, sizeof(int64_t));
-    while (c->buckets && sqlite3_step(st) == SQLITE_ROW)
+    rc = c->buckets ? 1 : UST_ENOMEM;
+    while (rc == 1 && (rc = step(l, st)) == 1)
         bucket_add(m, c->buckets, sqlite3_column_int64(st, 0),
                    sqlite3_column_int64(st, 1));
     sqlite3_finalize(st);
-    if (c->buckets == NULL)
-        return UST_ENOMEM;
-    int rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
+    if (rc != 0)
+        return rc;
+    rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
     if (rc == 0)
         rc = load_timelines(l, c, l->o->max_timelines ? l->o->max_timelines : 10);
     return rc;
@@ -322,14 +350,11 @@ static int load_classes(loader *l, rp_model *m)
         return UST_EDB;
     size_t cap = 0;
     int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    while (rc == 0 && (rc = step(l, st)) == 1) {
+        rc = 0;
         const char *name = (const char *)sqlite3_column_text(st, 0);
         int64_t count = sqlite3_column_int64(st, 1);
-        const ust_triage_entry *acc = ust_triage_match(l->o->triage, name);
-        if (acc == NULL) {
-            m->open_divergences += count;
-            m->open_classes++;
-        }
+        const ust_triage_entry *acc = ust_triage_match(l->o->triage, name ? name : "");
         /* Beyond the cap a class is counted, not kept: bounded memory. */
         if (m->n_classes >= detail) {
             m->n_classes++;
@@ -367,11 +392,11 @@ static int load_classes(loader *l, rp_model *m)
         return UST_EDB;
     sqlite3_bind_int64(st, 1, m->first_at);
     sqlite3_bind_int64(st, 2, m->bucket_us);
-    while (sqlite3_step(st) == SQLITE_ROW)
+    while ((rc = step(l, st)) == 1)
         bucket_add(m, m->total_buckets, sqlite3_column_int64(st, 0),
                    sqlite3_column_int64(st, 1));
     sqlite3_finalize(st);
-    return 0;
+    return rc;
 }
 
 int rp_model_load(const ust_report_opts *o, rp_model *m, char **err)
@@ -382,8 +407,13 @@ int rp_model_load(const ust_report_opts *o, rp_model *m, char **err)
         sqlite3_close(l.db);
         return ust_errf(err, UST_EIO, "%s: cannot open run database", o->run_path);
     }
-    int rc = load_meta(&l, m);
-    const char *log_path = json_string_value(json_object_get(m->meta, "log_path"));
+    /* The verdict is the gate's own judgement, read first. */
+    int rc = ust_gate_check(o->run_path, o->log_path, o->triage, &m->gate, err);
+    if (rc == 0)
+        rc = load_meta(&l, m);
+    const char *log_path =
+        o->log_path ? o->log_path
+                    : json_string_value(json_object_get(m->meta, "log_path"));
     if (rc == 0 && log_path != NULL)
         ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
     if (rc == 0)
@@ -429,5 +459,6 @@ void rp_model_clear(rp_model *m)
     json_decref(m->redact);
     json_decref(m->by_route);
     json_decref(m->by_signature);
+    ust_gate_result_clear(&m->gate);
     memset(m, 0, sizeof(*m));
 }

@@ -51,7 +51,7 @@ typedef struct rp_model {
     int64_t matrix[RP_VERDICTS][RP_VERDICTS];
     rp_class *classes; /* by count, descending; detailed up to the cap */
     size_t n_classes, n_detailed;
-    int64_t open_divergences, open_classes;
+    ust_gate_result gate; /* the verdict: the gate's judgement of the run */
     int64_t first_at, last_at, bucket_us;
     size_t n_buckets;
     int64_t *total_buckets;
@@ -65,8 +65,13 @@ int rp_verdict_index(const char *name);
 const char *rp_verdict_label(int index);
 
 /* Writes s with each character that replace() maps to a string written as
- * that string instead (NULL: the character as it is). */
-void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c));
+ * that string instead (NULL, or no replace: the character as it is), and each
+ * bidi control as bidi_format with its code point (one unsigned argument). */
+void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c),
+                    const char *bidi_format);
+
+/* How HTML and Markdown show a bidi control: visible, and inert. */
+#define RP_BIDI_VISIBLE "{U+%04X}"
 
 int rp_write_html(const rp_model *m, const char *path, char **err);
 int rp_write_markdown(const rp_model *m, const char *path, char **err);

@@ -1,7 +1,9 @@
 /* Writing a report directory: index.html, summary.md, divergences.jsonl. */
 #include "report/model.h"
+#include "runner/rundb.h"
 
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/error.h>
 
 #include <errno.h>
@@ -25,7 +27,8 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
     FILE *f = fopen(path, "wb");
     int rc = f ? 0 : ust_errf(err, UST_EIO, "%s: cannot write", path);
     int masking = json_array_size(redact) > 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int step = 0;
+    while (rc == 0 && (step = ust__db_step(st, o->run_path, err)) == 1) {
         const char *line = (const char *)sqlite3_column_text(st, 0);
         char *masked = NULL;
         if (masking) {
@@ -38,10 +41,15 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
             masked = d ? json_dumps(d, JSON_COMPACT) : NULL;
             json_decref(d);
         }
-        if (fputs(masked ? masked : line, f) == EOF || fputc('\n', f) == EOF)
+        /* In JSON text a bidi control can only be inside a string, where
+         * its \u escape means the same. */
+        rp_put_escaped(f, masked ? masked : line, NULL, "\\u%04X");
+        if (fputc('\n', f) == EOF || ferror(f))
             rc = ust_errf(err, UST_EIO, "%s: write failed", path);
         free(masked);
     }
+    if (step < 0)
+        rc = step;
     sqlite3_finalize(st);
     sqlite3_close(db);
     if (f != NULL && fclose(f) != 0 && rc == 0)
@@ -49,15 +57,27 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
     return rc;
 }
 
-void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c))
+void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c),
+                    const char *bidi_format)
 {
+    /* Plain runs go out in one write: a report streams every divergence. */
+    const char *run = s;
     for (; s != NULL && *s; s++) {
-        const char *r = replace(*s);
-        if (r != NULL)
+        uint32_t cp = (unsigned char)*s == 0xE2 ? ust_utf8_bidi_control(s) : 0;
+        const char *r = cp == 0 && replace != NULL ? replace(*s) : NULL;
+        if (cp == 0 && r == NULL)
+            continue;
+        fwrite(run, 1, (size_t)(s - run), f);
+        if (cp != 0) {
+            fprintf(f, bidi_format, (unsigned)cp);
+            s += 2;
+        } else {
             fputs(r, f);
-        else
-            fputc(*s, f);
+        }
+        run = s + 1;
     }
+    if (run != NULL)
+        fwrite(run, 1, (size_t)(s - run), f);
 }
 
 int ust_report_write(const ust_report_opts *o, char **err)

@@ -29,11 +29,23 @@ int ust_glob_match(const char *p, const char *t)
     return *p == '\0';
 }
 
+/* The candidate erred (ust_divergence_class writes "what: legacy → candidate"):
+ * a candidate that errs on every event must not pass under "*". */
+static int is_error_class(const char *cls)
+{
+    static const char tail[] = " \xe2\x86\x92 error";
+    size_t n = strlen(cls);
+    return n >= sizeof(tail) - 1 && strcmp(cls + n - (sizeof(tail) - 1), tail) == 0;
+}
+
 const ust_triage_entry *ust_triage_match(const ust_triage *t, const char *cls)
 {
-    for (size_t i = 0; t != NULL && i < t->n; i++)
-        if (ust_glob_match(t->entries[i].class_glob, cls))
+    int named_only = is_error_class(cls);
+    for (size_t i = 0; t != NULL && i < t->n; i++) {
+        const char *glob = t->entries[i].class_glob;
+        if (named_only ? strcmp(glob, cls) == 0 : ust_glob_match(glob, cls))
             return &t->entries[i];
+    }
     return NULL;
 }
 

@@ -516,7 +516,9 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
     if (rc == 0)
         rc = record_identity(r, err);
-    int64_t cursor = rc == 0 ? ust__rundb_cursor(r->run) : 0;
+    int64_t cursor = 0;
+    if (rc == 0)
+        rc = ust__rundb_cursor(r->run, &cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0)
@@ -565,7 +567,9 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         (r->batches = ust_calloc(2, sizeof(batch))) == NULL)
         rc = UST_ENOMEM;
     /* Live with answers, go no further than the legacy has decided. */
-    int64_t limit = r->answers ? ust__rundb_cursor(r->answers) : INT64_MAX;
+    int64_t limit = INT64_MAX;
+    if (rc == 0 && r->answers != NULL)
+        rc = ust__rundb_cursor(r->answers, &limit, err);
     if (r->o->step_events > 0 && limit - r->last_seq > r->o->step_events)
         limit = r->last_seq + r->o->step_events;
     int64_t in_tx = 0;

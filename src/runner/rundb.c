@@ -78,6 +78,17 @@ int ust__rundb_open(const char *path, sqlite3 **out, char **err)
     return ust__db_open(path, 0, schema, "run database", out, err);
 }
 
+int ust__db_step(sqlite3_stmt *st, const char *what, char **err)
+{
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        return 1;
+    if (step == SQLITE_DONE)
+        return 0;
+    return ust_errf(err, UST_EDB, "%s: %s", what,
+                    sqlite3_errmsg(sqlite3_db_handle(st)));
+}
+
 int ust__rundb_meta_get(sqlite3 *db, const char *key, char **value)
 {
     *value = NULL;
@@ -86,8 +97,8 @@ int ust__rundb_meta_get(sqlite3 *db, const char *key, char **value)
                            NULL) != SQLITE_OK)
         return UST_EDB;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    int rc = 0;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    int rc = ust__db_step(st, "meta", NULL);
+    if (rc == 1) {
         *value = ust_strdup((const char *)sqlite3_column_text(st, 0));
         rc = *value ? 1 : UST_ENOMEM;
     }
@@ -108,14 +119,23 @@ int ust__rundb_meta_set(sqlite3 *db, const char *key, const char *value)
     return rc;
 }
 
-int64_t ust__rundb_cursor(sqlite3 *db)
+int ust__rundb_cursor(sqlite3 *db, int64_t *out, char **err)
 {
+    *out = 0;
     sqlite3_stmt *st = NULL;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(db, "SELECT last_seq FROM cursor WHERE id = 1", -1, &st,
-                           NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT last_seq, typeof(last_seq) = 'integer' FROM cursor"
+                           " WHERE id = 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ust_errf(err, UST_EDB, "cursor: %s", sqlite3_errmsg(db));
+    /* No row, or one that is not a number, is an error too: read as 0 it
+     * would start the run again from the beginning. */
+    int rc = ust__db_step(st, "cursor", err);
+    if (rc == 1 && sqlite3_column_int(st, 1))
+        *out = sqlite3_column_int64(st, 0);
+    else if (rc >= 0)
+        rc = ust_errf(err, UST_EDB, "cursor: %s",
+                      rc ? "last_seq is not a number" : "the row is missing");
     sqlite3_finalize(st);
-    return v;
+    return rc == 1 ? 0 : rc;
 }

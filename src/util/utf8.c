@@ -33,3 +33,14 @@ int ust_utf8_valid(const unsigned char *s, size_t len)
     }
     return 1;
 }
+
+uint32_t ust_utf8_bidi_control(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    /* E2 80 AA..AE is U+202A..U+202E, E2 81 A6..A9 is U+2066..U+2069; the
+     * checks stop at the first byte that differs, so a NUL ends them. */
+    if (u[0] != 0xE2 || !((u[1] == 0x80 && u[2] >= 0xAA && u[2] <= 0xAE) ||
+                          (u[1] == 0x81 && u[2] >= 0xA6 && u[2] <= 0xA9)))
+        return 0;
+    return 0x2000u | (uint32_t)(u[1] & 0x3F) << 6 | (uint32_t)(u[2] & 0x3F);
+}

@@ -453,16 +453,6 @@ static void test_resuming_with_nothing_new_keeps_the_cursor(void **state)
     ust_free(want);
 }
 
-static void run_exec(world *w, const char *sql)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("%s: %s", sql, msg);
-    sqlite3_close(db);
-}
-
 /* A live runner's step fails half way (a real SQLite error, raised by a
  * trigger on the decisions table at one event): everything past the last
  * commit is rolled back, the runner's place, cached state and the isolated
@@ -489,8 +479,9 @@ static void test_a_failed_step_is_decided_again(void **state)
     char *err = NULL;
     if (ust_runner_open(&o, &r, &err) != 0)
         fail_msg("open: %s", err);
-    run_exec(w, "CREATE TRIGGER fail_once BEFORE INSERT ON decisions WHEN NEW.seq = 100"
-                " BEGIN SELECT RAISE(ABORT, 'disk trouble'); END");
+    world_exec(w,
+               "CREATE TRIGGER fail_once BEFORE INSERT ON decisions WHEN NEW.seq = 100"
+               " BEGIN SELECT RAISE(ABORT, 'disk trouble'); END");
     ust_replay_stats st;
     assert_int_not_equal(ust_runner_step(r, &st, &err), 0);
     assert_non_null(strstr(err, "disk trouble"));
@@ -501,7 +492,7 @@ static void test_a_failed_step_is_decided_again(void **state)
     ust_free(cursor);
     if (at <= 0 || at >= 100)
         fail_msg("the failure should come after a commit, the cursor is at %d", at);
-    run_exec(w, "DROP TRIGGER fail_once");
+    world_exec(w, "DROP TRIGGER fail_once");
     if (ust_runner_step(r, &st, &err) != 0)
         fail_msg("step: %s", err);
     assert_int_equal(st.resumed_after, at);

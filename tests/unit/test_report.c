@@ -1,7 +1,13 @@
 /* Reports, triage and the gate on runs made from the design's scenarios. */
 #include "replay_world.h"
 
+#include "http/http_internal.h"
+#include "runner/rundb.h"
+
 #include <understudy/report.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define PAID "payment_intent.succeeded"
 #define REFUNDED "charge.refunded"
@@ -111,12 +117,11 @@ static void test_summary_counts_are_exact(void **state)
     must_contain(md, "| applied | 0 | 6 | 1 | 3 | 0 | 0 | 2 | 0 |");
     must_contain(md,
                  "| payment_intent.succeeded: applied \xe2\x86\x92 rejected | 3 | 1 |");
-    must_contain(
-        md,
-        "| charge.refunded: applied \xe2\x86\x92 duplicate | 1 | 1 | [\"verdict\"] |");
+    must_contain(md, "| charge.refunded: applied \xe2\x86\x92 duplicate | 1 | 1 | "
+                     "\\[\"verdict\"\\] |");
     must_contain(md,
                  "| payment_intent.succeeded: applied \xe2\x86\x92 applied | 1 | 0 |"
-                 " [\"flags\"] | **open** |");
+                 " \\[\"flags\"\\] | **open** |");
     must_contain(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
     free(md);
     snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
@@ -186,7 +191,7 @@ static void test_gate_follows_the_triage_file(void **state)
     char *err = NULL;
     ust_gate_result res;
 
-    assert_int_equal(ust_gate_check(w->run_path, NULL, &res, &err), 0);
+    assert_int_equal(ust_gate_check(w->run_path, NULL, NULL, &res, &err), 0);
     assert_true(res.open_divergences > 0);
     assert_int_equal(res.open_divergences, res.divergences);
     ust_gate_result_clear(&res);
@@ -201,7 +206,7 @@ static void test_gate_follows_the_triage_file(void **state)
         " \"owner\": \"api-team\"}]}",
         path);
     assert_int_equal(ust_triage_load(path, &t, &err), 0);
-    assert_int_equal(ust_gate_check(w->run_path, t, &res, &err), 0);
+    assert_int_equal(ust_gate_check(w->run_path, NULL, t, &res, &err), 0);
     assert_true(res.open_divergences > 0); /* the flag and the refund classes */
     for (size_t i = 0; i < res.n; i++)
         if (strstr(res.classes[i].class_name, "/payments") ||
@@ -216,7 +221,7 @@ static void test_gate_follows_the_triage_file(void **state)
                  " \"owner\": \"cto\"}]}",
                  path);
     assert_int_equal(ust_triage_load(path, &t, &err), 0);
-    assert_int_equal(ust_gate_check(w->run_path, t, &res, &err), 0);
+    assert_int_equal(ust_gate_check(w->run_path, NULL, t, &res, &err), 0);
     assert_int_equal(res.open_divergences, 0);
     ust_gate_result_clear(&res);
     ust_triage_free(t);
@@ -264,13 +269,374 @@ static void test_glob(void **state)
     assert_true(ust_glob_match("*x*y*", "..x..y.."));
 }
 
+/* Runs the understudy binary with args; its output (stdout and stderr) in
+ * *out (malloc'd); the exit status. */
+static int run_cli(world *w, const char *args, char **out)
+{
+    char path[PATH_MAX], cmd[PATH_MAX * 3];
+    snprintf(path, sizeof(path), "%s/cli.out", w->dir);
+    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>&1", getenv("UST_BIN"), args, path);
+    int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    *out = read_all(path);
+    return WEXITSTATUS(status);
+}
+
+/* understudy gate on w's run with a triage file; its exit status, the
+ * output in *out. */
+static int gate_cli(world *w, const char *triage, const char *extra, char **out)
+{
+    char path[PATH_MAX], args[PATH_MAX * 3];
+    write_triage(w, triage, path);
+    snprintf(args, sizeof(args), "gate --run '%s' --triage '%s' %s", w->run_path, path,
+             extra ? extra : "");
+    return run_cli(w, args, out);
+}
+
+static char *summary_of(world *w, const ust_triage *t)
+{
+    char out[PATH_MAX], path[PATH_MAX];
+    report(w, t, out);
+    snprintf(path, sizeof(path), "%s/summary.md", out);
+    return read_all(path);
+}
+
+#define ACCEPT_ALL                                                                     \
+    "{\"accepted\": [{\"class\": \"*\", \"reason\": \"all reviewed\", \"owner\":"      \
+    " \"cto\"}]}"
+
+/* The gate refuses the run with reason (exit 1), and the report's verdict
+ * line says the same. */
+static void expect_refused(world *w, const char *reason)
+{
+    char *out = NULL;
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 1);
+    char *want = ust_sprintf("gate: FAIL: %s\n", reason);
+    must_contain(out, want);
+    must_not_contain(out, "PASS");
+    ust_free(want);
+    free(out);
+    char *md = summary_of(w, NULL);
+    want = ust_sprintf("**Not ready for cutover**: %s; ", reason);
+    must_contain(md, want);
+    ust_free(want);
+    free(md);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/report/index.html", w->dir);
+    char *html = read_all(path);
+    must_contain(html, "<strong class=open>not ready for cutover</strong>: the run ");
+    free(html);
+}
+
+static void test_gate_refuses_a_run_that_never_started(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_record(w);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    snprintf(lp, sizeof(lp), "%s/no-such-legacy.so", w->dir);
+    world_plugin("candidate", cp);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    assert_int_not_equal(ust_replay(&o, &st, &err), 0);
+    ust_free(err);
+    assert_int_equal(access(w->run_path, F_OK), 0); /* it left a run database */
+    expect_refused(w, "the run has no plugin metadata (it never started)");
+}
+
+static void test_gate_refuses_a_run_of_an_empty_log(void **state)
+{
+    world *w = *state;
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    expect_refused(w, "the run decided no event");
+}
+
+static void test_gate_refuses_a_run_short_of_its_log(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    char *out = NULL;
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 0);
+    must_contain(out, "gate: PASS: ");
+    free(out);
+    /* The log moved: the gate cannot find its head, and says how to fix it. */
+    char moved[PATH_MAX], args[PATH_MAX * 2];
+    snprintf(moved, sizeof(moved), "%s/moved.db", w->dir);
+    assert_int_equal(rename(w->log_path, moved), 0);
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 2);
+    must_contain(out, "pass --log DB");
+    free(out);
+    snprintf(args, sizeof(args), "--log '%s'", moved);
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, args, &out), 0);
+    free(out);
+    assert_int_equal(rename(moved, w->log_path), 0);
+    /* Events arrived after the run: it has not decided them. */
+    world_record(w); /* the same twelve requests again, seq 13..24 */
+    expect_refused(w, "the run decided up to seq 12 but the log's head is 24");
+    world_replay(w, "legacy", "candidate", NULL);
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 0);
+    free(out);
+}
+
+/* Replays w's log with a candidate that errs on every odd seq. */
+static void replay_erring_candidate(world *w)
+{
+    world_record(w);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin("legacy", lp);
+    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
+             getenv("UST_BUILD_DIR"));
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+}
+
+static void test_error_divergences_need_a_named_entry(void **state)
+{
+    world *w = *state;
+    for (int i = 0; i < 6; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "o%d", i);
+        world_stripe(w, i, key, PAID, key, key, 100);
+    }
+    replay_erring_candidate(w);
+    char *err = NULL;
+    const char *cls = PAID ": applied \xe2\x86\x92 error";
+    /* A wildcard never accepts the candidate's errors... */
+    char *out = NULL;
+    assert_int_equal(
+        gate_cli(
+            w,
+            "{\"accepted\": [{\"class\": \"*\", \"reason\": \"r\", \"owner\": \"cto\"},"
+            " {\"class\": \"" PAID ": applied \xe2\x86\x92 err*\", \"reason\": \"r\","
+            " \"owner\": \"o\"}]}",
+            NULL, &out),
+        1);
+    must_contain(out, "open             3  " PAID ": applied \xe2\x86\x92 error");
+    must_contain(out, "gate: FAIL: 6 divergence(s), 3 open in 1 class(es)");
+    /* ...and an entry that accepts nothing is stale. */
+    must_contain(out, "stale               " PAID ": applied \xe2\x86\x92 err*  (o):"
+                      " accepts no class of this run");
+    free(out);
+    /* An entry naming the error class accepts it; the others are stale. */
+    char path[PATH_MAX];
+    write_triage(w,
+                 "{\"accepted\": [{\"class\": \"" PAID ": applied \xe2\x86\x92 error\","
+                 " \"reason\": \"known outage\", \"owner\": \"payments\"},"
+                 " {\"class\": \"" PAID ": applied*applied\", \"reason\": \"flag\","
+                 " \"owner\": \"o\"},"
+                 " {\"class\": \"charge.disputed: *\", \"reason\": \"r\","
+                 " \"owner\": \"disputes\"}]}",
+                 path);
+    ust_triage *t = NULL;
+    assert_int_equal(ust_triage_load(path, &t, &err), 0);
+    ust_gate_result res;
+    assert_int_equal(ust_gate_check(w->run_path, NULL, t, &res, &err), 0);
+    assert_null(res.refusal);
+    assert_int_equal(res.open_divergences, 0);
+    assert_int_equal(res.n_stale, 1);
+    assert_string_equal(res.stale[0]->class_glob, "charge.disputed: *");
+    assert_string_equal(res.classes[1].class_name, cls);
+    assert_ptr_equal(res.classes[1].accepted, &t->entries[0]);
+    ust_gate_result_clear(&res);
+    char *md = summary_of(w, t);
+    must_contain(md, "## Stale triage entries");
+    must_contain(md, "| charge.disputed: * | disputes |");
+    free(md);
+    ust_triage_free(t);
+}
+
+/* A column that fails at step time from its fourth row on (SQLite's integer
+ * overflow): a read error made for real, partway through a result. */
+#define FAILING(col)                                                                   \
+    "CASE WHEN seq > 3 THEN abs(-9223372036854775807 - 1) ELSE " col " END"
+
+static void test_a_read_error_fails_the_gate_and_the_report(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    char *out = NULL;
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 0);
+    free(out);
+    /* decisions: the gate counts rows (they read fine), the report's
+     * timelines read the state columns, which fail. */
+    world_exec(w,
+               "ALTER TABLE decisions RENAME TO decisions_t;"
+               "CREATE VIEW decisions AS SELECT seq, received_at, route, provider,"
+               " event_type, entity, signature, fed, diverged, l_verdict, l_status,"
+               " l_state_before, " FAILING(
+                   "l_state") " AS l_state, l_flags, l_body,"
+                              " l_headers, l_reason, l_error, c_verdict, c_status, "
+                              "c_state_before,"
+                              " c_state, c_flags, c_body, c_headers, c_reason, c_error"
+                              " FROM decisions_t;");
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 0);
+    free(out);
+    char dir[PATH_MAX], args[PATH_MAX * 3];
+    snprintf(dir, sizeof(dir), "%s/report", w->dir);
+    snprintf(args, sizeof(args), "report --run '%s' --out '%s'", w->run_path, dir);
+    assert_int_equal(run_cli(w, args, &out), 2);
+    must_contain(out, "integer overflow");
+    free(out);
+    /* divergences: every class past the third row fails to read. */
+    world_exec(w, "DROP VIEW decisions; ALTER TABLE decisions_t RENAME TO decisions;"
+                  "ALTER TABLE divergences RENAME TO divergences_t;"
+                  "CREATE VIEW divergences AS SELECT seq, received_at,"
+                  " " FAILING("class") " AS class, fields, entity, follow_on, line"
+                                       " FROM divergences_t;");
+    assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 2);
+    must_contain(out, "integer overflow");
+    must_not_contain(out, "PASS");
+    free(out);
+    assert_int_equal(run_cli(w, args, &out), 2);
+    free(out);
+}
+
+static void test_a_cursor_that_cannot_be_read_is_not_a_fresh_run(void **state)
+{
+    world *w = *state;
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE VIEW cursor AS SELECT 1 AS id,"
+                                  " abs(-9223372036854775807 - 1) AS last_seq",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    int64_t seq = -1;
+    char *err = NULL;
+    assert_int_equal(ust__rundb_cursor(db, &seq, &err), UST_EDB);
+    must_contain(err, "cursor: integer overflow");
+    ust_free(err);
+    err = NULL;
+    assert_int_equal(sqlite3_exec(db,
+                                  "DROP VIEW cursor; CREATE TABLE cursor(id INTEGER"
+                                  " PRIMARY KEY, last_seq INTEGER NOT NULL);"
+                                  "INSERT INTO cursor VALUES(1, 'twelve')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(ust__rundb_cursor(db, &seq, &err), UST_EDB);
+    must_contain(err, "cursor: last_seq is not a number");
+    ust_free(err);
+    sqlite3_close(db);
+    /* A resumed replay refuses it rather than start again from seq 1. */
+    ust_test_rmdir(w->run_path);
+    run_story(w);
+    world_exec(w, "UPDATE cursor SET last_seq = 'twelve'");
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin("legacy", lp);
+    world_plugin("candidate", cp);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    ust_replay_stats st;
+    err = NULL;
+    assert_int_equal(ust_replay(&o, &st, &err), UST_EDB);
+    must_contain(err, "cursor: last_seq is not a number");
+    ust_free(err);
+}
+
+static void test_reports_escape_markdown_and_bidi(void **state)
+{
+    world *w = *state;
+    /* The class comes from the event type: a CR, an image, a link, and a
+     * right-to-left override (U+202E) and isolate (U+2066). */
+    const char *type = "pay\\r| x |![x](http://evil.example/t.png)[l](http://e.example)"
+                       "\xe2\x80\xae"
+                       "fdp.exe\xe2\x81\xa6";
+    char *body = ust_sprintf(
+        "{\"id\":\"evt_1\",\"type\":\"%s\",\"created\":%lld,\"data\":{\"object\":"
+        "{\"id\":\"pi_1\",\"amount\":1,\"currency\":\"eur\",\"metadata\":"
+        "{\"order_id\":\"o1\"}}}}",
+        type, WORLD_T0);
+    ust_request *r = world_request(w, 0, "/webhooks/stripe", body);
+    ust_free(body);
+    ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
+    replay_erring_candidate(w); /* seq 1: a divergence, whatever its type */
+    char out[PATH_MAX], path[PATH_MAX];
+    report(w, NULL, out);
+    snprintf(path, sizeof(path), "%s/summary.md", out);
+    char *md = read_all(path);
+    must_not_contain(md, "\r");
+    must_not_contain(md, "![");
+    must_not_contain(md, "\xe2\x80\xae");
+    must_not_contain(md, "\xe2\x81\xa6");
+    must_contain(
+        md, "| pay \\| x \\|\\!\\[x\\](http://evil.example/t.png)\\[l\\]"
+            "(http://e.example){U+202E}fdp.exe{U+2066}: invalid \xe2\x86\x92 error |");
+    /* every row of the classes table still has its five cells */
+    const char *row = strstr(md, "| pay ");
+    assert_non_null(row);
+    const char *end = strchr(row, '\n');
+    size_t bars = 0;
+    for (const char *q = row; q < end; q++)
+        bars += *q == '|' && q[-1] != '\\';
+    assert_int_equal(bars, 6);
+    free(md);
+    snprintf(path, sizeof(path), "%s/index.html", out);
+    char *html = read_all(path);
+    must_not_contain(html, "\xe2\x80\xae");
+    must_not_contain(html, "\xe2\x81\xa6");
+    must_contain(html, "{U+202E}fdp.exe{U+2066}");
+    free(html);
+    snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
+    char *jsonl = read_all(path);
+    must_not_contain(jsonl, "\xe2\x80\xae");
+    must_not_contain(jsonl, "\xe2\x81\xa6");
+    must_contain(jsonl, "\\u202Efdp.exe\\u2066");
+    /* still JSON, with the same text */
+    json_error_t jerr;
+    json_t *first = json_loadb(jsonl, strcspn(jsonl, "\n"), 0, &jerr);
+    assert_non_null(first);
+    assert_non_null(strstr(json_string_value(json_object_get(first, "event_type")),
+                           "\xe2\x80\xae"
+                           "fdp.exe"));
+    json_decref(first);
+    free(jsonl);
+}
+
+/* /metrics lists divergences by class from the run database; a read that
+ * fails partway says the list is partial. */
+static void test_metrics_say_when_the_classes_are_partial(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    ust_serve_opts so = {.cfg = w->cfg, .run_path = w->run_path};
+    ust__server srv;
+    memset(&srv, 0, sizeof(srv));
+    srv.o = &so;
+    char *text = ust__metrics_render(&srv);
+    must_contain(text, "understudy_divergences_by_class_complete 1\n");
+    ust_free(text);
+    world_exec(w, "ALTER TABLE divergences RENAME TO divergences_t;"
+                  "CREATE VIEW divergences AS SELECT seq, received_at,"
+                  " " FAILING("class") " AS class, fields, entity, follow_on, line"
+                                       " FROM divergences_t;");
+    text = ust__metrics_render(&srv);
+    must_contain(text, "understudy_divergences_by_class_complete 0\n");
+    ust_free(text);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_summary_counts_are_exact),         T(test_html_escapes_and_redacts),
-        T(test_examples_are_capped_and_in_order), T(test_gate_follows_the_triage_file),
-        T(test_malformed_triage_names_the_entry), cmocka_unit_test(test_glob),
+        T(test_summary_counts_are_exact),
+        T(test_html_escapes_and_redacts),
+        T(test_examples_are_capped_and_in_order),
+        T(test_gate_follows_the_triage_file),
+        T(test_malformed_triage_names_the_entry),
+        cmocka_unit_test(test_glob),
+        T(test_gate_refuses_a_run_that_never_started),
+        T(test_gate_refuses_a_run_of_an_empty_log),
+        T(test_gate_refuses_a_run_short_of_its_log),
+        T(test_error_divergences_need_a_named_entry),
+        T(test_a_read_error_fails_the_gate_and_the_report),
+        T(test_a_cursor_that_cannot_be_read_is_not_a_fresh_run),
+        T(test_reports_escape_markdown_and_bidi),
+        T(test_metrics_say_when_the_classes_are_partial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <understudy/alloc.h>
 #include <understudy/config.h>
 #include <understudy/drive.h>
+#include <understudy/error.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
 
@@ -94,9 +95,9 @@ static void replay(world *w)
         fail_msg("replay: %s", err);
 }
 
-static void test_rendered_and_replayed_exactly(void **state)
+/* Every scenario rendered into a fresh log, then replayed. */
+static void render_and_replay(world *w)
 {
-    world *w = *state;
     ust_log *log = NULL;
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log, UST_LOG_CREATE, &log, &err), 0);
@@ -116,6 +117,13 @@ static void test_rendered_and_replayed_exactly(void **state)
     }
     ust_log_close(log);
     replay(w);
+}
+
+static void test_rendered_and_replayed_exactly(void **state)
+{
+    world *w = *state;
+    render_and_replay(w);
+    char *err = NULL;
     char out_path[PATH_MAX];
     snprintf(out_path, sizeof(out_path), "%s/check.txt", w->dir);
     FILE *out = fopen(out_path, "w");
@@ -127,6 +135,36 @@ static void test_rendered_and_replayed_exactly(void **state)
         assert_int_equal(system(cmd), 0);
         fail_msg("the scenarios' expected outcomes do not hold");
     }
+}
+
+/* A read that fails partway (SQLite's integer overflow, from the 4th
+ * divergence on) fails the check: the divergences after it are not taken
+ * as absent. */
+static void test_a_read_error_fails_the_check(void **state)
+{
+    world *w = *state;
+    render_and_replay(w);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(w->run, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "ALTER TABLE divergences RENAME TO divergences_t;"
+                     "CREATE VIEW divergences AS SELECT seq, received_at, CASE WHEN"
+                     " seq > (SELECT seq FROM divergences_t ORDER BY seq LIMIT 1"
+                     " OFFSET 2) THEN abs(-9223372036854775807 - 1) ELSE class END"
+                     " AS class, fields, entity, follow_on, line FROM divergences_t",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    char out_path[PATH_MAX];
+    snprintf(out_path, sizeof(out_path), "%s/check.txt", w->dir);
+    FILE *out = fopen(out_path, "w");
+    char *err = NULL;
+    int rc = ust_scenario_check(w->sc, w->n, w->run, 0, out, &err);
+    fclose(out);
+    assert_int_equal(rc, UST_EDB);
+    assert_non_null(strstr(err, "integer overflow"));
+    ust_free(err);
 }
 
 static void test_live_through_serve(void **state)
@@ -189,6 +227,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rendered_and_replayed_exactly, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_live_through_serve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_read_error_fails_the_check, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
