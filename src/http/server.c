@@ -30,6 +30,7 @@ typedef struct ust__conn {
     int closing, reading;
     int writes;    /* answers handed to the socket, not yet written */
     int peer_done; /* the client half-closed: answer what it sent, then close */
+    int idle;      /* kept alive, owing nothing, reading nothing */
 } ust__conn;
 
 typedef struct write_req {
@@ -193,7 +194,6 @@ static void maybe_free(ust__conn *c)
     if (c->next)
         c->next->prev = c->prev;
     ust__reqparse_clear(&c->rp);
-    s->n_conns--;
     ust_free(c);
     maybe_finish_stop(s);
 }
@@ -225,6 +225,7 @@ static void conn_close(ust__conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    c->srv->n_conns--;
     /* Answers still owed by the writer are dropped when they come back. */
     for (ust__slot *slot = c->head; slot != NULL;) {
         ust__slot *next = slot->next;
@@ -264,6 +265,7 @@ static void on_timeout(uv_timer_t *t)
 
 static void arm_timer(ust__conn *c)
 {
+    c->idle = 0;
     uv_timer_start(&c->timer, on_timeout,
                    (uint64_t)c->srv->o->cfg->limits.header_timeout_ms, 0);
 }
@@ -280,6 +282,7 @@ static void maybe_idle(ust__conn *c)
     if (c->closing || c->peer_done || c->head != NULL || c->writes > 0 ||
         c->rp.in_message)
         return;
+    c->idle = 1;
     uv_timer_start(&c->timer, on_idle, (uint64_t)c->srv->o->cfg->limits.idle_timeout_ms,
                    0);
 }
@@ -313,7 +316,8 @@ static int on_message_begin(ust__reqparse *rp)
     return 0;
 }
 
-/* In the order of answers: nothing before it is held back by it. */
+/* Queued with the answers, so it leaves after those owed before it, when
+ * this read is parsed: the client waits for it to send the body. */
 static int on_expect_continue(ust__reqparse *rp)
 {
     ust__conn *c = rp->data;
@@ -322,8 +326,7 @@ static int on_expect_continue(ust__reqparse *rp)
     if (slot == NULL || (slot->response = ust_strdup(cont)) == NULL)
         return ust__reqparse_stop(rp, 503, "out of memory");
     slot->response_len = sizeof(cont) - 1;
-    slot->ready = 1;
-    flush(c);
+    slot->ready = 1; /* written once this read is parsed */
     return 0;
 }
 
@@ -474,6 +477,20 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     ust_free(buf->base);
 }
 
+/* At the cap, an idle keep-alive connection makes room for a new one (its
+ * client reconnects when it has something to send); one in the middle of
+ * a request or owed an answer is never closed for it. */
+static int close_an_idle(ust__server *s)
+{
+    ust__conn *oldest = NULL; /* the list is newest first */
+    for (ust__conn *c = s->conns; c != NULL; c = c->next)
+        if (c->idle && !c->closing)
+            oldest = c;
+    if (oldest != NULL)
+        conn_close(oldest);
+    return oldest != NULL;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     ust__server *s = server->data;
@@ -514,8 +531,9 @@ static void on_connection(uv_stream_t *server, int status)
     snprintf(c->remote, sizeof(c->remote), "%s:%d", host, port);
     ust__reqparse_init(&c->rp, s->o->cfg, &request_ops, c);
     uv_tcp_nodelay(&c->tcp, 1);
-    if (s->n_conns > s->max_conns) {
-        /* Over the cap: this one is told so and closed; those open go on. */
+    if (s->n_conns > s->max_conns && !close_an_idle(s)) {
+        /* Over the cap, and every connection busy: this one is told so and
+         * closed; those open go on. */
         refuse(c, 503, "too many connections; retry later");
         return;
     }
