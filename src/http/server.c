@@ -479,7 +479,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 /* At the cap, an idle keep-alive connection makes room for a new one (its
  * client reconnects when it has something to send); one in the middle of
- * a request or owed an answer is never closed for it. */
+ * a request or owed an answer is never closed for it, nor one that has sent
+ * nothing yet: its request may be unread in the socket (header_timeout_ms
+ * bounds those). */
 static int close_an_idle(ust__server *s)
 {
     ust__conn *oldest = NULL; /* the list is newest first */
