@@ -699,7 +699,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *addr, char 
  * is left after the log, the databases and the plugins' pipes. */
 static size_t connection_cap(size_t want)
 {
-    enum { RESERVED_FDS = 64 };
+    const rlim_t reserved = 64;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return want;
@@ -708,10 +708,9 @@ static size_t connection_cap(size_t want)
         if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
             rl = raised;
     }
-    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want + RESERVED_FDS)
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want + reserved)
         return want;
-    return rl.rlim_cur > 2 * RESERVED_FDS ? rl.rlim_cur - RESERVED_FDS
-                                          : rl.rlim_cur / 2;
+    return rl.rlim_cur > 2 * reserved ? rl.rlim_cur - reserved : rl.rlim_cur / 2;
 }
 
 int ust_serve(const ust_serve_opts *o, char **err)
