@@ -60,6 +60,8 @@ typedef struct ust_config {
         size_t max_body_bytes;     /* default 1 MiB */
         size_t max_headers;        /* default 64 */
         int64_t header_timeout_ms; /* default 10000 */
+        int64_t idle_timeout_ms;   /* keep-alive with nothing owed; default 30000 */
+        size_t max_connections;    /* open at once; default 1024 */
     } limits;
     ust_route *routes;
     size_t n_routes;

@@ -19,6 +19,8 @@
 #define DEFAULT_MAX_BODY_BYTES 1048576
 #define DEFAULT_MAX_HEADERS 64
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
+#define DEFAULT_IDLE_TIMEOUT_MS 30000
+#define DEFAULT_MAX_CONNECTIONS 1024
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
 #define DEFAULT_IDEM_HEADER "Idempotency-Key"
@@ -573,7 +575,8 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
     if (rc != 0)
         return rc;
     int64_t body = DEFAULT_MAX_BODY_BYTES, headers = DEFAULT_MAX_HEADERS,
-            timeout = DEFAULT_HEADER_TIMEOUT_MS;
+            timeout = DEFAULT_HEADER_TIMEOUT_MS, idle = DEFAULT_IDLE_TIMEOUT_MS,
+            conns = DEFAULT_MAX_CONNECTIONS;
     if (limits != NULL) {
         static const char *const limit_keys[] = {"max_body_bytes", "max_headers",
                                                  "header_timeout_ms"};
@@ -581,13 +584,18 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
         if ((rc = check_keys(c, limits, KEYS(limit_keys))) != 0 ||
             (rc = take_posint(c, limits, "max_body_bytes", body, &body)) != 0 ||
             (rc = take_posint(c, limits, "max_headers", headers, &headers)) != 0 ||
-            (rc = take_posint(c, limits, "header_timeout_ms", timeout, &timeout)) != 0)
+            (rc = take_posint(c, limits, "header_timeout_ms", timeout, &timeout)) !=
+                0 ||
+            (rc = take_posint(c, limits, "idle_timeout_ms", idle, &idle)) != 0 ||
+            (rc = take_posint(c, limits, "max_connections", conns, &conns)) != 0)
             return rc;
         pop(c, mark);
     }
     cfg->limits.max_body_bytes = (size_t)body;
     cfg->limits.max_headers = (size_t)headers;
     cfg->limits.header_timeout_ms = timeout;
+    cfg->limits.idle_timeout_ms = idle;
+    cfg->limits.max_connections = (size_t)conns;
     return 0;
 }
 

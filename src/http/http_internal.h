@@ -58,7 +58,7 @@ typedef struct ust__metrics {
     atomic_llong last_seq;   /* newest durable seq */
     atomic_llong runner_seq; /* newest seq the runner decided */
     atomic_llong divergences, runner_events, legacy_decide_us, candidate_decide_us;
-    atomic_llong rejected[6]; /* 400 404 405 408 413 431 */
+    atomic_llong rejected[8]; /* 400 404 405 408 413 417 431 503 */
 } ust__metrics;
 
 typedef struct ust__server {
@@ -68,6 +68,7 @@ typedef struct ust__server {
     uv_async_t done_async;
     uv_signal_t sigint, sigterm;
     struct ust__conn *conns; /* every open connection */
+    size_t n_conns, max_conns;
     int stopping;
     uint64_t next_ticket, next_submit;
     ust__job *reorder; /* derived, waiting for an earlier ticket; by ticket */

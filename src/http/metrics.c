@@ -9,11 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const int rejected_status[6] = {400, 404, 405, 408, 413, 431};
+#define N_REJECTED 8
+static const int rejected_status[N_REJECTED] = {400, 404, 405, 408, 413, 417, 431, 503};
 
 void ust__metrics_rejected(ust__server *s, int status)
 {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N_REJECTED; i++)
         if (rejected_status[i] == status)
             atomic_fetch_add(&s->metrics.rejected[i], 1);
 }
@@ -80,7 +81,7 @@ char *ust__metrics_render(ust__server *s)
     fputs("# HELP understudy_requests_refused_total Requests answered with an error"
           " before recording.\n# TYPE understudy_requests_refused_total counter\n",
           f);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N_REJECTED; i++)
         fprintf(f, "understudy_requests_refused_total{status=\"%d\"} %lld\n",
                 rejected_status[i], (long long)atomic_load(&m->rejected[i]));
     long long commits = atomic_load(&m->commits);

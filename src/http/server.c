@@ -4,41 +4,33 @@
  * wrong and the server goes on serving everyone else. Answers leave in the
  * order requests arrived, so pipelining is safe. */
 #include "http/http_internal.h"
+#include "http/request_parse.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
-#include <http_parser.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MAX_TARGET 8192
-#define MAX_HEADER_BYTES 32768
 
 typedef struct ust__conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
-    http_parser parser;
+    ust__reqparse rp; /* the request being read */
     ust__server *srv;
     struct ust__conn *next, *prev;
     char remote[64];
-    /* the request being parsed */
-    ust_request req;
-    char *target;
-    size_t target_len, header_bytes, body_cap;
-    char *field, *value;
-    size_t field_len, value_len;
-    int in_value;
-    int refuse; /* status to answer when the parser stops, 0 = malformed (400) */
-    const char *refuse_why;
     /* answers, in arrival order */
     ust__slot *head, *tail;
     int handles; /* open uv handles (tcp, timer) */
     int closing, reading;
+    int writes;    /* answers handed to the socket, not yet written */
+    int peer_done; /* the client half-closed: answer what it sent, then close */
+    int idle;      /* kept alive, owing nothing, reading nothing */
 } ust__conn;
 
 typedef struct write_req {
@@ -69,6 +61,8 @@ static const char *reason_phrase(int status)
         return "Conflict";
     case 413:
         return "Content Too Large";
+    case 417:
+        return "Expectation Failed";
     case 422:
         return "Unprocessable Content";
     case 431:
@@ -116,6 +110,8 @@ static void set_json_error(ust__slot *slot, int status, const char *why)
 
 static void conn_close(ust__conn *c);
 static void flush(ust__conn *c);
+static int maybe_close_drained(ust__conn *c);
+static void maybe_idle(ust__conn *c);
 
 static void after_write(uv_write_t *req, int status)
 {
@@ -125,8 +121,13 @@ static void after_write(uv_write_t *req, int status)
     ust_free(w->slot->response);
     ust_free(w->slot);
     ust_free(w);
-    if (c != NULL && close_after)
+    if (c == NULL)
+        return;
+    c->writes--;
+    if (close_after)
         conn_close(c);
+    else if (maybe_close_drained(c) == 0)
+        maybe_idle(c);
 }
 
 /* Writes every answer at the head of the queue that is ready. */
@@ -154,6 +155,7 @@ static void flush(ust__conn *c)
             conn_close(c);
             return;
         }
+        c->writes++;
         if (slot->close_after) {
             uv_read_stop((uv_stream_t *)&c->tcp);
             c->reading = 0;
@@ -191,10 +193,7 @@ static void maybe_free(ust__conn *c)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    ust_request_clear(&c->req);
-    ust_free(c->target);
-    ust_free(c->field);
-    ust_free(c->value);
+    ust__reqparse_clear(&c->rp);
     ust_free(c);
     maybe_finish_stop(s);
 }
@@ -226,6 +225,7 @@ static void conn_close(ust__conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    c->srv->n_conns--;
     /* Answers still owed by the writer are dropped when they come back. */
     for (ust__slot *slot = c->head; slot != NULL;) {
         ust__slot *next = slot->next;
@@ -265,127 +265,68 @@ static void on_timeout(uv_timer_t *t)
 
 static void arm_timer(ust__conn *c)
 {
+    c->idle = 0;
     uv_timer_start(&c->timer, on_timeout,
                    (uint64_t)c->srv->o->cfg->limits.header_timeout_ms, 0);
 }
 
-/* ---- parsing ----------------------------------------------------------- */
-
-static int grow_append(char **buf, size_t *len, const char *at, size_t n)
+static void on_idle(uv_timer_t *t)
 {
-    char *grown = ust_realloc(*buf, *len + n + 1);
-    if (grown == NULL)
-        return -1;
-    memcpy(grown + *len, at, n);
-    *len += n;
-    grown[*len] = '\0';
-    *buf = grown;
-    return 0;
+    conn_close(t->data);
 }
 
-/* Nonzero stops the parser; -1 rather than 1, which on_headers_complete
- * would take as "no body follows". */
-static int stop_parser(ust__conn *c, int status, const char *why)
+/* A keep-alive connection that owes nothing and reads no request holds a
+ * descriptor for nothing: after idle_timeout_ms it is closed. */
+static void maybe_idle(ust__conn *c)
 {
-    c->refuse = status;
-    c->refuse_why = why;
-    return -1;
+    if (c->closing || c->peer_done || c->head != NULL || c->writes > 0 ||
+        c->rp.in_message)
+        return;
+    c->idle = 1;
+    uv_timer_start(&c->timer, on_idle, (uint64_t)c->srv->o->cfg->limits.idle_timeout_ms,
+                   0);
 }
 
-static int on_message_begin(http_parser *p)
+/* Closes a half-closed connection once every answer it is owed is out;
+ * nonzero when it did. */
+static int maybe_close_drained(ust__conn *c)
 {
-    ust__conn *c = p->data;
-    ust_request_clear(&c->req);
-    ust_free(c->target);
-    c->target = NULL;
-    c->target_len = c->header_bytes = c->body_cap = 0;
-    c->in_value = 0;
-    arm_timer(c);
-    return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-    ust__conn *c = p->data;
-    if (c->target_len + n > MAX_TARGET)
-        return stop_parser(c, 431, "the request target is too long");
-    return grow_append(&c->target, &c->target_len, at, n)
-               ? stop_parser(c, 503, "out of memory")
-               : 0;
-}
-
-static int end_header(ust__conn *c)
-{
-    if (c->field == NULL)
+    if (!c->peer_done || c->head != NULL || c->writes > 0)
         return 0;
-    int rc = ust_request_add_header(&c->req, c->field, c->value ? c->value : "");
-    ust_free(c->field);
-    ust_free(c->value);
-    c->field = c->value = NULL;
-    c->field_len = c->value_len = 0;
-    return rc;
+    conn_close(c);
+    return 1;
 }
 
-static int on_header_field(http_parser *p, const char *at, size_t n)
+/* No memory for a connection. libuv has accepted the socket and keeps it
+ * in the listener's accepted_fd until uv_accept takes it, and stops
+ * accepting while it is there: closed unanswered, so the next one is read. */
+static void shed(uv_stream_t *server)
 {
-    ust__conn *c = p->data;
-    if ((c->header_bytes += n) > MAX_HEADER_BYTES)
-        return stop_parser(c, 431, "the request headers are too large");
-    if (c->in_value || c->field == NULL) {
-        if (end_header(c) != 0)
-            return stop_parser(c, 503, "out of memory");
-        if (c->req.n_headers >= c->srv->o->cfg->limits.max_headers)
-            return stop_parser(c, 431, "too many request headers");
-        c->in_value = 0;
+    if (server->accepted_fd >= 0) {
+        close(server->accepted_fd);
+        server->accepted_fd = -1;
     }
-    return grow_append(&c->field, &c->field_len, at, n)
-               ? stop_parser(c, 503, "out of memory")
-               : 0;
 }
 
-static int on_header_value(http_parser *p, const char *at, size_t n)
-{
-    ust__conn *c = p->data;
-    if ((c->header_bytes += n) > MAX_HEADER_BYTES)
-        return stop_parser(c, 431, "the request headers are too large");
-    c->in_value = 1;
-    return grow_append(&c->value, &c->value_len, at, n)
-               ? stop_parser(c, 503, "out of memory")
-               : 0;
-}
+/* ---- requests -------------------------------------------------------- */
 
-static int on_headers_complete(http_parser *p)
+static int on_message_begin(ust__reqparse *rp)
 {
-    ust__conn *c = p->data;
-    if (end_header(c) != 0)
-        return stop_parser(c, 503, "out of memory");
-    /* Checked before a byte of the body is stored. */
-    if (p->content_length != ULLONG_MAX &&
-        p->content_length > (uint64_t)c->srv->o->cfg->limits.max_body_bytes)
-        return stop_parser(c, 413, "the request body is over the limit");
+    arm_timer(rp->data);
     return 0;
 }
 
-static int on_body(http_parser *p, const char *at, size_t n)
+/* Queued with the answers, so it leaves after those owed before it, when
+ * this read is parsed: the client waits for it to send the body. */
+static int on_expect_continue(ust__reqparse *rp)
 {
-    ust__conn *c = p->data;
-    size_t max = c->srv->o->cfg->limits.max_body_bytes;
-    if (c->req.body_len + n > max)
-        return stop_parser(c, 413, "the request body is over the limit");
-    if (c->req.body_len + n > c->body_cap) {
-        size_t cap = c->body_cap ? c->body_cap : 1024;
-        while (cap < c->req.body_len + n)
-            cap *= 2;
-        if (cap > max)
-            cap = max;
-        unsigned char *grown = ust_realloc(c->req.body, cap);
-        if (grown == NULL)
-            return stop_parser(c, 503, "out of memory");
-        c->req.body = grown;
-        c->body_cap = cap;
-    }
-    memcpy(c->req.body + c->req.body_len, at, n);
-    c->req.body_len += n;
+    ust__conn *c = rp->data;
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    ust__slot *slot = new_slot(c);
+    if (slot == NULL || (slot->response = ust_strdup(cont)) == NULL)
+        return ust__reqparse_stop(rp, 503, "out of memory");
+    slot->response_len = sizeof(cont) - 1;
+    slot->ready = 1; /* written once this read is parsed */
     return 0;
 }
 
@@ -429,17 +370,15 @@ static void derive_done(uv_work_t *w, int status)
     maybe_finish_stop(s);
 }
 
-static int on_message_complete(http_parser *p)
+static int on_message_complete(ust__reqparse *rp)
 {
-    ust__conn *c = p->data;
+    ust__conn *c = rp->data;
     ust__server *s = c->srv;
+    http_parser *p = &rp->parser;
     uv_timer_stop(&c->timer);
-    int keep_alive = http_should_keep_alive(p) && !s->stopping;
-    const char *method = http_method_str((enum http_method)p->method);
-    char path[MAX_TARGET + 1];
-    c->req.target = c->target;
-    c->target = NULL;
-    ust_request_path(&c->req, path, sizeof(path));
+    int keep_alive = http_should_keep_alive(p) && !s->stopping && !c->peer_done;
+    char path[UST__MAX_TARGET + 1];
+    ust_request_path(&rp->req, path, sizeof(path));
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
         if (p->method != HTTP_GET) {
             ust__metrics_rejected(s, 405);
@@ -454,11 +393,11 @@ static int on_message_complete(http_parser *p)
                          keep_alive);
             ust_free(text);
         }
-        ust_request_clear(&c->req);
+        ust_request_clear(&rp->req);
         flush(c);
         return 0;
     }
-    const ust_route *route = ust_config_route(s->o->cfg, c->req.target);
+    const ust_route *route = ust_config_route(s->o->cfg, rp->req.target);
     if (route == NULL || p->method != HTTP_POST) {
         ust__metrics_rejected(s, route ? 405 : 404);
         ust__slot *slot = new_slot(c);
@@ -470,25 +409,21 @@ static int on_message_complete(http_parser *p)
                 set_response(slot, 405, "application/json", "Allow: POST\r\n",
                              "{\"error\":\"use POST\"}");
         }
-        ust_request_clear(&c->req);
+        ust_request_clear(&rp->req);
         flush(c);
         return 0;
     }
     ust__job *job = ust_calloc(1, sizeof(*job));
-    ust__slot *slot = job ? new_slot(c) : NULL;
-    int queued;
-    if (slot == NULL) {
+    if (job == NULL || ust__reqparse_take(rp, c->remote, wall_us(), &job->req) != 0 ||
+        (job->slot = new_slot(c)) == NULL) {
+        if (job != NULL)
+            ust_request_clear(&job->req);
         ust_free(job);
-        return stop_parser(c, 503, "out of memory");
+        return ust__reqparse_stop(rp, 503, "out of memory");
     }
+    ust__slot *slot = job->slot;
+    int queued;
     slot->close_after = !keep_alive;
-    c->req.received_at_us = wall_us();
-    c->req.method = ust_strdup(method);
-    c->req.remote = ust_strdup(c->remote);
-    job->req = c->req;
-    memset(&c->req, 0, sizeof(c->req));
-    c->body_cap = 0;
-    job->slot = slot;
     job->route_index = (size_t)(route - s->o->cfg->routes);
     job->ticket = s->next_ticket++;
     job->cfg = s->o->cfg;
@@ -501,14 +436,10 @@ static int on_message_complete(http_parser *p)
     return 0;
 }
 
-static const http_parser_settings settings = {
-    .on_message_begin = on_message_begin,
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
+static const ust__reqparse_ops request_ops = {
+    .begin = on_message_begin,
+    .expect_continue = on_expect_continue,
+    .complete = on_message_complete,
 };
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -522,22 +453,44 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     ust__conn *c = stream->data;
     if (nread > 0 && !c->closing) {
-        size_t done =
-            http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
-        if (done != (size_t)nread || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK) {
-            const char *why =
-                c->refuse ? c->refuse_why
-                          : http_errno_description(HTTP_PARSER_ERRNO(&c->parser));
-            refuse(c, c->refuse ? c->refuse : 400, why);
+        const char *why = NULL;
+        int status = ust__reqparse_feed(&c->rp, buf->base, (size_t)nread, &why);
+        if (status != 0) {
+            refuse(c, status, why);
         } else {
             flush(c);
+            maybe_idle(c);
         }
-    } else if (nread < 0) {
-        /* The peer is gone (or half-closed): its recorded requests stay
-         * recorded; answers still owed are dropped. */
-        conn_close(c);
+    } else if (nread < 0 && !c->closing) {
+        /* A client that half-closes after its requests waits for their
+         * answers (without one it retries, and the retry is a duplicate):
+         * they go out, then the connection closes. A reset has no one to
+         * answer; its recorded requests stay recorded all the same. */
+        uv_read_stop(stream);
+        c->reading = 0;
+        c->peer_done = 1;
+        if (nread != UV_EOF)
+            conn_close(c);
+        else
+            maybe_close_drained(c);
     }
     ust_free(buf->base);
+}
+
+/* At the cap, an idle keep-alive connection makes room for a new one (its
+ * client reconnects when it has something to send); one in the middle of
+ * a request or owed an answer is never closed for it, nor one that has sent
+ * nothing yet: its request may be unread in the socket (header_timeout_ms
+ * bounds those). */
+static int close_an_idle(ust__server *s)
+{
+    ust__conn *oldest = NULL; /* the list is newest first */
+    for (ust__conn *c = s->conns; c != NULL; c = c->next)
+        if (c->idle && !c->closing)
+            oldest = c;
+    if (oldest != NULL)
+        conn_close(oldest);
+    return oldest != NULL;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -546,9 +499,12 @@ static void on_connection(uv_stream_t *server, int status)
     if (status < 0 || s->stopping)
         return;
     ust__conn *c = ust_calloc(1, sizeof(*c));
-    if (c == NULL)
+    if (c == NULL) {
+        shed(server);
         return;
+    }
     c->srv = s;
+    s->n_conns++;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->handles = 2;
@@ -575,9 +531,14 @@ static void on_connection(uv_stream_t *server, int status)
         }
     }
     snprintf(c->remote, sizeof(c->remote), "%s:%d", host, port);
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
+    ust__reqparse_init(&c->rp, s->o->cfg, &request_ops, c);
     uv_tcp_nodelay(&c->tcp, 1);
+    if (s->n_conns > s->max_conns && !close_an_idle(s)) {
+        /* Over the cap, and every connection busy: this one is told so and
+         * closed; those open go on. */
+        refuse(c, 503, "too many connections; retry later");
+        return;
+    }
     arm_timer(c); /* a client that connects and sends nothing is timed out too */
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     c->reading = 1;
@@ -733,12 +694,32 @@ static int parse_listen(const char *listen, struct sockaddr_storage *addr, char 
     return 0;
 }
 
+/* Every connection holds a descriptor, and the soft limit is often 1024:
+ * it is raised to the hard limit, and the connection cap kept below what
+ * is left after the log, the databases and the plugins' pipes. */
+static size_t connection_cap(size_t want)
+{
+    const rlim_t reserved = 64;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit raised = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            rl = raised;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want + reserved)
+        return want;
+    return rl.rlim_cur > 2 * reserved ? rl.rlim_cur - reserved : rl.rlim_cur / 2;
+}
+
 int ust_serve(const ust_serve_opts *o, char **err)
 {
     ust__server *s = ust_calloc(1, sizeof(*s));
     if (s == NULL)
         return UST_ENOMEM;
     s->o = o;
+    s->max_conns = connection_cap(o->cfg->limits.max_connections);
     s->loop = ust_malloc(sizeof(uv_loop_t));
     struct sockaddr_storage addr;
     memset(&addr, 0, sizeof(addr));

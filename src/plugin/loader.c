@@ -292,6 +292,25 @@ static int text_ok(const char *s)
     return s == NULL || ust_utf8_valid((const unsigned char *)s, strlen(s));
 }
 
+/* A response header goes to the socket as "name: value\r\n" (--respond
+ * legacy): a name must be a token (RFC 9110 5.1, 5.6.2) and a value must
+ * hold no CR or LF, or the plugin writes headers of its own choosing. (A
+ * NUL ends the C string; over the child protocol, JSON's \u0000 is refused
+ * by the parser.) */
+static int header_name_ok(const char *n)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~";
+    for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+        if (*p > 0x7f || !(isalnum(*p) || strchr(tchar, *p) != NULL))
+            return 0;
+    return *n != '\0';
+}
+
+static int header_value_ok(const char *v)
+{
+    return strpbrk(v, "\r\n") == NULL;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -394,6 +413,10 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
             const char *n = pd->headers[i].name, *v = pd->headers[i].value;
             if (n == NULL || v == NULL || *n == '\0' || !text_ok(n) || !text_ok(v))
                 return "malformed response header";
+            if (!header_name_ok(n))
+                return "a response header name is not an HTTP token";
+            if (!header_value_ok(v))
+                return "a response header value holds CR or LF";
             char lower[128];
             size_t len = strlen(n);
             if (len >= sizeof(lower))

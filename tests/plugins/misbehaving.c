@@ -126,6 +126,18 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
         out->http_status = 200;
         out->response_body = body;
         return 0;
+#elif defined(MISBEHAVE_HEADER_INJECTION)
+        /* A header that would write another (seq 1, 5, ...), or a name
+         * that is not a token (seq 3, 7, ...). */
+        ust_plugin_header *h = host->alloc(sizeof(*h));
+        h->name = host->strdup(ev->seq % 4 == 1 ? "X-Ok" : "X Bad:");
+        h->value = host->strdup(ev->seq % 4 == 1 ? "1\r\nSet-Cookie: injected=1" : "1");
+        out->headers = h;
+        out->n_headers = 1;
+        out->verdict = UST_VERDICT_APPLIED;
+        out->http_status = 200;
+        out->response_body = host->strdup("{}");
+        return 0;
 #endif
     }
     out->verdict = UST_VERDICT_APPLIED;

@@ -1,0 +1,521 @@
+/* The recorder's connection handling, against the real binary on 127.0.0.1
+ * (and, where a fault cannot be made for real, ust_serve in this process):
+ * idle keep-alive connections, the connection cap, half-closed clients,
+ * Expect: 100-continue, header forms a proxy may read otherwise, and a
+ * legacy plugin's response headers in --respond legacy. */
+#include "serve_client.h"
+
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/log.h>
+#include <understudy/serve.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+typedef struct world {
+    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
+    server_proc srv;
+} world;
+
+static void plugin_path(const char *name, char out[PATH_MAX])
+{
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
+             getenv("UST_BUILD_DIR"), name, name);
+}
+
+/* The test config with these limits (a reference taken) and legacy as the
+ * legacy plugin (a path; NULL: the shipped one). */
+static void write_config(world *w, json_t *limits, const char *legacy)
+{
+    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    json_object_set_new(doc, "limits", limits);
+    plugin_path("legacy", lp);
+    plugin_path("candidate", cp);
+    json_object_set_new(doc, "plugins",
+                        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path",
+                                  legacy ? legacy : lp, "candidate", "path", cp));
+    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
+    json_decref(doc);
+}
+
+static int setup(void **state)
+{
+    world *w = calloc(1, sizeof(*w));
+    ust_test_tmpdir(w->dir);
+    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
+    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
+    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
+    write_config(w, json_pack("{s:i}", "header_timeout_ms", 5000), NULL);
+    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_recorder_test", 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world *w = *state;
+    if (w->srv.pid > 0)
+        server_stop(&w->srv, SIGKILL);
+    ust_test_rmdir(w->dir);
+    free(w);
+    return 0;
+}
+
+static void start(world *w)
+{
+    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
+                          w->log,     "--run", w->run,     NULL};
+    w->srv = server_start(args);
+}
+
+static void stop(world *w)
+{
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
+static const char health[] = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/* A POST to the unsigned /payments route, as raw HTTP (ust_free). */
+static char *payment(int i, const char *extra)
+{
+    char body[96];
+    snprintf(body, sizeof(body),
+             "{\"order_id\":\"o%d\",\"amount\":1,\"currency\":\"eur\"}", i);
+    return ust_sprintf(
+        "POST /payments HTTP/1.1\r\nHost: t\r\nIdempotency-Key: k%d\r\n"
+        "Content-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n%s",
+        i, extra ? extra : "", strlen(body), body);
+}
+
+/* 1 when the server closes fd (EOF or reset) before the 10 s receive
+ * timeout http_connect sets, 0 when it is still open then. */
+static int closed_by_server(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, 0);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static int64_t log_events(world *w)
+{
+    ust_log *log = NULL;
+    assert_int_equal(ust_log_open(w->log, UST_LOG_READONLY, &log, NULL), 0);
+    json_t *st = NULL;
+    assert_int_equal(ust_log_stats(log, &st, NULL), 0);
+    int64_t n = json_integer_value(json_object_get(st, "events"));
+    json_decref(st);
+    ust_log_close(log);
+    return n;
+}
+
+/* ---- item 8: idle connections, the cap, the descriptor limit ---------- */
+
+/* Keep-alive connections that asked once and then say nothing are closed
+ * after idle_timeout_ms; a connection is not closed while it is owed. */
+static void test_idle_keep_alive_connections_are_closed(void **state)
+{
+    world *w = *state;
+    write_config(
+        w, json_pack("{s:i,s:i}", "idle_timeout_ms", 200, "header_timeout_ms", 60000),
+        NULL);
+    start(w);
+    enum { N = 12 };
+    int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = http_connect(w->srv.port);
+        send_all(fds[i], health, sizeof(health) - 1);
+        char buf[4096];
+        size_t len = 0;
+        http_resp r;
+        assert_int_equal(read_response(fds[i], buf, &len, sizeof(buf), &r), 1);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(r.closed, 0);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_true(closed_by_server(fds[i]));
+        close(fds[i]);
+    }
+    stop(w);
+}
+
+/* Beyond max_connections a new connection is refused (503, or closed)
+ * while those in the middle of a request finish it; at the cap, an idle
+ * keep-alive connection makes room for a new one. The descriptor limit is
+ * raised to the hard one. */
+static void test_connections_beyond_the_cap_are_refused(void **state)
+{
+    world *w = *state;
+    enum { CAP = 8 };
+    write_config(
+        w, json_pack("{s:i,s:i}", "max_connections", CAP, "idle_timeout_ms", 60000),
+        NULL);
+    struct rlimit own;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &own), 0);
+    int lowered = own.rlim_max != RLIM_INFINITY && own.rlim_max > 512;
+    if (lowered) { /* the server starts with a soft limit below its hard one */
+        struct rlimit low = {256, own.rlim_max};
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    }
+    start(w);
+    if (lowered)
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &own), 0);
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/limits", (int)w->srv.pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int seen = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "Max open files", 14) != 0)
+            continue;
+        char soft[32], hard[32];
+        assert_int_equal(sscanf(line + 14, "%31s %31s", soft, hard), 2);
+        assert_string_equal(soft, hard);
+        seen = 1;
+    }
+    fclose(f);
+    assert_true(seen);
+
+    /* CAP connections in the middle of a request: headers and half the body */
+    int fds[CAP];
+    char *raw[CAP];
+    for (int i = 0; i < CAP; i++) {
+        raw[i] = payment(i + 1, NULL);
+        fds[i] = http_connect(w->srv.port);
+        send_all(fds[i], raw[i], strlen(raw[i]) - 10);
+    }
+    /* One more: 503 or closed, never served. (The server reads the busy
+     * ones' bytes before it accepts this one: all of them are answered.) */
+    char buf[4096];
+    size_t len = 0;
+    http_resp r;
+    int over = http_connect(w->srv.port);
+    send_all(over, health, sizeof(health) - 1);
+    if (read_response(over, buf, &len, sizeof(buf), &r) == 1) {
+        assert_int_equal(r.status, 503);
+        assert_non_null(strstr(r.body, "too many connections"));
+    }
+    close(over);
+    /* Those in flight finish, and stay open, idle. */
+    for (int i = 0; i < CAP; i++) {
+        send_all(fds[i], raw[i] + strlen(raw[i]) - 10, 10);
+        len = 0;
+        assert_int_equal(read_response(fds[i], buf, &len, sizeof(buf), &r), 1);
+        assert_int_equal(r.status, 202);
+        assert_int_equal(r.closed, 0);
+        ust_free(raw[i]);
+    }
+    /* At the cap with idle ones, a new one is served: an idle one, and
+     * only one, is closed to make room. */
+    assert_int_equal(http_once(w->srv.port, health, sizeof(health) - 1, &r), 200);
+    struct pollfd pfd[CAP];
+    for (int i = 0; i < CAP; i++)
+        pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    assert_true(poll(pfd, CAP, 10000) >= 1);
+    usleep(200 * 1000); /* more would have closed by now */
+    assert_int_equal(poll(pfd, CAP, 0), 1);
+    for (int i = 0; i < CAP; i++)
+        close(fds[i]);
+    stop(w);
+    assert_int_equal(log_events(w), CAP);
+}
+
+/* ---- item 9: half-close ------------------------------------------------ */
+
+/* A client that sends its whole request and shuts down its side gets the
+ * answer, then the server closes: it has no reason to retry. */
+static void test_a_half_closed_client_gets_its_answer(void **state)
+{
+    world *w = *state;
+    start(w);
+    char *a = payment(1, NULL), *b = payment(2, NULL);
+    char *both = ust_sprintf("%s%s%s", a, health, b);
+    int fd = http_connect(w->srv.port);
+    send_all(fd, both, strlen(both));
+    shutdown(fd, SHUT_WR);
+    char buf[8192];
+    size_t len = 0;
+    http_resp r;
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 202);
+    assert_non_null(strstr(r.body, "\"seq\":1"));
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 202);
+    assert_non_null(strstr(r.body, "\"seq\":2"));
+    assert_true(closed_by_server(fd));
+    close(fd);
+    ust_free(a);
+    ust_free(b);
+    ust_free(both);
+    stop(w);
+    assert_int_equal(log_events(w), 2);
+}
+
+/* ---- item 10: Expect ---------------------------------------------------- */
+
+static void test_expect_100_continue(void **state)
+{
+    world *w = *state;
+    write_config(
+        w, json_pack("{s:i,s:i}", "max_body_bytes", 1024, "header_timeout_ms", 60000),
+        NULL);
+    start(w);
+    char *raw = payment(1, "Expect: 100-continue\r\n");
+    char *body = strstr(raw, "\r\n\r\n") + 4;
+    int fd = http_connect(w->srv.port);
+    send_all(fd, raw, (size_t)(body - raw)); /* the headers only, then wait */
+    char buf[4096];
+    size_t len = 0;
+    http_resp r;
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 100);
+    send_all(fd, body, strlen(body));
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 202);
+    close(fd);
+    ust_free(raw);
+    /* Over the limit: 413 at once, without the body. */
+    const char big[] = "POST /payments HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                       "Content-Length: 4096\r\n\r\n";
+    assert_int_equal(http_once(w->srv.port, big, sizeof(big) - 1, &r), 413);
+    /* An expectation it cannot meet. */
+    const char odd[] = "POST /payments HTTP/1.1\r\nHost: t\r\nExpect: 200-maybe\r\n"
+                       "Content-Length: 2\r\n\r\n";
+    assert_int_equal(http_once(w->srv.port, odd, sizeof(odd) - 1, &r), 417);
+    stop(w);
+    assert_int_equal(log_events(w), 1);
+}
+
+/* ---- item 11: header forms a proxy may read otherwise ----------------- */
+
+/* Each is 400, whole or a byte at a time, and nothing is recorded. */
+static void test_lenient_header_forms_are_refused(void **state)
+{
+    world *w = *state;
+    start(w);
+    static const char *const bad[] = {
+        /* a space before the colon: chunked here, maybe not at a proxy */
+        "POST /payments HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n\r\n"
+        "2\r\n{}\r\n0\r\n\r\n",
+        "POST /payments HTTP/1.1\r\nHost: t\r\nContent-Length\t: 2\r\n\r\n{}",
+        /* obs-fold */
+        "POST /payments HTTP/1.1\r\nHost: t\r\nX-Note: one\r\n two\r\n"
+        "Content-Length: 2\r\n\r\n{}",
+        "POST /payments HTTP/1.1\r\nHost: t\r\nX-Note:\r\n\ttwo\r\n"
+        "Content-Length: 2\r\n\r\n{}",
+        /* a space inside a name */
+        "POST /payments HTTP/1.1\r\nHost: t\r\nX Note: one\r\nContent-Length: "
+        "2\r\n\r\n{}",
+        /* the first header line starts with a space */
+        "POST /payments HTTP/1.1\r\n Host: t\r\nContent-Length: 2\r\n\r\n{}",
+    };
+    http_resp r;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (http_once(w->srv.port, bad[i], strlen(bad[i]), &r) != 400)
+            fail_msg("case %zu: %d, not 400", i, r.status);
+        /* a byte per write: the checks hold across reads */
+        int fd = http_connect(w->srv.port);
+        for (size_t k = 0; k < strlen(bad[i]); k++) {
+            send_all(fd, bad[i] + k, 1);
+            usleep(200);
+        }
+        char buf[4096];
+        size_t len = 0;
+        if (read_response(fd, buf, &len, sizeof(buf), &r) != 1 || r.status != 400)
+            fail_msg("case %zu, a byte at a time: %d, not 400", i, r.status);
+        close(fd);
+    }
+    /* A well-formed one, a byte at a time, still goes through. */
+    char *ok = payment(1, "X-Note: one two\r\n");
+    int fd = http_connect(w->srv.port);
+    for (size_t k = 0; ok[k] != '\0'; k++)
+        send_all(fd, ok + k, 1);
+    char buf[4096];
+    size_t len = 0;
+    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
+    assert_int_equal(r.status, 202);
+    close(fd);
+    ust_free(ok);
+    stop(w);
+    assert_int_equal(log_events(w), 1);
+}
+
+/* ---- item 12: no memory for a connection ------------------------------ */
+
+static pthread_t loop_thread;
+static atomic_int fail_next_on_loop;
+
+static int loop_fails(void)
+{
+    int one = 1;
+    return pthread_equal(pthread_self(), loop_thread) &&
+           atomic_compare_exchange_strong(&fail_next_on_loop, &one, 0);
+}
+
+static void *failing_malloc(size_t n)
+{
+    return loop_fails() ? NULL : malloc(n);
+}
+
+static void *failing_realloc(void *p, size_t n)
+{
+    return loop_fails() ? NULL : realloc(p, n);
+}
+
+typedef struct inproc {
+    ust_serve_opts o;
+    int rc;
+} inproc;
+
+static void *serve_main(void *arg)
+{
+    inproc *ip = arg;
+    loop_thread = pthread_self();
+    char *err = NULL;
+    ip->rc = ust_serve(&ip->o, &err);
+    free(err);
+    fclose(ip->o.status);
+    return NULL;
+}
+
+/* The first allocation on the loop thread after a connection arrives is
+ * the connection's: when it fails, that client is closed unanswered, and
+ * the listener goes on accepting. */
+static void test_a_failed_connection_allocation_leaves_the_listener_up(void **state)
+{
+    world *w = *state;
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    if (ust_config_load(w->cfg, &cfg, &err) != 0 ||
+        ust_config_load_secrets(cfg, &err) != 0)
+        fail_msg("config: %s", err);
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    inproc ip = {.o = {.cfg = cfg,
+                       .listen = "127.0.0.1:0",
+                       .log_path = w->log,
+                       .status = fdopen(pipefd[1], "w")}};
+    assert_int_equal(ust_replace_allocator(failing_malloc, failing_realloc, free), 0);
+    pthread_t th;
+    pthread_create(&th, NULL, serve_main, &ip);
+    FILE *status = fdopen(pipefd[0], "r");
+    char line[128] = "";
+    assert_non_null(fgets(line, sizeof(line), status));
+    fclose(status);
+    int port = atoi(strrchr(line, ':') + 1);
+
+    atomic_store(&fail_next_on_loop, 1);
+    int fd = http_connect(port);
+    send_all(fd, health, sizeof(health) - 1);
+    assert_true(closed_by_server(fd));
+    close(fd);
+    assert_int_equal(atomic_load(&fail_next_on_loop), 0); /* it was that one */
+    http_resp r;
+    assert_int_equal(http_once(port, health, sizeof(health) - 1, &r), 200);
+
+    kill(getpid(), SIGTERM); /* the server's own stop */
+    pthread_join(th, NULL);
+    assert_int_equal(ip.rc, 0);
+    ust_replace_allocator(malloc, realloc, free);
+    ust_config_free(cfg);
+}
+
+/* ---- item 13: a legacy plugin's response headers ---------------------- */
+
+/* What the socket carried for one request (that asks to close) on a fresh
+ * connection. */
+static void raw_exchange(int port, const char *req, char *out, size_t cap)
+{
+    int fd = http_connect(port);
+    send_all(fd, req, strlen(req));
+    size_t len = 0;
+    ssize_t n;
+    while (len < cap - 1 && (n = recv(fd, out + len, cap - 1 - len, 0)) > 0)
+        len += (size_t)n;
+    out[len] = '\0';
+    close(fd);
+}
+
+/* A header that would write another, or a name that is not a token: the
+ * decision is an error with the cause, and neither reaches the wire. */
+static void test_respond_legacy_refuses_header_injection(void **state)
+{
+    world *w = *state;
+    char lp[PATH_MAX];
+    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_header_injection.so",
+             getenv("UST_BUILD_DIR"));
+    write_config(w, json_object(), lp);
+    const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
+                          "--log",     w->log,   "--run",    w->run,
+                          "--respond", "legacy", NULL};
+    w->srv = server_start(args);
+    char got[4][8192];
+    for (int i = 0; i < 3; i++) {
+        char *raw = payment(i + 1, "Connection: close\r\n");
+        raw_exchange(w->srv.port, raw, got[i], sizeof(got[i]));
+        ust_free(raw);
+    }
+    assert_int_equal(atoi(got[0] + 9), 500);
+    assert_null(strstr(got[0], "Set-Cookie"));
+    assert_null(strstr(got[0], "X-Ok"));
+    assert_int_equal(atoi(got[1] + 9), 200);
+    assert_int_equal(atoi(got[2] + 9), 500);
+    assert_null(strstr(got[2], "X Bad"));
+    stop(w);
+    char answers[PATH_MAX + 16];
+    snprintf(answers, sizeof(answers), "%s.answers", w->run);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_open(answers, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT verdict, error FROM answers ORDER BY seq", -1,
+                           &q, NULL),
+        SQLITE_OK);
+    static const char *const want[] = {"CR or LF", NULL, "not an HTTP token"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+        const char *verdict = (const char *)sqlite3_column_text(q, 0);
+        const char *error = (const char *)sqlite3_column_text(q, 1);
+        if (want[i] == NULL) {
+            assert_string_equal(verdict, "applied");
+        } else {
+            assert_string_equal(verdict, "error");
+            assert_non_null(error);
+            assert_non_null(strstr(error, want[i]));
+        }
+    }
+    assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_idle_keep_alive_connections_are_closed),
+        T(test_connections_beyond_the_cap_are_refused),
+        T(test_a_half_closed_client_gets_its_answer),
+        T(test_expect_100_continue),
+        T(test_lenient_header_forms_are_refused),
+        T(test_respond_legacy_refuses_header_injection),
+        /* last: its stop leaves SIGTERM to the server's second-signal handler */
+        T(test_a_failed_connection_allocation_leaves_the_listener_up),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
