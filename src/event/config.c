@@ -579,7 +579,8 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
             conns = DEFAULT_MAX_CONNECTIONS;
     if (limits != NULL) {
         static const char *const limit_keys[] = {"max_body_bytes", "max_headers",
-                                                 "header_timeout_ms"};
+                                                 "header_timeout_ms", "idle_timeout_ms",
+                                                 "max_connections"};
         size_t mark = push_key(c, "limits");
         if ((rc = check_keys(c, limits, KEYS(limit_keys))) != 0 ||
             (rc = take_posint(c, limits, "max_body_bytes", body, &body)) != 0 ||
