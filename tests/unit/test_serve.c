@@ -729,6 +729,61 @@ static void test_shadow_work_runs_at_background_priority(void **state)
     w->srv.pid = 0;
 }
 
+/* After a clean stop the .db file alone holds every acknowledged event:
+ * the writer's close checkpoints although the runner's read-only connection
+ * closes after it. */
+static void test_a_clean_stop_leaves_every_event_in_the_db_file(void **state)
+{
+    world *w = *state;
+    start(w);
+    for (int i = 0; i < 5; i++) {
+        char evt[32];
+        snprintf(evt, sizeof(evt), "evt_clean_%d", i);
+        record_one(w, evt);
+    }
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    char wal[PATH_MAX + 8];
+    snprintf(wal, sizeof(wal), "%s-wal", w->log);
+    unlink(wal);
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(w->log, UST_LOG_READONLY, &log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(log, &res, &err), 0);
+    assert_int_equal(res.checked, 5);
+    ust_log_close(log);
+}
+
+/* A second serve on the same log and run database is refused at start,
+ * naming the first one's pid; the first goes on recording. */
+static void test_a_second_serve_on_the_same_files_is_refused(void **state)
+{
+    world *w = *state;
+    start(w);
+    char errfile[PATH_MAX + 8];
+    snprintf(errfile, sizeof(errfile), "%s/second.err", w->dir);
+    char *cmd = ust_sprintf("timeout 60 '%s' serve --config '%s' --listen 127.0.0.1:0"
+                            " --log '%s' --run '%s' 2>'%s'",
+                            getenv("UST_BIN"), w->cfg, w->log, w->run, errfile);
+    int status = system(cmd);
+    ust_free(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    FILE *f = fopen(errfile, "rb");
+    char text[4096] = "";
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    char pid[32];
+    snprintf(pid, sizeof(pid), "pid %ld", (long)w->srv.pid);
+    if (strstr(text, pid) == NULL || strstr(text, w->log) == NULL)
+        fail_msg("unexpected message: %s", text);
+    record_one(w, "evt_after_refusal");
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -742,6 +797,8 @@ int main(void)
         T(test_shadow_work_runs_at_background_priority),
         T(test_a_second_signal_exits_at_once),
         T(test_respond_legacy_after_a_failed_answer),
+        T(test_a_clean_stop_leaves_every_event_in_the_db_file),
+        T(test_a_second_serve_on_the_same_files_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
