@@ -97,6 +97,13 @@ typedef struct ust_log_verify_result {
  * or changed, or the log ends before the head it had at its last clean
  * close; other codes on errors. */
 int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err);
+/* The same, and the chain must reach anchor_seq and pass through anchor_hex
+ * (64 hex digits) there: a head kept outside the log (verify's head seq and
+ * hash, written elsewhere) detects the newest rows cut off or rewritten,
+ * which the chain alone cannot. An anchor below the latest prune cannot be
+ * checked and fails too. UST_EINVAL for a malformed anchor. */
+int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
+                            ust_log_verify_result *res, char **err);
 
 /* Last seq and its hash (hex), seq 0 and "" when empty. */
 int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],

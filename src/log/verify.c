@@ -5,6 +5,7 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,21 +22,24 @@ typedef struct chain_walk {
     unsigned char cur[UST_SHA256_LEN]; /* what that row must chain from */
     prune_link *links;                 /* chained prunes, in order */
     size_t n_links, next_link;
-    int64_t legacy;    /* prune records of format 1 (no hash) */
-    int64_t meta_head; /* head recorded at the last clean close */
-    char meta_head_hex[UST_SHA256_HEX_LEN + 1];
-    int head_matched; /* the chain passed through that head */
+    int64_t legacy; /* prune records of format 1 (no hash) */
+    /* Points the chain must pass through: [0] the head recorded at the last
+     * clean close (meta.head), [1] an anchor the caller kept elsewhere. */
+    struct {
+        int64_t seq; /* 0: none; -1: unreadable */
+        char hex[UST_SHA256_HEX_LEN + 1];
+        int matched;
+    } anchors[2];
 } chain_walk;
 
 /* The chain is at seq with hash h (a row's, or a prune's after it). */
 static void note_head(chain_walk *w, int64_t seq, const unsigned char h[UST_SHA256_LEN])
 {
     char hex[UST_SHA256_HEX_LEN + 1];
-    if (seq != w->meta_head)
-        return;
     ust_hex_encode(h, UST_SHA256_LEN, hex);
-    if (strcmp(hex, w->meta_head_hex) == 0)
-        w->head_matched = 1;
+    for (int i = 0; i < 2; i++)
+        if (seq == w->anchors[i].seq && strcmp(hex, w->anchors[i].hex) == 0)
+            w->anchors[i].matched = 1;
 }
 
 static int is_zero(const unsigned char h[UST_SHA256_LEN])
@@ -86,10 +90,10 @@ static int read_meta(ust_log *log, chain_walk *w, char **err)
             w->legacy = strtoll(v, NULL, 10);
         } else if (strcmp(k, "head") == 0) {
             long long seq = 0;
-            if (sscanf(v, "%lld %64s", &seq, w->meta_head_hex) != 2 ||
-                strlen(w->meta_head_hex) != UST_SHA256_HEX_LEN || seq <= 0)
+            if (sscanf(v, "%lld %64s", &seq, w->anchors[0].hex) != 2 ||
+                strlen(w->anchors[0].hex) != UST_SHA256_HEX_LEN || seq <= 0)
                 seq = -1;
-            w->meta_head = seq;
+            w->anchors[0].seq = seq;
         }
     }
     sqlite3_finalize(st);
@@ -210,11 +214,62 @@ static int apply_links(chain_walk *w, int64_t seq, ust_log_verify_result *res)
     return 0;
 }
 
+/* After the walk: the chain reached each anchor's seq and passed through its
+ * hash there. tip is the last seq the chain reaches. */
+static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result *res)
+{
+    int64_t meta = w->anchors[0].seq, given = w->anchors[1].seq;
+    int64_t first = w->next_seq - 1; /* below this, pruned: nothing to compare */
+    if (meta < 0)
+        return tamper(res, 0, "meta holds an unreadable head");
+    if (meta > tip)
+        return tamper(res, tip + 1,
+                      tip == 0
+                          ? "the log is empty, but it held seq %lld at its last"
+                            " clean close (rows deleted, or its -wal file lost)"
+                          : "the log held seq %lld at its last clean close but ends"
+                            " here (rows cut off, or its -wal file lost)",
+                      (long long)meta);
+    if (meta > 0 && meta >= first && !w->anchors[0].matched)
+        return tamper(res, meta,
+                      "not the chain the log held at its last clean close (rows"
+                      " rewritten)");
+    if (given > tip)
+        return tamper(res, tip + 1,
+                      "the log ends at seq %lld, before the anchor's seq %lld (rows cut"
+                      " off)",
+                      (long long)tip, (long long)given);
+    if (given > 0 && given < first)
+        return tamper(res, given,
+                      "the anchor's seq was pruned (through seq %lld): it cannot be"
+                      " checked; keep a newer anchor",
+                      (long long)first);
+    if (given > 0 && !w->anchors[1].matched)
+        return tamper(res, given,
+                      "the chain does not pass through the anchor's hash here (rows"
+                      " rewritten)");
+    return 0;
+}
+
 int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
+{
+    return ust_log_verify_anchored(log, 0, NULL, res, err);
+}
+
+int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
+                            ust_log_verify_result *res, char **err)
 {
     memset(res, 0, sizeof(*res));
     chain_walk w;
     memset(&w, 0, sizeof(w));
+    if (anchor_seq > 0) {
+        if (anchor_hex == NULL || strlen(anchor_hex) != UST_SHA256_HEX_LEN)
+            return ust_errf(err, UST_EINVAL,
+                            "an anchor is a seq and its 64-digit hex hash");
+        w.anchors[1].seq = anchor_seq;
+        for (int i = 0; i < UST_SHA256_HEX_LEN; i++) /* as ust_hex_encode spells it */
+            w.anchors[1].hex[i] = (char)tolower((unsigned char)anchor_hex[i]);
+    }
     /* One read transaction: the rows checked are one consistent snapshot even
      * while the recorder appends. */
     int rc = ust__log_exec(log, "BEGIN;", err);
@@ -282,20 +337,8 @@ int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
                     "a prune record was made at seq %lld, but the log ends at seq %lld"
                     " (rows cut off)",
                     (long long)w.links[w.next_link].tip_seq, (long long)tip);
-    if (rc == 0 && w.meta_head < 0)
-        rc = tamper(res, 0, "meta holds an unreadable head");
-    if (rc == 0 && w.meta_head > tip)
-        rc =
-            tamper(res, tip + 1,
-                   tip == 0 ? "the log is empty, but it held seq %lld at its last clean"
-                              " close (rows deleted, or its -wal file lost)"
-                            : "the log held seq %lld at its last clean close but ends"
-                              " here (rows cut off, or its -wal file lost)",
-                   (long long)w.meta_head);
-    if (rc == 0 && w.meta_head >= w.next_seq - 1 && w.meta_head > 0 && !w.head_matched)
-        rc = tamper(res, w.meta_head,
-                    "not the chain the log held at its last clean close (rows"
-                    " rewritten)");
+    if (rc == 0)
+        rc = check_anchors(&w, tip, res);
     ust_free(w.links);
     if (rc == 0 || rc == UST_ETAMPER) {
         if (res->head_seq == 0 && res->pruned_through > 0 && rc == 0)

@@ -908,6 +908,40 @@ static void test_a_database_lock_has_one_holder(void **state)
     ust_db_lock_release(b);
 }
 
+/* What the chain alone cannot see, a head kept elsewhere can: the newest
+ * rows cut off, or the whole log rewritten with a chain of its own. */
+static void test_an_anchor_kept_elsewhere_catches_the_newest_rows(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    ust_log_verify_result res;
+    char *err = NULL, anchor[UST_SHA256_HEX_LEN + 1];
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    memcpy(anchor, res.head_hash, sizeof(anchor));
+    append_n(f->log, 2, 10000000);
+    assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err), 0);
+    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0); /* the chain holds */
+    assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err),
+                     UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 4);
+    assert_non_null(strstr(res.reason, "before the anchor's seq 5"));
+    /* Rewritten: five rows again, other content, a chain that holds. */
+    raw_exec(f->db, "DELETE FROM events");
+    append_n(f->log, 5, 50000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err),
+                     UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 5);
+    /* Pruned past the anchor: it cannot be checked, which is a failure. */
+    assert_int_equal(ust_log_prune(f->log, INT64_MAX, 1, NULL, &err), 0);
+    assert_int_equal(ust_log_verify_anchored(f->log, 3, anchor, &res, &err),
+                     UST_ETAMPER);
+    assert_non_null(strstr(res.reason, "pruned"));
+    assert_int_equal(ust_log_verify_anchored(f->log, 3, "zz", &res, &err), UST_EINVAL);
+    ust_free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -960,6 +994,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_database_lock_has_one_holder, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_an_anchor_kept_elsewhere_catches_the_newest_rows, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
