@@ -755,6 +755,36 @@ static void test_a_clean_stop_leaves_every_event_in_the_db_file(void **state)
     ust_log_close(log);
 }
 
+/* log backup while serve records: one file holding every acknowledged
+ * event, verified. */
+static void test_a_backup_while_serving_holds_every_event(void **state)
+{
+    world *w = *state;
+    start(w);
+    for (int i = 0; i < 4; i++) {
+        char evt[32];
+        snprintf(evt, sizeof(evt), "evt_backup_%d", i);
+        record_one(w, evt);
+    }
+    char copy[PATH_MAX + 16];
+    snprintf(copy, sizeof(copy), "%s/backup.db", w->dir);
+    char *cmd = ust_sprintf("'%s' log backup --log '%s' --out '%s' >/dev/null",
+                            getenv("UST_BIN"), w->log, copy);
+    assert_int_equal(system(cmd), 0);
+    assert_int_not_equal(system(cmd), 0); /* never over an existing file */
+    ust_free(cmd);
+    record_one(w, "evt_after_backup");
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(copy, UST_LOG_READONLY, &log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(log, &res, &err), 0);
+    assert_int_equal(res.checked, 4);
+    ust_log_close(log);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
 /* A second serve on the same log and run database is refused at start,
  * naming the first one's pid; the first goes on recording. */
 static void test_a_second_serve_on_the_same_files_is_refused(void **state)
@@ -799,6 +829,7 @@ int main(void)
         T(test_respond_legacy_after_a_failed_answer),
         T(test_a_clean_stop_leaves_every_event_in_the_db_file),
         T(test_a_second_serve_on_the_same_files_is_refused),
+        T(test_a_backup_while_serving_holds_every_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
