@@ -190,7 +190,7 @@ int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
                           (long long)(*next_seq - 1));
         else
             memcpy(prev, h, UST_SHA256_LEN);
-        if (rc == 0 && (step = sqlite3_step(st)) != SQLITE_DONE)
+        if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
             rc = ust__log_db_error(log, "read chain tip", err);
     } else if (step == SQLITE_DONE) {
         *next_seq = 1;

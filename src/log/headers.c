@@ -71,7 +71,7 @@ int ust__headers_load(json_t *array, ust_request *req, char **err)
         int rc = header_load(json_array_get(pair, 0), i, "name", &name, err);
         if (rc == 0)
             rc = header_load(json_array_get(pair, 1), i, "value", &value, err);
-        if (rc == 0 && name[0] == '\0')
+        if (rc == 0 && (name == NULL || name[0] == '\0'))
             rc = ust_errf(err, UST_EPARSE, "headers[%zu]: empty header name", i);
         if (rc == 0 && ust_request_add_header(req, name, value) != 0)
             rc = UST_ENOMEM;
