@@ -78,6 +78,8 @@ int ust__log_exec(ust_log *log, const char *sql, char **err)
     return 0;
 }
 
+static void record_head(ust_log *log);
+
 static int has_prune_chain(ust_log *log)
 {
     sqlite3_stmt *probe = NULL;
@@ -145,6 +147,8 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
         sqlite3_finalize(probe);
     }
     log->prune_chain = has_prune_chain(log);
+    if (log->insert != NULL)
+        record_head(log); /* a writer killed before its close left none */
     *out = log;
     return 0;
 fail:
@@ -152,23 +156,31 @@ fail:
     return rc;
 }
 
-/* The head as this clean close leaves it, for verify to hold the log to
- * (rows cut off later are named); then the whole WAL into the database
- * file, so the .db alone holds every event (a backup copying it, or a lost
- * -wal, loses nothing). Best effort: on failure the WAL still holds it all,
- * and SQLite replays it on the next open. */
-static void close_cleanly(ust_log *log)
+/* The head in meta, for verify to hold the log to (rows cut off later are
+ * named). Only ever forward: a log found shorter than its recorded head
+ * keeps the evidence. Best effort, as is the rest of a close. */
+static void record_head(ust_log *log)
 {
     int64_t seq = 0;
     char hex[UST_SHA256_HEX_LEN + 1];
-    if (ust_log_head(log, &seq, hex, NULL) == 0 && seq > 0) {
-        char *sql =
-            ust_sprintf("INSERT OR REPLACE INTO meta VALUES('head', '%lld %s');",
-                        (long long)seq, hex);
-        if (sql != NULL)
-            ust__log_exec(log, sql, NULL);
-        ust_free(sql);
-    }
+    if (ust_log_head(log, &seq, hex, NULL) != 0 || seq <= 0)
+        return;
+    char *sql = ust_sprintf("INSERT OR REPLACE INTO meta SELECT 'head', '%lld %s'"
+                            " WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'head'"
+                            " AND CAST(value AS INTEGER) >= %lld);",
+                            (long long)seq, hex, (long long)seq);
+    if (sql != NULL)
+        ust__log_exec(log, sql, NULL);
+    ust_free(sql);
+}
+
+/* The head recorded, then the whole WAL into the database file, so the .db
+ * alone holds every event (a backup copying it, or a lost -wal, loses
+ * nothing). On failure the WAL still holds it all, and SQLite replays it on
+ * the next open. */
+static void close_cleanly(ust_log *log)
+{
+    record_head(log);
     sqlite3_exec(log->db, "PRAGMA wal_checkpoint(TRUNCATE);", NULL, NULL, NULL);
 }
 
