@@ -24,7 +24,8 @@ typedef struct chain_walk {
     size_t n_links, next_link;
     int64_t legacy; /* prune records of format 1 (no hash) */
     /* Points the chain must pass through: [0] the head recorded at the last
-     * clean close (meta.head), [1] an anchor the caller kept elsewhere. */
+     * writing open or close (meta.head), [1] an anchor the caller kept
+     * elsewhere. */
     struct {
         int64_t seq; /* 0: none; -1: unreadable */
         char hex[UST_SHA256_HEX_LEN + 1];
@@ -225,15 +226,17 @@ static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result
     if (meta > tip)
         return tamper(res, tip + 1,
                       tip == 0
-                          ? "the log is empty, but it held seq %lld at its last"
-                            " clean close (rows deleted, or its -wal file lost)"
-                          : "the log held seq %lld at its last clean close but ends"
-                            " here (rows cut off, or its -wal file lost)",
+                          ? "the log is empty, but it held seq %lld when last opened"
+                            " or closed for writing (rows deleted, or its -wal file"
+                            " lost)"
+                          : "the log held seq %lld when last opened or closed for"
+                            " writing, but ends here (rows cut off, or its -wal file"
+                            " lost)",
                       (long long)meta);
     if (meta > 0 && meta >= first && !w->anchors[0].matched)
         return tamper(res, meta,
-                      "not the chain the log held at its last clean close (rows"
-                      " rewritten)");
+                      "not the chain the log held when last opened or closed for"
+                      " writing (rows rewritten)");
     if (given > tip)
         return tamper(res, tip + 1,
                       "the log ends at seq %lld, before the anchor's seq %lld (rows cut"

@@ -582,6 +582,13 @@ static void test_rows_cut_off_after_a_clean_close_are_named(void **state)
     assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
     assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
     assert_non_null(strstr(res.reason, "the log is empty, but it held seq 5"));
+    ust_log_close(f->log);
+    /* Rewritten as far as the recorded head, with a chain that holds. */
+    assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
+    append_n(f->log, 5, 70000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 5);
+    assert_non_null(strstr(res.reason, "rows rewritten"));
 }
 
 /* A backup taken while a writer holds rows in the WAL is one file that
