@@ -25,7 +25,9 @@ static const char usage[] =
     "GET /healthz and GET /metrics (Prometheus text) are always served.\n"
     "SIGTERM or SIGINT: stop accepting, answer what is in flight, let the\n"
     "runner catch up, exit 0; a second signal exits at once.\n"
-    "--listen, --log and --run default to the config's \"listen\", \"log\", \"run\".\n";
+    "--listen, --log and --run default to the config's \"listen\", \"log\", \"run\".\n"
+    "One serve per log and run database: a second one on the same files exits 2,\n"
+    "naming the first one's pid (a lock on LOG.lock and RUN.lock).\n";
 
 int ust_cli_serve(int argc, char **argv)
 {
