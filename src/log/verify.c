@@ -186,6 +186,12 @@ static int read_prunes(ust_log *log, ust_log_verify_result *res, chain_walk *w,
         }
         if (res->n_prunes > w->legacy)
             rc = check_prune(log, st, res, w, prev_prune, &prev_tip);
+        else if (log->prune_chain && sqlite3_column_type(st, 10) != SQLITE_NULL)
+            /* Counted among the old records, but made by this version. */
+            rc = tamper(res, first,
+                        "prune record %lld is chained but counted as format 1"
+                        " (meta.legacy_prunes changed)",
+                        (long long)res->n_prunes);
         w->next_seq = last + 1;
         res->pruned_through = last;
     }
