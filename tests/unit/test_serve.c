@@ -729,6 +729,16 @@ static void test_shadow_work_runs_at_background_priority(void **state)
     w->srv.pid = 0;
 }
 
+/* n signed callbacks, each recorded (202), event ids prefix0, prefix1 ... */
+static void record_n(world *w, const char *prefix, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char evt[64];
+        snprintf(evt, sizeof(evt), "%s%d", prefix, i);
+        record_one(w, evt);
+    }
+}
+
 /* After a clean stop the .db file alone holds every acknowledged event:
  * the writer's close checkpoints although the runner's read-only connection
  * closes after it. */
@@ -736,11 +746,7 @@ static void test_a_clean_stop_leaves_every_event_in_the_db_file(void **state)
 {
     world *w = *state;
     start(w);
-    for (int i = 0; i < 5; i++) {
-        char evt[32];
-        snprintf(evt, sizeof(evt), "evt_clean_%d", i);
-        record_one(w, evt);
-    }
+    record_n(w, "evt_clean_", 5);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
     char wal[PATH_MAX + 8];
@@ -761,11 +767,7 @@ static void test_a_backup_while_serving_holds_every_event(void **state)
 {
     world *w = *state;
     start(w);
-    for (int i = 0; i < 4; i++) {
-        char evt[32];
-        snprintf(evt, sizeof(evt), "evt_backup_%d", i);
-        record_one(w, evt);
-    }
+    record_n(w, "evt_backup_", 4);
     char copy[PATH_MAX + 16];
     snprintf(copy, sizeof(copy), "%s/backup.db", w->dir);
     char *cmd = ust_sprintf("'%s' log backup --log '%s' --out '%s' >/dev/null",
