@@ -43,7 +43,24 @@ void ust_log_record_clear(ust_log_record *rec);
 
 /* 0; UST_EIO or UST_EDB with *err naming the file. */
 int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err);
+/* A handle that can write records the head in meta (verify then names rows
+ * cut off later) and checkpoints the WAL into the database file (TRUNCATE),
+ * so the .db alone holds every event; both best effort, the WAL keeping
+ * everything when they fail. */
 void ust_log_close(ust_log *log);
+
+/* An exclusive lock on DB (the file "DB.lock", which records the holder's
+ * pid), for a process that must be the only one of its kind on DB: serve
+ * takes it for its log and its run database. UST_EEXISTS with *err naming
+ * the holder when another process has it. */
+typedef struct ust_db_lock ust_db_lock;
+int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err);
+void ust_db_lock_release(ust_db_lock *lock);
+
+/* Writes a consistent copy of the log (one snapshot, the WAL included; safe
+ * while the recorder appends) to out_path, a new file: UST_EEXISTS when it
+ * exists, UST_EIO / UST_EDB otherwise (nothing left behind). */
+int ust_log_backup(ust_log *log, const char *out_path, char **err);
 
 /* Appends n records in one transaction (all or none) and, when it is the
  * outermost one, commits with synchronous=FULL: on return 0 they are on disk.
@@ -76,8 +93,17 @@ typedef struct ust_log_verify_result {
 } ust_log_verify_result;
 
 /* 0 when the chain holds; UST_ETAMPER with res->bad_seq and res->reason when
- * a row was changed, deleted, inserted or reordered; other codes on errors. */
+ * a row was changed, deleted, inserted or reordered, a prune record forged
+ * or changed, or the log ends before the head it had at its last clean
+ * close; other codes on errors. */
 int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err);
+/* The same, and the chain must reach anchor_seq and pass through anchor_hex
+ * (64 hex digits) there: a head kept outside the log (verify's head seq and
+ * hash, written elsewhere) detects the newest rows cut off or rewritten,
+ * which the chain alone cannot. An anchor below the latest prune cannot be
+ * checked and fails too. UST_EINVAL for a malformed anchor. */
+int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
+                            ust_log_verify_result *res, char **err);
 
 /* Last seq and its hash (hex), seq 0 and "" when empty. */
 int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],

@@ -1,4 +1,4 @@
-/* understudy log import|export|verify|stats|prune */
+/* understudy log import|export|verify|stats|prune|backup */
 #include "cli/cli.h"
 
 #include <understudy/alloc.h>
@@ -19,17 +19,22 @@ static const char usage[] =
     "      derive and append every line of the file, all or nothing\n"
     "  export --log DB [--derived] [--out FILE]\n"
     "      write the log as interchange JSONL (stdout by default)\n"
-    "  verify --log DB [--json]\n"
-    "      check the hash chain; exit 1 and name the first bad seq if broken\n"
+    "  verify --log DB [--json] [--anchor SEQ:HASH]\n"
+    "      check the hash chain; exit 1 and name the first bad seq if broken;\n"
+    "      --anchor: a head seq and hash kept outside the log (from an earlier\n"
+    "      verify or backup) the chain must still pass through\n"
     "  stats --log DB [--json]\n"
     "      counts per route, provider and signature status; span; size on disk\n"
     "  prune --log DB --before TIME\n"
     "      remove events that arrived before TIME (RFC 3339); recorded, verifiable\n"
+    "  backup --log DB --out FILE\n"
+    "      a consistent copy of the log in one new file (safe while serve runs),\n"
+    "      then verified; exit 1 if the copy's chain is broken\n"
     "\n"
     "--log defaults to the config's \"log\" when --config is given.\n";
 
 struct log_opts {
-    const char *config, *log, *out, *before;
+    const char *config, *log, *out, *before, *anchor;
     int json, derived, help;
 };
 
@@ -39,6 +44,7 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
                                              {"log", required_argument, NULL, 'l'},
                                              {"out", required_argument, NULL, 'o'},
                                              {"before", required_argument, NULL, 'b'},
+                                             {"anchor", required_argument, NULL, 'a'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"derived", no_argument, NULL, 'd'},
                                              {"help", no_argument, NULL, 'h'},
@@ -60,6 +66,9 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
             break;
         case 'b':
             o->before = optarg;
+            break;
+        case 'a':
+            o->anchor = optarg;
             break;
         case 'j':
             o->json = 1;
@@ -157,12 +166,21 @@ static int cmd_export(struct log_opts *o)
 
 static int cmd_verify(struct log_opts *o)
 {
+    long long anchor_seq = 0;
+    char anchor_hex[UST_SHA256_HEX_LEN + 2] = "";
+    int used = 0;
+    if (o->anchor != NULL && (sscanf(o->anchor, "%lld:%65[0-9a-fA-F]%n", &anchor_seq,
+                                     anchor_hex, &used) != 2 ||
+                              o->anchor[used] != '\0' || anchor_seq <= 0 ||
+                              strlen(anchor_hex) != UST_SHA256_HEX_LEN))
+        return ust_cli_fail(NULL, "log verify: --anchor needs SEQ:HASH, a head seq and"
+                                  " its 64-digit hash as verify prints them");
     ust_log *log = NULL;
     if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
         return UST_EXIT_USAGE;
     ust_log_verify_result res;
     char *err = NULL;
-    int rc = ust_log_verify(log, &res, &err);
+    int rc = ust_log_verify_anchored(log, anchor_seq, anchor_hex, &res, &err);
     ust_log_close(log);
     if (rc != 0 && rc != UST_ETAMPER)
         return ust_cli_fail(err, "verify failed");
@@ -187,10 +205,45 @@ static int cmd_verify(struct log_opts *o)
         if (res.n_prunes > 0)
             printf("pruned: %lld prune(s), events through seq %lld removed\n",
                    (long long)res.n_prunes, (long long)res.pruned_through);
+        if (anchor_seq > 0)
+            printf("anchor: the chain passes through seq %lld with hash %s\n",
+                   anchor_seq, anchor_hex);
     } else {
         printf("TAMPERED: seq %lld: %s\n", (long long)res.bad_seq, res.reason);
     }
     return rc == 0 ? UST_EXIT_OK : UST_EXIT_FINDING;
+}
+
+static int cmd_backup(struct log_opts *o)
+{
+    if (o->out == NULL)
+        return ust_cli_fail(NULL, "log backup: --out FILE is required (a new file)");
+    ust_log *log = NULL;
+    if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
+        return UST_EXIT_USAGE;
+    char *err = NULL;
+    int rc = ust_log_backup(log, o->out, &err);
+    ust_log_close(log);
+    if (rc != 0)
+        return ust_cli_fail(err, "backup failed");
+    /* The copy is checked on its own: it is what a restore would use. */
+    if (open_log(o->out, UST_LOG_READONLY, &log) != 0)
+        return UST_EXIT_USAGE;
+    ust_log_verify_result res;
+    rc = ust_log_verify(log, &res, &err);
+    ust_log_close(log);
+    if (rc != 0 && rc != UST_ETAMPER)
+        return ust_cli_fail(err, "backup written, but it cannot be verified");
+    ust_free(err);
+    if (rc != 0) {
+        printf("TAMPERED: seq %lld: %s (in the copy %s)\n", (long long)res.bad_seq,
+               res.reason, o->out);
+        return UST_EXIT_FINDING;
+    }
+    printf("backed up %s to %s: %lld events verified, head seq %lld, head hash %s\n",
+           o->log, o->out, (long long)res.checked, (long long)res.head_seq,
+           res.head_hash[0] ? res.head_hash : "(empty log)");
+    return UST_EXIT_OK;
 }
 
 static void print_counts(const char *title, json_t *obj)
@@ -284,7 +337,8 @@ int ust_cli_log(int argc, char **argv)
         return ust_cli_fail(
             ust_sprintf("log %s: unexpected argument \"%s\"", action, args[0]), NULL);
     if (strcmp(action, "export") != 0 && strcmp(action, "verify") != 0 &&
-        strcmp(action, "stats") != 0 && strcmp(action, "prune") != 0) {
+        strcmp(action, "stats") != 0 && strcmp(action, "prune") != 0 &&
+        strcmp(action, "backup") != 0) {
         fprintf(stderr, "understudy log: unknown action \"%s\"\n", action);
         return ust_cli_usage(usage, 0);
     }
@@ -296,5 +350,7 @@ int ust_cli_log(int argc, char **argv)
         return cmd_verify(&o);
     if (strcmp(action, "stats") == 0)
         return cmd_stats(&o);
+    if (strcmp(action, "backup") == 0)
+        return cmd_backup(&o);
     return cmd_prune(&o);
 }

@@ -3,6 +3,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/config.h>
+#include <understudy/log.h>
 #include <understudy/serve.h>
 
 #include <getopt.h>
@@ -24,7 +25,9 @@ static const char usage[] =
     "GET /healthz and GET /metrics (Prometheus text) are always served.\n"
     "SIGTERM or SIGINT: stop accepting, answer what is in flight, let the\n"
     "runner catch up, exit 0; a second signal exits at once.\n"
-    "--listen, --log and --run default to the config's \"listen\", \"log\", \"run\".\n";
+    "--listen, --log and --run default to the config's \"listen\", \"log\", \"run\".\n"
+    "One serve per log and run database: a second one on the same files exits 2,\n"
+    "naming the first one's pid (a lock on LOG.lock and RUN.lock).\n";
 
 int ust_cli_serve(int argc, char **argv)
 {
@@ -85,6 +88,7 @@ int ust_cli_serve(int argc, char **argv)
     o.respond_legacy = strcmp(respond, "legacy") == 0;
     char *err = NULL;
     ust_config *cfg = NULL;
+    ust_db_lock *log_lock = NULL, *run_lock = NULL;
     if (ust_cli_load_config("serve", config, 1, &cfg) != 0)
         return UST_EXIT_USAGE;
     int rc = UST_EXIT_USAGE;
@@ -105,12 +109,20 @@ int ust_cli_serve(int argc, char **argv)
         goto out;
     o.cfg = cfg;
     o.status = stderr;
+    /* A second serve on the same files would race the first's runner. */
+    if (ust_db_lock_take(o.log_path, &log_lock, &err) != 0 ||
+        (o.run_path != NULL && ust_db_lock_take(o.run_path, &run_lock, &err) != 0)) {
+        ust_cli_fail(err, "serve: cannot start");
+        goto out;
+    }
     if (ust_serve(&o, &err) != 0) {
         ust_cli_fail(err, "serve failed");
         goto out;
     }
     rc = UST_EXIT_OK;
 out:
+    ust_db_lock_release(run_lock);
+    ust_db_lock_release(log_lock);
     ust_cli_close_output(o.divergences);
     ust_config_free(cfg);
     return rc;

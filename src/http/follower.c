@@ -142,4 +142,8 @@ void ust__follower_stop(ust__server *s)
     s->runner = NULL;
     ust_free((char *)s->runner_opts.legacy_answers);
     s->runner_opts.legacy_answers = NULL;
+    if (!s->writer_started) { /* the writer left the log to close after us */
+        ust_log_close(s->log);
+        s->log = NULL;
+    }
 }

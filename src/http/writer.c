@@ -149,6 +149,10 @@ void ust__writer_stop(ust__server *s)
     pthread_mutex_unlock(&s->in.mu);
     pthread_join(s->writer, NULL);
     s->writer_started = 0;
-    ust_log_close(s->log);
-    s->log = NULL;
+    /* Closing the log checkpoints it, which goes best with no reader left:
+     * while the runner runs, ust__follower_stop closes it after the runner. */
+    if (!s->follower_started) {
+        ust_log_close(s->log);
+        s->log = NULL;
+    }
 }

@@ -132,16 +132,51 @@ void ust__log_chain_link(ust__row_hasher *h, const unsigned char prev[UST_SHA256
     EVP_DigestFinal_ex(h->md, out, &n);
 }
 
+void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
+                         unsigned char out[UST_SHA256_LEN])
+{
+    h->len = 0;
+    h->failed = 0;
+    put(h, "understudy-prune-1", 18);
+    put_u64(h, (uint64_t)p->id);
+    put_u64(h, (uint64_t)p->pruned_at);
+    put_u64(h, (uint64_t)p->before);
+    put_u64(h, (uint64_t)p->first_seq);
+    put_u64(h, (uint64_t)p->last_seq);
+    put_u64(h, (uint64_t)p->count);
+    put_u64(h, (uint64_t)p->tip_seq);
+    put(h, p->anchor, UST_SHA256_LEN);
+    put(h, p->link_prev, UST_SHA256_LEN);
+    put(h, p->prev_hash, UST_SHA256_LEN);
+    if (h->failed || !hasher_ready(h)) {
+        memset(out, 0, UST_SHA256_LEN);
+        return;
+    }
+    unsigned int n = UST_SHA256_LEN;
+    EVP_DigestInit_ex(h->md, h->sha256, NULL);
+    EVP_DigestUpdate(h->md, h->frame, h->len);
+    EVP_DigestFinal_ex(h->md, out, &n);
+}
+
 int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
                        unsigned char prev[UST_SHA256_LEN], char **err)
 {
+    /* A chained prune is a link after the row at its tip_seq (ties go to the
+     * prune: it came after that row); a format-1 one only anchors. */
     static const char sql[] =
+        "SELECT seq, hash, 0 FROM (SELECT seq, hash FROM events"
+        " ORDER BY seq DESC LIMIT 1) UNION ALL "
+        "SELECT coalesce(tip_seq, last_seq), coalesce(hash, anchor_hash), 1 FROM"
+        " (SELECT * FROM prunes ORDER BY id DESC LIMIT 1) ORDER BY 1 DESC, 3 DESC"
+        " LIMIT 1";
+    static const char sql_v1[] =
         "SELECT seq, hash FROM (SELECT seq, hash FROM events"
         " ORDER BY seq DESC LIMIT 1) UNION ALL "
         "SELECT last_seq, anchor_hash FROM (SELECT last_seq, anchor_hash FROM"
         " prunes ORDER BY id DESC LIMIT 1) ORDER BY 1 DESC LIMIT 1";
     if (log->tip_query == NULL &&
-        sqlite3_prepare_v3(log->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &log->tip_query,
+        sqlite3_prepare_v3(log->db, log->prune_chain ? sql : sql_v1, -1,
+                           SQLITE_PREPARE_PERSISTENT, &log->tip_query,
                            NULL) != SQLITE_OK)
         return ust__log_db_error(log, "read chain tip", err);
     sqlite3_stmt *st = log->tip_query;
@@ -155,6 +190,8 @@ int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
                           (long long)(*next_seq - 1));
         else
             memcpy(prev, h, UST_SHA256_LEN);
+        if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
+            rc = ust__log_db_error(log, "read chain tip", err);
     } else if (step == SQLITE_DONE) {
         *next_seq = 1;
         memset(prev, 0, UST_SHA256_LEN);

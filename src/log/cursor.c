@@ -30,26 +30,65 @@ void ust_log_record_clear(ust_log_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-static int dup_column(sqlite3_stmt *st, int col, char **out)
+static const char *const column_names[] = {
+    "seq",           "received_at", "remote",     "method",
+    "target",        "headers",     "body",       "route",
+    "provider",      "event_id",    "identity",   "request_sha256",
+    "signature",     "config_hash", "event_type", "transaction_id",
+    "target_status", "amount",      "currency",   "intent",
+    "idem_key",      "tenant",      "prev_hash",  "hash"};
+
+/* A text column as the hash saw it: TEXT (or NULL where allowed) with no NUL
+ * byte. The hash covers a string up to its first NUL, so bytes stored after
+ * one would escape it: such a row is refused, never read short. */
+static int text_column(sqlite3_stmt *st, int col, int nullable, const char **out,
+                       size_t *len, char **err)
 {
-    const unsigned char *s = sqlite3_column_text(st, col);
-    if (s == NULL) {
-        *out = NULL;
+    int type = sqlite3_column_type(st, col);
+    *out = NULL;
+    *len = 0;
+    if (type == SQLITE_NULL && nullable)
         return 0;
-    }
-    *out = ust_strndup((const char *)s, (size_t)sqlite3_column_bytes(st, col));
+    if (type != SQLITE_TEXT)
+        return ust_errf(err, UST_EPARSE, "column %s is not text", column_names[col]);
+    const char *s = (const char *)sqlite3_column_text(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    if (s == NULL)
+        return UST_ENOMEM;
+    if (strlen(s) != n)
+        return ust_errf(err, UST_EPARSE, "column %s holds a NUL byte",
+                        column_names[col]);
+    *out = s;
+    *len = n;
+    return 0;
+}
+
+static int dup_column(sqlite3_stmt *st, int col, char **out, char **err)
+{
+    const char *s;
+    size_t n;
+    *out = NULL;
+    int rc = text_column(st, col, col >= 7, &s, &n, err);
+    if (rc != 0 || s == NULL)
+        return rc;
+    *out = ust_strndup(s, n);
     return *out ? 0 : UST_ENOMEM;
 }
 
-static void copy_hex(sqlite3_stmt *st, int col, char hex[UST_SHA256_HEX_LEN + 1])
+static int copy_hex(sqlite3_stmt *st, int col, char hex[UST_SHA256_HEX_LEN + 1],
+                    char **err)
 {
-    const unsigned char *s = sqlite3_column_text(st, col);
-    size_t n = s ? (size_t)sqlite3_column_bytes(st, col) : 0;
+    const char *s;
+    size_t n;
+    int rc = text_column(st, col, col == 13, &s, &n, err);
+    if (rc != 0)
+        return rc;
     if (n > UST_SHA256_HEX_LEN)
-        n = UST_SHA256_HEX_LEN;
+        return ust_errf(err, UST_EPARSE, "column %s is too long", column_names[col]);
     if (n > 0)
         memcpy(hex, s, n);
     hex[n] = '\0';
+    return 0;
 }
 
 static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LEN])
@@ -60,16 +99,38 @@ static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LE
         memcpy(out, b, UST_SHA256_LEN);
 }
 
+/* Columns read as numbers or bytes must hold that type: SQLite would convert
+ * '12abc' to 12, and the hash would not see the difference. */
+static int check_types(sqlite3_stmt *st, char **err)
+{
+    static const struct {
+        int col, type, nullable;
+    } want[] = {{0, SQLITE_INTEGER, 0},
+                {1, SQLITE_INTEGER, 0},
+                {5, SQLITE_BLOB, 0},
+                {6, SQLITE_BLOB, 0},
+                {17, SQLITE_INTEGER, 1}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        int type = sqlite3_column_type(st, want[i].col);
+        if (type != want[i].type && !(want[i].nullable && type == SQLITE_NULL))
+            return ust_errf(err, UST_EPARSE, "column %s has the wrong type",
+                            column_names[want[i].col]);
+    }
+    return 0;
+}
+
 int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
                         unsigned char prev[UST_SHA256_LEN], char **err)
 {
     memset(rec, 0, sizeof(*rec));
+    int rc = check_types(st, err);
+    if (rc != 0)
+        return rc;
     rec->seq = sqlite3_column_int64(st, 0);
     rec->req.received_at_us = sqlite3_column_int64(st, 1);
-    int rc = 0;
-    if ((rc = dup_column(st, 2, &rec->req.remote)) != 0 ||
-        (rc = dup_column(st, 3, &rec->req.method)) != 0 ||
-        (rc = dup_column(st, 4, &rec->req.target)) != 0)
+    if ((rc = dup_column(st, 2, &rec->req.remote, err)) != 0 ||
+        (rc = dup_column(st, 3, &rec->req.method, err)) != 0 ||
+        (rc = dup_column(st, 4, &rec->req.target, err)) != 0)
         goto fail;
     rc = ust__headers_unpack(sqlite3_column_blob(st, 5),
                              (size_t)sqlite3_column_bytes(st, 5), &rec->req, err);
@@ -84,23 +145,26 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
         }
         rec->req.body_len = (size_t)blen;
     }
-    if ((rc = dup_column(st, 7, &rec->route)) != 0 ||
-        (rc = dup_column(st, 8, &rec->provider)) != 0 ||
-        (rc = dup_column(st, 9, &rec->event_id)) != 0 ||
-        (rc = dup_column(st, 10, &rec->identity)) != 0)
+    if ((rc = dup_column(st, 7, &rec->route, err)) != 0 ||
+        (rc = dup_column(st, 8, &rec->provider, err)) != 0 ||
+        (rc = dup_column(st, 9, &rec->event_id, err)) != 0 ||
+        (rc = dup_column(st, 10, &rec->identity, err)) != 0 ||
+        (rc = copy_hex(st, 11, rec->request_sha256, err)) != 0)
         goto fail;
-    copy_hex(st, 11, rec->request_sha256);
-    const char *sig = (const char *)sqlite3_column_text(st, 12);
-    if (sig == NULL || ust_sig_status_parse(sig, &rec->sig) != 0)
+    const char *sig;
+    size_t sig_len;
+    if ((rc = text_column(st, 12, 0, &sig, &sig_len, err)) != 0)
+        goto fail;
+    if (ust_sig_status_parse(sig, &rec->sig) != 0)
         rec->sig = UST_SIG_INVALID; /* unreadable: the chain check will say so */
-    copy_hex(st, 13, rec->config_hash);
-    if ((rc = dup_column(st, 14, &rec->event_type)) != 0 ||
-        (rc = dup_column(st, 15, &rec->transaction_id)) != 0 ||
-        (rc = dup_column(st, 16, &rec->target_status)) != 0 ||
-        (rc = dup_column(st, 18, &rec->currency)) != 0 ||
-        (rc = dup_column(st, 19, &rec->intent)) != 0 ||
-        (rc = dup_column(st, 20, &rec->idem_key)) != 0 ||
-        (rc = dup_column(st, 21, &rec->tenant)) != 0)
+    if ((rc = copy_hex(st, 13, rec->config_hash, err)) != 0 ||
+        (rc = dup_column(st, 14, &rec->event_type, err)) != 0 ||
+        (rc = dup_column(st, 15, &rec->transaction_id, err)) != 0 ||
+        (rc = dup_column(st, 16, &rec->target_status, err)) != 0 ||
+        (rc = dup_column(st, 18, &rec->currency, err)) != 0 ||
+        (rc = dup_column(st, 19, &rec->intent, err)) != 0 ||
+        (rc = dup_column(st, 20, &rec->idem_key, err)) != 0 ||
+        (rc = dup_column(st, 21, &rec->tenant, err)) != 0)
         goto fail;
     rec->has_amount = sqlite3_column_type(st, 17) != SQLITE_NULL;
     rec->amount = sqlite3_column_int64(st, 17);

@@ -1,23 +1,71 @@
-/* The interchange format: one event per line, raw body bytes preserved
- * (`body` when they are valid UTF-8, else `body_base64`). */
+/* The interchange format: one event per line, every byte preserved: a
+ * string field is `x` when its bytes are valid UTF-8, else `x_base64` (the
+ * body as `body` / `body_base64`, a header name or value as a string or
+ * {"base64": ...}). */
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int required_string(json_t *obj, const char *key, const char **out, char **err)
+json_t *ust__jsonl_text(const char *s, int *is_base64)
 {
-    json_t *v = json_object_get(obj, key);
-    if (v == NULL)
-        return ust_errf(err, UST_EPARSE, "missing field \"%s\"", key);
+    size_t n = strlen(s);
+    *is_base64 = !ust_utf8_valid((const unsigned char *)s, n);
+    if (!*is_base64)
+        return json_stringn(s, n);
+    char *b64 = ust_base64_encode((const unsigned char *)s, n);
+    json_t *v = b64 ? json_string(b64) : NULL;
+    ust_free(b64);
+    return v;
+}
+
+int ust__jsonl_text_load(json_t *v, int is_base64, const char *what, char **out,
+                         char **err)
+{
+    *out = NULL;
     if (!json_is_string(v))
-        return ust_errf(err, UST_EPARSE, "field \"%s\": expected a string", key);
-    *out = json_string_value(v);
-    return 0;
+        return ust_errf(err, UST_EPARSE, "%s: expected a string", what);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    unsigned char *bytes = NULL;
+    if (is_base64) {
+        int rc = ust_base64_decode(s, n, &bytes, &n);
+        if (rc != 0)
+            return rc == UST_EPARSE ? ust_errf(err, rc, "%s: not valid base64", what)
+                                    : rc;
+        s = (const char *)bytes;
+    }
+    /* The log holds C strings: a NUL would cut the value short, silently. */
+    int rc = 0;
+    if (n > 0 && memchr(s, '\0', n) != NULL)
+        rc = ust_errf(err, UST_EPARSE, "%s: holds a NUL byte", what);
+    else if ((*out = ust_strndup(n > 0 ? s : "", n)) == NULL)
+        rc = UST_ENOMEM;
+    ust_free(bytes);
+    return rc;
+}
+
+/* key or key_base64 (exactly one), as a string the caller frees. Absent: a
+ * NULL *out when optional (0), else an error. */
+static int text_field(json_t *obj, const char *key, int required, char **out,
+                      char **err)
+{
+    char b64key[64], what[80];
+    snprintf(b64key, sizeof(b64key), "%s_base64", key);
+    json_t *text = json_object_get(obj, key), *b64 = json_object_get(obj, b64key);
+    *out = NULL;
+    if (text != NULL && b64 != NULL)
+        return ust_errf(err, UST_EPARSE, "both \"%s\" and \"%s\": expected one", key,
+                        b64key);
+    if (text == NULL && b64 == NULL)
+        return required ? ust_errf(err, UST_EPARSE, "missing field \"%s\"", key) : 0;
+    snprintf(what, sizeof(what), "field \"%s\"", text ? key : b64key);
+    return ust__jsonl_text_load(text ? text : b64, b64 != NULL, what, out, err);
 }
 
 static int parse_body(json_t *obj, ust_request *req, char **err)
@@ -59,30 +107,31 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
         return ust_errf(err, UST_EPARSE, "not JSON: %s (column %d)", jerr.text,
                         jerr.column);
     int rc = 0;
-    const char *received_at, *method, *target, *remote = "-";
+    char *received_at = NULL;
     json_t *v = json_object_get(obj, "v");
     if (!json_is_object(obj)) {
         rc = ust_errf(err, UST_EPARSE, "expected a JSON object");
     } else if (v == NULL || !json_is_integer(v) || json_integer_value(v) != 1) {
         rc = ust_errf(err, UST_EPARSE, "field \"v\": expected 1");
-    } else if ((rc = required_string(obj, "received_at", &received_at, err)) == 0 &&
-               (rc = required_string(obj, "method", &method, err)) == 0 &&
-               (rc = required_string(obj, "target", &target, err)) == 0 &&
-               (json_object_get(obj, "remote") == NULL ||
-                (rc = required_string(obj, "remote", &remote, err)) == 0)) {
-        if (ust_time_parse(received_at, &req->received_at_us) != 0)
-            rc = ust_errf(err, UST_EPARSE,
-                          "field \"received_at\": expected an RFC 3339 time such as "
-                          "2026-11-29T10:00:00.123456Z, got \"%s\"",
-                          received_at);
-        else if (method[0] == '\0' || target[0] != '/')
+    } else if ((rc = text_field(obj, "received_at", 1, &received_at, err)) == 0 &&
+               (rc = text_field(obj, "method", 1, &req->method, err)) == 0 &&
+               (rc = text_field(obj, "target", 1, &req->target, err)) == 0 &&
+               (rc = text_field(obj, "remote", 0, &req->remote, err)) == 0) {
+        /* From the epoch on: a webhook received in year 0 is a forgery or a
+         * bug, and a time before 1970 would not format back as it was read. */
+        if (ust_time_parse(received_at, &req->received_at_us) != 0 ||
+            req->received_at_us < 0)
+            rc = ust_errf(
+                err, UST_EPARSE,
+                "field \"received_at\": expected an RFC 3339 time from 1970 on,"
+                " such as 2026-11-29T10:00:00.123456Z, got \"%s\"",
+                received_at);
+        else if (req->method[0] == '\0' || req->target[0] != '/')
             rc = ust_errf(err, UST_EPARSE, "%s",
-                          method[0] == '\0'
+                          req->method[0] == '\0'
                               ? "field \"method\": expected a method"
                               : "field \"target\": expected a path starting with /");
-        else if ((req->remote = ust_strdup(remote)) == NULL ||
-                 (req->method = ust_strdup(method)) == NULL ||
-                 (req->target = ust_strdup(target)) == NULL)
+        else if (req->remote == NULL && (req->remote = ust_strdup("-")) == NULL)
             rc = UST_ENOMEM;
         else if (json_object_get(obj, "headers") == NULL)
             rc = ust_errf(err, UST_EPARSE, "missing field \"headers\"");
@@ -90,10 +139,25 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
                  0)
             rc = parse_body(obj, req, err);
     }
+    ust_free(received_at);
     json_decref(obj);
     if (rc != 0)
         ust_request_clear(req);
     return rc;
+}
+
+/* key, or key_base64 when the bytes are not UTF-8. Nonzero when out of memory. */
+static int set_text(json_t *o, const char *key, const char *s)
+{
+    if (s == NULL)
+        return 0;
+    int is_base64;
+    json_t *v = ust__jsonl_text(s, &is_base64);
+    if (!is_base64)
+        return json_object_set_new(o, key, v);
+    char b64key[64];
+    snprintf(b64key, sizeof(b64key), "%s_base64", key);
+    return json_object_set_new(o, b64key, v);
 }
 
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
@@ -108,34 +172,30 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
         json_decref(harr);
         return NULL;
     }
-    json_object_set_new(o, "v", json_integer(1));
-    json_object_set_new(o, "seq", json_integer(rec->seq));
-    json_object_set_new(o, "received_at", json_string(when));
-    json_object_set_new(o, "remote", json_string(r->remote ? r->remote : "-"));
-    json_object_set_new(o, "method", json_string(r->method));
-    json_object_set_new(o, "target", json_string(r->target));
-    json_object_set_new(o, "headers", harr);
+    /* Every set is checked: a field that could not be added would make a
+     * line that imports as something else. */
+    int bad = json_object_set_new(o, "v", json_integer(1)) |
+              json_object_set_new(o, "seq", json_integer(rec->seq)) |
+              json_object_set_new(o, "received_at", json_string(when)) |
+              set_text(o, "remote", r->remote ? r->remote : "-") |
+              set_text(o, "method", r->method) | set_text(o, "target", r->target) |
+              json_object_set_new(o, "headers", harr);
     const char *body = r->body ? (const char *)r->body : "";
     if (ust_utf8_valid(r->body, r->body_len)) {
-        json_object_set_new(o, "body", json_stringn(body, r->body_len));
+        bad |= json_object_set_new(o, "body", json_stringn(body, r->body_len));
     } else {
         char *b64 = ust_base64_encode(r->body, r->body_len);
-        json_object_set_new(o, "body_base64", b64 ? json_string(b64) : NULL);
+        bad |= json_object_set_new(o, "body_base64", b64 ? json_string(b64) : NULL);
         ust_free(b64);
     }
-    if (with_derived) {
-        if (rec->route)
-            json_object_set_new(o, "route", json_string(rec->route));
-        if (rec->provider)
-            json_object_set_new(o, "provider", json_string(rec->provider));
-        if (rec->event_id)
-            json_object_set_new(o, "event_id", json_string(rec->event_id));
-        if (rec->identity)
-            json_object_set_new(o, "identity", json_string(rec->identity));
-        json_object_set_new(o, "request_sha256", json_string(rec->request_sha256));
-        json_object_set_new(o, "signature", json_string(ust_sig_status_name(rec->sig)));
-    }
-    char *text = json_dumps(o, JSON_COMPACT);
+    if (with_derived)
+        bad |= set_text(o, "route", rec->route) |
+               set_text(o, "provider", rec->provider) |
+               set_text(o, "event_id", rec->event_id) |
+               set_text(o, "identity", rec->identity) |
+               set_text(o, "request_sha256", rec->request_sha256) |
+               set_text(o, "signature", ust_sig_status_name(rec->sig));
+    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (text == NULL)
         return NULL;

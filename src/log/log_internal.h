@@ -14,9 +14,13 @@ typedef struct ust__row_hasher {
     int failed;
 } ust__row_hasher;
 
+/* meta.format; a format-1 log is upgraded on its first writing open. */
+#define UST__LOG_FORMAT "understudy-log-2"
+
 struct ust_log {
     sqlite3 *db;
     char *path;
+    int prune_chain;      /* prunes has the chain columns (format 2) */
     int in_outer_tx;      /* ust_log_begin is active */
     sqlite3_stmt *insert; /* prepared once, reused for every append */
     char *pack;           /* reusable buffer for packed headers */
@@ -49,6 +53,17 @@ void ust__log_chain_link(ust__row_hasher *h, const unsigned char prev[UST_SHA256
                          unsigned char out[UST_SHA256_LEN]);
 void ust__row_hasher_free(ust__row_hasher *h);
 
+/* A prune record as its hash covers it (every column but the hash). */
+typedef struct ust__prune_record {
+    int64_t id, pruned_at, before, first_seq, last_seq, count;
+    int64_t tip_seq;                         /* the chain's tip when it was pruned */
+    unsigned char anchor[UST_SHA256_LEN];    /* hash of row last_seq */
+    unsigned char link_prev[UST_SHA256_LEN]; /* the tip's hash it chains from */
+    unsigned char prev_hash[UST_SHA256_LEN]; /* the previous prune's, or zeros */
+} ust__prune_record;
+void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
+                         unsigned char out[UST_SHA256_LEN]);
+
 /* The next seq and the hash it chains to, for an append inside the write
  * transaction: remembered from this connection's last append when nothing
  * else has committed since, else read. 0 or an error. */
@@ -58,6 +73,15 @@ int ust__log_tip_for_append(ust_log *log, int64_t *next_seq,
  * seq), or forgets it (after_seq 0: rolled back, or committed elsewhere). */
 void ust__log_tip_remember(ust_log *log, int64_t after_seq,
                            const unsigned char hash[UST_SHA256_LEN]);
+
+/* A string for the interchange format: a JSON string of its bytes when they
+ * are UTF-8, else of their base64 (*is_base64 set). NULL when out of memory. */
+json_t *ust__jsonl_text(const char *s, int *is_base64);
+/* The reverse: v (a JSON string, base64 when is_base64) into *out, a C
+ * string the caller frees. UST_EPARSE naming what (a field) when v is not a
+ * string, not base64, or holds a NUL byte. */
+int ust__jsonl_text_load(json_t *v, int is_base64, const char *what, char **out,
+                         char **err);
 
 /* Headers as a JSON array of [name, value] pairs (interchange format). */
 json_t *ust__headers_json(const ust_request *req);

@@ -9,7 +9,9 @@
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "INSERT OR IGNORE INTO meta VALUES('format', 'understudy-log-1');"
+    /* A new log is format 2 from the start: no prune record predates the
+     * prune chain (see upgrade_sql for a format-1 log). */
+    "INSERT OR IGNORE INTO meta VALUES('legacy_prunes', '0');"
     "CREATE TABLE IF NOT EXISTS events("
     " seq INTEGER PRIMARY KEY,"
     " received_at INTEGER NOT NULL,"
@@ -22,11 +24,15 @@ static const char schema_sql[] =
     " currency TEXT, intent TEXT, idem_key TEXT, tenant TEXT,"
     " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
     /* A prune removes a prefix of the chain; the row it leaves behind records
-     * the hash the remaining chain starts from. */
+     * the hash the remaining chain starts from (anchor_hash), and is itself a
+     * link of the chain: it chains from the tip at tip_seq (link_prev) and
+     * from the previous prune record (prev_hash), and the next row appended
+     * chains from its hash. */
     "CREATE TABLE IF NOT EXISTS prunes("
     " id INTEGER PRIMARY KEY, pruned_at INTEGER NOT NULL, before INTEGER NOT NULL,"
     " first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, count INTEGER NOT NULL,"
-    " anchor_hash BLOB NOT NULL);"
+    " anchor_hash BLOB NOT NULL, tip_seq INTEGER, link_prev BLOB, prev_hash BLOB,"
+    " hash BLOB);"
     "CREATE TABLE IF NOT EXISTS prune_guard(active INTEGER NOT NULL);"
     "INSERT INTO prune_guard SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM prune_guard);"
     "CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events"
@@ -38,6 +44,17 @@ static const char schema_sql[] =
     " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;"
     "CREATE TRIGGER IF NOT EXISTS prunes_no_delete BEFORE DELETE ON prunes"
     " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;";
+
+/* A format-1 log (prune records without a hash) is upgraded on its first
+ * writing open: its prune records stay as they are, counted in
+ * meta.legacy_prunes and verified by the old rule; every later one is
+ * chained. */
+static const char upgrade_sql[] =
+    "ALTER TABLE prunes ADD COLUMN tip_seq INTEGER;"
+    "ALTER TABLE prunes ADD COLUMN link_prev BLOB;"
+    "ALTER TABLE prunes ADD COLUMN prev_hash BLOB;"
+    "ALTER TABLE prunes ADD COLUMN hash BLOB;"
+    "INSERT OR REPLACE INTO meta SELECT 'legacy_prunes', count(*) FROM prunes;";
 
 static const char insert_sql[] =
     "INSERT INTO events(" UST__LOG_COLUMNS ") "
@@ -59,6 +76,17 @@ int ust__log_exec(ust_log *log, const char *sql, char **err)
         return UST_EDB;
     }
     return 0;
+}
+
+static void record_head(ust_log *log);
+
+static int has_prune_chain(ust_log *log)
+{
+    sqlite3_stmt *probe = NULL;
+    int ok = sqlite3_prepare_v2(log->db, "SELECT hash FROM prunes LIMIT 0", -1, &probe,
+                                NULL) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    return ok;
 }
 
 int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
@@ -91,7 +119,13 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
                                 err)) != 0 ||
             (rc = ust__log_exec(log, "BEGIN IMMEDIATE;", err)) != 0)
             goto fail;
-        if ((rc = ust__log_exec(log, schema_sql, err)) != 0) {
+        if ((rc = ust__log_exec(log, schema_sql, err)) != 0 ||
+            (!has_prune_chain(log) &&
+             (rc = ust__log_exec(log, upgrade_sql, err)) != 0) ||
+            (rc = ust__log_exec(log,
+                                "INSERT OR REPLACE INTO meta VALUES('format',"
+                                " '" UST__LOG_FORMAT "');",
+                                err)) != 0) {
             ust__log_exec(log, "ROLLBACK;", NULL);
             goto fail;
         }
@@ -112,6 +146,9 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
         }
         sqlite3_finalize(probe);
     }
+    log->prune_chain = has_prune_chain(log);
+    if (log->insert != NULL)
+        record_head(log); /* a writer killed before its close left none */
     *out = log;
     return 0;
 fail:
@@ -119,10 +156,40 @@ fail:
     return rc;
 }
 
+/* The head in meta, for verify to hold the log to (rows cut off later are
+ * named). Only ever forward: a log found shorter than its recorded head
+ * keeps the evidence. Best effort, as is the rest of a close. */
+static void record_head(ust_log *log)
+{
+    int64_t seq = 0;
+    char hex[UST_SHA256_HEX_LEN + 1];
+    if (ust_log_head(log, &seq, hex, NULL) != 0 || seq <= 0)
+        return;
+    char *sql = ust_sprintf("INSERT OR REPLACE INTO meta SELECT 'head', '%lld %s'"
+                            " WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'head'"
+                            " AND CAST(value AS INTEGER) >= %lld);",
+                            (long long)seq, hex, (long long)seq);
+    if (sql != NULL)
+        ust__log_exec(log, sql, NULL);
+    ust_free(sql);
+}
+
+/* The head recorded, then the whole WAL into the database file, so the .db
+ * alone holds every event (a backup copying it, or a lost -wal, loses
+ * nothing). On failure the WAL still holds it all, and SQLite replays it on
+ * the next open. */
+static void close_cleanly(ust_log *log)
+{
+    record_head(log);
+    sqlite3_exec(log->db, "PRAGMA wal_checkpoint(TRUNCATE);", NULL, NULL, NULL);
+}
+
 void ust_log_close(ust_log *log)
 {
     if (log == NULL)
         return;
+    if (log->insert != NULL && !log->in_outer_tx)
+        close_cleanly(log);
     sqlite3_finalize(log->insert);
     sqlite3_finalize(log->tip_query);
     sqlite3_finalize(log->data_version);

@@ -20,9 +20,17 @@ static int count_by(ust_log *log, const char *column, json_t *obj, char **err)
                  ? 0
                  : ust__log_db_error(log, "stats", err);
     ust_free(sql);
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
-        json_object_set_new(obj, (const char *)sqlite3_column_text(st, 0),
-                            json_integer(sqlite3_column_int64(st, 1)));
+    int step = SQLITE_DONE;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(st, 0);
+        if (key == NULL ||
+            json_object_set_new(obj, key, json_integer(sqlite3_column_int64(st, 1))) !=
+                0)
+            rc = UST_ENOMEM;
+    }
+    /* A read that stops early is an error, never a shorter count. */
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = ust__log_db_error(log, "stats", err);
     sqlite3_finalize(st);
     return rc;
 }
@@ -64,7 +72,9 @@ int ust_log_stats(ust_log *log, json_t **out, char **err)
                                       " FROM events",
                                       -1, &st, NULL) != SQLITE_OK)
         rc = ust__log_db_error(log, "stats", err);
-    if (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    if (rc == 0 && sqlite3_step(st) != SQLITE_ROW)
+        rc = ust__log_db_error(log, "stats", err);
+    if (rc == 0) {
         json_object_set_new(o, "events", json_integer(sqlite3_column_int64(st, 0)));
         json_object_set_new(o, "first_seq", json_integer(sqlite3_column_int64(st, 1)));
         json_object_set_new(o, "last_seq", json_integer(sqlite3_column_int64(st, 2)));

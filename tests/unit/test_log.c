@@ -3,6 +3,8 @@
  * in the middle of a batch. */
 #include "support.h"
 
+#include "log/log_internal.h"
+
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
@@ -526,6 +528,437 @@ static void test_time_round_trip(void **state)
     assert_int_equal(ust_time_parse("2023-02-29T00:00:00Z", &us), UST_EPARSE);
 }
 
+/* ---- the log at rest (issue 12, items 14 to 18) ---------------------- */
+
+static void remove_wal(const char *db)
+{
+    char wal[PATH_MAX + 8];
+    snprintf(wal, sizeof(wal), "%s-wal", db);
+    unlink(wal);
+}
+
+/* The recorder's writer closes before the runner's read-only connection,
+ * which cannot checkpoint: the writer's close must, or the .db alone (a lost
+ * -wal, a copy of the .db) holds nothing. */
+static void test_a_clean_close_leaves_everything_in_the_db_file(void **state)
+{
+    struct fixture *f = *state;
+    ust_log *reader = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &reader, &err), 0);
+    append_n(f->log, 7, 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(reader, &res, &err), 0); /* the reader read */
+    ust_log_close(f->log);
+    f->log = NULL;
+    ust_log_close(reader);
+    remove_wal(f->db);
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.checked, 7);
+    assert_int_equal(res.head_seq, 7);
+}
+
+/* A log that held rows at its last clean close and holds none, or fewer,
+ * now: verify says so instead of "ok: 0 events". */
+static void test_rows_cut_off_after_a_clean_close_are_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    ust_log_close(f->log);
+    f->log = NULL;
+    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
+    /* A writer opening and closing the cut log does not wipe the evidence. */
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
+    ust_log_close(f->log);
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 4);
+    assert_non_null(strstr(res.reason, "held seq 5"));
+    ust_log_close(f->log);
+    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events");
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
+    assert_non_null(strstr(res.reason, "the log is empty, but it held seq 5"));
+    ust_log_close(f->log);
+    /* Rewritten as far as the recorded head, with a chain that holds. */
+    assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
+    append_n(f->log, 5, 70000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 5);
+    assert_non_null(strstr(res.reason, "rows rewritten"));
+}
+
+/* A backup taken while a writer holds rows in the WAL is one file that
+ * holds them all, and never overwrites a file. */
+static void test_backup_is_a_whole_copy_in_one_file(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 6, 0);
+    ust_log *reader = NULL;
+    char *err = NULL, out[PATH_MAX];
+    snprintf(out, sizeof(out), "%s/backup.db", f->dir);
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &reader, &err), 0);
+    assert_int_equal(ust_log_backup(reader, out, &err), 0);
+    assert_int_equal(ust_log_backup(reader, out, &err), UST_EEXISTS);
+    assert_non_null(strstr(err, "exists"));
+    ust_free(err);
+    err = NULL;
+    ust_log_close(reader);
+    remove_wal(out);
+    ust_log *copy = NULL;
+    assert_int_equal(ust_log_open(out, UST_LOG_READONLY, &copy, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(copy, &res, &err), 0);
+    assert_int_equal(res.checked, 6);
+    ust_log_close(copy);
+}
+
+/* The hash covers a string up to its first NUL: bytes after one in a TEXT
+ * column must not pass as the hashed row. */
+static void test_text_after_a_nul_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 4, 0);
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET target = target || char(0) ||"
+                                  " '/../admin' WHERE seq = 2");
+    expect_tamper_at(f, 2);
+}
+
+static void test_a_nul_in_the_signature_column_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 3, 0);
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET signature = signature || char(0)"
+                                  " || 'forged' WHERE seq = 3");
+    expect_tamper_at(f, 3);
+}
+
+/* Rows deleted behind a prune record written by hand (with the anchor the
+ * real prune would have kept): verify names it. */
+static void test_a_forged_prune_record_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    raw_exec(f->db,
+             "INSERT INTO prunes(pruned_at, before, first_seq, last_seq, count,"
+             " anchor_hash) SELECT 1, 3000000, 1, 2, 2, hash FROM events"
+             " WHERE seq = 2;" DROP_TRIGGERS "DELETE FROM events WHERE seq <= 2");
+    expect_tamper_at(f, 1);
+}
+
+/* Every row deleted and a prune record with an all-zero anchor. */
+static void test_everything_deleted_behind_a_zero_anchor_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 3, 0);
+    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events;"
+                                  "INSERT INTO prunes(pruned_at, before, first_seq,"
+                                  " last_seq, count, anchor_hash) VALUES(1, 1, 1, 3,"
+                                  " 3, zeroblob(32))");
+    expect_tamper_at(f, 1);
+}
+
+/* A prune record correctly hashed, but slipped in before rows that were
+ * appended after the tip it claims: the rows do not chain through it. */
+static void test_a_hashed_prune_record_in_the_past_is_named(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 6, 0);
+    ust__prune_record p;
+    memset(&p, 0, sizeof(p));
+    p.id = 1, p.pruned_at = 1, p.before = 3000000, p.first_seq = 1, p.last_seq = 2;
+    p.count = 2, p.tip_seq = 3;
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open(f->db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h,
+                                        "SELECT seq, hash FROM events WHERE seq IN"
+                                        " (2, 3) ORDER BY seq",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    memcpy(p.anchor, sqlite3_column_blob(st, 1), UST_SHA256_LEN);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    memcpy(p.link_prev, sqlite3_column_blob(st, 1), UST_SHA256_LEN);
+    sqlite3_finalize(st);
+    unsigned char hash[UST_SHA256_LEN];
+    ust__row_hasher hasher;
+    memset(&hasher, 0, sizeof(hasher));
+    ust__log_prune_hash(&hasher, &p, hash);
+    ust__row_hasher_free(&hasher);
+    assert_int_equal(sqlite3_prepare_v2(h,
+                                        "INSERT INTO prunes VALUES(1, 1, 3000000, 1,"
+                                        " 2, 2, ?1, 3, ?2, zeroblob(32), ?3)",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(st, 1, p.anchor, UST_SHA256_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, p.link_prev, UST_SHA256_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 3, hash, UST_SHA256_LEN, SQLITE_STATIC);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_exec(h, DROP_TRIGGERS "DELETE FROM events WHERE seq <= 2",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(h);
+    expect_tamper_at(f, 4); /* the first row after seq 3 skips the record */
+}
+
+/* Prune records are chained to each other: deleting the latest one (and
+ * putting the rows back is impossible, so only the record) is named, and so
+ * is changing an old one. */
+static void test_prune_records_chain_to_each_other(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 10, 0);
+    char *err = NULL;
+    assert_int_equal(ust_log_prune(f->log, 3000000, 1, NULL, &err), 0);
+    append_n(f->log, 2, 20000000);
+    assert_int_equal(ust_log_prune(f->log, 6000000, 2, NULL, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.n_prunes, 2);
+    /* Counting the records as format 1 (no hash to check) does not help. */
+    raw_exec(f->db, "UPDATE meta SET value = '2' WHERE key = 'legacy_prunes'");
+    ust_log_close(f->log);
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
+    assert_non_null(strstr(res.reason, "legacy_prunes"));
+    raw_exec(f->db, "UPDATE meta SET value = '0' WHERE key = 'legacy_prunes';"
+                    "DROP TRIGGER prunes_no_update; UPDATE prunes SET before = 9"
+                    " WHERE id = 1");
+    expect_tamper_at(f, 1);
+}
+
+/* A log written before prune records were chained (format 1) still
+ * verifies by the old rule; its first writing open upgrades it, and the
+ * prunes after that are chained. */
+static void test_a_format_1_log_verifies_and_upgrades(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 10, 0);
+    char *err = NULL;
+    assert_int_equal(ust_log_prune(f->log, 4000000, 1, NULL, &err), 0);
+    ust_log_close(f->log);
+    f->log = NULL;
+    /* What version 1 would have left: no chain columns, no meta keys. */
+    raw_exec(f->db, "ALTER TABLE prunes DROP COLUMN tip_seq;"
+                    "ALTER TABLE prunes DROP COLUMN link_prev;"
+                    "ALTER TABLE prunes DROP COLUMN prev_hash;"
+                    "ALTER TABLE prunes DROP COLUMN hash;"
+                    "DELETE FROM meta; INSERT INTO meta VALUES('format',"
+                    " 'understudy-log-1')");
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.checked, 6);
+    int64_t seq = 0;
+    char hex[UST_SHA256_HEX_LEN + 1];
+    assert_int_equal(ust_log_head(f->log, &seq, hex, &err), 0);
+    assert_int_equal(seq, 10);
+    ust_log_close(f->log);
+    assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
+    append_n(f->log, 1, 30000000);
+    assert_int_equal(ust_log_prune(f->log, 8000000, 2, NULL, &err), 0);
+    append_n(f->log, 1, 40000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.n_prunes, 2);
+    assert_int_equal(res.head_seq, 12);
+    /* A hand-made record after the upgrade is not taken for an old one. */
+    raw_exec(f->db, "INSERT INTO prunes(pruned_at, before, first_seq, last_seq, count,"
+                    " anchor_hash) SELECT 1, 1, 9, 9, 1, hash FROM events WHERE seq = "
+                    "9;" DROP_TRIGGERS "DELETE FROM events WHERE seq = 9");
+    expect_tamper_at(f, 9);
+}
+
+/* A read that fails halfway fails the call: stats on a damaged file is an
+ * error, not a smaller count. */
+static void test_stats_fails_on_a_damaged_file(void **state)
+{
+    struct fixture *f = *state;
+    char body[2048];
+    memset(body, 'x', sizeof(body));
+    for (int i = 0; i < 60; i++) {
+        ust_log_record rec;
+        make_record(&rec, i, body, sizeof(body));
+        assert_int_equal(ust_log_append(f->log, &rec, 1, NULL, NULL), 0);
+        ust_log_record_clear(&rec);
+    }
+    ust_log_close(f->log);
+    f->log = NULL;
+    FILE *db = fopen(f->db, "r+b");
+    assert_non_null(db);
+    assert_int_equal(fseek(db, 0, SEEK_END), 0);
+    long size = ftell(db);
+    char junk[4096];
+    memset(junk, 0xa5, sizeof(junk));
+    /* The middle of the table: some pages read before the damage. */
+    assert_int_equal(fseek(db, (size / 4096 / 2) * 4096, SEEK_SET), 0);
+    assert_int_equal(fwrite(junk, 1, sizeof(junk), db), sizeof(junk));
+    fclose(db);
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    json_t *s = NULL;
+    assert_int_not_equal(ust_log_stats(f->log, &s, &err), 0);
+    assert_null(s);
+    ust_free(err);
+}
+
+/* Every byte a C string can hold (1-255) in the remote, method, target and
+ * a header name and value: export -> import -> export is byte-identical. */
+static void test_export_import_is_lossless_for_every_byte(void **state)
+{
+    struct fixture *f = *state;
+    enum { N = 255 };
+    ust_log_record *recs = calloc(N, sizeof(*recs));
+    for (int b = 1; b <= N; b++) {
+        ust_log_record *r = &recs[b - 1];
+        char s[8] = {'/', 'q', (char)b, 'z', 0};
+        make_record(r, 1764410400000000LL + b, s, 4);
+        ust_free(r->req.target);
+        r->req.target = ust_strdup(s);
+        char v[4] = {'v', (char)b, 0};
+        char n[4] = {'N', (char)b, 0};
+        assert_int_equal(ust_request_add_header(&r->req, "X-Byte", v), 0);
+        assert_int_equal(ust_request_add_header(&r->req, n, "x"), 0);
+        ust_free(r->req.remote);
+        r->req.remote = ust_strdup(v);
+        ust_free(r->req.method);
+        r->req.method = ust_strdup(n);
+    }
+    char *err = NULL;
+    assert_int_equal(ust_log_append(f->log, recs, N, NULL, &err), 0);
+    for (int i = 0; i < N; i++)
+        ust_log_record_clear(&recs[i]);
+    free(recs);
+    char first[PATH_MAX], second[PATH_MAX], db2[PATH_MAX];
+    snprintf(first, sizeof(first), "%s/first.jsonl", f->dir);
+    snprintf(second, sizeof(second), "%s/second.jsonl", f->dir);
+    snprintf(db2, sizeof(db2), "%s/second.db", f->dir);
+    FILE *out = fopen(first, "wb");
+    assert_int_equal(ust_log_export(f->log, out, 0, &err), 0);
+    fclose(out);
+    ust_config *cfg = load_test_config();
+    ust_log *log2 = NULL;
+    assert_int_equal(ust_log_open(db2, UST_LOG_CREATE, &log2, &err), 0);
+    FILE *in = fopen(first, "rb");
+    int64_t n = 0;
+    if (ust_log_import(log2, cfg, in, "first.jsonl", &n, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    assert_int_equal(n, N);
+    out = fopen(second, "wb");
+    assert_int_equal(ust_log_export(log2, out, 0, &err), 0);
+    fclose(out);
+    ust_log_close(log2);
+    ust_config_free(cfg);
+    char *cmd = ust_sprintf("cmp -s '%s' '%s'", first, second);
+    assert_int_equal(system(cmd), 0);
+    ust_free(cmd);
+    /* And the non-UTF-8 ones took the lossless spelling. */
+    in = fopen(first, "rb");
+    char line[8192];
+    int b64_targets = 0, b64_headers = 0;
+    while (fgets(line, sizeof(line), in) != NULL) {
+        b64_targets += strstr(line, "\"target_base64\":") != NULL;
+        b64_headers += strstr(line, "{\"base64\":") != NULL;
+    }
+    fclose(in);
+    assert_int_equal(b64_targets, 128); /* 0x80-0xff alone are not UTF-8 */
+    assert_int_equal(b64_headers, 128);
+}
+
+static void test_import_refuses_nul_and_year_zero(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 1, 0);
+    static const char *const fields[] = {"method", "target", "remote", "received_at"};
+    static const char *const values[] = {"POST", "/x", "1.2.3.4:5",
+                                         "2026-11-29T10:00:00Z"};
+    for (int i = 0; i < 4; i++) {
+        char line[512], want[64];
+        snprintf(line, sizeof(line), "{\"v\":1");
+        for (int j = 0; j < 4; j++) {
+            size_t at = strlen(line);
+            snprintf(line + at, sizeof(line) - at, ",\"%s\":\"%s%s\"", fields[j],
+                     values[j], i == j ? "\\u0000tail" : "");
+        }
+        strcat(line, ",\"headers\":[],\"body\":\"\"}");
+        snprintf(want, sizeof(want), "\"%s\"", fields[i]);
+        expect_import_refused(f, line, want);
+    }
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"0000-01-01T00:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[],"
+                          "\"body\":\"\"}",
+                          "received_at");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target_base64\":\"L3gAeQ==\","
+                          "\"headers\":[],\"body\":\"\"}",
+                          "NUL");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x\",\"target_base64\":"
+                          "\"L3g=\",\"headers\":[],\"body\":\"\"}",
+                          "expected one");
+}
+
+/* The lock serve takes: a second holder is refused, naming the first. */
+static void test_a_database_lock_has_one_holder(void **state)
+{
+    struct fixture *f = *state;
+    ust_db_lock *a = NULL, *b = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_db_lock_take(f->db, &a, &err), 0);
+    assert_int_equal(ust_db_lock_take(f->db, &b, &err), UST_EEXISTS);
+    assert_null(b);
+    char pid[32];
+    snprintf(pid, sizeof(pid), "pid %ld", (long)getpid());
+    if (strstr(err, pid) == NULL || strstr(err, f->db) == NULL)
+        fail_msg("unexpected message: %s", err);
+    ust_free(err);
+    ust_db_lock_release(a);
+    assert_int_equal(ust_db_lock_take(f->db, &b, &err), 0);
+    ust_db_lock_release(b);
+}
+
+/* What the chain alone cannot see, a head kept elsewhere can: the newest
+ * rows cut off, or the whole log rewritten with a chain of its own. */
+static void test_an_anchor_kept_elsewhere_catches_the_newest_rows(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 5, 0);
+    ust_log_verify_result res;
+    char *err = NULL, anchor[UST_SHA256_HEX_LEN + 1];
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    memcpy(anchor, res.head_hash, sizeof(anchor));
+    append_n(f->log, 2, 10000000);
+    assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err), 0);
+    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0); /* the chain holds */
+    assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err),
+                     UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 4);
+    assert_non_null(strstr(res.reason, "before the anchor's seq 5"));
+    /* Rewritten: five rows again, other content, a chain that holds. */
+    raw_exec(f->db, "DELETE FROM events");
+    append_n(f->log, 5, 50000000);
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err),
+                     UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 5);
+    /* Pruned past the anchor: it cannot be checked, which is a failure. */
+    assert_int_equal(ust_log_prune(f->log, INT64_MAX, 1, NULL, &err), 0);
+    assert_int_equal(ust_log_verify_anchored(f->log, 3, anchor, &res, &err),
+                     UST_ETAMPER);
+    assert_non_null(strstr(res.reason, "pruned"));
+    assert_int_equal(ust_log_verify_anchored(f->log, 3, "zz", &res, &err), UST_EINVAL);
+    ust_free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +983,36 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_bad_lines, setup, teardown),
         cmocka_unit_test(test_time_round_trip),
+        cmocka_unit_test_setup_teardown(
+            test_a_clean_close_leaves_everything_in_the_db_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rows_cut_off_after_a_clean_close_are_named,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backup_is_a_whole_copy_in_one_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_text_after_a_nul_is_named, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_nul_in_the_signature_column_is_named,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_forged_prune_record_is_named, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_everything_deleted_behind_a_zero_anchor_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_hashed_prune_record_in_the_past_is_named,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_records_chain_to_each_other, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_format_1_log_verifies_and_upgrades,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stats_fails_on_a_damaged_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_export_import_is_lossless_for_every_byte,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_refuses_nul_and_year_zero, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_database_lock_has_one_holder, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_an_anchor_kept_elsewhere_catches_the_newest_rows, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

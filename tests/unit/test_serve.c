@@ -729,6 +729,127 @@ static void test_shadow_work_runs_at_background_priority(void **state)
     w->srv.pid = 0;
 }
 
+/* n signed callbacks, each recorded (202), event ids prefix0, prefix1 ... */
+static void record_n(world *w, const char *prefix, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char evt[64];
+        snprintf(evt, sizeof(evt), "%s%d", prefix, i);
+        record_one(w, evt);
+    }
+}
+
+/* After a clean stop the .db file alone holds every acknowledged event:
+ * the writer's close checkpoints although the runner's read-only connection
+ * closes after it. */
+static void test_a_clean_stop_leaves_every_event_in_the_db_file(void **state)
+{
+    world *w = *state;
+    start(w);
+    record_n(w, "evt_clean_", 5);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    char wal[PATH_MAX + 8];
+    snprintf(wal, sizeof(wal), "%s-wal", w->log);
+    unlink(wal);
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(w->log, UST_LOG_READONLY, &log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(log, &res, &err), 0);
+    assert_int_equal(res.checked, 5);
+    ust_log_close(log);
+}
+
+/* log backup while serve records: one file holding every acknowledged
+ * event, verified. */
+static void test_a_backup_while_serving_holds_every_event(void **state)
+{
+    world *w = *state;
+    start(w);
+    record_n(w, "evt_backup_", 4);
+    char copy[PATH_MAX + 16];
+    snprintf(copy, sizeof(copy), "%s/backup.db", w->dir);
+    char *cmd = ust_sprintf("'%s' log backup --log '%s' --out '%s' >/dev/null",
+                            getenv("UST_BIN"), w->log, copy);
+    assert_int_equal(system(cmd), 0);
+    assert_int_not_equal(system(cmd), 0); /* never over an existing file */
+    ust_free(cmd);
+    record_one(w, "evt_after_backup");
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(copy, UST_LOG_READONLY, &log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(log, &res, &err), 0);
+    assert_int_equal(res.checked, 4);
+    ust_log_close(log);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
+/* Any client can send bytes that are not UTF-8 in the target and in a
+ * header value (no signature needed): export spells them losslessly, and
+ * export -> import -> export gives the same file. */
+static void test_export_of_what_any_client_sent_is_lossless(void **state)
+{
+    world *w = *state;
+    start(w);
+    const char raw[] = "POST /webhooks/stripe?q=caf\xe9 HTTP/1.1\r\nHost: test\r\n"
+                       "X-Raw: \xfe\xff ok\r\nContent-Length: 2\r\n\r\n{}";
+    http_resp r;
+    assert_true(http_once(w->srv.port, raw, sizeof(raw) - 1, &r) > 0);
+    assert_int_equal(r.status, 401); /* unsigned: recorded, refused */
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    char first[PATH_MAX + 16], second[PATH_MAX + 16], db2[PATH_MAX + 16];
+    snprintf(first, sizeof(first), "%s/first.jsonl", w->dir);
+    snprintf(second, sizeof(second), "%s/second.jsonl", w->dir);
+    snprintf(db2, sizeof(db2), "%s/second.db", w->dir);
+    const char *bin = getenv("UST_BIN");
+    char *cmd = ust_sprintf(
+        "'%s' log export --log '%s' --out '%s' &&"
+        " '%s' log import --config '%s' --log '%s' '%s' >/dev/null &&"
+        " '%s' log export --log '%s' --out '%s' && cmp -s '%s' '%s'",
+        bin, w->log, first, bin, w->cfg, db2, first, bin, db2, second, first, second);
+    assert_int_equal(system(cmd), 0);
+    ust_free(cmd);
+    FILE *f = fopen(first, "rb");
+    char line[8192] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_non_null(strstr(line, "\"target_base64\":"));
+    assert_non_null(strstr(line, "[\"X-Raw\",{\"base64\":\"/v8gb2s=\"}]"));
+}
+
+/* A second serve on the same log and run database is refused at start,
+ * naming the first one's pid; the first goes on recording. */
+static void test_a_second_serve_on_the_same_files_is_refused(void **state)
+{
+    world *w = *state;
+    start(w);
+    char errfile[PATH_MAX + 8];
+    snprintf(errfile, sizeof(errfile), "%s/second.err", w->dir);
+    char *cmd = ust_sprintf("timeout 60 '%s' serve --config '%s' --listen 127.0.0.1:0"
+                            " --log '%s' --run '%s' 2>'%s'",
+                            getenv("UST_BIN"), w->cfg, w->log, w->run, errfile);
+    int status = system(cmd);
+    ust_free(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    FILE *f = fopen(errfile, "rb");
+    char text[4096] = "";
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    char pid[32];
+    snprintf(pid, sizeof(pid), "pid %ld", (long)w->srv.pid);
+    if (strstr(text, pid) == NULL || strstr(text, w->log) == NULL)
+        fail_msg("unexpected message: %s", text);
+    record_one(w, "evt_after_refusal");
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -742,6 +863,10 @@ int main(void)
         T(test_shadow_work_runs_at_background_priority),
         T(test_a_second_signal_exits_at_once),
         T(test_respond_legacy_after_a_failed_answer),
+        T(test_a_clean_stop_leaves_every_event_in_the_db_file),
+        T(test_a_second_serve_on_the_same_files_is_refused),
+        T(test_a_backup_while_serving_holds_every_event),
+        T(test_export_of_what_any_client_sent_is_lossless),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

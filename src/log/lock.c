@@ -1,0 +1,75 @@
+/* One writer process per database: an exclusive advisory lock (flock) on
+ * "DB.lock", holding the holder's pid for the message a second one gets.
+ * A separate file, because closing any descriptor of the database itself
+ * would drop SQLite's own POSIX locks on it. */
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/log.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+struct ust_db_lock {
+    int fd;
+};
+
+int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err)
+{
+    *out = NULL;
+    char *path = ust_sprintf("%s.lock", db_path);
+    if (path == NULL)
+        return UST_ENOMEM;
+    int rc = 0;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = ust_errf(err, UST_EIO, "%s: cannot open the lock file: %s", path,
+                      strerror(errno));
+        goto out;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = errno == EWOULDBLOCK ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        rc =
+            errno == EWOULDBLOCK || n >= 0
+                ? ust_errf(err, UST_EEXISTS,
+                           "%s is in use by another understudy serve (pid %s, lock %s):"
+                           " stop it, or give this one other --log and --run files",
+                           db_path, pid[0] ? pid : "unknown", path)
+                : ust_errf(err, UST_EIO, "%s: cannot lock: %s", path, strerror(errno));
+        close(fd);
+        goto out;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        /* The lock holds without the pid; only the message would lack it. */
+    }
+    ust_db_lock *l = ust_malloc(sizeof(*l));
+    if (l == NULL) {
+        close(fd);
+        rc = UST_ENOMEM;
+        goto out;
+    }
+    l->fd = fd;
+    *out = l;
+out:
+    ust_free(path);
+    return rc;
+}
+
+void ust_db_lock_release(ust_db_lock *l)
+{
+    if (l == NULL)
+        return;
+    /* The file stays: unlinking it would let a third process lock a new file
+     * while a second still waits on the old one. */
+    close(l->fd);
+    ust_free(l);
+}
