@@ -273,7 +273,12 @@ static int start(ust__child *c, char **err)
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
-        reap(c, rc != UST_EIO, why, sizeof(why));
+        if (rc == 0 && type && strcmp(type, "hello") == 0)
+            snprintf(why, sizeof(why),
+                     "its hello says protocol %lld (since 2, every answer carries the"
+                     " seq it answers: see include/understudy/protocol.md)",
+                     (long long)json_integer_value(json_object_get(hello, "protocol")));
+        reap(c, rc != UST_EIO, why[0] ? NULL : why, sizeof(why));
         rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
                       UST__PROTOCOL_VERSION,
                       msg                ? msg

@@ -219,6 +219,28 @@ static void test_a_decision_before_any_event_is_a_protocol_error(void **state)
     ust_plugin_unload(p);
 }
 
+/* A child of protocol 1 (answers without seq) is refused at start, with a
+ * message that says why, instead of failing every event. */
+static void test_a_version_1_child_is_refused_at_start(void **state)
+{
+    (void)state;
+    static const char v1[] = PY_PROLOGUE
+        "hello['protocol'] = 1\nsend(hello)\n" PY_LOOP("    send(answer(seq))\n");
+    static char *argv[] = {"python3", "-c", (char *)v1, NULL};
+    ust_plugin_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.exec = argv;
+    pc.timeout_ms = 10000;
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_plugin_open(&pc, NULL, "candidate", 0, store, &p, &err),
+                     UST_EPLUGIN);
+    assert_null(p);
+    if (strstr(err, "its hello says protocol 1") == NULL)
+        fail_msg("message \"%s\" should say which protocol the child speaks", err);
+    ust_free(err);
+}
+
 /* A candidate that hangs forever: after three timeouts in a row it is down,
  * and the events of its back-off are answered at once; each restart after
  * that that times out again sends it down again, for twice as long. Counts
@@ -503,6 +525,7 @@ int main(void)
         T(test_a_second_answer_is_a_protocol_error),
         T(test_an_answer_to_another_seq_is_a_protocol_error),
         T(test_a_decision_before_any_event_is_a_protocol_error),
+        T(test_a_version_1_child_is_refused_at_start),
         T(test_a_hung_candidate_is_down_after_three_timeouts),
         T(test_a_childs_own_processes_die_with_it),
         T(test_secrets_do_not_reach_a_child),
