@@ -64,6 +64,14 @@ static int has_exited(pid_t pid, int block)
     return rc != 0 || info.si_pid == pid; /* an error: there is nothing to wait for */
 }
 
+/* SIGKILL to the child's group, and to the child itself in case its group
+ * could not be made. */
+static void kill_all(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
+
 /* Kills the child and every process of its group, and reaps it; describes
  * how it ended into why (cap bytes). */
 static void reap(ust__child *c, int kill_it, char *why, size_t cap)
@@ -71,7 +79,7 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
     if (c->pid <= 0)
         return;
     if (kill_it)
-        kill(-c->pid, SIGKILL);
+        kill_all(c->pid);
     /* Its output ended: it is exiting, or it closed its stdout and lives on.
      * The first gets a moment to say how it ended; the second is killed
      * rather than waited for. */
@@ -81,7 +89,7 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
         exited = has_exited(c->pid, 0);
     }
     if (!exited) {
-        kill(-c->pid, SIGKILL);
+        kill_all(c->pid);
         kill_it = 1;
         has_exited(c->pid, 1);
     }
