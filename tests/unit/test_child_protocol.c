@@ -241,39 +241,74 @@ static void test_a_version_1_child_is_refused_at_start(void **state)
     ust_free(err);
 }
 
+/* Counts the causes of n decisions of a hung candidate: every one an error,
+ * a timeout or "down"; the first three time out, the fourth is down. */
+static void count_hung(const ust_decision *ds, int n, int *timeouts, int *down)
+{
+    *timeouts = *down = 0;
+    for (int i = 0; i < n; i++) {
+        const ust_decision *d = &ds[i];
+        assert_int_equal(d->verdict, UST_VERDICT_ERROR);
+        if (strstr(d->error, "timeout: no decision within 50 ms") != NULL)
+            ++*timeouts;
+        else if (strstr(d->error, "is down after 3 timeouts in a row") != NULL)
+            ++*down;
+        else
+            fail_msg("event %d: unexpected cause %s", i + 1, d->error);
+        if (i < 3)
+            assert_int_equal(*timeouts, i + 1);
+        if (i == 3)
+            assert_int_equal(*down, 1);
+    }
+}
+
 /* A candidate that hangs forever: after three timeouts in a row it is down,
  * and the events of its back-off are answered at once; each restart after
  * that that times out again sends it down again, for twice as long. Counts
- * of causes, not times. */
+ * of causes, not times: 3, then one a back-off round (1, 2, 4, 8, 16
+ * events), 8 in 40 events. One by one (a program), and as a batch sent
+ * ahead to a child that pipelines (an isolated .so, as the live runner
+ * decides). */
 static void test_a_hung_candidate_is_down_after_three_timeouts(void **state)
 {
     (void)state;
+    enum { N = 40 };
     static const char hangs[] =
         PY_PROLOGUE "send(hello)\n" PY_LOOP("    pass # never answers\n");
     ust_plugin_config pc;
     ust_plugin *p = open_script(&pc, hangs, NULL, 50);
-    int timeouts = 0, down = 0;
-    const int n = 40;
-    for (int64_t seq = 1; seq <= n; seq++) {
-        ust_decision d;
-        decide(p, seq, &d);
-        assert_int_equal(d.verdict, UST_VERDICT_ERROR);
-        if (strstr(d.error, "timeout: no decision within 50 ms") != NULL)
-            timeouts++;
-        else if (strstr(d.error, "is down after 3 timeouts in a row") != NULL)
-            down++;
-        else
-            fail_msg("event %lld: unexpected cause %s", (long long)seq, d.error);
-        if (seq <= 3)
-            assert_int_equal(timeouts, seq);
-        if (seq == 4)
-            assert_int_equal(down, 1);
-        ust_decision_clear(&d);
-    }
-    /* 3, then one a back-off round (1, 2, 4, 8, 16 events): 8 in all. */
-    assert_int_equal(timeouts + down, n);
-    assert_int_equal(timeouts, 8);
+    ust_decision ds[N];
+    for (int i = 0; i < N; i++)
+        decide(p, i + 1, &ds[i]);
     ust_plugin_unload(p);
+    int timeouts, down;
+    count_hung(ds, N, &timeouts, &down);
+    assert_int_equal(timeouts + down, N);
+    assert_int_equal(timeouts, 8);
+    for (int i = 0; i < N; i++)
+        ust_decision_clear(&ds[i]);
+
+    p = open_isolated(&pc, "misbehaving_block", 50); /* no unblock_file: forever */
+    ust_event evs[N];
+    ust_request reqs[N];
+    const ust_event *ev_ptrs[N];
+    const ust_request *req_ptrs[N];
+    ust_decision *outs[N];
+    memset(evs, 0, sizeof(evs));
+    memset(reqs, 0, sizeof(reqs));
+    for (int i = 0; i < N; i++) {
+        evs[i].seq = i + 1;
+        ev_ptrs[i] = &evs[i];
+        req_ptrs[i] = &reqs[i];
+        outs[i] = &ds[i];
+    }
+    ust_plugin_decide_batch(p, ev_ptrs, req_ptrs, N, outs);
+    ust_plugin_unload(p);
+    count_hung(ds, N, &timeouts, &down);
+    assert_int_equal(timeouts + down, N);
+    assert_int_equal(timeouts, 8);
+    for (int i = 0; i < N; i++)
+        ust_decision_clear(&ds[i]);
 }
 
 /* Gone: no such process, or a zombie about to be reaped by init. */
