@@ -357,10 +357,12 @@ static void stderr_line(ust__link *l, const char *s, size_t n, size_t cut, int n
     if (b->tokens < (double)cost) {
         atomic_fetch_add(&dropped_lines, 1);
         atomic_fetch_add(&dropped_bytes, cost + cut);
-        if (!b->dropping) {
+        if (!b->dropping && (b->told_ms == 0 || now - b->told_ms >= 60000)) {
+            b->told_ms = now;
             static const char note[] = "(stderr over its budget of 64 KiB a minute:"
-                                       " lines dropped until it recovers; see"
-                                       " understudy_plugin_stderr_dropped_bytes_total)";
+                                       " lines dropped, counted in"
+                                       " understudy_plugin_stderr_dropped_bytes_total;"
+                                       " said at most once a minute)";
             emit(l, note, sizeof(note) - 1);
         }
         b->dropping = 1;

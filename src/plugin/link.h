@@ -37,8 +37,9 @@ typedef struct ust__line {
  * the plugin across the restarts of its child (see link.c for the rates). */
 typedef struct ust__stderr_budget {
     double tokens;
-    int64_t at_ms; /* last refill; 0: never (the bucket starts full) */
-    int dropping;  /* in a run of dropped lines, told once when it starts */
+    int64_t at_ms;   /* last refill; 0: never (the bucket starts full) */
+    int dropping;    /* in a run of dropped lines, told when it starts */
+    int64_t told_ms; /* when a run was last told: at most once a minute */
 } ust__stderr_budget;
 
 typedef struct ust__link_opts {
