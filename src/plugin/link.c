@@ -462,7 +462,9 @@ static void *run(void *arg)
              * delivered first; then its output has ended, even if a process
              * it started holds the pipe open. */
             l->exited = 1;
-            while (!l->read_done && read_some(l))
+            /* A pipe holds 64 KiB unless grown (up to 1 MiB); a process it
+             * started may write on, so this reads no more than that. */
+            for (int i = 0; i < 16 && !l->read_done && read_some(l); i++)
                 ;
             if (!l->read_done)
                 end(l, UST_EIO);
