@@ -105,6 +105,26 @@ static void decide(ust_plugin *p, int64_t seq, ust_decision *d)
     ust_plugin_decide(p, &ev, &req, d);
 }
 
+/* Events first_seq, first_seq + 1 ... as one batch (n at most 64). */
+static void decide_batch(ust_plugin *p, int64_t first_seq, int n, ust_decision *ds)
+{
+    ust_event evs[64];
+    ust_request reqs[64];
+    const ust_event *ev_ptrs[64];
+    const ust_request *req_ptrs[64];
+    ust_decision *outs[64];
+    assert_true(n <= 64);
+    memset(evs, 0, sizeof(evs));
+    memset(reqs, 0, sizeof(reqs));
+    for (int i = 0; i < n; i++) {
+        evs[i].seq = first_seq + i;
+        ev_ptrs[i] = &evs[i];
+        req_ptrs[i] = &reqs[i];
+        outs[i] = &ds[i];
+    }
+    ust_plugin_decide_batch(p, ev_ptrs, req_ptrs, (size_t)n, outs);
+}
+
 static void expect_error(const ust_decision *d, const char *cause)
 {
     if (d->verdict != UST_VERDICT_ERROR || d->error == NULL ||
@@ -148,21 +168,8 @@ static void test_a_second_answer_is_a_protocol_error(void **state)
     ust_plugin_unload(p);
 
     p = open_script(&pc, answers_twice, NULL, 10000);
-    ust_event evs[6];
-    ust_request reqs[6];
     ust_decision ds[6];
-    const ust_event *ev_ptrs[6];
-    const ust_request *req_ptrs[6];
-    ust_decision *outs[6];
-    memset(evs, 0, sizeof(evs));
-    memset(reqs, 0, sizeof(reqs));
-    for (int i = 0; i < 6; i++) {
-        evs[i].seq = 101 + i;
-        ev_ptrs[i] = &evs[i];
-        req_ptrs[i] = &reqs[i];
-        outs[i] = &ds[i];
-    }
-    ust_plugin_decide_batch(p, ev_ptrs, req_ptrs, 6, outs);
+    decide_batch(p, 101, 6, ds);
     for (int i = 0; i < 6; i++) {
         if (i % 2 == 0)
             expect_answer_to(&ds[i], 101 + i);
@@ -289,20 +296,7 @@ static void test_a_hung_candidate_is_down_after_three_timeouts(void **state)
         ust_decision_clear(&ds[i]);
 
     p = open_isolated(&pc, "misbehaving_block", 50); /* no unblock_file: forever */
-    ust_event evs[N];
-    ust_request reqs[N];
-    const ust_event *ev_ptrs[N];
-    const ust_request *req_ptrs[N];
-    ust_decision *outs[N];
-    memset(evs, 0, sizeof(evs));
-    memset(reqs, 0, sizeof(reqs));
-    for (int i = 0; i < N; i++) {
-        evs[i].seq = i + 1;
-        ev_ptrs[i] = &evs[i];
-        req_ptrs[i] = &reqs[i];
-        outs[i] = &ds[i];
-    }
-    ust_plugin_decide_batch(p, ev_ptrs, req_ptrs, N, outs);
+    decide_batch(p, 1, N, ds);
     ust_plugin_unload(p);
     count_hung(ds, N, &timeouts, &down);
     assert_int_equal(timeouts + down, N);
