@@ -447,9 +447,7 @@ static const char *apply_writes(ust__child *c, json_t *writes)
 static const char *check_seq(ust__child *c, const ust__line *line, int64_t seq,
                              char *cause, size_t cap)
 {
-    if (line->before_event)
-        snprintf(cause, cap, "protocol error: a decision before any event was sent");
-    else if (!line->has_seq)
+    if (!line->has_seq)
         snprintf(cause, cap,
                  "protocol error: a decision without the seq it answers (protocol %d)",
                  UST__PROTOCOL_VERSION);
@@ -496,7 +494,13 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
         const char *bad = NULL;
         int over_rss = 0;
         int answer = line.is_decision || (type != NULL && strcmp(type, "error") == 0);
-        if (answer && check_seq(c, &line, seq, cause, cap) != NULL) {
+        if (line.before_event) {
+            /* Nothing was asked yet: not an answer, nor a state operation
+             * (a write there would be staged with the first event's). */
+            snprintf(cause, cap, "protocol error: a %s line before any event was sent",
+                     type ? type : "non-JSON");
+            bad = cause;
+        } else if (answer && check_seq(c, &line, seq, cause, cap) != NULL) {
             bad = cause;
         } else if (type == NULL) {
             snprintf(cause, cap, "bad line: %.80s", line.text);

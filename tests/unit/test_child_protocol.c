@@ -209,8 +209,9 @@ static void test_an_answer_to_another_seq_is_a_protocol_error(void **state)
     ust_plugin_unload(p);
 }
 
-/* A decision written before any event was sent (here with its hello, in
- * one write, guessing the first seq) is a protocol error, not the answer. */
+/* A line written before any event was sent (here with its hello, in
+ * one write): a decision guessing the first seq, or a write, is a protocol
+ * error, not the answer nor a write of the first event. */
 static void test_a_decision_before_any_event_is_a_protocol_error(void **state)
 {
     (void)state;
@@ -221,9 +222,24 @@ static void test_a_decision_before_any_event_is_a_protocol_error(void **state)
     ust_plugin *p = open_script(&pc, early, NULL, 10000);
     ust_decision d;
     decide(p, 1, &d);
-    expect_error(&d, "protocol error: a decision before any event");
+    expect_error(&d, "protocol error: a decision line before any event");
     ust_decision_clear(&d);
     ust_plugin_unload(p);
+
+    /* A write before any event is not staged with the first event's. */
+    static const char early_put[] = PY_PROLOGUE
+        "sys.stdout.write(json.dumps(hello) + '\\n' + json.dumps({'type': 'put',"
+        " 'key': 'k', 'value': 'unasked'}) + '\\n')\n"
+        "sys.stdout.flush()\n" PY_LOOP("    send(answer(seq))\n");
+    p = open_script(&pc, early_put, NULL, 10000);
+    decide(p, 1, &d);
+    expect_error(&d, "protocol error: a put line before any event");
+    ust_decision_clear(&d);
+    ust_plugin_unload(p);
+    ust_store_begin_call(store, "candidate");
+    const char *v = NULL;
+    assert_int_equal(ust_store_get(store, "k", &v), 0);
+    ust_store_end_call(store, 0);
 }
 
 /* A child of protocol 1 (answers without seq) is refused at start, with a
