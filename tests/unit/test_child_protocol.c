@@ -145,6 +145,18 @@ static void expect_answer_to(const ust_decision *d, int64_t seq)
                  d->error ? d->error : "");
 }
 
+/* The script's child fails its first event with cause. */
+static void expect_first_event_fails(const char *script, const char *cause)
+{
+    ust_plugin_config pc;
+    ust_plugin *p = open_script(&pc, script, NULL, 10000);
+    ust_decision d;
+    decide(p, 1, &d);
+    expect_error(&d, cause);
+    ust_decision_clear(&d);
+    ust_plugin_unload(p);
+}
+
 static const char answers_twice[] =
     PY_PROLOGUE "send(hello)\n" PY_LOOP("    send(answer(seq)); send(answer(seq))\n");
 
@@ -202,11 +214,8 @@ static void test_an_answer_to_another_seq_is_a_protocol_error(void **state)
 
     static const char no_seq[] = PY_PROLOGUE
         "send(hello)\n" PY_LOOP("    m = answer(seq); del m['seq']; send(m)\n");
-    p = open_script(&pc, no_seq, NULL, 10000);
-    decide(p, 1, &d);
-    expect_error(&d, "protocol error: a decision without the seq it answers");
-    ust_decision_clear(&d);
-    ust_plugin_unload(p);
+    expect_first_event_fails(no_seq,
+                             "protocol error: a decision without the seq it answers");
 }
 
 /* A line written before any event was sent (here with its hello, in
@@ -218,24 +227,14 @@ static void test_a_decision_before_any_event_is_a_protocol_error(void **state)
     static const char early[] = PY_PROLOGUE
         "sys.stdout.write(json.dumps(hello) + '\\n' + json.dumps(answer(1)) + '\\n')\n"
         "sys.stdout.flush()\n" PY_LOOP("    send(answer(seq))\n");
-    ust_plugin_config pc;
-    ust_plugin *p = open_script(&pc, early, NULL, 10000);
-    ust_decision d;
-    decide(p, 1, &d);
-    expect_error(&d, "protocol error: a decision line before any event");
-    ust_decision_clear(&d);
-    ust_plugin_unload(p);
+    expect_first_event_fails(early, "protocol error: a decision line before any event");
 
     /* A write before any event is not staged with the first event's. */
     static const char early_put[] = PY_PROLOGUE
         "sys.stdout.write(json.dumps(hello) + '\\n' + json.dumps({'type': 'put',"
         " 'key': 'k', 'value': 'unasked'}) + '\\n')\n"
         "sys.stdout.flush()\n" PY_LOOP("    send(answer(seq))\n");
-    p = open_script(&pc, early_put, NULL, 10000);
-    decide(p, 1, &d);
-    expect_error(&d, "protocol error: a put line before any event");
-    ust_decision_clear(&d);
-    ust_plugin_unload(p);
+    expect_first_event_fails(early_put, "protocol error: a put line before any event");
     ust_store_begin_call(store, "candidate");
     const char *v = NULL;
     assert_int_equal(ust_store_get(store, "k", &v), 0);
