@@ -51,6 +51,9 @@ typedef struct ust_plugin_config {
     int isolate;    /* run a .so in a child process */
     int64_t timeout_ms;
     int64_t max_rss_mb;
+    /* Variables its child process does not inherit, NULL-terminated: every
+     * route's secret_env (set by the config loader; borrowed, or NULL). */
+    char **scrub_env;
 } ust_plugin_config;
 
 typedef struct ust_config {

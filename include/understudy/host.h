@@ -150,4 +150,25 @@ void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs);
 
+/* ---- what plugin children write to their stderr ------------------------- */
+
+/* A child's stderr is read by the host, line by line, each prefixed
+ * "understudy: NS[NAME]: " (NS "legacy" or "candidate", NAME from its hello)
+ * and passed whole, with its newline, to the sink; a plugin may write at most
+ * 64 KiB in a burst and 64 KiB a minute after that (a token bucket per
+ * plugin, across restarts), a line at most 4 KiB: what is over is dropped and
+ * counted, and a run of dropped lines is told, at most once a minute. The
+ * sink is called from the threads that talk to the children, one line at a
+ * time (never two at once); without one (the library's default) the lines
+ * are discarded. The command line sets one that writes to its stderr. */
+typedef void (*ust_plugin_stderr_fn)(const char *text, size_t len, void *data);
+void ust_plugin_set_stderr_sink(ust_plugin_stderr_fn fn, void *data);
+
+/* Totals of this process, over every plugin child (for /metrics). */
+typedef struct ust_plugin_stderr_stats {
+    uint64_t forwarded_lines, forwarded_bytes; /* the children's bytes, unprefixed */
+    uint64_t dropped_lines, dropped_bytes;     /* bytes of cut lines count here too */
+} ust_plugin_stderr_stats;
+void ust_plugin_stderr_stats_get(ust_plugin_stderr_stats *out);
+
 #endif

@@ -652,6 +652,20 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         "a field name or a JSON Pointer", nonempty, &cfg->redact, &cfg->n_redact);
 }
 
+/* Every route's secret_env, for the plugins' child processes to go without
+ * (one array, shared by both plugins; freed with the config). */
+static int list_secret_envs(ust_config *cfg)
+{
+    char **names = ust_calloc(cfg->n_routes + 1, sizeof(char *));
+    if (names == NULL)
+        return UST_ENOMEM;
+    for (size_t i = 0, n = 0; i < cfg->n_routes; i++)
+        if (cfg->routes[i].secret_env != NULL)
+            names[n++] = cfg->routes[i].secret_env;
+    cfg->legacy.scrub_env = cfg->candidate.scrub_env = names;
+    return 0;
+}
+
 int ust_config_parse(const char *text, size_t len, const char *label, ust_config **out,
                      char **err)
 {
@@ -685,6 +699,8 @@ int ust_config_parse(const char *text, size_t len, const char *label, ust_config
     if (rc == 0)
         rc = parse_document(&c, root, cfg);
     if (rc == 0 && ust__json_hash(root, cfg->hash) != 0)
+        rc = nomem(&c);
+    if (rc == 0 && list_secret_envs(cfg) != 0)
         rc = nomem(&c);
     if (rc != 0) {
         ust_config_free(cfg);
@@ -788,6 +804,7 @@ void ust_config_free(ust_config *cfg)
     ust_free(cfg->routes);
     free_plugin(&cfg->legacy);
     free_plugin(&cfg->candidate);
+    ust_free(cfg->candidate.scrub_env); /* the legacy's is the same array */
     free_strv(cfg->compare_ignore);
     free_strv(cfg->compare_headers);
     free_strv(cfg->redact);

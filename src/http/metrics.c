@@ -117,6 +117,16 @@ char *ust__metrics_render(ust__server *s)
             "understudy_plugin_decide_seconds_total{plugin=\"candidate\"} %.6f\n",
             atomic_load(&m->legacy_decide_us) / 1e6,
             atomic_load(&m->candidate_decide_us) / 1e6);
+    ust_plugin_stderr_stats es;
+    ust_plugin_stderr_stats_get(&es);
+    fprintf(f,
+            "# HELP understudy_plugin_stderr_dropped_bytes_total Bytes plugin children"
+            " wrote to stderr over their budget.\n"
+            "# TYPE understudy_plugin_stderr_dropped_bytes_total counter\n"
+            "understudy_plugin_stderr_dropped_bytes_total %llu\n"
+            "# TYPE understudy_plugin_stderr_dropped_lines_total counter\n"
+            "understudy_plugin_stderr_dropped_lines_total %llu\n",
+            (unsigned long long)es.dropped_bytes, (unsigned long long)es.dropped_lines);
     render_classes(s, f);
     fclose(f);
     char *out = ust_strdup(buf);

@@ -14,21 +14,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define START_TIMEOUT_MS 10000
 #define MAX_BACKOFF_EVENTS 1024
 #define EXIT_GRACE_MS 200 /* for a child whose output ended to exit */
+/* Timeouts in a row that take a plugin down: a hung child then costs the
+ * runner this many timeout_ms, not one per event (see ensure_up). */
+#define TIMEOUTS_DOWN 3
+#define UST__STR2(x) #x
+#define UST__STR(x) UST__STR2(x)
+
+extern char **environ;
 
 struct ust__child {
     const ust_plugin_config *pc;
     char *so_path, *ns, *config_text;
     ust_store *store;
-    pid_t pid;
-    int to_fd, from_fd;
-    ust__link *link; /* the pipes, from the start */
+    pid_t pid; /* also its process group's id */
+    int to_fd, from_fd, err_fd, pid_fd;
+    ust__link *link;           /* the pipes, from the start */
+    ust__stderr_budget budget; /* of its stderr, across restarts */
     char name[64], version[64];
     int pipeline;        /* its hello allows events to be sent ahead */
     int raw_request;     /* its hello did not decline the body and headers */
@@ -37,38 +45,63 @@ struct ust__child {
     ust_plugin_batch *last_started; /* events must reach the child in order */
     int64_t skip_events; /* events to answer "down" before the next restart */
     int64_t backoff;     /* doubles on each failed start, capped */
+    int timeouts;        /* decides in a row that timed out */
+    const char *down_why;
+    int answered;         /* this start of the child has answered an event */
+    int64_t answered_seq; /* the last one */
 };
 
-static int64_t mono_ms(void)
+/* Whether the child has exited, without reaping it: while it is a zombie
+ * its pid stays its process group's id, which nothing else can take. */
+static int has_exited(pid_t pid, int block)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    int rc;
+    do
+        rc = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+    while (rc != 0 && errno == EINTR);
+    return rc != 0 || info.si_pid == pid; /* an error: there is nothing to wait for */
 }
 
-/* Kills and reaps the child; describes how it ended into why (cap bytes). */
+/* SIGKILL to the child's group, and to the child itself in case its group
+ * could not be made. */
+static void kill_all(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
+
+/* Kills the child and every process of its group, and reaps it; describes
+ * how it ended into why (cap bytes). */
 static void reap(ust__child *c, int kill_it, char *why, size_t cap)
 {
     if (c->pid <= 0)
         return;
     if (kill_it)
-        kill(c->pid, SIGKILL);
-    int status = 0;
-    pid_t got = 0;
+        kill_all(c->pid);
     /* Its output ended: it is exiting, or it closed its stdout and lives on.
      * The first gets a moment to say how it ended; the second is killed
      * rather than waited for. */
-    for (int waited = 0; !kill_it && got == 0 && waited < EXIT_GRACE_MS; waited++) {
-        got = waitpid(c->pid, &status, WNOHANG);
-        if (got == 0)
-            usleep(1000);
+    int exited = has_exited(c->pid, 0);
+    for (int waited = 0; !kill_it && !exited && waited < EXIT_GRACE_MS; waited++) {
+        usleep(1000);
+        exited = has_exited(c->pid, 0);
     }
-    if (got == 0) {
-        kill(c->pid, SIGKILL);
+    if (!exited) {
+        kill_all(c->pid);
         kill_it = 1;
+        has_exited(c->pid, 1);
     }
-    if (got <= 0)
+    /* What it started dies with it, before its pid (the group's id) is
+     * released: a process it forked must not outlive it, let alone the
+     * host. One that left the group (setsid) is out of reach. */
+    kill(-c->pid, SIGKILL);
+    int status = 0;
+    pid_t got;
+    do
         got = waitpid(c->pid, &status, 0);
+    while (got < 0 && errno == EINTR);
     ust__link_stop(c->link);
     c->link = NULL;
     if (why != NULL && got == c->pid && !kill_it) {
@@ -80,16 +113,47 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
     }
     close(c->to_fd);
     close(c->from_fd);
+    close(c->err_fd);
+    if (c->pid_fd >= 0)
+        close(c->pid_fd);
     c->pid = 0;
+}
+
+/* The host's environment without the variables the config names as
+ * secret_env: the secrets are the host's, never a plugin's. An array of
+ * borrowed strings (ust_free the array only); NULL when out of memory. */
+static char **scrubbed_environment(char *const *scrub)
+{
+    size_t n = 0;
+    while (environ != NULL && environ[n] != NULL)
+        n++;
+    char **env = ust_calloc(n + 1, sizeof(char *));
+    if (env == NULL)
+        return NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        int secret = 0;
+        for (size_t j = 0; scrub != NULL && scrub[j] != NULL && !secret; j++) {
+            size_t len = strlen(scrub[j]);
+            secret = strncmp(environ[i], scrub[j], len) == 0 && environ[i][len] == '=';
+        }
+        if (!secret)
+            env[kept++] = environ[i];
+    }
+    return env;
 }
 
 static int spawn(ust__child *c, char **err)
 {
-    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, errs[2] = {-1, -1};
     pid_t pid = -1;
     const char *what = "create pipes";
     pid_t host = getpid();
-    if (pipe(in) == 0 && pipe(out) == 0) {
+    char **env = scrubbed_environment(c->pc->scrub_env);
+    if (env == NULL) {
+        what = "copy the environment";
+        errno = ENOMEM;
+    } else if (pipe(in) == 0 && pipe(out) == 0 && pipe(errs) == 0) {
         fflush(NULL);
         what = "fork";
         pid = fork();
@@ -101,7 +165,10 @@ static int spawn(ust__child *c, char **err)
                 close(in[i]);
             if (out[i] >= 0)
                 close(out[i]);
+            if (errs[i] >= 0)
+                close(errs[i]);
         }
+        ust_free(env);
         return ust_errf(err, UST_EPLUGIN, "cannot %s: %s", what, strerror(e));
     }
     if (pid == 0) {
@@ -110,8 +177,11 @@ static int spawn(ust__child *c, char **err)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != host)
             _exit(1);
+        /* A group of its own, killed whole: what it forks goes with it. */
+        setpgid(0, 0);
         dup2(in[0], 0);
         dup2(out[1], 1);
+        dup2(errs[1], 2);
         /* Nothing of the host's in the child: not its files (its databases
          * and, under serve, its sockets), not its signal handlers, not its
          * signal mask. */
@@ -125,23 +195,40 @@ static int spawn(ust__child *c, char **err)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (c->background)
             ust_background_thread();
+        environ = env;
         if (c->so_path != NULL) {
             char name[16];
             snprintf(name, sizeof(name), "ust-%s", c->ns);
             ust_name_thread(name);
             ust__shim_main(c->so_path, c->ns, 0, 1);
         }
-        execvp(c->pc->exec[0], c->pc->exec);
-        fprintf(stderr, "understudy: cannot run %s: %s\n", c->pc->exec[0],
-                strerror(errno));
+        execvpe(c->pc->exec[0], c->pc->exec, env);
+        /* On the stderr the host reads, so it is seen with the plugin's name. */
+        fprintf(stderr, "cannot run %s: %s\n", c->pc->exec[0], strerror(errno));
         _exit(127);
     }
+    ust_free(env);
+    /* Here too, so the group exists before the host may signal it. */
+    setpgid(pid, pid);
     close(in[0]);
     close(out[1]);
+    close(errs[1]);
     c->pid = pid;
     c->to_fd = in[1];
     c->from_fd = out[0];
+    c->err_fd = errs[0];
+    /* Its exit, seen even when what it started holds its stdout open. An
+     * older kernel without pidfds sees the end of the pipe only. */
+    c->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
     return 0;
+}
+
+static void set_label(ust__child *c)
+{
+    char label[96];
+    snprintf(label, sizeof(label), "%s[%s]", c->ns, c->name);
+    if (c->link != NULL)
+        ust__link_set_label(c->link, label);
 }
 
 /* Starts the child and takes its hello. */
@@ -150,8 +237,19 @@ static int start(ust__child *c, char **err)
     int rc = spawn(c, err);
     if (rc != 0)
         return rc;
-    if ((rc = ust__link_start(c->to_fd, c->from_fd, c->pid, c->pc->max_rss_mb > 0,
-                              c->background, &c->link)) != 0) {
+    char label[96];
+    snprintf(label, sizeof(label), "%s[%s]", c->ns, c->name);
+    ust__link_opts lo = {.to_fd = c->to_fd,
+                         .from_fd = c->from_fd,
+                         .err_fd = c->err_fd,
+                         .pid_fd = c->pid_fd,
+                         .pid = c->pid,
+                         .measure_rss = c->pc->max_rss_mb > 0,
+                         .background = c->background,
+                         .budget = &c->budget,
+                         .label = label};
+    c->answered = 0;
+    if ((rc = ust__link_start(&lo, &c->link)) != 0) {
         reap(c, 1, NULL, 0);
         return ust_errf(err, UST_EPLUGIN, "cannot start its link: %s",
                         ust_strerror(rc));
@@ -166,7 +264,7 @@ static int start(ust__child *c, char **err)
                         json_boolean(ust_store_ns_empty(c->store, c->ns)));
     ust__line line = {0};
     if ((rc = ust__link_send(c->link, init)) == 0)
-        rc = ust__link_receive(c->link, mono_ms() + START_TIMEOUT_MS, &line);
+        rc = ust__link_receive(c->link, ust__mono_ms() + START_TIMEOUT_MS, &line);
     json_t *hello = line.json;
     const char *type = json_string_value(json_object_get(hello, "type"));
     if (rc == 0 && type && strcmp(type, "hello") == 0 &&
@@ -179,10 +277,16 @@ static int start(ust__child *c, char **err)
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
         c->raw_request = !json_is_false(json_object_get(hello, "raw_request"));
         c->generation++;
+        set_label(c);
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
-        reap(c, rc != UST_EIO, why, sizeof(why));
+        if (rc == 0 && type && strcmp(type, "hello") == 0)
+            snprintf(why, sizeof(why),
+                     "its hello says protocol %lld (since 2, every answer carries the"
+                     " seq it answers: see include/understudy/protocol.md)",
+                     (long long)json_integer_value(json_object_get(hello, "protocol")));
+        reap(c, rc != UST_EIO, why[0] ? NULL : why, sizeof(why));
         rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
                       UST__PROTOCOL_VERSION,
                       msg                ? msg
@@ -259,6 +363,7 @@ void ust__child_discard(ust__child *c)
     reap(c, 1, NULL, 0);
     c->skip_events = 0;
     c->backoff = 1;
+    c->timeouts = 0;
     c->last_started = NULL;
 }
 
@@ -336,11 +441,35 @@ static const char *apply_writes(ust__child *c, json_t *writes)
     return NULL;
 }
 
-/* Reads one event's exchange: state operations (answered from the store),
- * then the decision. *cause is set when the child failed; it is then gone. */
-static void receive_decision(ust__child *c, ust_decision *out, char *cause, size_t cap)
+/* Whether an answer (a decision or an error line) is the one to event seq:
+ * NULL, or the protocol error it is. An answer out of turn must not be taken
+ * for the next event's, nor shift every answer after it. */
+static const char *check_seq(ust__child *c, const ust__line *line, int64_t seq,
+                             char *cause, size_t cap)
 {
-    int64_t deadline = mono_ms() + c->pc->timeout_ms;
+    if (!line->has_seq)
+        snprintf(cause, cap,
+                 "protocol error: a decision without the seq it answers (protocol %d)",
+                 UST__PROTOCOL_VERSION);
+    else if (line->seq == seq)
+        return NULL;
+    else if (c->answered && line->seq == c->answered_seq)
+        snprintf(cause, cap, "protocol error: a second answer to seq %lld",
+                 (long long)line->seq);
+    else
+        snprintf(cause, cap,
+                 "protocol error: an answer to seq %lld while seq %lld was asked",
+                 (long long)line->seq, (long long)seq);
+    return cause;
+}
+
+/* Reads the exchange of event seq: state operations (answered from the
+ * store), then the decision. *cause is set when the child failed; it is then
+ * gone. 1 when it failed by taking longer than timeout_ms, else 0. */
+static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char *cause,
+                            size_t cap)
+{
+    int64_t deadline = ust__mono_ms() + c->pc->timeout_ms;
     for (;;) {
         ust__line line;
         int rc = ust__link_receive(c->link, deadline, &line);
@@ -348,7 +477,7 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
             snprintf(cause, cap, "timeout: no decision within %lld ms",
                      (long long)c->pc->timeout_ms);
             reap(c, 1, NULL, 0);
-            return;
+            return 1;
         }
         if (rc != 0) {
             reap(c, rc != UST_EIO, cause, cap);
@@ -356,7 +485,7 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
                 snprintf(cause, cap, "%s",
                          rc == UST_EIO ? "the plugin closed its output"
                                        : "a line over the size limit");
-            return;
+            return 0;
         }
         json_t *j = line.json;
         const char *type = line.is_decision
@@ -364,7 +493,16 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
                                : json_string_value(json_object_get(j, "type"));
         const char *bad = NULL;
         int over_rss = 0;
-        if (type == NULL) {
+        int answer = line.is_decision || (type != NULL && strcmp(type, "error") == 0);
+        if (line.before_event) {
+            /* Nothing was asked yet: not an answer, nor a state operation
+             * (a write there would be staged with the first event's). */
+            snprintf(cause, cap, "protocol error: a %s line before any event was sent",
+                     type ? type : "non-JSON");
+            bad = cause;
+        } else if (answer && check_seq(c, &line, seq, cause, cap) != NULL) {
+            bad = cause;
+        } else if (type == NULL) {
             snprintf(cause, cap, "bad line: %.80s", line.text);
         } else if (line.is_decision) {
             bad = line.bad ? line.bad : apply_writes(c, line.writes);
@@ -392,11 +530,24 @@ static void receive_decision(ust__child *c, ust_decision *out, char *cause, size
          * child starts over, from the host's state. */
         int desync = type == NULL ||
                      (strcmp(type, "decision") && strcmp(type, "error")) || bad != NULL;
+        if (!desync) {
+            c->answered = 1;
+            c->answered_seq = seq;
+        }
         ust__line_clear(&line);
         if (desync || over_rss)
             reap(c, 1, NULL, 0); /* the conversation is lost, or the child grew */
-        return;
+        return 0;
     }
+}
+
+/* Down for the next `backoff` events, which then doubles (capped). */
+static void go_down(ust__child *c, const char *why)
+{
+    c->skip_events = c->backoff;
+    c->backoff =
+        c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS : c->backoff * 2;
+    c->down_why = why;
 }
 
 /* A child that is down waits out its back-off, counted in events so a
@@ -407,14 +558,12 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
         return 0;
     if (c->skip_events > 0) {
         c->skip_events--;
-        snprintf(cause, cap, "the plugin is down (restarting)");
+        snprintf(cause, cap, "%s", c->down_why);
         return -1;
     }
     char *err = NULL;
     if (start(c, &err) != 0) {
-        c->skip_events = c->backoff;
-        c->backoff =
-            c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS : c->backoff * 2;
+        go_down(c, "the plugin is down (restarting)");
         snprintf(cause, cap, "restart failed: %s", err ? err : "?");
         ust_free(err);
         return -1;
@@ -471,7 +620,15 @@ void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **
         }
         memset(outs[i], 0, sizeof(*outs[i]));
         ust_store_begin_call(c->store, c->ns);
-        receive_decision(c, outs[i], cause, sizeof(cause));
+        int timed_out =
+            receive_decision(c, b->evs[i]->seq, outs[i], cause, sizeof(cause));
+        /* Timeouts in a row take it down: a hung child is restarted after
+         * a back-off, and the events meanwhile are answered at once. Once
+         * down, one more timeout after its restart sends it down again. */
+        c->timeouts = timed_out ? c->timeouts + 1 : 0;
+        if (timed_out && c->timeouts >= TIMEOUTS_DOWN)
+            go_down(c, "the plugin is down after " UST__STR(
+                           TIMEOUTS_DOWN) " timeouts in a row (restarting)");
         if (cause[0])
             fail(outs[i], cause);
         else

@@ -1,7 +1,10 @@
 /* A plugin child's pipes, driven by a thread (see link.h). The thread never
  * blocks but in poll(): the child's stdin is non-blocking, so a child that
  * stops reading cannot stop the thread from reading what it writes, and a
- * stop request arrives through a wake-up pipe. */
+ * stop request arrives through a wake-up pipe. It also reads the child's
+ * stderr, within a budget, and watches for the child's exit (a pidfd): a
+ * child whose stdout is still held open by a process it started has ended
+ * all the same. */
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
@@ -13,11 +16,40 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A child's stderr: a burst of 64 KiB, then 64 KiB a minute (a token
+ * bucket), lines of at most 4 KiB. Enough for a trace of what went wrong,
+ * not for a flood that fills the host's disk or its terminal. */
+#define STDERR_BURST (64 * 1024)
+#define STDERR_PER_MINUTE (64 * 1024)
+#define STDERR_LINE_MAX 4096
+
+static pthread_mutex_t sink_mu = PTHREAD_MUTEX_INITIALIZER;
+static ust_plugin_stderr_fn sink_fn; /* under sink_mu */
+static void *sink_data;
+static _Atomic uint64_t forwarded_lines, forwarded_bytes, dropped_lines, dropped_bytes;
+
+void ust_plugin_set_stderr_sink(ust_plugin_stderr_fn fn, void *data)
+{
+    pthread_mutex_lock(&sink_mu);
+    sink_fn = fn;
+    sink_data = data;
+    pthread_mutex_unlock(&sink_mu);
+}
+
+void ust_plugin_stderr_stats_get(ust_plugin_stderr_stats *out)
+{
+    out->forwarded_lines = atomic_load(&forwarded_lines);
+    out->forwarded_bytes = atomic_load(&forwarded_bytes);
+    out->dropped_lines = atomic_load(&dropped_lines);
+    out->dropped_bytes = atomic_load(&dropped_bytes);
+}
 
 typedef struct outgoing {
     const ust_event *ev; /* an event to encode, or */
@@ -29,10 +61,11 @@ struct ust__link {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t arrived; /* a line, or the end of the child's output */
-    int to_fd, from_fd, wake_rd, wake_wr, statm_fd;
+    int to_fd, from_fd, wake_rd, wake_wr, statm_fd, err_fd, pid_fd;
     /* Shared, under mu. */
     int stop, woken;
     int ended; /* 0, or why no more lines will come */
+    char label[96];
     outgoing *out;
     size_t n_out, cap_out;
     ust__line *in;
@@ -47,6 +80,12 @@ struct ust__link {
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
     int background;
+    uint64_t events_encoded;
+    /* stderr: the line being read (cut at STDERR_LINE_MAX), what was cut */
+    ust__stderr_budget *budget;
+    char eline[STDERR_LINE_MAX];
+    size_t elen, ecut;
+    int err_done, exited;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -131,6 +170,7 @@ static void encode(ust__link *l, size_t n)
         }
         ust_jsonw_reset(&l->event);
         ust__wire_decide(&l->event, o->ev, o->req);
+        l->events_encoded++;
         if (l->event.error != UST_ENOMEM) {
             append_to_wbuf(l->event.buf, l->event.len, l);
             append_to_wbuf("\n", 1, l);
@@ -181,6 +221,9 @@ static long rss_mib(ust__link *l)
 
 static void take_decision(ust__line *line)
 {
+    json_t *seq = json_object_get(line->json, "seq");
+    line->has_seq = json_is_integer(seq);
+    line->seq = json_integer_value(seq);
     const char *type = json_string_value(json_object_get(line->json, "type"));
     if (type == NULL || strcmp(type, "decision") != 0)
         return;
@@ -217,6 +260,10 @@ static void deliver_lines(ust__link *l)
         line.text[n] = '\0';
         json_error_t jerr;
         line.json = json_loadb(line.text, n, 0, &jerr);
+        /* Events are written as soon as they are encoded, before the thread
+         * reads again: a line read before the first was encoded answers
+         * nothing the host asked. */
+        line.before_event = l->events_encoded == 0;
         take_decision(&line);
         l->lines[n_lines++] = line;
         start += n + 1;
@@ -250,21 +297,118 @@ static void deliver_lines(ust__link *l)
     }
 }
 
-static void read_some(ust__link *l)
+/* 1 when it read something. */
+static int read_some(ust__link *l)
 {
     if (grow((void **)&l->rbuf, &l->rcap, l->rlen + 65536, 1) != 0) {
         end(l, UST_EIO);
-        return;
+        return 0;
     }
     ssize_t r = read(l->from_fd, l->rbuf + l->rlen, l->rcap - l->rlen);
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
+        return 0;
     if (r <= 0) {
         end(l, UST_EIO);
-        return;
+        return 0;
     }
     l->rlen += (size_t)r;
     deliver_lines(l);
+    return 1;
+}
+
+int64_t ust__mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Passes "understudy: LABEL: text\n" to the sink. */
+static void emit(ust__link *l, const char *text, size_t n)
+{
+    char buf[sizeof(l->label) + STDERR_LINE_MAX + 32];
+    pthread_mutex_lock(&l->mu);
+    int head = snprintf(buf, sizeof(buf), "understudy: %s: ", l->label);
+    pthread_mutex_unlock(&l->mu);
+    if (head < 0 || (size_t)head + n + 1 > sizeof(buf))
+        return;
+    memcpy(buf + head, text, n);
+    buf[(size_t)head + n] = '\n';
+    pthread_mutex_lock(&sink_mu);
+    if (sink_fn != NULL)
+        sink_fn(buf, (size_t)head + n + 1, sink_data);
+    pthread_mutex_unlock(&sink_mu);
+}
+
+/* One line of the child's stderr (n bytes kept, cut more dropped, newline
+ * whether it ended with one), forwarded if the budget allows. */
+static void stderr_line(ust__link *l, const char *s, size_t n, size_t cut, int newline)
+{
+    ust__stderr_budget *b = l->budget;
+    int64_t now = ust__mono_ms();
+    if (b->at_ms == 0)
+        b->tokens = STDERR_BURST;
+    else
+        b->tokens += (double)(now - b->at_ms) * STDERR_PER_MINUTE / 60000.0;
+    if (b->tokens > STDERR_BURST)
+        b->tokens = STDERR_BURST;
+    b->at_ms = now;
+    size_t cost = n + (newline ? 1 : 0);
+    if (b->tokens < (double)cost) {
+        atomic_fetch_add(&dropped_lines, 1);
+        atomic_fetch_add(&dropped_bytes, cost + cut);
+        if (!b->dropping && (b->told_ms == 0 || now - b->told_ms >= 60000)) {
+            b->told_ms = now;
+            static const char note[] = "(stderr over its budget of 64 KiB a minute:"
+                                       " lines dropped, counted in"
+                                       " understudy_plugin_stderr_dropped_bytes_total;"
+                                       " said at most once a minute)";
+            emit(l, note, sizeof(note) - 1);
+        }
+        b->dropping = 1;
+        return;
+    }
+    b->tokens -= (double)cost;
+    b->dropping = 0;
+    atomic_fetch_add(&forwarded_lines, 1);
+    atomic_fetch_add(&forwarded_bytes, cost);
+    if (cut > 0) /* the line's tail */
+        atomic_fetch_add(&dropped_bytes, cut);
+    emit(l, s, n);
+}
+
+/* Reads what the child wrote to stderr, at most max bytes; 1 when it read
+ * something. At its end, a last line without a newline goes too. */
+static int read_stderr(ust__link *l, size_t max)
+{
+    char chunk[16384];
+    size_t total = 0;
+    while (!l->err_done && total < max) {
+        ssize_t r = read(l->err_fd, chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == EAGAIN)
+            break;
+        if (r <= 0) {
+            if (l->elen > 0 || l->ecut > 0)
+                stderr_line(l, l->eline, l->elen, l->ecut, 0);
+            l->elen = l->ecut = 0;
+            l->err_done = 1;
+            break;
+        }
+        total += (size_t)r;
+        for (ssize_t i = 0; i < r; i++) {
+            if (chunk[i] == '\n') {
+                stderr_line(l, l->eline, l->elen, l->ecut, 1);
+                l->elen = l->ecut = 0;
+            } else if (l->elen < sizeof(l->eline)) {
+                l->eline[l->elen++] = chunk[i];
+            } else {
+                l->ecut++;
+            }
+        }
+    }
+    return total > 0;
 }
 
 static void *run(void *arg)
@@ -277,6 +421,10 @@ static void *run(void *arg)
         pthread_mutex_lock(&l->mu);
         if (l->stop) {
             pthread_mutex_unlock(&l->mu);
+            /* What the child wrote to stderr before the stop still goes,
+             * but no more than a pipe holds: it may be writing on. */
+            if (l->err_fd >= 0)
+                read_stderr(l, 65536);
             break;
         }
         /* Take the whole queue: it is encoded outside the lock. */
@@ -288,12 +436,14 @@ static void *run(void *arg)
         pthread_mutex_unlock(&l->mu);
         encode(l, n);
         write_some(l);
-        struct pollfd p[3] = {
+        struct pollfd p[5] = {
             {l->wake_rd, POLLIN, 0},
             {l->read_done ? -1 : l->from_fd, POLLIN, 0},
             {l->woff < l->wlen ? l->to_fd : -1, POLLOUT, 0},
+            {l->err_fd < 0 || l->err_done ? -1 : l->err_fd, POLLIN, 0},
+            {l->pid_fd < 0 || l->exited ? -1 : l->pid_fd, POLLIN, 0},
         };
-        if (poll(p, 3, -1) < 0 && errno != EINTR)
+        if (poll(p, 5, -1) < 0 && errno != EINTR)
             break; /* cannot happen with valid descriptors */
         if (p[0].revents) {
             char drain[64];
@@ -305,21 +455,39 @@ static void *run(void *arg)
         }
         if (p[1].revents)
             read_some(l);
+        if (p[3].revents)
+            read_stderr(l, 1 << 20);
+        if (p[4].revents) {
+            /* The child exited: what it wrote before is in the pipe and is
+             * delivered first; then its output has ended, even if a process
+             * it started holds the pipe open. */
+            l->exited = 1;
+            /* A pipe holds 64 KiB unless grown (up to 1 MiB); a process it
+             * started may write on, so this reads no more than that. */
+            for (int i = 0; i < 16 && !l->read_done && read_some(l); i++)
+                ;
+            if (!l->read_done)
+                end(l, UST_EIO);
+        }
     }
     return NULL;
 }
 
-int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int background,
-                    ust__link **out)
+int ust__link_start(const ust__link_opts *o, ust__link **out)
 {
     *out = NULL;
     ust__link *l = ust_calloc(1, sizeof(*l));
     if (l == NULL)
         return UST_ENOMEM;
+    int to_fd = o->to_fd, from_fd = o->from_fd;
     l->to_fd = to_fd;
     l->from_fd = from_fd;
+    l->err_fd = o->budget != NULL ? o->err_fd : -1;
+    l->pid_fd = o->pid_fd;
+    l->budget = o->budget;
     l->statm_fd = -1;
-    l->background = background;
+    l->background = o->background;
+    snprintf(l->label, sizeof(l->label), "%s", o->label ? o->label : "plugin");
     int wake_fds[2];
     if (pipe(wake_fds) != 0) {
         ust_free(l);
@@ -331,9 +499,11 @@ int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int back
     fcntl(l->wake_wr, F_SETFL, O_NONBLOCK);
     fcntl(to_fd, F_SETFL, fcntl(to_fd, F_GETFL) | O_NONBLOCK);
     fcntl(from_fd, F_SETFL, fcntl(from_fd, F_GETFL) | O_NONBLOCK);
-    if (measure_rss) {
+    if (l->err_fd >= 0)
+        fcntl(l->err_fd, F_SETFL, fcntl(l->err_fd, F_GETFL) | O_NONBLOCK);
+    if (o->measure_rss) {
         char path[64];
-        (void)snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+        (void)snprintf(path, sizeof(path), "/proc/%d/statm", (int)o->pid);
         l->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
     }
     pthread_condattr_t attr;
@@ -349,6 +519,13 @@ int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int back
     }
     *out = l;
     return 0;
+}
+
+void ust__link_set_label(ust__link *l, const char *label)
+{
+    pthread_mutex_lock(&l->mu);
+    snprintf(l->label, sizeof(l->label), "%s", label);
+    pthread_mutex_unlock(&l->mu);
 }
 
 int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line)

@@ -24,18 +24,41 @@ typedef struct ust__line {
     json_t *json; /* NULL: the line is not JSON, or it was a decision */
     char *text;   /* the line itself (free()) */
     long rss_mib; /* the child's RSS when the line was read; 0: not measured */
+    int64_t seq;  /* the event a decision or error line answers, when has_seq */
+    int has_seq;
+    int before_event; /* read before any event was written to the child */
     int is_decision;
     const char *bad; /* a decision refused, and why */
     ust_decision decision;
     json_t *writes; /* the decision's writes: [[key, value or null], ...] */
 } ust__line;
 
-/* Starts the thread on the child's stdin (to_fd) and stdout (from_fd), which
- * stay the caller's to close after ust__link_stop. With measure_rss, lines
- * carry the RSS of process pid; with background, the thread runs at
- * background priority. 0 or UST_ENOMEM / UST_EIO. */
-int ust__link_start(int to_fd, int from_fd, pid_t pid, int measure_rss, int background,
-                    ust__link **out);
+/* What a plugin may write to its stderr: a token bucket of bytes, kept by
+ * the plugin across the restarts of its child (see link.c for the rates). */
+typedef struct ust__stderr_budget {
+    double tokens;
+    int64_t at_ms;   /* last refill; 0: never (the bucket starts full) */
+    int dropping;    /* in a run of dropped lines, told when it starts */
+    int64_t told_ms; /* when a run was last told: at most once a minute */
+} ust__stderr_budget;
+
+typedef struct ust__link_opts {
+    int to_fd, from_fd; /* the child's stdin and stdout */
+    int err_fd;         /* its stderr, read line by line; -1: none */
+    int pid_fd;         /* a pidfd of the child: its exit ends the link; -1: none */
+    pid_t pid;
+    int measure_rss;            /* lines carry the RSS of pid */
+    int background;             /* the thread runs at background priority */
+    ust__stderr_budget *budget; /* with err_fd; the caller's, outlives the link */
+    const char *label;          /* "candidate[name]": stderr lines are prefixed */
+} ust__link_opts;
+
+/* Starts the thread on the child's pipes, which stay the caller's to close
+ * after ust__link_stop. 0 or UST_ENOMEM / UST_EIO. */
+int ust__link_start(const ust__link_opts *o, ust__link **out);
+
+/* Renames the child in the prefix of its stderr lines (after its hello). */
+void ust__link_set_label(ust__link *l, const char *label);
 
 /* Queues an event; ev and req are encoded on the thread, so they must stay
  * valid until its decision has been received or the link is stopped. req
@@ -47,10 +70,14 @@ int ust__link_send(ust__link *l, json_t *msg);
 
 /* The next line, waiting until deadline_ms (CLOCK_MONOTONIC): 0 and *line
  * (release with ust__line_clear), UST_ELIMIT at the deadline, UST_EIO once
- * the child's output ended (or could not be read), UST_EPARSE once a line
- * grew past the size limit. */
+ * the child's output ended (or could not be read) or the child exited (what
+ * it wrote before comes first), UST_EPARSE once a line grew past the size
+ * limit. */
 int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
 void ust__line_clear(ust__line *line);
+
+/* CLOCK_MONOTONIC in ms: the clock of the deadlines above. */
+int64_t ust__mono_ms(void);
 
 /* Stops and joins the thread; what was queued and not written is dropped.
  * NULL is a no-op. */

@@ -65,6 +65,7 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         ust_route route;
         if (msg == NULL || ust__wire_event_parse(json_object_get(msg, "event"), &ev,
                                                  &req, &route) != 0) {
+            /* Without the seq it answers: the host restarts this child. */
             say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                                "bad decide message"));
             ust__wire_event_release(&ev, &req);
@@ -74,11 +75,12 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         ust_decision d;
         ust_plugin_decide(p, &ev, &req, &d);
         if (d.verdict == UST_VERDICT_ERROR) {
-            say(out, json_pack("{s:s,s:s}", "type", "error", "message",
-                               d.error ? d.error : "error"));
+            say(out,
+                json_pack("{s:s,s:I,s:s}", "type", "error", "seq", (json_int_t)ev.seq,
+                          "message", d.error ? d.error : "error"));
         } else {
             ust_jsonw_reset(&reply);
-            ust__wire_decision(&reply, &d, ust__store_remote_writes(store));
+            ust__wire_decision(&reply, ev.seq, &d, ust__store_remote_writes(store));
             fwrite(reply.buf, 1, reply.len, out);
             fputc('\n', out);
             fflush(out);

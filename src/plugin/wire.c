@@ -147,10 +147,12 @@ void ust__wire_event_release(ust_event *ev, ust_request *req)
     memset(req, 0, sizeof(*req));
 }
 
-void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes)
+void ust__wire_decision(ust_jsonw *w, int64_t seq, const ust_decision *d,
+                        const char *writes)
 {
     ust_jsonw_object(w);
     ust_jsonw_member_string(w, "type", "decision");
+    ust_jsonw_member_int(w, "seq", seq);
     ust_jsonw_key(w, "decision");
     ust_jsonw_object(w);
     ust_jsonw_member_string(w, "verdict", ust_verdict_name(d->verdict));

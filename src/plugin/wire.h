@@ -1,4 +1,4 @@
-/* The JSON-lines plugin protocol, version 1 (include/understudy/protocol.md):
+/* The JSON-lines plugin protocol, version 2 (include/understudy/protocol.md):
  * the canonical event and the decision as JSON, on both sides of the pipe. */
 #ifndef UST_PLUGIN_WIRE_H
 #define UST_PLUGIN_WIRE_H
@@ -9,7 +9,9 @@
 #include <understudy/host.h>
 #include <understudy/jsonw.h>
 
-#define UST__PROTOCOL_VERSION 1
+/* 2: every answer (decision or error) carries the seq of the event it
+ * answers. */
+#define UST__PROTOCOL_VERSION 2
 
 /* The "decide" message: {"type":"decide","event":{"seq":..,"received_at_us":..,
  * "route_kind":..,...,"body":..,"headers":[[n,v]]}}, written into w; req NULL
@@ -29,9 +31,10 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
 /* Frees what the parse allocated (the body copy, the header array). */
 void ust__wire_event_release(ust_event *ev, ust_request *req);
 
-/* The "decision" message: {"type":"decision","decision":{...}} and, unless
- * NULL, "writes" (JSON text), written into w. */
-void ust__wire_decision(ust_jsonw *w, const ust_decision *d, const char *writes);
+/* The "decision" message: {"type":"decision","seq":seq,"decision":{...}} and,
+ * unless NULL, "writes" (JSON text), written into w. */
+void ust__wire_decision(ust_jsonw *w, int64_t seq, const ust_decision *d,
+                        const char *writes);
 
 /* Parses a "decision" object and validates it as an in-process plugin's
  * answer is validated. NULL on success, else a static reason. */

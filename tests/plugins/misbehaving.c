@@ -14,16 +14,53 @@ static const ust_host_api *host;
 
 #if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) ||                   \
     defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START) ||           \
-    defined(MISBEHAVE_CLOSE_STDOUT) || defined(MISBEHAVE_HUGE_LINE)
+    defined(MISBEHAVE_CLOSE_STDOUT) || defined(MISBEHAVE_HUGE_LINE) ||                 \
+    defined(MISBEHAVE_FORK_GRANDCHILD)
 #include <signal.h>
 #include <unistd.h>
 #endif
 
-#ifdef MISBEHAVE_BLOCK
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_ENV_DUMP)
 #include <unistd.h>
+/* The string member `key` of the config text (no escapes), into buf. */
+static void config_string(const char *config_json, const char *key, char *buf,
+                          size_t cap)
+{
+    char quoted[64];
+    snprintf(quoted, sizeof(quoted), "\"%s\":\"", key);
+    const char *at = strstr(config_json, quoted);
+    buf[0] = '\0';
+    if (at != NULL) {
+        at += strlen(quoted);
+        size_t n = strcspn(at, "\"");
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(buf, at, n);
+        buf[n] = '\0';
+    }
+}
+#endif
+
+#ifdef MISBEHAVE_BLOCK
 /* Blocks every decide until the file named in its config exists: a
  * candidate that hangs, for as long as the test wants. */
 static char unblock_file[512];
+#endif
+
+#ifdef MISBEHAVE_ENV_DUMP
+/* Writes its environment, a variable a line, to the file named in its
+ * config: what a plugin's process can read. */
+extern char **environ;
+static void dump_env(const char *config_json)
+{
+    char path[512];
+    config_string(config_json, "env_file", path, sizeof(path));
+    FILE *f = fopen(path, "w");
+    for (char **e = environ; f != NULL && *e != NULL; e++)
+        fprintf(f, "%s\n", *e);
+    if (f != NULL)
+        fclose(f);
+}
 #endif
 
 static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
@@ -39,15 +76,10 @@ static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
 #else
     (void)ctx;
 #ifdef MISBEHAVE_BLOCK
-    const char *at = strstr(config_json, "\"unblock_file\":\"");
-    if (at != NULL) {
-        at += strlen("\"unblock_file\":\"");
-        size_t n = strcspn(at, "\"");
-        if (n >= sizeof(unblock_file))
-            n = sizeof(unblock_file) - 1;
-        memcpy(unblock_file, at, n);
-        unblock_file[n] = '\0';
-    }
+    config_string(config_json, "unblock_file", unblock_file, sizeof(unblock_file));
+#endif
+#ifdef MISBEHAVE_ENV_DUMP
+    dump_env(config_json);
 #endif
     *instance = (void *)&host;
     return 0;
@@ -86,6 +118,26 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 #ifdef MISBEHAVE_CLOSE_STDOUT
     if (ev->seq % 60 == 0)
         close(1); /* and lives on: its answers go nowhere */
+#endif
+#ifdef MISBEHAVE_FORK_GRANDCHILD
+    /* Event 1 starts a process of its own that sleeps on, holding the
+     * child's stdout and stderr, and names it in the answer; event 2 ends
+     * the child mid-event with status 3. */
+    if (ev->seq == 1) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (;;)
+                pause();
+        }
+        char body[64];
+        snprintf(body, sizeof(body), "{\"grandchild\":%d}", (int)pid);
+        out->verdict = UST_VERDICT_APPLIED;
+        out->http_status = 200;
+        out->response_body = host->strdup(body);
+        return 0;
+    }
+    if (ev->seq == 2)
+        _exit(3);
 #endif
 #ifdef MISBEHAVE_GROW
     if (ev->seq % 80 == 0) { /* 96 MiB, touched and kept: a leak */

@@ -152,14 +152,15 @@ function candidate(config) {
   const decide = candidate(init.config || {});
   // It decides on the canonical fields (request_sha256 stands for the body):
   // events may come without the raw body and headers.
-  send({ type: 'hello', protocol: 1, name: 'candidate-node', version: '1.0.0',
+  send({ type: 'hello', protocol: 2, name: 'candidate-node', version: '1.0.0',
     raw_request: false });
   for (;;) {
     const msg = await receive();
+    const { seq } = msg.event; // every answer names the event it answers
     try {
-      send({ type: 'decision', decision: await decide(msg.event) });
+      send({ type: 'decision', seq, decision: await decide(msg.event) });
     } catch (e) { // a bug here is an error decision, not a dead plugin
-      send({ type: 'error', message: String(e) });
+      send({ type: 'error', seq, message: String(e) });
     }
   }
 })();

@@ -154,14 +154,15 @@ def main():
     plugin = Candidate(init.get("config") or {})
     # It decides on the canonical fields (request_sha256 stands for the body):
     # events may come without the raw body and headers.
-    send({"type": "hello", "protocol": 1, "name": "candidate-python", "version": "1.0.0",
+    send({"type": "hello", "protocol": 2, "name": "candidate-python", "version": "1.0.0",
           "raw_request": False})
     while True:
         msg = receive()
+        seq = msg["event"]["seq"]  # every answer names the event it answers
         try:
-            send({"type": "decision", "decision": plugin.decide(msg["event"])})
+            send({"type": "decision", "seq": seq, "decision": plugin.decide(msg["event"])})
         except Exception as e:  # a bug here is an error decision, not a dead plugin
-            send({"type": "error", "message": f"{type(e).__name__}: {e}"})
+            send({"type": "error", "seq": seq, "message": f"{type(e).__name__}: {e}"})
 
 
 if __name__ == "__main__":
