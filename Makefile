@@ -10,8 +10,14 @@ DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-de
 # interpreters of the example plugins: command=package, installed when the
 # command is missing.
 TEST_COMMANDS = chromium=chromium python3=python3 node=nodejs
+# The fuzz targets only: clang, and libFuzzer (Debian ships it in clang's runtime).
+FUZZ_PACKAGES = clang libclang-rt-14-dev
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
-.PHONY: all deps test-deps configure build test sanitize demo bench clean format
+.PHONY: all deps test-deps configure build test sanitize fuzz-build fuzz fuzz-regress demo bench \
+        clean format
 
 all: build
 
@@ -52,6 +58,22 @@ sanitize: test-deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
 
+# libFuzzer targets (tests/fuzz, docs/fuzzing.md) in a clang ASan + UBSan tree.
+fuzz-build:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_PACKAGES) $(FUZZ_PACKAGES)"
+	cmake -S . -B $(FUZZ_BUILD) -DUST_WERROR=ON -DUST_FUZZ=ON -DCMAKE_C_COMPILER=clang \
+	  -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all
+
+# Each target for FUZZ_SECONDS (FUZZ_TARGETS="config idem_key" picks some);
+# new inputs go to $(FUZZ_BUILD)/fuzz-work/, never into the repository.
+fuzz: fuzz-build
+	./tests/fuzz/run.sh fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Every corpus file once through its target (CI): a crash fails.
+fuzz-regress: fuzz-build
+	./tests/fuzz/run.sh regress $(FUZZ_BUILD) $(FUZZ_TARGETS)
+
 demo: build
 	./scripts/demo.sh $(BUILD)
 
@@ -62,4 +84,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) var
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) var

@@ -201,7 +201,11 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
     json_t *status = json_object_get(j, "status");
     if (!json_is_integer(status))
         return "status is not an integer";
-    pd.http_status = (int)json_integer_value(status);
+    /* Checked before the cast: 2^32 + 200 would come out as 200. */
+    json_int_t http_status = json_integer_value(status);
+    if (http_status < 100 || http_status > 599)
+        return "HTTP status out of range";
+    pd.http_status = (int)http_status;
     json_t *body = json_object_get(j, "body");
     json_t *body_json = json_object_get(j, "body_json");
     if (json_is_string(body_json))
