@@ -22,7 +22,7 @@ static void check_round_trip(const ust_decision *d)
 {
     ust_jsonw w;
     memset(&w, 0, sizeof(w));
-    ust__wire_decision(&w, d, NULL);
+    ust__wire_decision(&w, 1, d, NULL);
     FUZZ_CHECK(w.error == 0);
     json_error_t jerr;
     json_t *j = json_loadb(w.buf, w.len, 0, &jerr);
