@@ -85,7 +85,7 @@ static void *follower_main(void *arg)
     return NULL;
 }
 
-int ust__follower_start(ust__server *s, char **err)
+int ust__follower_open(ust__server *s, char **err)
 {
     s->runner_opts.cfg = s->o->cfg;
     s->runner_opts.log_path = s->o->log_path;
@@ -106,11 +106,22 @@ int ust__follower_start(ust__server *s, char **err)
     atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
     pthread_mutex_init(&s->follow_mu, NULL);
     pthread_cond_init(&s->follow_cv, NULL);
+    return 0;
+}
+
+/* The runner closed, with what it holds beyond the server. */
+static void close_runner(ust__server *s)
+{
+    ust_runner_close(s->runner);
+    s->runner = NULL;
+    ust_free((char *)s->runner_opts.legacy_answers);
+    s->runner_opts.legacy_answers = NULL;
+}
+
+int ust__follower_start(ust__server *s, char **err)
+{
     if (pthread_create(&s->follower, NULL, follower_main, s) != 0) {
-        ust_runner_close(s->runner);
-        s->runner = NULL;
-        ust_free(answers);
-        s->runner_opts.legacy_answers = NULL;
+        close_runner(s);
         return ust_errf(err, UST_ENOMEM, "cannot start the runner thread");
     }
     s->follower_started = 1;
@@ -130,16 +141,16 @@ void ust__follower_notify(ust__server *s, int64_t seq)
 
 void ust__follower_stop(ust__server *s)
 {
-    if (!s->follower_started)
+    if (!s->follower_started) {
+        if (s->runner != NULL) /* opened, the server did not start */
+            close_runner(s);
         return;
+    }
     pthread_mutex_lock(&s->follow_mu);
     s->follow_stop = 1;
     pthread_cond_signal(&s->follow_cv);
     pthread_mutex_unlock(&s->follow_mu);
     pthread_join(s->follower, NULL);
     s->follower_started = 0;
-    ust_runner_close(s->runner);
-    s->runner = NULL;
-    ust_free((char *)s->runner_opts.legacy_answers);
-    s->runner_opts.legacy_answers = NULL;
+    close_runner(s);
 }

@@ -106,6 +106,9 @@ void ust__responder_submit(ust__server *s, ust__job *first, ust__job *last);
 void ust__responder_stop(ust__server *s);
 char *ust__answers_path(const char *run_path);
 
+/* Opens the runner, its plugins started (before the server listens); start
+ * runs it on its thread. */
+int ust__follower_open(ust__server *s, char **err);
 int ust__follower_start(ust__server *s, char **err);
 void ust__follower_notify(ust__server *s, int64_t seq);
 void ust__follower_stop(ust__server *s);

@@ -753,24 +753,27 @@ int ust_serve(const ust_serve_opts *o, char **err)
     signal(SIGPIPE, SIG_IGN);
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
-    int uvrc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
-    if (uvrc == 0)
-        uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
-    if (uvrc != 0)
-        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
-                      uv_strerror(uvrc));
-    /* The writer first: it creates the log the others read. No request is
-     * read before the loop runs, so it commits nothing until all are up. */
-    if (rc == 0)
-        rc = ust__writer_start(s, err);
+    /* The writer first: it creates the log the others read. Then both
+     * plugins, started and past their hello, before the port is bound: a
+     * server that cannot decide never accepts a connection. */
+    rc = ust__writer_start(s, err);
     if (rc == 0 && o->respond_legacy)
         rc = o->run_path ? ust__responder_start(s, err)
                          : ust_errf(err, UST_EINVAL,
                                     "--respond legacy needs a run database"
                                     " (--run)");
     if (rc == 0 && o->run_path != NULL)
+        rc = ust__follower_open(s, err);
+    int uvrc = rc == 0 ? uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0) : 0;
+    if (rc == 0 && uvrc == 0)
+        uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
+    if (uvrc != 0)
+        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
+                      uv_strerror(uvrc));
+    if (rc == 0 && o->run_path != NULL)
         rc = ust__follower_start(s, err);
     if (rc != 0) {
+        ust__follower_stop(s);
         ust__writer_stop(s);
         ust__responder_stop(s);
         uv_close((uv_handle_t *)&s->listener, NULL);

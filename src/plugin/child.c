@@ -183,6 +183,8 @@ static int start(ust__child *c, char **err)
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
         reap(c, rc != UST_EIO, why, sizeof(why));
+        if (!why[0] && rc == 0) /* what it said instead */
+            snprintf(why, sizeof(why), "bad line: %.80s", line.text ? line.text : "");
         rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
                       UST__PROTOCOL_VERSION,
                       msg                ? msg

@@ -14,16 +14,39 @@ static const ust_host_api *host;
 
 #if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) ||                   \
     defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START) ||           \
-    defined(MISBEHAVE_CLOSE_STDOUT) || defined(MISBEHAVE_HUGE_LINE)
+    defined(MISBEHAVE_CLOSE_STDOUT) || defined(MISBEHAVE_HUGE_LINE) ||                 \
+    defined(MISBEHAVE_EXIT_ON_RESTART)
 #include <signal.h>
 #include <unistd.h>
 #endif
 
-#ifdef MISBEHAVE_BLOCK
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART)
+#include <fcntl.h>
 #include <unistd.h>
-/* Blocks every decide until the file named in its config exists: a
- * candidate that hangs, for as long as the test wants. */
-static char unblock_file[512];
+/* The file its config names: BLOCK blocks every decide until its
+ * "unblock_file" exists (a candidate that hangs, for as long as the test
+ * wants); EXIT_ON_RESTART creates its "marker_file" at its first start,
+ * crashes on its first event and exits at every later start (a candidate
+ * that started once and cannot start again). */
+#if defined(MISBEHAVE_BLOCK)
+#define CONFIG_FILE_KEY "\"unblock_file\":\""
+#else
+#define CONFIG_FILE_KEY "\"marker_file\":\""
+#endif
+static char config_file[512];
+
+static void take_config_file(const char *config_json)
+{
+    const char *at = strstr(config_json, CONFIG_FILE_KEY);
+    if (at == NULL)
+        return;
+    at += strlen(CONFIG_FILE_KEY);
+    size_t n = strcspn(at, "\"");
+    if (n >= sizeof(config_file))
+        n = sizeof(config_file) - 1;
+    memcpy(config_file, at, n);
+    config_file[n] = '\0';
+}
 #endif
 
 static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
@@ -38,16 +61,14 @@ static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
     return -1;
 #else
     (void)ctx;
-#ifdef MISBEHAVE_BLOCK
-    const char *at = strstr(config_json, "\"unblock_file\":\"");
-    if (at != NULL) {
-        at += strlen("\"unblock_file\":\"");
-        size_t n = strcspn(at, "\"");
-        if (n >= sizeof(unblock_file))
-            n = sizeof(unblock_file) - 1;
-        memcpy(unblock_file, at, n);
-        unblock_file[n] = '\0';
-    }
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART)
+    take_config_file(config_json);
+#endif
+#ifdef MISBEHAVE_EXIT_ON_RESTART
+    int fd = open(config_file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        _exit(3); /* started before: isolated, this ends the child before its hello */
+    close(fd);
 #endif
     *instance = (void *)&host;
     return 0;
@@ -59,8 +80,11 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 {
     (void)instance;
 #ifdef MISBEHAVE_BLOCK
-    while (access(unblock_file, F_OK) != 0)
+    while (access(config_file, F_OK) != 0)
         usleep(10000);
+#endif
+#ifdef MISBEHAVE_EXIT_ON_RESTART
+    raise(SIGSEGV);
 #endif
 #ifdef MISBEHAVE_SEGV_EVERY_100
     if (ev->seq % 100 == 0)
