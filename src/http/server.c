@@ -200,7 +200,8 @@ static void maybe_free(ust__conn *c)
 }
 
 /* Once stopping and every connection is closed and every request it read
- * is with the writer: let the writer drain, the runner catch up, and close. */
+ * is with the writer: let the writer drain, the runner catch up (for a
+ * bounded time: see follower.c), and close. */
 static void maybe_finish_stop(ust__server *s)
 {
     if (!s->stopping || s->conns != NULL || s->deriving > 0 || s->finished)
@@ -208,7 +209,7 @@ static void maybe_finish_stop(ust__server *s)
     s->finished = 1;
     ust__writer_stop(s);
     ust__responder_stop(s);
-    ust__follower_stop(s);
+    s->runner_left = ust__follower_stop(s);
     uv_close((uv_handle_t *)&s->done_async, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
@@ -805,6 +806,8 @@ int ust_serve(const ust_serve_opts *o, char **err)
     }
     uv_run(s->loop, UV_RUN_DEFAULT);
     on_done(&s->done_async); /* anything the writer finished last */
+    if (s->runner_left)
+        ust__follower_abandon(s);
     uv_loop_close(s->loop);
     ust_free(s->loop);
     ust_free(s);

@@ -591,6 +591,18 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     int more = rc == 0;
     batch *in_flight = NULL;
     for (int turn = 0; rc == 0 && (more || in_flight != NULL); turn ^= 1) {
+        if (r->o->stop != NULL && atomic_load(r->o->stop)) {
+            /* Asked to stop: what is finished is committed below. A batch
+             * started is the candidate's alone (nothing of it is in the
+             * store yet): its child is stopped rather than waited for, and
+             * a later step sends those events to a fresh one. */
+            if (in_flight != NULL) {
+                ust_plugin_discard(r->candidate);
+                release_batch(in_flight);
+                in_flight = NULL;
+            }
+            break;
+        }
         /* Read and start the next batch, then finish the one in flight. */
         batch *next = &r->batches[turn];
         if (more)

@@ -20,18 +20,22 @@ static const ust_host_api *host;
 #include <unistd.h>
 #endif
 
-#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART)
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART) ||                  \
+    defined(MISBEHAVE_SLOW)
 #include <fcntl.h>
 #include <unistd.h>
 /* The file its config names: BLOCK blocks every decide until its
  * "unblock_file" exists (a candidate that hangs, for as long as the test
  * wants); EXIT_ON_RESTART creates its "marker_file" at its first start,
  * crashes on its first event and exits at every later start (a candidate
- * that started once and cannot start again). */
+ * that started once and cannot start again); SLOW sleeps 50 ms a decide
+ * while its "slow_file" exists. */
 #if defined(MISBEHAVE_BLOCK)
 #define CONFIG_FILE_KEY "\"unblock_file\":\""
-#else
+#elif defined(MISBEHAVE_EXIT_ON_RESTART)
 #define CONFIG_FILE_KEY "\"marker_file\":\""
+#else
+#define CONFIG_FILE_KEY "\"slow_file\":\""
 #endif
 static char config_file[512];
 
@@ -61,7 +65,8 @@ static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
     return -1;
 #else
     (void)ctx;
-#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART)
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART) ||                  \
+    defined(MISBEHAVE_SLOW)
     take_config_file(config_json);
 #endif
 #ifdef MISBEHAVE_EXIT_ON_RESTART
@@ -85,6 +90,10 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 #endif
 #ifdef MISBEHAVE_EXIT_ON_RESTART
     raise(SIGSEGV);
+#endif
+#ifdef MISBEHAVE_SLOW
+    if (access(config_file, F_OK) == 0)
+        usleep(50 * 1000);
 #endif
 #ifdef MISBEHAVE_SEGV_EVERY_100
     if (ev->seq % 100 == 0)

@@ -1,6 +1,7 @@
 /* Starting and stopping, through the real binary: `serve` and `replay`
  * refuse to start (exit 2, before listening) when a plugin cannot start or
- * say its hello. */
+ * say its hello; a stop waits a bounded time for the live runner, and the
+ * next start decides the rest, each event once. */
 #include "replay_world.h"
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct lworld {
@@ -296,6 +298,143 @@ static void test_replay_keeps_an_existing_run_when_a_plugin_fails(void **state)
     ust_free(n);
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts serve on the world's log and run; returns once it listens. */
+static proc serve_start(lworld *l)
+{
+    const char *args[] = {"serve",        "--config", l->cfg,         "--listen",
+                          "127.0.0.1:0",  "--log",    l->w->log_path, "--run",
+                          l->w->run_path, NULL};
+    proc p = spawn(args);
+    char line[512];
+    size_t len = 0;
+    while (len < sizeof(line) - 1 && read(p.err_fd, line + len, 1) == 1) {
+        if (line[len++] != '\n')
+            continue;
+        line[len] = '\0';
+        if (strstr(line, "listening on") != NULL)
+            return p;
+        fprintf(stderr, "server: %s", line);
+        len = 0;
+    }
+    fail_msg("serve did not start");
+    return p;
+}
+
+static int64_t decided(lworld *l)
+{
+    char *v = world_query(l->w, "SELECT count(*) FROM decisions");
+    int64_t n = atoll(v);
+    ust_free(v);
+    return n;
+}
+
+/* The run's decisions are exactly seq 1..n, once each, its cursor at n, and
+ * none of the candidate's is an error (nothing was cut short). */
+static void run_is_whole(lworld *l, int64_t n)
+{
+    char *v =
+        world_query(l->w, "SELECT count(*) || ' ' || count(DISTINCT seq) || ' ' ||"
+                          " coalesce(min(seq), 0) || ' ' || coalesce(max(seq), 0) ||"
+                          " ' ' || (SELECT last_seq FROM cursor) || ' ' ||"
+                          " count(*) FILTER (WHERE c_verdict = 'error')"
+                          " FROM decisions");
+    char want[128];
+    snprintf(want, sizeof(want), "%lld %lld %d %lld %lld 0", (long long)n, (long long)n,
+             n > 0, (long long)n, (long long)n);
+    assert_string_equal(v, want);
+    ust_free(v);
+}
+
+/* A restarted serve decides the rest of the log; then a stop. */
+static void serve_until_all_decided(lworld *l, int64_t n)
+{
+    proc p = serve_start(l);
+    int64_t give_up = now_ms() + 120 * 1000; /* a broken resume, not a slow one */
+    while (decided(l) < n && now_ms() < give_up)
+        usleep(100 * 1000);
+    kill(p.pid, SIGTERM);
+    assert_int_equal(finish(p, NULL), 0);
+    run_is_whole(l, n);
+}
+
+/* n events in the log, and a config whose candidate is the test plugin
+ * `name`, with timeout_ms and its config {key: DIR/file} (the path in
+ * path). */
+static void slow_world(lworld *l, int n, const char *name, int timeout_ms,
+                       const char *key, const char *file, char path[PATH_MAX])
+{
+    record_events(l->w, n);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin("legacy", lp);
+    test_plugin(name, cp);
+    snprintf(path, PATH_MAX, "%s/%s", l->w->dir, file);
+    write_config(l, json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
+                              "candidate", "path", cp, "timeout_ms", timeout_ms,
+                              "config", key, path));
+}
+
+/* serve, stopped as soon as it listens: it must exit 0. Its stderr in
+ * *text; returns how long the stop took (for the record, not a condition). */
+static int64_t serve_and_stop(lworld *l, char **text)
+{
+    proc p = serve_start(l);
+    int64_t t0 = now_ms();
+    kill(p.pid, SIGTERM);
+    assert_int_equal(finish(p, text), 0);
+    return now_ms() - t0;
+}
+
+/* A candidate slow within its timeout (50 ms a decide) and a backlog of 600
+ * events (30 s of it): the stop does not wait for the backlog. It exits 0
+ * with part of the run decided and committed, the cursor where the decided
+ * events end; the next start decides the rest, each event once. */
+static void test_a_stop_does_not_wait_for_the_backlog(void **state)
+{
+    lworld *l = *state;
+    enum { BACKLOG = 600 };
+    char slow[PATH_MAX];
+    slow_world(l, BACKLOG, "misbehaving_slow", 10000, "slow_file", "slow", slow);
+    ust_test_write_file(slow, "");
+    char *text = NULL;
+    int64_t ms = serve_and_stop(l, &text);
+    int64_t n = decided(l);
+    if (n >= BACKLOG)
+        fail_msg("the stop waited for the whole backlog: %s", text);
+    print_message("decided before the stop ended: %lld of %d, in %lld ms\n",
+                  (long long)n, BACKLOG, (long long)ms);
+    free(text);
+    run_is_whole(l, n);
+    unlink(slow); /* the same candidate, quick now */
+    serve_until_all_decided(l, BACKLOG);
+}
+
+/* A candidate stuck in one decide, well within its timeout (a minute): the
+ * stop gives up on the runner, exits 0 with nothing of that step committed,
+ * and the next start decides everything, once. */
+static void test_a_stop_leaves_a_hung_runner_behind(void **state)
+{
+    lworld *l = *state;
+    enum { EVENTS = 20 };
+    char unblock[PATH_MAX];
+    slow_world(l, EVENTS, "misbehaving_block", 60000, "unblock_file", "unblock",
+               unblock);
+    char *text = NULL;
+    int64_t ms = serve_and_stop(l, &text);
+    print_message("the stop left the runner behind after %lld ms\n", (long long)ms);
+    says(text, (const char *[]){"exiting without it", NULL});
+    free(text);
+    run_is_whole(l, 0);
+    ust_test_write_file(unblock, "go");
+    serve_until_all_decided(l, EVENTS);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -306,6 +445,8 @@ int main(void)
         T(test_serve_refuses_a_missing_legacy),
         T(test_replay_refuses_a_candidate_that_cannot_start),
         T(test_replay_keeps_an_existing_run_when_a_plugin_fails),
+        T(test_a_stop_does_not_wait_for_the_backlog),
+        T(test_a_stop_leaves_a_hung_runner_behind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
