@@ -3,6 +3,7 @@
 #ifndef UNDERSTUDY_RUNNER_H
 #define UNDERSTUDY_RUNNER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,6 +29,9 @@ typedef struct ust_replay_opts {
      * log in one transaction: live, a bounded step keeps that short, so the
      * recorder's checkpoints are not held back behind a runner catching up. */
     int64_t step_events;
+    /* NULL, or set by another thread to end a step early: it ends at its
+     * next batch boundary (64 events), committing what it decided. */
+    const atomic_int *stop;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {

@@ -19,9 +19,12 @@ typedef struct ust_serve_opts {
 } ust_serve_opts;
 
 /* Serves until SIGTERM or SIGINT, then stops accepting, answers what is in
- * flight, lets the runner catch up and returns 0. A second signal exits the
+ * flight, lets the runner catch up for a bounded time (see follower.c) and
+ * returns 0; a runner still in a decide after that ends the process (exit
+ * status 0, the run resumable from its cursor). A second signal exits the
  * process at once. Errors at start-up (address in use, log or plugins that
- * cannot be opened) return a negative code with *err. */
+ * cannot be opened or say their hello), all before the port is bound,
+ * return a negative code with *err. */
 int ust_serve(const ust_serve_opts *o, char **err);
 
 #endif

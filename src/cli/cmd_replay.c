@@ -17,6 +17,8 @@ static const char usage[] =
     "plugin; only the legacy decides. Decisions and divergences go to the run\n"
     "database; divergences also stream as JSON lines to --divergences. A run\n"
     "database that already holds part of the run resumes from its cursor.\n"
+    "Both plugins must start and say their hello before the first event: else\n"
+    "exit 2, and a run database made by that start is removed.\n"
     "--log and --run default to the config's \"log\" and \"run\".\n";
 
 int ust_cli_replay(int argc, char **argv)

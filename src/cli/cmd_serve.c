@@ -24,7 +24,10 @@ static const char usage[] =
     "decided later by the runner and can neither change nor delay an answer.\n"
     "GET /healthz and GET /metrics (Prometheus text) are always served.\n"
     "SIGTERM or SIGINT: stop accepting, answer what is in flight, let the\n"
-    "runner catch up, exit 0; a second signal exits at once.\n"
+    "runner catch up for at most 5 s, then end its batch in progress (left\n"
+    "behind after 5 s more), exit 0; the next start resumes from the run's\n"
+    "cursor. A second signal exits at once. Both plugins must start and say\n"
+    "their hello before the port is bound: else exit 2.\n"
     "--listen, --log and --run default to the config's \"listen\", \"log\", \"run\".\n"
     "One serve per log and run database: a second one on the same files exits 2,\n"
     "naming the first one's pid (a lock on LOG.lock and RUN.lock).\n";

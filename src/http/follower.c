@@ -11,6 +11,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* A stop lets the runner decide for STOP_CATCH_UP_MS, then tells it to end
+ * its step at the next batch boundary (committing what it decided) and
+ * waits STOP_GRACE_MS more; a runner still in a decide then (a candidate
+ * slow or hung within its timeout) is left behind: the process exits with
+ * the run's cursor at its last commit, and the next start resumes there. */
+#define STOP_CATCH_UP_MS 5000
+#define STOP_GRACE_MS 5000
 
 /* Events per step: a short read of the log, even at background priority. */
 #define FOLLOWER_STEP_EVENTS 512
@@ -78,14 +87,19 @@ static void *follower_main(void *arg)
         }
         atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
         /* After the writer stopped: steps until one ends short of its bound,
-         * at the end of the log. */
-        if (stop && (rc != 0 || st.events < FOLLOWER_STEP_EVENTS))
+         * at the end of the log, or until the stop's time is up. */
+        if (stop && (rc != 0 || st.events < FOLLOWER_STEP_EVENTS ||
+                     atomic_load(&s->runner_stop)))
             break;
     }
+    pthread_mutex_lock(&s->follow_mu);
+    s->follow_done = 1;
+    pthread_cond_broadcast(&s->follow_done_cv);
+    pthread_mutex_unlock(&s->follow_mu);
     return NULL;
 }
 
-int ust__follower_start(ust__server *s, char **err)
+int ust__follower_open(ust__server *s, char **err)
 {
     s->runner_opts.cfg = s->o->cfg;
     s->runner_opts.log_path = s->o->log_path;
@@ -97,6 +111,7 @@ int ust__follower_start(ust__server *s, char **err)
     s->runner_opts.legacy_answers = answers;
     s->runner_opts.background = 1;
     s->runner_opts.step_events = FOLLOWER_STEP_EVENTS;
+    s->runner_opts.stop = &s->runner_stop;
     int rc = ust_runner_open(&s->runner_opts, &s->runner, err);
     if (rc != 0) {
         ust_free(answers);
@@ -106,11 +121,23 @@ int ust__follower_start(ust__server *s, char **err)
     atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
     pthread_mutex_init(&s->follow_mu, NULL);
     pthread_cond_init(&s->follow_cv, NULL);
+    pthread_cond_init(&s->follow_done_cv, NULL);
+    return 0;
+}
+
+/* The runner closed, with what it holds beyond the server. */
+static void close_runner(ust__server *s)
+{
+    ust_runner_close(s->runner);
+    s->runner = NULL;
+    ust_free((char *)s->runner_opts.legacy_answers);
+    s->runner_opts.legacy_answers = NULL;
+}
+
+int ust__follower_start(ust__server *s, char **err)
+{
     if (pthread_create(&s->follower, NULL, follower_main, s) != 0) {
-        ust_runner_close(s->runner);
-        s->runner = NULL;
-        ust_free(answers);
-        s->runner_opts.legacy_answers = NULL;
+        close_runner(s);
         return ust_errf(err, UST_ENOMEM, "cannot start the runner thread");
     }
     s->follower_started = 1;
@@ -128,22 +155,60 @@ void ust__follower_notify(ust__server *s, int64_t seq)
     pthread_mutex_unlock(&s->follow_mu);
 }
 
-void ust__follower_stop(ust__server *s)
+/* Waits (follow_mu held) until the follower thread ended or ms passed. */
+static int wait_done(ust__server *s, long ms)
 {
-    if (!s->follower_started)
-        return;
+    struct timespec until = in_ms(ms);
+    while (!s->follow_done &&
+           pthread_cond_timedwait(&s->follow_done_cv, &s->follow_mu, &until) == 0)
+        ;
+    return s->follow_done;
+}
+
+int ust__follower_stop(ust__server *s)
+{
+    if (!s->follower_started) {
+        if (s->runner != NULL) /* opened, the server did not start */
+            close_runner(s);
+        return 0;
+    }
     pthread_mutex_lock(&s->follow_mu);
     s->follow_stop = 1;
     pthread_cond_signal(&s->follow_cv);
+    int done = wait_done(s, STOP_CATCH_UP_MS);
+    if (!done) {
+        atomic_store(&s->runner_stop, 1);
+        pthread_cond_signal(&s->follow_cv);
+        fprintf(stderr,
+                "understudy: runner: still deciding after %d s: it stops at the end"
+                " of its batch\n",
+                STOP_CATCH_UP_MS / 1000);
+        done = wait_done(s, STOP_GRACE_MS);
+    }
     pthread_mutex_unlock(&s->follow_mu);
+    if (!done)
+        return 1; /* its thread still uses the runner: nothing is freed */
     pthread_join(s->follower, NULL);
     s->follower_started = 0;
-    ust_runner_close(s->runner);
-    s->runner = NULL;
-    ust_free((char *)s->runner_opts.legacy_answers);
-    s->runner_opts.legacy_answers = NULL;
+    close_runner(s);
     if (!s->writer_started) { /* the writer left the log to close after us */
         ust_log_close(s->log);
         s->log = NULL;
     }
+    return 0;
+}
+
+_Noreturn void ust__follower_abandon(ust__server *s)
+{
+    /* Like a kill at this moment, which the run survives: its transaction
+     * holds decisions, state and cursor together, and an uncommitted one is
+     * discarded when the run database is next opened. The plugins' child
+     * processes die with the process (see child.c). The log is not closed:
+     * what the last commits wrote stays in its -wal, which the next open
+     * reads. */
+    fprintf(stderr,
+            "understudy: runner: still in a decide after %d s more: exiting without"
+            " it; the next start resumes after seq %lld\n",
+            STOP_GRACE_MS / 1000, (long long)atomic_load(&s->metrics.runner_seq));
+    _exit(0);
 }

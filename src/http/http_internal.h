@@ -88,6 +88,10 @@ typedef struct ust__server {
     pthread_cond_t follow_cv;
     int follow_stop;
     int64_t follow_wanted;
+    pthread_cond_t follow_done_cv; /* the follower thread has ended */
+    int follow_done;
+    atomic_int runner_stop; /* the step in progress ends at its next batch */
+    int runner_left;        /* the stop left the runner behind (see follower.c) */
     ust_runner *runner;
     ust_replay_opts runner_opts;
     struct responder *responder; /* --respond legacy, else NULL */
@@ -107,9 +111,16 @@ void ust__responder_submit(ust__server *s, ust__job *first, ust__job *last);
 void ust__responder_stop(ust__server *s);
 char *ust__answers_path(const char *run_path);
 
+/* Opens the runner, its plugins started (before the server listens); start
+ * runs it on its thread. */
+int ust__follower_open(ust__server *s, char **err);
 int ust__follower_start(ust__server *s, char **err);
 void ust__follower_notify(ust__server *s, int64_t seq);
-void ust__follower_stop(ust__server *s);
+/* Lets the runner catch up for a bounded time, then stop; 1 when it did not
+ * stop in time: it is left running, and ust__follower_abandon must follow. */
+int ust__follower_stop(ust__server *s);
+/* Ends the process (exit status 0) with the runner left where it is. */
+_Noreturn void ust__follower_abandon(ust__server *s);
 
 /* Prometheus text of the metrics, ust_malloc'd. */
 char *ust__metrics_render(ust__server *s);

@@ -199,7 +199,8 @@ static void maybe_free(ust__conn *c)
 }
 
 /* Once stopping and every connection is closed and every request it read
- * is with the writer: let the writer drain, the runner catch up, and close. */
+ * is with the writer: let the writer drain, the runner catch up (for a
+ * bounded time: see follower.c), and close. */
 static void maybe_finish_stop(ust__server *s)
 {
     if (!s->stopping || s->conns != NULL || s->deriving > 0 || s->finished)
@@ -207,7 +208,7 @@ static void maybe_finish_stop(ust__server *s)
     s->finished = 1;
     ust__writer_stop(s);
     ust__responder_stop(s);
-    ust__follower_stop(s);
+    s->runner_left = ust__follower_stop(s);
     uv_close((uv_handle_t *)&s->done_async, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
@@ -734,24 +735,27 @@ int ust_serve(const ust_serve_opts *o, char **err)
     signal(SIGPIPE, SIG_IGN);
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
-    int uvrc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
-    if (uvrc == 0)
-        uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
-    if (uvrc != 0)
-        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
-                      uv_strerror(uvrc));
-    /* The writer first: it creates the log the others read. No request is
-     * read before the loop runs, so it commits nothing until all are up. */
-    if (rc == 0)
-        rc = ust__writer_start(s, err);
+    /* The writer first: it creates the log the others read. Then both
+     * plugins, started and past their hello, before the port is bound: a
+     * server that cannot decide never accepts a connection. */
+    rc = ust__writer_start(s, err);
     if (rc == 0 && o->respond_legacy)
         rc = o->run_path ? ust__responder_start(s, err)
                          : ust_errf(err, UST_EINVAL,
                                     "--respond legacy needs a run database"
                                     " (--run)");
     if (rc == 0 && o->run_path != NULL)
+        rc = ust__follower_open(s, err);
+    int uvrc = rc == 0 ? uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0) : 0;
+    if (rc == 0 && uvrc == 0)
+        uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
+    if (uvrc != 0)
+        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
+                      uv_strerror(uvrc));
+    if (rc == 0 && o->run_path != NULL)
         rc = ust__follower_start(s, err);
     if (rc != 0) {
+        ust__follower_stop(s);
         ust__writer_stop(s);
         ust__responder_stop(s);
         uv_close((uv_handle_t *)&s->listener, NULL);
@@ -783,6 +787,8 @@ int ust_serve(const ust_serve_opts *o, char **err)
     }
     uv_run(s->loop, UV_RUN_DEFAULT);
     on_done(&s->done_async); /* anything the writer finished last */
+    if (s->runner_left)
+        ust__follower_abandon(s);
     uv_loop_close(s->loop);
     ust_free(s->loop);
     ust_free(s);

@@ -287,6 +287,8 @@ static int start(ust__child *c, char **err)
                      " seq it answers: see include/understudy/protocol.md)",
                      (long long)json_integer_value(json_object_get(hello, "protocol")));
         reap(c, rc != UST_EIO, why[0] ? NULL : why, sizeof(why));
+        if (!why[0] && rc == 0) /* what it said instead */
+            snprintf(why, sizeof(why), "bad line: %.80s", line.text ? line.text : "");
         rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
                       UST__PROTOCOL_VERSION,
                       msg                ? msg

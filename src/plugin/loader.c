@@ -216,16 +216,13 @@ const char *ust_plugin_version(const ust_plugin *p)
     return p->child ? ust__child_version(p->child) : p->api->version;
 }
 
-int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
-                    unsigned flags, ust_store *store, ust_plugin **out, char **err)
+static int open_plugin(const ust_plugin_config *pc, const char *path, const char *ns,
+                       unsigned flags, ust_store *store, ust_plugin **out, char **err)
 {
-    *out = NULL;
-    if (path == NULL)
-        path = pc->path;
     if (path != NULL && !pc->isolate)
         return ust_plugin_load(path, ns, pc->config, store, out, err);
     if (path == NULL && pc->exec == NULL)
-        return ust_errf(err, UST_EPLUGIN, "plugin %s: neither a path nor exec", ns);
+        return ust_errf(err, UST_EPLUGIN, "neither a path nor exec");
     ust_plugin *p = ust_calloc(1, sizeof(*p));
     if (p == NULL || (p->path = ust_strdup(path ? path : pc->exec[0])) == NULL ||
         (p->ns = ust_strdup(ns)) == NULL) {
@@ -234,20 +231,43 @@ int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *n
     }
     p->store = store;
     /* What identifies the code: the library, or the last argument of exec
-     * that names a file (the script), else the command itself. */
+     * that names a file (the script), else the command itself. A library
+     * that cannot be read is refused here rather than by a forked child. */
     const char *file = path;
     for (int i = 0; file == NULL && pc->exec[i] != NULL; i++)
         if (pc->exec[i + 1] == NULL)
             file = pc->exec[i];
-    if (ust_sha256_file_hex(file, p->sha256) != 0)
-        ust_sha256_hex(file, strlen(file), p->sha256);
-    int rc = ust__child_open(pc, path, ns, flags, store, &p->child, err);
+    int rc = 0;
+    if (ust_sha256_file_hex(file, p->sha256) != 0) {
+        if (path != NULL)
+            rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
+        else
+            ust_sha256_hex(file, strlen(file), p->sha256);
+    }
+    if (rc == 0)
+        rc = ust__child_open(pc, path, ns, flags, store, &p->child, err);
     if (rc != 0) {
         ust_plugin_unload(p);
         return rc;
     }
     *out = p;
     return 0;
+}
+
+int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
+                    unsigned flags, ust_store *store, ust_plugin **out, char **err)
+{
+    *out = NULL;
+    if (path == NULL)
+        path = pc->path;
+    char *why = NULL;
+    int rc = open_plugin(pc, path, ns, flags, store, out, &why);
+    /* Which plugin of the config, then the cause (which names the file). */
+    if (rc != 0)
+        ust_errf(err, rc, "plugins.%s: cannot start: %s", ns,
+                 why ? why : ust_strerror(rc));
+    ust_free(why);
+    return rc;
 }
 
 const char *ust_plugin_file_sha256(const ust_plugin *p)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct ust_runner {
     const ust_replay_opts *o;
@@ -444,9 +445,11 @@ static int open_parts(replay *r, char **err)
         (rc = ust_store_open(r->run, &r->store, err)) != 0 ||
         (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", background,
                               r->store, &r->legacy, err)) != 0 ||
+        /* Both must start and say hello before the first event: a candidate
+         * that cannot start at all is a broken setup, not a fault to record
+         * on every event (later restarts are tolerated: see child.c). */
         (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate",
-                              UST_PLUGIN_TOLERATE_DOWN | background, r->store,
-                              &r->candidate, err)) != 0)
+                              background, r->store, &r->candidate, err)) != 0)
         return rc;
     if (o->legacy_answers != NULL &&
         ((rc = ust__answers_open(o->legacy_answers, 1, &r->answers, err)) != 0 ||
@@ -504,6 +507,19 @@ static int record_log_head(replay *r, char **err)
     return rc;
 }
 
+/* A run database this open created and could not start: removed, so that
+ * no file that looks like a run (with no plugin, no decision) is left. */
+static void remove_new_run(const char *path)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        char *file = ust_sprintf("%s%s", path, suffixes[i]);
+        if (file != NULL)
+            unlink(file);
+        ust_free(file);
+    }
+}
+
 int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
 {
     *out = NULL;
@@ -511,6 +527,7 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
     if (r == NULL)
         return UST_ENOMEM;
     r->o = o;
+    int fresh = access(o->run_path, F_OK) != 0;
     int rc = open_parts(r, err);
     if (rc == 0)
         rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
@@ -528,6 +545,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
             ust__rundb_exec(r->run, "ROLLBACK", NULL);
         close_parts(r);
         ust_free(r);
+        if (fresh)
+            remove_new_run(o->run_path);
         return rc;
     }
     r->last_seq = r->committed_seq = cursor;
@@ -576,6 +595,18 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     int more = rc == 0;
     batch *in_flight = NULL;
     for (int turn = 0; rc == 0 && (more || in_flight != NULL); turn ^= 1) {
+        if (r->o->stop != NULL && atomic_load(r->o->stop)) {
+            /* Asked to stop: what is finished is committed below. A batch
+             * started is the candidate's alone (nothing of it is in the
+             * store yet): its child is stopped rather than waited for, and
+             * a later step sends those events to a fresh one. */
+            if (in_flight != NULL) {
+                ust_plugin_discard(r->candidate);
+                release_batch(in_flight);
+                in_flight = NULL;
+            }
+            break;
+        }
         /* Read and start the next batch, then finish the one in flight. */
         batch *next = &r->batches[turn];
         if (more)

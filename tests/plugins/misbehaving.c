@@ -15,12 +15,14 @@ static const ust_host_api *host;
 #if defined(MISBEHAVE_SEGV_EVERY_100) || defined(MISBEHAVE_SLEEP) ||                   \
     defined(MISBEHAVE_STDOUT_GARBAGE) || defined(MISBEHAVE_EXIT_AT_START) ||           \
     defined(MISBEHAVE_CLOSE_STDOUT) || defined(MISBEHAVE_HUGE_LINE) ||                 \
-    defined(MISBEHAVE_FORK_GRANDCHILD)
+    defined(MISBEHAVE_FORK_GRANDCHILD) || defined(MISBEHAVE_EXIT_ON_RESTART)
 #include <signal.h>
 #include <unistd.h>
 #endif
 
-#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_ENV_DUMP)
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_ENV_DUMP) ||                        \
+    defined(MISBEHAVE_EXIT_ON_RESTART) || defined(MISBEHAVE_SLOW)
+#include <fcntl.h>
 #include <unistd.h>
 /* The string member `key` of the config text (no escapes), into buf. */
 static void config_string(const char *config_json, const char *key, char *buf,
@@ -41,10 +43,22 @@ static void config_string(const char *config_json, const char *key, char *buf,
 }
 #endif
 
-#ifdef MISBEHAVE_BLOCK
-/* Blocks every decide until the file named in its config exists: a
- * candidate that hangs, for as long as the test wants. */
-static char unblock_file[512];
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART) ||                  \
+    defined(MISBEHAVE_SLOW)
+/* The file its config names: BLOCK blocks every decide until its
+ * "unblock_file" exists (a candidate that hangs, for as long as the test
+ * wants); EXIT_ON_RESTART creates its "marker_file" at its first start,
+ * crashes on its first event and exits at every later start (a candidate
+ * that started once and cannot start again); SLOW sleeps 50 ms a decide
+ * while its "slow_file" exists. */
+#if defined(MISBEHAVE_BLOCK)
+#define CONFIG_FILE_KEY "unblock_file"
+#elif defined(MISBEHAVE_EXIT_ON_RESTART)
+#define CONFIG_FILE_KEY "marker_file"
+#else
+#define CONFIG_FILE_KEY "slow_file"
+#endif
+static char config_file[512];
 #endif
 
 #ifdef MISBEHAVE_ENV_DUMP
@@ -75,11 +89,18 @@ static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
     return -1;
 #else
     (void)ctx;
-#ifdef MISBEHAVE_BLOCK
-    config_string(config_json, "unblock_file", unblock_file, sizeof(unblock_file));
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_EXIT_ON_RESTART) ||                  \
+    defined(MISBEHAVE_SLOW)
+    config_string(config_json, CONFIG_FILE_KEY, config_file, sizeof(config_file));
 #endif
 #ifdef MISBEHAVE_ENV_DUMP
     dump_env(config_json);
+#endif
+#ifdef MISBEHAVE_EXIT_ON_RESTART
+    int fd = open(config_file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        _exit(3); /* started before: isolated, this ends the child before its hello */
+    close(fd);
 #endif
     *instance = (void *)&host;
     return 0;
@@ -91,8 +112,15 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
 {
     (void)instance;
 #ifdef MISBEHAVE_BLOCK
-    while (access(unblock_file, F_OK) != 0)
+    while (access(config_file, F_OK) != 0)
         usleep(10000);
+#endif
+#ifdef MISBEHAVE_EXIT_ON_RESTART
+    raise(SIGSEGV);
+#endif
+#ifdef MISBEHAVE_SLOW
+    if (access(config_file, F_OK) == 0)
+        usleep(50 * 1000);
 #endif
 #ifdef MISBEHAVE_SEGV_EVERY_100
     if (ev->seq % 100 == 0)

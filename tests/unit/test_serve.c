@@ -474,14 +474,15 @@ enum { N_LIVE = 8 };
 static void respond_legacy_run(world *w, const char *candidate,
                                const char *want_candidate, int check_not_decided_yet)
 {
-    char blocker[PATH_MAX], unblock[PATH_MAX], lp[PATH_MAX];
+    char blocker[PATH_MAX], unblock[PATH_MAX], marker[PATH_MAX], lp[PATH_MAX];
     snprintf(blocker, sizeof(blocker), "%s/tests/plugins/%s.so",
              getenv("UST_BUILD_DIR"), candidate);
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
+    snprintf(marker, sizeof(marker), "%s/started", w->dir);
     plugin_path("legacy", lp);
-    use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:{s:s}}}", "legacy", "path", lp,
+    use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:{s:s,s:s}}}", "legacy", "path", lp,
                              "candidate", "path", blocker, "config", "unblock_file",
-                             unblock));
+                             unblock, "marker_file", marker));
     const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
                           "--log",     w->log,   "--run",    w->run,
                           "--respond", "legacy", NULL};
@@ -619,11 +620,11 @@ static void test_respond_legacy_with_a_hanging_candidate(void **state)
     respond_legacy_run(*state, "misbehaving_block", "applied", 1);
 }
 
-/* A candidate that cannot even start: every answer is still the legacy's,
- * and every event holds an error decision for the candidate. */
+/* A candidate that crashes and cannot start again: every answer is still
+ * the legacy's, and every event holds an error decision for the candidate. */
 static void test_respond_legacy_with_a_candidate_that_exits(void **state)
 {
-    respond_legacy_run(*state, "misbehaving_exit_at_start", "error", 0);
+    respond_legacy_run(*state, "misbehaving_exit_on_restart", "error", 0);
 }
 
 /* Field `field` (1-based, as proc(5) numbers them, 3 or more) of a stat
