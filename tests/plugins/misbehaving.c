@@ -20,7 +20,7 @@ static const ust_host_api *host;
 #include <unistd.h>
 #endif
 
-#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_ENV_DUMP) ||                        \
+#if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_ENV_DUMP) ||                         \
     defined(MISBEHAVE_EXIT_ON_RESTART) || defined(MISBEHAVE_SLOW)
 #include <fcntl.h>
 #include <unistd.h>
