@@ -103,10 +103,6 @@ void ust_plugin_discard(ust_plugin *p);
  * running "exec" (any language, the JSON-lines protocol). path, when not
  * NULL, replaces the config's library path. */
 enum {
-    /* A child that cannot start is not an error at open: it is down, each
-     * event gets an error decision with the cause, and it is restarted with
-     * back-off. For the candidate: faults are data, not outages. */
-    UST_PLUGIN_TOLERATE_DOWN = 1,
     /* A plugin in a child process: the child, and the host's thread that
      * talks to it, run at background priority (understudy/priority.h). For
      * the live runner's plugins. */

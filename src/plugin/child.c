@@ -327,11 +327,6 @@ int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char
     snprintf(c->version, sizeof(c->version), "?");
     char *why = NULL;
     int rc = start(c, &why);
-    if (rc != 0 && (flags & UST_PLUGIN_TOLERATE_DOWN)) {
-        ust_free(why);
-        *out = c; /* down: the first decide tries again and reports the cause */
-        return 0;
-    }
     if (rc != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: %s", so_path ? so_path : pc->exec[0],
                       why ? why : "cannot start");

@@ -11,8 +11,8 @@
 typedef struct ust__child ust__child;
 
 /* so_path: isolate that shared library; else pc->exec is run. Starts the
- * child and waits for its hello. flags: UST_PLUGIN_TOLERATE_DOWN,
- * UST_PLUGIN_BACKGROUND. UST_EPLUGIN with *err on failure. */
+ * child and waits for its hello. flags: UST_PLUGIN_BACKGROUND. UST_EPLUGIN with *err on
+ * failure. */
 int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char *ns,
                     unsigned flags, ust_store *store, ust__child **out, char **err);
 void ust__child_close(ust__child *c);
