@@ -77,6 +77,7 @@ static void *follower_main(void *arg)
             atomic_fetch_add(&s->metrics.candidate_decide_us, st.candidate_decide_us);
         }
         atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
+        atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
         /* After the writer stopped: steps until one ends short of its bound,
          * at the end of the log. */
         if (stop && (rc != 0 || st.events < FOLLOWER_STEP_EVENTS))
@@ -104,6 +105,7 @@ int ust__follower_start(ust__server *s, char **err)
         return rc;
     }
     atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
+    atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
     pthread_mutex_init(&s->follow_mu, NULL);
     pthread_cond_init(&s->follow_cv, NULL);
     if (pthread_create(&s->follower, NULL, follower_main, s) != 0) {
