@@ -119,10 +119,16 @@ static void import_old(world *w, int first, int n)
     assert_int_equal(run_cli(w, args, NULL), 0);
 }
 
-static void start(world *w)
+static long long query(const char *db_path, const char *sql);
+
+/* serve with a runner; with respond_legacy, answering with the legacy. */
+static void start(world *w, int respond_legacy)
 {
-    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
-                          w->log,     "--run", w->run,     NULL};
+    const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0",
+                          "--log",    w->log, "--run",    w->run,
+                          NULL,       NULL,   NULL};
+    if (respond_legacy)
+        args[8] = "--respond", args[9] = "legacy";
     w->srv = server_start(args);
 }
 
@@ -132,8 +138,9 @@ static void stop(world *w)
     w->srv.pid = 0;
 }
 
-/* One new API request over HTTP, recorded (202) as seq want_seq. */
-static void post_new(world *w, int i, int want_seq)
+/* One new API request over HTTP, recorded as seq want_seq: answered 202
+ * with its seq, or with --respond legacy the legacy's 201. */
+static void post_new(world *w, int i, int want_seq, int respond_legacy)
 {
     char body[128], raw[512], want[32];
     snprintf(body, sizeof(body),
@@ -144,6 +151,11 @@ static void post_new(world *w, int i, int want_seq)
              "\r\n\r\n%s",
              i, strlen(body), body);
     http_resp r;
+    if (respond_legacy) {
+        assert_int_equal(http_once(w->srv.port, raw, strlen(raw), &r), 201);
+        assert_int_equal(query(w->log, "SELECT max(seq) FROM events"), want_seq);
+        return;
+    }
     assert_int_equal(http_once(w->srv.port, raw, strlen(raw), &r), 202);
     snprintf(want, sizeof(want), "\"seq\":%d", want_seq);
     assert_non_null(strstr(r.body, want));
@@ -211,10 +223,11 @@ static void expect_verified(world *w, const char *want)
 
 /* Old events go once the runner has decided them, and not before: rows
  * above the runner's cursor stay however old they are, and so does the row
- * at the cursor, which a restarted runner checks it resumes from. */
-static void test_retention_keeps_what_the_runner_has_not_decided(void **state)
+ * at the cursor, which a restarted runner checks it resumes from. With
+ * --respond legacy the legacy has answered every event long before the
+ * hanging candidate is decided, and that changes nothing. */
+static void runner_holds_retention_back(world *w, int respond_legacy)
 {
-    world *w = *state;
     char args[PATH_MAX * 3];
     /* A run that decided seqs 1..5, then 5 more old events it has not. */
     import_old(w, 1, 5);
@@ -228,7 +241,12 @@ static void test_retention_keeps_what_the_runner_has_not_decided(void **state)
 
     /* The candidate hangs on seq 6: every row is older than keep, yet only
      * those below the cursor go. */
-    start(w);
+    start(w, respond_legacy);
+    if (respond_legacy) { /* the legacy answered them all */
+        char answers[PATH_MAX + 16];
+        snprintf(answers, sizeof(answers), "%s.answers", w->run);
+        wait_for(answers, CURSOR, 10);
+    }
     wait_for(w->log, "SELECT count(*) FROM prunes", 1);
     expect_prune(w, 1, 1, 4);
     expect_rows(w, 5, 10);
@@ -246,9 +264,9 @@ static void test_retention_keeps_what_the_runner_has_not_decided(void **state)
     /* Restarted, the runner resumes from the row kept for it, new events
      * are decided, and only the old row goes: the new ones are within
      * keep. */
-    start(w);
-    post_new(w, 1, 11);
-    post_new(w, 2, 12);
+    start(w, respond_legacy);
+    post_new(w, 1, 11, respond_legacy);
+    post_new(w, 2, 12, respond_legacy);
     wait_for(w->run, CURSOR, 12);
     wait_for(w->log, "SELECT count(*) FROM prunes", 3);
     expect_prune(w, 3, 10, 10);
@@ -256,6 +274,16 @@ static void test_retention_keeps_what_the_runner_has_not_decided(void **state)
     expect_rows(w, 11, 12);
     assert_int_equal(query(w->run, "SELECT count(*) FROM decisions"), 12);
     expect_verified(w, "pruned: 3 prune(s), events through seq 10 removed");
+}
+
+static void test_retention_keeps_what_the_runner_has_not_decided(void **state)
+{
+    runner_holds_retention_back(*state, 0);
+}
+
+static void test_retention_with_respond_legacy(void **state)
+{
+    runner_holds_retention_back(*state, 1);
 }
 
 /* Without a run database there is no runner to wait for: retention then
@@ -273,7 +301,7 @@ static void test_retention_without_a_runner_goes_by_age(void **state)
     const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0",
                           "--log",    w->log, NULL};
     w->srv = server_start(args);
-    post_new(w, 1, 6);
+    post_new(w, 1, 6, 0);
     wait_for(w->log, "SELECT count(*) FROM prunes", 1);
     expect_prune(w, 1, 1, 5);
     stop(w);
@@ -287,6 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_retention_keeps_what_the_runner_has_not_decided),
+        T(test_retention_with_respond_legacy),
         T(test_retention_without_a_runner_goes_by_age),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
