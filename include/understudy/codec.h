@@ -26,5 +26,9 @@ uint32_t ust_utf8_bidi_control(const char *s);
 int ust_time_parse(const char *text, int64_t *out_us);
 /* Microseconds to "YYYY-MM-DDTHH:MM:SS.ffffffZ" (always 6 digits). buf >= 28. */
 void ust_time_format(int64_t us, char buf[32]);
+/* A duration such as "8d", "36h", "90m", "600s", "200ms" or "1.5d" (a
+ * plain number is seconds) to microseconds, > 0. 0 or UST_EPARSE (also for
+ * zero, a sign, spaces, or more than a century). */
+int ust_duration_parse(const char *text, int64_t *out_us);
 
 #endif

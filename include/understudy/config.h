@@ -66,6 +66,10 @@ typedef struct ust_config {
         int64_t idle_timeout_ms;   /* keep-alive with nothing owed; default 30000 */
         size_t max_connections;    /* open at once; default 1024 */
     } limits;
+    struct {
+        int64_t keep_us;  /* serve prunes rows older than this; 0: no retention */
+        int64_t every_us; /* how often it looks; default an hour */
+    } retention;
     ust_route *routes;
     size_t n_routes;
     ust_plugin_config legacy, candidate;

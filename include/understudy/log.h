@@ -117,6 +117,10 @@ int ust_log_stats(ust_log *log, json_t **out, char **err);
  * (now_us is when it was done). *n_pruned may be NULL. */
 int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pruned,
                   char **err);
+/* The same, removing no row past max_seq: serve's retention keeps what its
+ * runner still has to read. */
+int ust_log_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
+                          int64_t now_us, int64_t *n_pruned, char **err);
 
 /* Interchange JSONL. Parses one line (without its newline) into *req. 0, or
  * UST_EPARSE with *err saying which field is wrong. */

@@ -22,18 +22,6 @@ static const char usage[] =
     "divergence a replay of the file must find ({\"seq\",\"class\",\"fields\"}).\n"
     "Signatures use the secrets in the environment, as the config names them.\n";
 
-/* "7d", "36h", "90m", "600s" or plain seconds, to microseconds. */
-static int parse_span(const char *s, int64_t *us)
-{
-    char *end;
-    double v = strtod(s, &end);
-    double unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
-    if (end == s || v <= 0 || (*end && end[1]) || (*end && !strchr("dhms", *end)))
-        return -1;
-    *us = (int64_t)(v * unit * 1e6);
-    return 0;
-}
-
 int ust_cli_gen(int argc, char **argv)
 {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
@@ -84,7 +72,7 @@ int ust_cli_gen(int argc, char **argv)
             mix = optarg;
             break;
         case 'p':
-            if (parse_span(optarg, &o.span_us) != 0)
+            if (ust_duration_parse(optarg, &o.span_us) != 0)
                 return ust_cli_fail(
                     NULL, "gen: --span needs a duration such as 7d, 36h, 90m");
             break;

@@ -2,6 +2,7 @@
  * later stage can trust it. Each refusal names the file, the key path and
  * what was expected; a secret appears only by the name of its variable. */
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/sig.h>
@@ -24,6 +25,7 @@
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
 #define DEFAULT_IDEM_HEADER "Idempotency-Key"
+#define DEFAULT_RETENTION_EVERY_US 3600000000LL
 
 #define WHAT_SOURCE "a JSON Pointer (\"\" or starting with /) or \"header:NAME\""
 #define WHAT_SCHEME                                                                    \
@@ -621,8 +623,47 @@ static int parse_compare(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
-static const char *const top_keys[] = {"listen", "log",     "run",     "limits",
-                                       "routes", "plugins", "compare", "redact"};
+static int take_duration(vctx *c, json_t *obj, const char *key, int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return 0;
+    size_t mark = push_key(c, key);
+    if (!json_is_string(v) || ust_duration_parse(json_string_value(v), out) != 0)
+        return bad(c, "a duration such as \"8d\", \"36h\", \"90m\", \"30s\" or"
+                      " \"200ms\"");
+    pop(c, mark);
+    return 0;
+}
+
+static int parse_retention(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *retention;
+    int rc = take_object(c, root, "retention", &retention);
+    if (rc != 0 || retention == NULL)
+        return rc;
+    static const char *const retention_keys[] = {"keep", "every"};
+    size_t mark = push_key(c, "retention");
+    cfg->retention.every_us = DEFAULT_RETENTION_EVERY_US;
+    if ((rc = check_keys(c, retention, KEYS(retention_keys))) != 0)
+        return rc;
+    /* No default for keep: how long evidence stays is the operator's call. */
+    if (json_object_get(retention, "keep") == NULL) {
+        size_t at = push_key(c, "keep");
+        rc = bad(c, "how long to keep events, such as \"8d\"");
+        pop(c, at);
+        return rc;
+    }
+    if ((rc = take_duration(c, retention, "keep", &cfg->retention.keep_us)) != 0 ||
+        (rc = take_duration(c, retention, "every", &cfg->retention.every_us)) != 0)
+        return rc;
+    pop(c, mark);
+    return 0;
+}
+
+static const char *const top_keys[] = {"listen",  "log",    "run",
+                                       "limits",  "routes", "plugins",
+                                       "compare", "redact", "retention"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -645,7 +686,8 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         (rc = parse_plugin(c, plugins, "candidate", 1, &cfg->candidate)) != 0)
         return rc;
     pop(c, mark);
-    if ((rc = parse_compare(c, root, cfg)) != 0)
+    if ((rc = parse_compare(c, root, cfg)) != 0 ||
+        (rc = parse_retention(c, root, cfg)) != 0)
         return rc;
     return take_string_array(
         c, root, "redact", 0, "an array of field names or JSON Pointers",

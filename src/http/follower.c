@@ -86,6 +86,7 @@ static void *follower_main(void *arg)
             atomic_fetch_add(&s->metrics.candidate_decide_us, st.candidate_decide_us);
         }
         atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
+        atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
         /* After the writer stopped: steps until one ends short of its bound,
          * at the end of the log, or until the stop's time is up. */
         if (stop && (rc != 0 || st.events < FOLLOWER_STEP_EVENTS ||
@@ -119,6 +120,7 @@ int ust__follower_open(ust__server *s, char **err)
         return rc;
     }
     atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
+    atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
     pthread_mutex_init(&s->follow_mu, NULL);
     pthread_cond_init(&s->follow_cv, NULL);
     pthread_cond_init(&s->follow_done_cv, NULL);

@@ -95,6 +95,9 @@ typedef struct ust__server {
     ust_runner *runner;
     ust_replay_opts runner_opts;
     struct responder *responder; /* --respond legacy, else NULL */
+    /* The runner's committed cursor, for retention (the follower sets it; with
+     * --respond legacy it never passes the answers' cursor either). */
+    atomic_llong decided_seq;
     ust__metrics metrics;
 } ust__server;
 

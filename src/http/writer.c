@@ -7,8 +7,10 @@
 
 #include <understudy/priority.h>
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/error.h>
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -85,18 +87,66 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
         ust__follower_notify(s, first + (int64_t)n - 1);
 }
 
+/* Retention: the rows older than keep go, on this thread and connection,
+ * between two batches, so a prune never runs beside an append. Age is by
+ * the wall clock, as received_at is: retention is operational, decisions
+ * still go by event time. */
+static void retention_pass(ust__server *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t before = now - s->o->cfg->retention.keep_us;
+    /* Never past what the runner has decided, nor the row at its cursor: a
+     * restarted runner checks that row before it resumes. Without a run
+     * database there is no runner to wait for. */
+    int64_t max_seq =
+        s->o->run_path != NULL ? atomic_load(&s->decided_seq) - 1 : INT64_MAX;
+    if (max_seq < 1)
+        return;
+    int64_t n = 0;
+    char *err = NULL;
+    int rc = ust_log_prune_through(s->log, before, max_seq, now, &n, &err);
+    char at[32];
+    ust_time_format(before, at);
+    if (rc != 0)
+        fprintf(stderr, "understudy: retention: %s (trying again at the next check)\n",
+                err ? err : ust_strerror(rc));
+    else if (n > 0)
+        fprintf(stderr,
+                "understudy: retention: pruned %lld events that arrived before %s\n",
+                (long long)n, at);
+    ust_free(err);
+}
+
 static void *writer_main(void *arg)
 {
     ust__server *s = arg;
     ust__queue *q = &s->in;
     ust_name_thread("ust-writer");
+    int64_t every =
+        s->o->cfg->retention.keep_us > 0 ? s->o->cfg->retention.every_us : 0;
+    int64_t due = every > 0 ? now_us() + every : INT64_MAX;
     for (;;) {
         pthread_mutex_lock(&q->mu);
-        while (q->head == NULL && !q->stopping)
-            pthread_cond_wait(&q->cv, &q->mu);
-        if (q->head == NULL) { /* stopping and drained */
+        while (q->head == NULL && !q->stopping && now_us() < due) {
+            if (due == INT64_MAX) {
+                pthread_cond_wait(&q->cv, &q->mu);
+            } else {
+                struct timespec at = {(time_t)(due / 1000000),
+                                      (long)(due % 1000000) * 1000};
+                pthread_cond_timedwait(&q->cv, &q->mu, &at); /* q->cv is monotonic */
+            }
+        }
+        if (q->head == NULL && q->stopping) { /* stopping and drained */
             pthread_mutex_unlock(&q->mu);
             break;
+        }
+        if (now_us() >= due) { /* checked between batches, so load cannot defer it */
+            pthread_mutex_unlock(&q->mu);
+            retention_pass(s);
+            due = now_us() + every;
+            continue;
         }
         ust__job *batch = q->head, *j = batch;
         size_t n = 1;
@@ -118,7 +168,11 @@ int ust__writer_start(ust__server *s, char **err)
     if (rc != 0)
         return rc;
     pthread_mutex_init(&s->in.mu, NULL);
-    pthread_cond_init(&s->in.cv, NULL);
+    pthread_condattr_t ca; /* the writer's waits for retention are on CLOCK_MONOTONIC */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->in.cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->done_mu, NULL);
     if (pthread_create(&s->writer, NULL, writer_main, s) != 0)
         return ust_errf(err, UST_ENOMEM, "cannot start the writer thread");

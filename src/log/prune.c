@@ -104,6 +104,12 @@ static int record_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t
 int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pruned,
                   char **err)
 {
+    return ust_log_prune_through(log, before_us, INT64_MAX, now_us, n_pruned, err);
+}
+
+int ust_log_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
+                          int64_t now_us, int64_t *n_pruned, char **err)
+{
     if (n_pruned != NULL)
         *n_pruned = 0;
     if (log->insert == NULL)
@@ -126,6 +132,8 @@ int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pr
     if (first_null)
         goto out; /* empty log: nothing to prune */
     int64_t through = stop_null ? last : stop - 1;
+    if (through > max_seq)
+        through = max_seq;
     if (through < first)
         goto out;
     if ((rc = record_prune(log, before_us, now_us, first, through, err)) != 0)

@@ -104,3 +104,43 @@ void ust_time_format(int64_t us, char buf[32])
     memcpy(buf, tmp, 31);
     buf[31] = '\0';
 }
+
+int ust_duration_parse(const char *text, int64_t *out_us)
+{
+    static const struct {
+        const char *suffix;
+        int64_t us;
+    } units[] = {{"ms", 1000},        {"s", 1000000},       {"m", 60000000},
+                 {"h", 3600000000LL}, {"d", 86400000000LL}, {"", 1000000}};
+    /* Digits only (strtod would take "nan", "inf", "1e9", a sign and
+     * spaces), and at most a century, so the product cannot overflow. */
+    const int64_t max_us = 100LL * 366 * 86400000000LL;
+    const char *p = text;
+    int64_t whole = 0, frac = 0, scale = 1;
+    if (!isdigit((unsigned char)*p))
+        return UST_EPARSE;
+    for (; isdigit((unsigned char)*p); p++)
+        if ((whole = whole * 10 + (*p - '0')) > max_us)
+            return UST_EPARSE;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return UST_EPARSE;
+        for (; isdigit((unsigned char)*p); p++)
+            if (scale < 1000000000LL) /* finer than a nanosecond day is noise */
+                frac = frac * 10 + (*p - '0'), scale *= 10;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(p, units[i].suffix) != 0)
+            continue;
+        if (whole > max_us / units[i].us)
+            return UST_EPARSE;
+        int64_t us = whole * units[i].us +
+                     (int64_t)((double)frac / (double)scale * (double)units[i].us);
+        if (us <= 0 || us > max_us)
+            return UST_EPARSE;
+        *out_us = us;
+        return 0;
+    }
+    return UST_EPARSE;
+}

@@ -306,11 +306,11 @@ static const struct {
     /* A key's control characters never reach the terminal. */
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
-     "plugins, compare, redact)"},
+     "plugins, compare, redact, retention)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
-     "routes, plugins, compare, redact)"},
+     "routes, plugins, compare, redact, retention)"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
             ",\"x\":1}"),
      "cfg.json: unknown key \"routes[0].x\" (known here: path, kind, provider, "
@@ -594,6 +594,60 @@ static void test_parse_out_of_memory(void **state)
     assert_true(n > 10);
 }
 
+/* "retention": keep is required and a duration; every defaults to an hour;
+ * no retention at all without the block. */
+static void test_retention(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *block;
+        int64_t keep_us, every_us; /* keep 0: refused */
+        const char *expect;
+    } cases[] = {
+        {"{\"keep\":\"8d\"}", 8 * 86400000000LL, 3600000000LL, NULL},
+        {"{\"keep\":\"36h\",\"every\":\"200ms\"}", 36 * 3600000000LL, 200000, NULL},
+        {"{\"keep\":\"90m\",\"every\":\"30s\"}", 90 * 60000000LL, 30000000, NULL},
+        {"{\"keep\":\"1.5d\"}", 129600000000LL, 3600000000LL, NULL},
+        {"{\"every\":\"1h\"}", 0, 0, "cfg.json: retention.keep: expected how long"},
+        {"{}", 0, 0, "cfg.json: retention.keep: expected how long"},
+        {"{\"keep\":8}", 0, 0, "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"8 days\"}", 0, 0,
+         "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"0d\"}", 0, 0, "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"-1d\"}", 0, 0, "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"nan\"}", 0, 0, "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"1e3s\"}", 0, 0, "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"99999999999999999999d\"}", 0, 0,
+         "cfg.json: retention.keep: expected a duration"},
+        {"{\"keep\":\"8d\",\"every\":\"\"}", 0, 0,
+         "cfg.json: retention.every: expected a duration"},
+        {"{\"keep\":\"8d\",\"kep\":\"9d\"}", 0, 0,
+         "cfg.json: unknown key \"retention.kep\" (did you mean \"keep\"?)"},
+        {"\"8d\"", 0, 0, "cfg.json: retention: expected an object"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *t = ust_sprintf("{\"routes\":[" R0 "],\"retention\":%s}", cases[i].block);
+        if (cases[i].expect != NULL) {
+            expect_refused(cases[i].block, t, cases[i].expect);
+        } else {
+            ust_config *cfg = NULL;
+            char *err = NULL;
+            if (ust_config_parse(t, strlen(t), "cfg.json", &cfg, &err) != 0)
+                fail_msg("%s: %s", cases[i].block, err);
+            assert_int_equal(cfg->retention.keep_us, cases[i].keep_us);
+            assert_int_equal(cfg->retention.every_us, cases[i].every_us);
+            ust_config_free(cfg);
+        }
+        ust_free(t);
+    }
+    char *t = ust_sprintf("{\"routes\":[" R0 "]}");
+    ust_config *cfg = NULL;
+    assert_int_equal(ust_config_parse(t, strlen(t), "cfg.json", &cfg, NULL), 0);
+    assert_int_equal(cfg->retention.keep_us, 0);
+    ust_config_free(cfg);
+    ust_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_route_lookup),
         cmocka_unit_test(test_states),
         cmocka_unit_test(test_parse_out_of_memory),
+        cmocka_unit_test(test_retention),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
