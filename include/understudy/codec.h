@@ -26,5 +26,7 @@ uint32_t ust_utf8_bidi_control(const char *s);
 int ust_time_parse(const char *text, int64_t *out_us);
 /* Microseconds to "YYYY-MM-DDTHH:MM:SS.ffffffZ" (always 6 digits). buf >= 28. */
 void ust_time_format(int64_t us, char buf[32]);
+/* A monotonic clock in microseconds, for durations (never a timestamp). */
+int64_t ust_time_mono_us(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/progress.h>
 
 typedef struct ust_replay_opts {
     const ust_config *cfg;
@@ -28,6 +29,9 @@ typedef struct ust_replay_opts {
      * log in one transaction: live, a bounded step keeps that short, so the
      * recorder's checkpoints are not held back behind a runner catching up. */
     int64_t step_events;
+    /* Events decided so far in this step, of those up to the log's head
+     * when the step began; none (the live runner) when fn is NULL. */
+    ust_progress progress;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {

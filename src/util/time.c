@@ -104,3 +104,10 @@ void ust_time_format(int64_t us, char buf[32])
     memcpy(buf, tmp, 31);
     buf[31] = '\0';
 }
+
+int64_t ust_time_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
