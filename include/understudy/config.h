@@ -54,10 +54,17 @@ typedef struct ust_plugin_config {
     /* Variables its child process does not inherit, NULL-terminated: every
      * route's secret_env (set by the config loader; borrowed, or NULL). */
     char **scrub_env;
+    /* The config file's folder (borrowed), where an exec program runs;
+     * NULL for a config from memory: the working directory is inherited. */
+    const char *dir;
 } ust_plugin_config;
 
 typedef struct ust_config {
-    char *file;                         /* path as given, for messages */
+    char *file; /* path as given, for messages */
+    /* The folder of the file's real path, which its relative paths (log,
+     * run, plugin path, exec program) were resolved against at load; NULL
+     * for a config parsed from memory, whose paths stay as written. */
+    char *dir;
     char *listen, *log_path, *run_path; /* NULL when absent */
     struct {
         size_t max_body_bytes;     /* default 1 MiB */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/progress.h>
 
 /* The kinds of cases, in this order: single deliveries, identical retries,
  * late redeliveries with a new id, out-of-order pairs, semantic duplicates,
@@ -22,6 +23,7 @@ typedef struct ust_gen_opts {
     int mix[UST_GEN_KINDS]; /* weights */
     FILE *out;              /* interchange JSONL, in time order */
     FILE *truth; /* {"seq", "class", "fields"} per expected divergence, or NULL */
+    ust_progress progress; /* events written, of o->events */
 } ust_gen_opts;
 
 void ust_gen_default_mix(int mix[UST_GEN_KINDS]);

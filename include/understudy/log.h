@@ -10,6 +10,7 @@
 
 #include <understudy/config.h>
 #include <understudy/hash.h>
+#include <understudy/progress.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
@@ -134,6 +135,11 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived);
  * nothing appended. *n (may be NULL) receives the number appended. */
 int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *label,
                    int64_t *n, char **err);
+/* The same, telling progress (may be NULL): lines read, and the share of a
+ * regular file's bytes read (unknown from a pipe). */
+int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
+                            const char *label, const ust_progress *progress, int64_t *n,
+                            char **err);
 /* Derives each request under cfg and appends them all in one transaction
  * (the requests stay the caller's). The recorder and import both use it.
  * sigs (may be NULL) receives each request's signature status. */

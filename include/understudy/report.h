@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <understudy/progress.h>
+
 /* ---- triage ------------------------------------------------------------ */
 
 typedef struct ust_triage_entry {
@@ -46,6 +48,7 @@ typedef struct ust_report_opts {
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_timelines;     /* entities per class; 0 = 10 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
+    ust_progress progress;    /* divergences written, of the run's */
 } ust_report_opts;
 
 /* Writes index.html, summary.md and divergences.jsonl into out_dir, in

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/progress.h>
 
 typedef struct ust_replay_opts {
     const ust_config *cfg;
@@ -32,6 +33,9 @@ typedef struct ust_replay_opts {
     /* NULL, or set by another thread to end a step early: it ends at its
      * next batch boundary (64 events), committing what it decided. */
     const atomic_int *stop;
+    /* Events decided so far in this step, of those up to the log's head
+     * when the step began; none (the live runner) when fn is NULL. */
+    ust_progress progress;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {

@@ -14,13 +14,15 @@ static const char usage[] =
     "usage: understudy gen --config FILE --events N --seed S --out OUT.jsonl\n"
     "                      [--truth FILE] [--span 7d] [--start TIME] [--mix "
     "KIND=W,...]\n"
+    "                      [--progress|--quiet]\n"
     "\n"
     "Writes N events of synthetic traffic over the span (default a week from\n"
     "2026-11-23T00:00:00Z), in time order, the same bytes for the same seed. Kinds\n"
     "and default weights: single=70 retry=8 late_new_id=3 out_of_order=3 semantic=3\n"
     "api=8 api_retry=2 concurrent=2 invalid_signature=1. --truth writes every\n"
     "divergence a replay of the file must find ({\"seq\",\"class\",\"fields\"}).\n"
-    "Signatures use the secrets in the environment, as the config names them.\n";
+    "Signatures use the secrets in the environment, as the config names "
+    "them.\n" UST_CLI_PROGRESS_HELP;
 
 int ust_cli_gen(int argc, char **argv)
 {
@@ -33,8 +35,10 @@ int ust_cli_gen(int argc, char **argv)
                                              {"start", required_argument, NULL, 'a'},
                                              {"mix", required_argument, NULL, 'm'},
                                              {"help", no_argument, NULL, 'h'},
+                                             UST_CLI_PROGRESS_OPTIONS,
                                              {NULL, 0, NULL, 0}};
     const char *config = NULL, *out = NULL, *truth = NULL, *mix = NULL;
+    int progress_flag = 0;
     ust_gen_opts o;
     memset(&o, 0, sizeof(o));
     ust_gen_default_mix(o.mix);
@@ -82,6 +86,11 @@ int ust_cli_gen(int argc, char **argv)
             break;
         case 'h':
             return ust_cli_usage(usage, 1);
+        case UST_CLI_OPT_PROGRESS:
+        case UST_CLI_OPT_QUIET:
+            if (ust_cli_progress_flag("gen", c, &progress_flag) != 0)
+                return UST_EXIT_USAGE;
+            break;
         default:
             return ust_cli_bad_option("gen", argv[optind - 1], usage);
         }
@@ -106,7 +115,12 @@ int ust_cli_gen(int argc, char **argv)
         goto done;
     }
     int64_t n = 0;
-    if (ust_gen(&o, &n, &err) != 0) {
+    ust_cli_progress progress;
+    ust_cli_progress_start(&progress, "gen", "events", progress_flag);
+    o.progress = ust_cli_progress_sink(&progress);
+    int failed = ust_gen(&o, &n, &err) != 0;
+    ust_cli_progress_end(&progress, !failed);
+    if (failed) {
         ust_cli_fail(err, "gen failed");
         goto done;
     }
@@ -116,8 +130,9 @@ int ust_cli_gen(int argc, char **argv)
         goto done;
     }
     o.out = o.truth = NULL;
-    fprintf(stderr, "generated %lld events (seed %llu) to %s\n", (long long)n,
-            (unsigned long long)o.seed, out);
+    if (!progress.quiet)
+        fprintf(stderr, "generated %lld events (seed %llu) to %s\n", (long long)n,
+                (unsigned long long)o.seed, out);
     rc = UST_EXIT_OK;
 done:
     if (o.out && o.out != stdout)

@@ -15,8 +15,10 @@
 static const char usage[] =
     "usage: understudy log <action> [options]\n"
     "\n"
-    "  import --config FILE [--log DB] [FILE.jsonl|-]\n"
-    "      derive and append every line of the file, all or nothing\n"
+    "  import --config FILE [--log DB] [--progress|--quiet] [FILE.jsonl|-]\n"
+    "      derive and append every line of the file, all or nothing; progress\n"
+    "      (count, rate, ETA from the share of the file read) on stderr when it\n"
+    "      is a terminal or with --progress, none with --quiet\n"
     "  export --log DB [--derived] [--out FILE]\n"
     "      write the log as interchange JSONL (stdout by default)\n"
     "  verify --log DB [--json] [--anchor SEQ:HASH]\n"
@@ -36,6 +38,7 @@ static const char usage[] =
 struct log_opts {
     const char *config, *log, *out, *before, *anchor;
     int json, derived, help;
+    int progress_flag; /* import only */
 };
 
 static int parse_opts(int argc, char **argv, struct log_opts *o)
@@ -48,6 +51,7 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
                                              {"json", no_argument, NULL, 'j'},
                                              {"derived", no_argument, NULL, 'd'},
                                              {"help", no_argument, NULL, 'h'},
+                                             UST_CLI_PROGRESS_OPTIONS,
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
     optind = 1;
@@ -78,6 +82,11 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
             break;
         case 'h':
             o->help = 1;
+            break;
+        case UST_CLI_OPT_PROGRESS:
+        case UST_CLI_OPT_QUIET:
+            if (ust_cli_progress_flag("log", c, &o->progress_flag) != 0)
+                return -1;
             break;
         default:
             fprintf(stderr, "understudy log: unknown or incomplete option \"%s\"\n",
@@ -127,7 +136,12 @@ static int cmd_import(struct log_opts *o, int nargs, char **args)
     if (open_log(path, UST_LOG_CREATE, &log) != 0)
         goto out;
     int64_t n = 0;
-    if (ust_log_import(log, cfg, in, label, &n, &err) != 0) {
+    ust_cli_progress progress;
+    ust_cli_progress_start(&progress, "import", "events", o->progress_flag);
+    ust_progress sink = ust_cli_progress_sink(&progress);
+    int failed = ust_log_import_progress(log, cfg, in, label, &sink, &n, &err) != 0;
+    ust_cli_progress_end(&progress, !failed);
+    if (failed) {
         ust_cli_fail(err, "import failed");
         fprintf(stderr, "understudy: nothing from %s was appended\n", label);
         goto out;
@@ -333,6 +347,10 @@ int ust_cli_log(int argc, char **argv)
     char **args = argv + 1 + optind;
     if (strcmp(action, "import") == 0)
         return cmd_import(&o, nargs, args);
+    if (o.progress_flag != 0)
+        return ust_cli_fail(
+            ust_sprintf("log %s: --progress and --quiet are for log import", action),
+            NULL);
     if (nargs > 0)
         return ust_cli_fail(
             ust_sprintf("log %s: unexpected argument \"%s\"", action, args[0]), NULL);

@@ -10,11 +10,12 @@
 
 static const char report_usage[] =
     "usage: understudy report --run DB --out DIR [--triage FILE] [--log DB]\n"
+    "                         [--progress|--quiet]\n"
     "\n"
     "Writes DIR/index.html (self-contained, safe to open), DIR/summary.md and\n"
     "DIR/divergences.jsonl (every divergence) for a run. Their verdict line is the\n"
     "gate's. --log: the event log the run read, when it is no longer where the\n"
-    "run's metadata says.\n";
+    "run's metadata says.\n" UST_CLI_PROGRESS_HELP;
 
 static const char gate_usage[] =
     "usage: understudy gate --run DB --triage FILE [--max-open N] [--log DB]\n"
@@ -28,6 +29,7 @@ static const char gate_usage[] =
 struct report_opts {
     const char *run, *out, *triage, *log;
     long max_open;
+    int progress_flag; /* report only */
 };
 
 static int parse(const char *cmd, int argc, char **argv, const char *usage,
@@ -39,6 +41,7 @@ static int parse(const char *cmd, int argc, char **argv, const char *usage,
                                              {"max-open", required_argument, NULL, 'm'},
                                              {"log", required_argument, NULL, 'l'},
                                              {"help", no_argument, NULL, 'h'},
+                                             UST_CLI_PROGRESS_OPTIONS,
                                              {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
     optind = 1;
@@ -68,6 +71,13 @@ static int parse(const char *cmd, int argc, char **argv, const char *usage,
         case 'h':
             ust_cli_usage(usage, 1);
             return -1; /* help given: the caller exits 0 */
+        case UST_CLI_OPT_PROGRESS:
+        case UST_CLI_OPT_QUIET:
+            if (strcmp(cmd, "report") != 0)
+                return ust_cli_bad_option(cmd, argv[optind - 1], usage);
+            if (ust_cli_progress_flag(cmd, c, &o->progress_flag) != 0)
+                return UST_EXIT_USAGE;
+            break;
         default:
             return ust_cli_bad_option(cmd, argv[optind - 1], usage);
         }
@@ -101,8 +111,12 @@ int ust_cli_report(int argc, char **argv)
         return UST_EXIT_USAGE;
     ust_report_opts ro = {
         .run_path = o.run, .out_dir = o.out, .log_path = o.log, .triage = t};
+    ust_cli_progress progress;
+    ust_cli_progress_start(&progress, "report", "divergences", o.progress_flag);
+    ro.progress = ust_cli_progress_sink(&progress);
     char *err = NULL;
     rc = ust_report_write(&ro, &err);
+    ust_cli_progress_end(&progress, rc == 0);
     ust_triage_free(t);
     if (rc != 0)
         return ust_cli_fail(err, "report failed");

@@ -1,10 +1,12 @@
 /* What every subcommand does the same way: the config, the extra-argument
- * check, an output file. */
+ * check, an output file, the progress of long work. */
 #include "cli/cli.h"
 
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 
 #include <string.h>
+#include <unistd.h>
 
 int ust_cli_load_config(const char *cmd, const char *path, int secrets,
                         ust_config **cfg)
@@ -53,4 +55,121 @@ int ust_cli_bad_option(const char *cmd, const char *option, const char *usage)
     fprintf(stderr, "understudy %s: unknown or incomplete option \"%s\"\n", cmd,
             option);
     return ust_cli_usage(usage, 0);
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+/* A terminal's line is redrawn at most 4 times a second; lines into a file
+ * or a pipe (--progress) come one every 5 s, so a log stays readable. */
+#define PROGRESS_TTY_US 250000
+#define PROGRESS_LINES_US 5000000
+
+int ust_cli_progress_flag(const char *cmd, int c, int *flag)
+{
+    if (*flag != 0 && *flag != c)
+        return ust_cli_fail(
+            ust_sprintf("%s: --progress and --quiet contradict each other: give one",
+                        cmd),
+            NULL);
+    *flag = c;
+    return 0;
+}
+
+void ust_cli_progress_start(ust_cli_progress *p, const char *what, const char *unit,
+                            int flag)
+{
+    memset(p, 0, sizeof(*p));
+    p->what = what;
+    p->unit = unit;
+    p->quiet = flag == UST_CLI_OPT_QUIET;
+    int tty = isatty(2);
+    if (flag == UST_CLI_OPT_PROGRESS || (flag == 0 && tty))
+        p->show = tty ? 1 : 2;
+    p->start_us = ust_time_mono_us();
+    p->next_us = p->start_us + (p->show == 1 ? PROGRESS_TTY_US : PROGRESS_LINES_US);
+    p->fraction = -1;
+}
+
+/* n with a comma between groups of three digits: "412,000". */
+static void grouped(int64_t n, char out[32])
+{
+    char digits[24];
+    int len = snprintf(digits, sizeof(digits), "%lld", (long long)(n < 0 ? 0 : n));
+    int o = 0;
+    for (int i = 0; i < len; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            out[o++] = ',';
+        out[o++] = digits[i];
+    }
+    out[o] = '\0';
+}
+
+/* A duration: "7 s", "3 min 20 s", "2 h 5 min"; fractional seconds under 10 s
+ * when precise is set ("0.4 s"). */
+static void duration(double s, int precise, char out[32])
+{
+    long long whole = (long long)(s + 0.5);
+    if (precise && s < 10)
+        snprintf(out, 32, "%.1f s", s);
+    else if (whole < 60)
+        snprintf(out, 32, "%lld s", whole);
+    else if (whole < 3600)
+        snprintf(out, 32, "%lld min %lld s", whole / 60, whole % 60);
+    else
+        snprintf(out, 32, "%lld h %lld min", whole / 3600, whole % 3600 / 60);
+}
+
+static void draw(ust_cli_progress *p, int64_t now)
+{
+    double elapsed = (double)(now - p->start_us) / 1e6;
+    char count[32], rate[32], eta[48] = "";
+    grouped(p->done, count);
+    grouped(elapsed > 0 ? (int64_t)((double)p->done / elapsed + 0.5) : 0, rate);
+    if (p->fraction > 0 && p->fraction < 1) {
+        char left[32];
+        /* Rounded up: "ETA 0 s" while work remains would be a promise. */
+        double left_s = elapsed * (1 - p->fraction) / p->fraction;
+        duration((double)(int64_t)left_s + (left_s > (double)(int64_t)left_s), 0, left);
+        snprintf(eta, sizeof(eta), ", ETA %s", left);
+    }
+    fprintf(stderr, "%s%s: %s %s (%s/s)%s%s", p->show == 1 ? "\r" : "", p->what, count,
+            p->unit, rate, eta, p->show == 1 ? "\033[K" : "\n");
+    fflush(stderr);
+    p->drawn = p->show == 1;
+}
+
+/* Called up to once a unit of work: a clock read, and a draw when due. */
+static void tell(void *data, int64_t done, double fraction)
+{
+    ust_cli_progress *p = data;
+    p->done = done;
+    p->fraction = fraction;
+    if (p->show == 0)
+        return;
+    int64_t now = ust_time_mono_us();
+    if (now < p->next_us)
+        return;
+    p->next_us = now + (p->show == 1 ? PROGRESS_TTY_US : PROGRESS_LINES_US);
+    draw(p, now);
+}
+
+ust_progress ust_cli_progress_sink(ust_cli_progress *p)
+{
+    return (ust_progress){tell, p};
+}
+
+void ust_cli_progress_end(ust_cli_progress *p, int ok)
+{
+    if (p->drawn)
+        fputs("\r\033[K", stderr);
+    p->drawn = 0;
+    if (p->show == 0 || !ok)
+        return;
+    double elapsed = (double)(ust_time_mono_us() - p->start_us) / 1e6;
+    char count[32], took[32], rate[32];
+    grouped(p->done, count);
+    duration(elapsed, 1, took);
+    grouped(elapsed > 0 ? (int64_t)((double)p->done / elapsed + 0.5) : 0, rate);
+    fprintf(stderr, "%s: %s %s in %s (%s/s)\n", p->what, count, p->unit, took, rate);
+    fflush(stderr);
 }

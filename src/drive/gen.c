@@ -453,6 +453,8 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
         }
         pending p = heap_pop(&g.h);
         rc = emit(&g, &p, ++seq);
+        if (rc == 0)
+            ust_progress_tell(&o->progress, seq, (double)seq / (double)o->events);
     }
     ust_free(g.h.v);
     ust_free(g.buf);

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define IMPORT_BATCH 512
 
@@ -101,11 +102,41 @@ static int flush(ust_log *log, const ust_config *cfg, ust_request *batch, size_t
     return rc;
 }
 
+/* Events appended, and the share of the file read. */
+static void tell(const ust_progress *p, int64_t events, int64_t bytes, int64_t size)
+{
+    ust_progress_tell(p, events,
+                      size < 0        ? -1
+                      : bytes >= size ? 1
+                                      : (double)bytes / (double)size);
+}
+
+/* The size of in when it is a regular file, with the bytes already read
+ * from it; -1 when not known (a pipe, a terminal). */
+static int64_t input_size(FILE *in, int64_t *offset)
+{
+    struct stat sb;
+    off_t at = ftello(in);
+    *offset = at > 0 ? (int64_t)at : 0;
+    if (fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode) || at < 0 ||
+        sb.st_size <= 0)
+        return -1;
+    return (int64_t)sb.st_size;
+}
+
 int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *label,
                    int64_t *n_out, char **err)
 {
+    return ust_log_import_progress(log, cfg, in, label, NULL, n_out, err);
+}
+
+int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
+                            const char *label, const ust_progress *progress,
+                            int64_t *n_out, char **err)
+{
     if (n_out != NULL)
         *n_out = 0;
+    int64_t bytes = 0, size = progress != NULL ? input_size(in, &bytes) : -1;
     ust_request *batch = ust_calloc(IMPORT_BATCH, sizeof(*batch));
     if (batch == NULL)
         return UST_ENOMEM;
@@ -117,6 +148,7 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
     ssize_t len;
     while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
+        bytes += len;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             len--;
         if (len == 0)
@@ -131,14 +163,14 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
         }
         n++;
         total++;
-        if (n == IMPORT_BATCH)
-            rc = flush(log, cfg, batch, &n, err);
+        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, &n, err)) == 0)
+            tell(progress, total, bytes, size);
     }
     free(line);
     if (rc == 0 && ferror(in))
         rc = ust_errf(err, UST_EIO, "%s: read error", label);
-    if (rc == 0)
-        rc = flush(log, cfg, batch, &n, err);
+    if (rc == 0 && (rc = flush(log, cfg, batch, &n, err)) == 0)
+        tell(progress, total, size, size); /* at the end: all of it read */
     for (size_t i = 0; i < n; i++)
         ust_request_clear(&batch[i]);
     ust_free(batch);

@@ -202,6 +202,12 @@ static int spawn(ust__child *c, char **err)
             ust_name_thread(name);
             ust__shim_main(c->so_path, c->ns, 0, 1);
         }
+        /* A program runs in its config's folder, which its relative
+         * arguments (a script) are written from (config.h). */
+        if (c->pc->dir != NULL && chdir(c->pc->dir) != 0) {
+            fprintf(stderr, "cannot enter %s: %s\n", c->pc->dir, strerror(errno));
+            _exit(127);
+        }
         execvpe(c->pc->exec[0], c->pc->exec, env);
         /* On the stderr the host reads, so it is seen with the plugin's name. */
         fprintf(stderr, "cannot run %s: %s\n", c->pc->exec[0], strerror(errno));

@@ -128,7 +128,11 @@ static int load(const char *path, const char *ns, json_t *config, ust_store *sto
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
         goto fail;
     }
-    p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* A name without a '/' would be looked up on the loader's search path,
+     * not taken from the working directory as the file just hashed was. */
+    char *here = strchr(path, '/') == NULL ? ust_sprintf("./%s", path) : NULL;
+    p->handle = dlopen(here != NULL ? here : path, RTLD_NOW | RTLD_LOCAL);
+    ust_free(here);
     if (p->handle == NULL) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot load: %s", path, dlerror());
         goto fail;
@@ -237,13 +241,18 @@ static int open_plugin(const ust_plugin_config *pc, const char *path, const char
     for (int i = 0; file == NULL && pc->exec[i] != NULL; i++)
         if (pc->exec[i + 1] == NULL)
             file = pc->exec[i];
+    /* A program's script is named from the folder it runs in (its config's). */
+    char *in_dir = path == NULL && file[0] != '/' && pc->dir != NULL
+                       ? ust_sprintf("%s/%s", pc->dir, file)
+                       : NULL;
     int rc = 0;
-    if (ust_sha256_file_hex(file, p->sha256) != 0) {
+    if (ust_sha256_file_hex(in_dir != NULL ? in_dir : file, p->sha256) != 0) {
         if (path != NULL)
             rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
         else
             ust_sha256_hex(file, strlen(file), p->sha256);
     }
+    ust_free(in_dir);
     if (rc == 0)
         rc = ust__child_open(pc, path, ns, flags, store, &p->child, err);
     if (rc != 0) {

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 
 /* Every divergence, streamed in seq order; masked when the run has rules. */
-static int write_jsonl(const ust_report_opts *o, const json_t *redact, const char *path,
-                       char **err)
+static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t total,
+                       const char *path, char **err)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
@@ -28,6 +28,7 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
     int rc = f ? 0 : ust_errf(err, UST_EIO, "%s: cannot write", path);
     int masking = json_array_size(redact) > 0;
     int step = 0;
+    int64_t done = 0;
     while (rc == 0 && (step = ust__db_step(st, o->run_path, err)) == 1) {
         const char *line = (const char *)sqlite3_column_text(st, 0);
         char *masked = NULL;
@@ -47,6 +48,9 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
         if (fputc('\n', f) == EOF || ferror(f))
             rc = ust_errf(err, UST_EIO, "%s: write failed", path);
         free(masked);
+        done++;
+        ust_progress_tell(&o->progress, done,
+                          done >= total ? 1 : (double)done / (double)total);
     }
     if (step < 0)
         rc = step;
@@ -54,6 +58,8 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, const cha
     sqlite3_close(db);
     if (f != NULL && fclose(f) != 0 && rc == 0)
         rc = ust_errf(err, UST_EIO, "%s: write failed", path);
+    if (rc == 0)
+        ust_progress_tell(&o->progress, done, 1);
     return rc;
 }
 
@@ -98,7 +104,7 @@ int ust_report_write(const ust_report_opts *o, char **err)
     if (rc == 0)
         rc = rp_write_markdown(&m, md, err);
     if (rc == 0)
-        rc = write_jsonl(o, m.redact, jsonl, err);
+        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
     ust_free(html);
     ust_free(md);
     ust_free(jsonl);

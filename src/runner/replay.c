@@ -591,6 +591,13 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = ust__rundb_cursor(r->answers, &limit, err);
     if (r->o->step_events > 0 && limit - r->last_seq > r->o->step_events)
         limit = r->last_seq + r->o->step_events;
+    /* Progress: the share of the seqs from the cursor to the head now. */
+    int64_t head = r->last_seq;
+    const ust_progress *progress = r->o->progress.fn != NULL ? &r->o->progress : NULL;
+    if (rc == 0 && progress != NULL) {
+        char hex[UST_SHA256_HEX_LEN + 1];
+        rc = ust_log_head(r->log, &head, hex, err);
+    }
     int64_t in_tx = 0;
     int more = rc == 0;
     batch *in_flight = NULL;
@@ -639,6 +646,12 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
                 in_tx = 0;
             }
             release_batch(in_flight);
+            if (rc == 0)
+                ust_progress_tell(progress, stats->events,
+                                  r->last_seq >= head
+                                      ? 1
+                                      : (double)(r->last_seq - stats->resumed_after) /
+                                            (double)(head - stats->resumed_after));
         }
         in_flight = next->n > 0 ? next : NULL;
         if (rc != 0 && in_flight != NULL) {
@@ -664,6 +677,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = commit(r, stats, err);
     if (rc != 0 && r->run != NULL)
         roll_back_step(r);
+    if (rc == 0)
+        ust_progress_tell(progress, stats->events, 1);
     return rc;
 }
 

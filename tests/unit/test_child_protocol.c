@@ -67,8 +67,7 @@ static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
     pc->timeout_ms = timeout_ms;
     ust_plugin *p = NULL;
     char *err = NULL;
-    if (ust_plugin_open(pc, NULL, "candidate", UST_PLUGIN_TOLERATE_DOWN, store, &p,
-                        &err) != 0)
+    if (ust_plugin_open(pc, NULL, "candidate", 0, store, &p, &err) != 0)
         fail_msg("open: %s", err);
     return p;
 }
@@ -89,8 +88,7 @@ static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
     pc->timeout_ms = timeout_ms;
     ust_plugin *p = NULL;
     char *err = NULL;
-    if (ust_plugin_open(pc, path, "candidate", UST_PLUGIN_TOLERATE_DOWN, store, &p,
-                        &err) != 0)
+    if (ust_plugin_open(pc, path, "candidate", 0, store, &p, &err) != 0)
         fail_msg("open: %s", err);
     return p;
 }

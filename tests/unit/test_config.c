@@ -43,8 +43,17 @@ static void test_example_loads(void **state)
     (void)state;
     ust_config *cfg = load_example();
     assert_string_equal(cfg->listen, "127.0.0.1:8080");
-    assert_string_equal(cfg->log_path, "var/events.db");
-    assert_string_equal(cfg->run_path, "var/live-run.db");
+    /* Paths are the config folder's (tests/data/), made absolute at load. */
+    char *data = fixture("");
+    char dir[PATH_MAX], want[PATH_MAX + 64];
+    assert_non_null(realpath(data, dir));
+    ust_free(data);
+    *strrchr(dir, '/') = '\0';
+    *strrchr(dir, '/') = '\0'; /* the source tree: "../../" of tests/data */
+    snprintf(want, sizeof(want), "%s/var/events.db", dir);
+    assert_string_equal(cfg->log_path, want);
+    snprintf(want, sizeof(want), "%s/var/live-run.db", dir);
+    assert_string_equal(cfg->run_path, want);
     assert_int_equal(cfg->limits.max_body_bytes, 1048576);
     assert_int_equal(cfg->limits.max_headers, 64);
     assert_int_equal(cfg->limits.header_timeout_ms, 10000);
@@ -78,8 +87,9 @@ static void test_example_loads(void **state)
     assert_string_equal(a->tenant_header, "X-Tenant-Id");
     assert_null(a->fields.event_id);
 
-    assert_string_equal(cfg->legacy.path,
-                        "build/src/plugins/legacy/understudy-legacy.so");
+    snprintf(want, sizeof(want), "%s/build/src/plugins/legacy/understudy-legacy.so",
+             dir);
+    assert_string_equal(cfg->legacy.path, want);
     assert_null(cfg->legacy.exec);
     assert_int_equal(cfg->legacy.isolate, 0);
     assert_int_equal(cfg->candidate.isolate, 1);
