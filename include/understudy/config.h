@@ -77,6 +77,14 @@ typedef struct ust_config {
      * name matched at any depth ("email"). */
     char **redact;
     size_t n_redact;
+    /* capture: header values stored as a keyed digest, never in clear */
+    struct {
+        char **mask_headers; /* names, matched case-insensitively */
+        size_t n_mask_headers;
+        char *mask_key_env;      /* NULL: a random key drawn at load, kept in memory */
+        unsigned char *mask_key; /* the HMAC key (never written out) */
+        size_t mask_key_len;
+    } capture;
     char hash[65]; /* SHA-256 hex of the file's canonical JSON */
     json_t *root;  /* the whole document (owned) */
 } ust_config;
@@ -92,6 +100,10 @@ void ust_config_free(ust_config *cfg);
 /* Reads every route's secret from its secret_env. UST_ECONFIG naming the
  * variable (never its value) when one is unset or empty. */
 int ust_config_load_secrets(ust_config *cfg, char **err);
+/* Only the masking key from capture.mask_key_env (a no-op without one), for a
+ * command that masks but verifies nothing (log export --redact).
+ * ust_config_load_secrets does this too. UST_ECONFIG naming the variable. */
+int ust_config_load_mask_key(ust_config *cfg, char **err);
 
 /* The route whose path equals the path of target (query ignored), or NULL. */
 const ust_route *ust_config_route(const ust_config *cfg, const char *target);
