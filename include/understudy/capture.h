@@ -1,6 +1,6 @@
 /* What the recorder keeps of a request: masked header values (a keyed
- * digest in place of a credential), applied before anything is written;
- * docs/capture.md says what it costs. */
+ * digest in place of a credential) and per-route sampling by entity. Both
+ * apply before anything is written; docs/capture.md says what each costs. */
 #ifndef UNDERSTUDY_CAPTURE_H
 #define UNDERSTUDY_CAPTURE_H
 
@@ -20,6 +20,15 @@
  * digest survives the round trip. 0 or UST_ENOMEM (req left partly masked,
  * never half-written: the caller drops it). */
 int ust_capture_mask(const ust_config *cfg, ust_request *req);
+
+/* 1 when an event of route r with this identity and signature status is
+ * sampled out (answered, counted, not recorded): r->sample_bp below 10000,
+ * and the first 8 bytes of SHA-256(identity), big-endian, mod 10000 at or
+ * above it. The same identity is in or out in every process on every
+ * machine. Always 0 (recorded) for an event without an identity, and for a
+ * signature that is invalid, missing or expired: that is evidence. */
+int ust_capture_sampled_out(const ust_route *r, const char *identity,
+                            ust_sig_status sig);
 
 /* For log export --redact: masks rec's headers as ust_capture_mask does
  * (rows recorded before masking), and applies cfg->redact to its body when

@@ -42,6 +42,9 @@ typedef struct ust_route {
     /* api routes */
     char *idem_header;   /* e.g. "Idempotency-Key" */
     char *tenant_header; /* e.g. "X-Tenant-Id", NULL if none */
+    /* sample.percent in hundredths of a percent, 1..10000; 10000 (the
+     * default) records every event (see capture.h) */
+    int sample_bp;
 } ust_route;
 
 typedef struct ust_plugin_config {

@@ -460,8 +460,32 @@ static int parse_idempotency(vctx *c, json_t *route, ust_route *r)
     return 0;
 }
 
-static const char *const route_keys[] = {"path",   "kind",   "provider",   "signature",
-                                         "fields", "status", "idempotency"};
+/* routes[i].sample.percent, kept in hundredths (1..10000): the hash of an
+ * identity is taken mod 10000, so 0.01 is the finest step. */
+static int parse_sample(vctx *c, json_t *route, ust_route *r)
+{
+    json_t *sample;
+    r->sample_bp = 10000;
+    int rc = take_object(c, route, "sample", &sample);
+    if (rc != 0 || sample == NULL)
+        return rc;
+    static const char *const sample_keys[] = {"percent"};
+    size_t mark = push_key(c, "sample");
+    if ((rc = check_keys(c, sample, KEYS(sample_keys))) != 0)
+        return rc;
+    json_t *v = json_object_get(sample, "percent");
+    push_key(c, "percent");
+    double p = json_is_number(v) ? json_number_value(v) : -1;
+    if (!(p > 0 && p <= 100) || (int)(p * 100 + 0.5) < 1)
+        return bad(c, "a number of percent, more than 0 (at least 0.01) and at most "
+                      "100");
+    r->sample_bp = (int)(p * 100 + 0.5);
+    pop(c, mark);
+    return 0;
+}
+
+static const char *const route_keys[] = {"path",   "kind",   "provider",    "signature",
+                                         "fields", "status", "idempotency", "sample"};
 
 static int parse_route(vctx *c, json_t *jr, ust_route *r)
 {
@@ -486,7 +510,8 @@ static int parse_route(vctx *c, json_t *jr, ust_route *r)
     if ((rc = take_string(c, jr, "provider", 1, "a non-empty string", nonempty,
                           &r->provider)) != 0 ||
         (rc = parse_signature(c, jr, r)) != 0 || (rc = parse_fields(c, jr, r)) != 0 ||
-        (rc = parse_status(c, jr, r)) != 0 || (rc = parse_idempotency(c, jr, r)) != 0)
+        (rc = parse_status(c, jr, r)) != 0 || (rc = parse_idempotency(c, jr, r)) != 0 ||
+        (rc = parse_sample(c, jr, r)) != 0)
         return rc;
     return 0;
 }

@@ -314,7 +314,7 @@ static const struct {
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
             ",\"x\":1}"),
      "cfg.json: unknown key \"routes[0].x\" (known here: path, kind, provider, "
-     "signature, fields, status, idempotency)"},
+     "signature, fields, status, idempotency, sample)"},
 };
 
 static void test_unknown_keys(void **state)
