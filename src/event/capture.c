@@ -73,7 +73,18 @@ int ust_capture_sampled_out(const ust_route *r, const char *identity,
 int ust_capture_redact_record(ust_log_record *rec, void *arg)
 {
     const ust_config *cfg = arg;
+    const json_t *rules = json_object_get(cfg->root, "redact");
     int rc = ust_capture_mask(cfg, &rec->req);
+    for (size_t i = 0; rc == 0 && i < rec->req.n_headers; i++) {
+        ust_header *h = &rec->req.headers[i];
+        if (!ust_redact_header(rules, h->name))
+            continue;
+        char *masked = ust_strdup("[redacted]");
+        if (masked == NULL)
+            return UST_ENOMEM;
+        ust_free(h->value);
+        h->value = masked;
+    }
     if (rc != 0 || rec->req.body_len == 0)
         return rc;
     json_t *body;
@@ -82,7 +93,7 @@ int ust_capture_redact_record(ust_log_record *rec, void *arg)
     /* json_dumps allocates with malloc (jansson's own allocator) */
     char *text = NULL;
     if (body != NULL) {
-        ust_redact_json(body, json_object_get(cfg->root, "redact"));
+        ust_redact_json(body, rules);
         text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
     }

@@ -436,8 +436,9 @@ static void test_mask_config(void **state)
 
 static void with_redact(json_t *doc)
 {
-    json_object_set_new(doc, "redact",
-                        json_pack("[s,s]", "receipt_email", "/data/object/metadata"));
+    json_object_set_new(
+        doc, "redact",
+        json_pack("[s,s,s]", "receipt_email", "/data/object/metadata", "x-customer"));
 }
 
 static void test_export_redact(void **state)
@@ -446,7 +447,8 @@ static void test_export_redact(void **state)
     write_config(w, NULL);
     start(w);
     http_resp r;
-    char *raw = stripe_request("evt_redact", "pi_redact", NULL, SECRET);
+    char *raw =
+        stripe_request("evt_redact", "pi_redact", "X-Customer: cust_77\r\n", SECRET);
     post(w, raw, &r);
     ust_free(raw);
     assert_int_equal(r.status, 202);
@@ -469,6 +471,8 @@ static void test_export_redact(void **state)
     assert_true(file_has(plain, "payer@example.com"));
     assert_true(file_has(plain, "o_evt_redact"));
     assert_true(file_has(plain, "p%40example.c"));
+    assert_true(file_has(plain, "cust_77"));
+    assert_false(file_has(red, "cust_77")); /* a header named in redact */
     assert_false(file_has(red, "payer@example.com"));
     assert_false(file_has(red, "o_evt_redact"));
     assert_false(file_has(red, "p%40example.c"));
