@@ -649,8 +649,8 @@ static int parse_compare(vctx *c, json_t *root, ust_config *cfg)
 }
 
 /* The header a route reads, by name, for its signature or any derived
- * field, or NULL: such a header cannot be masked, or no replay could verify
- * or derive the event again from what the log holds. */
+ * field, or NULL: such a header cannot be masked, or the stored request
+ * could not be verified or derived again from what the log holds. */
 static const char *route_reads(const ust_route *r, const char *name)
 {
     if (ust_sig_reads_header(r->scheme, r->sig_header, name))
@@ -712,7 +712,8 @@ static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
             char what[PATH_CAP];
             (void)snprintf(what, sizeof(what),
                            "a header no route verifies or derives from (\"%s\" is "
-                           "%s of routes[%zu]: masked, no replay could check it)",
+                           "%s of routes[%zu]; masked, the stored request could "
+                           "not be verified or derived again)",
                            name, why, j);
             return bad(c, what);
         }

@@ -343,20 +343,22 @@ static void test_mask_config(void **state)
         {"}]}", NULL},
         {"}],\"capture\":{\"mask_headers\":[\"stripe-signature\"]}}",
          "cfg.json: capture.mask_headers[0]: expected a header no route verifies or "
-         "derives from (\"stripe-signature\" is the signature header of routes[0]: "
-         "masked, no replay could check it)"},
+         "derives from (\"stripe-signature\" is the signature header of routes[0]; "
+         "masked, the stored request could not be verified or derived again)"},
         {"}],\"capture\":{\"mask_headers\":[\"Cookie\",\"x-sig\"]}}",
          "cfg.json: capture.mask_headers[1]: expected a header no route verifies or "
-         "derives from (\"x-sig\" is the signature header of routes[1]: masked, no "
-         "replay could check it)"},
+         "derives from (\"x-sig\" is the signature header of routes[1]; masked, the "
+         "stored request could not be verified or derived again)"},
         {"}],\"capture\":{\"mask_headers\":[\"X-Delivery\"]}}",
          "cfg.json: capture.mask_headers[0]: expected a header no route verifies or "
          "derives from (\"X-Delivery\" is a header a field is derived from of "
-         "routes[1]: masked, no replay could check it)"},
+         "routes[1]; masked, the stored request could not be verified or derived "
+         "again)"},
         {"}],\"capture\":{\"mask_headers\":[\"idempotency-key\"]}}",
          "cfg.json: capture.mask_headers[0]: expected a header no route verifies or "
          "derives from (\"idempotency-key\" is its idempotency or tenant header of "
-         "routes[2]: masked, no replay could check it)"},
+         "routes[2]; masked, the stored request could not be verified or derived "
+         "again)"},
         {"}],\"capture\":{\"mask_headers\":[\"bad name\"]}}",
          "cfg.json: capture.mask_headers[0]: expected a header name"},
         {"}],\"capture\":{\"mask_key_env\":\"1X\"}}",
