@@ -103,9 +103,10 @@ void ust_config_free(ust_config *cfg);
 /* Reads every route's secret from its secret_env. UST_ECONFIG naming the
  * variable (never its value) when one is unset or empty. */
 int ust_config_load_secrets(ust_config *cfg, char **err);
-/* Only the masking key from capture.mask_key_env (a no-op without one), for a
- * command that masks but verifies nothing (log export --redact).
- * ust_config_load_secrets does this too. UST_ECONFIG naming the variable. */
+/* The masking key from capture.mask_key_env (a no-op without one), for the
+ * commands that mask (serve, log import, log export --redact); without it
+ * the key drawn at load is used. UST_ECONFIG naming the variable when it is
+ * unset or shorter than 16 bytes. */
 int ust_config_load_mask_key(ust_config *cfg, char **err);
 
 /* The route whose path equals the path of target (query ignored), or NULL. */

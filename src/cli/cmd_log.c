@@ -122,7 +122,8 @@ static int cmd_import(struct log_opts *o, int nargs, char **args)
         ust_cli_fail(NULL, "log import: no --log given and the config has no \"log\"");
         goto out;
     }
-    if (ust_config_load_secrets(cfg, &err) != 0) {
+    if (ust_config_load_secrets(cfg, &err) != 0 ||
+        ust_config_load_mask_key(cfg, &err) != 0) {
         ust_cli_fail(err, "secrets missing");
         goto out;
     }

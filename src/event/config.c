@@ -965,9 +965,6 @@ int ust_config_load_mask_key(ust_config *cfg, char **err)
 
 int ust_config_load_secrets(ust_config *cfg, char **err)
 {
-    int krc = ust_config_load_mask_key(cfg, err);
-    if (krc != 0)
-        return krc;
     for (size_t i = 0; i < cfg->n_routes; i++) {
         ust_route *r = &cfg->routes[i];
         if (r->scheme == UST_SCHEME_NONE)

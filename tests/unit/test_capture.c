@@ -283,6 +283,16 @@ static void test_a_mask_key_from_the_environment_is_stable(void **state)
     }
     log_files_lack(w, "sk_live_secret");
     log_files_lack(w, "k_123456");
+    /* Without the variable, serve does not start (and names it). */
+    char *cmd = ust_sprintf("env -u UNDERSTUDY_MASK_KEY '%s' serve --config '%s'"
+                            " --listen 127.0.0.1:0 --log '%s' 2>'%s/err.txt'",
+                            getenv("UST_BIN"), w->cfg, w->log, w->dir);
+    assert_int_equal(run(cmd), 2);
+    ust_free(cmd);
+    char errf[PATH_MAX + 16];
+    snprintf(errf, sizeof(errf), "%s/err.txt", w->dir);
+    assert_true(file_has(errf, "capture.mask_key_env: environment variable "
+                               "UNDERSTUDY_MASK_KEY is not set"));
     char out[PATH_MAX + 16], want[64], got[128];
     snprintf(out, sizeof(out), "%s/export.jsonl", w->dir);
     assert_int_equal(export_log(w, out, NULL), 0);
@@ -309,12 +319,11 @@ static void test_a_mask_key_from_the_environment_is_stable(void **state)
                             "\"target\":\"/payments\",\"headers\":[[\"Authorization\","
                             "\"" TOKEN "\"],[\"Idempotency-Key\",\"k1\"]],"
                             "\"body\":\"{}\"}\n");
-    char *cmd =
-        ust_sprintf("'%s' log import --config '%s' --log '%s' '%s' >/dev/null &&"
-                    " '%s' log import --config '%s' --log '%s' '%s' >/dev/null &&"
-                    " '%s' log export --log '%s' --out '%s'",
-                    getenv("UST_BIN"), w->cfg, db2, in, getenv("UST_BIN"), w->cfg, db2,
-                    out, getenv("UST_BIN"), db2, out2);
+    cmd = ust_sprintf("'%s' log import --config '%s' --log '%s' '%s' >/dev/null &&"
+                      " '%s' log import --config '%s' --log '%s' '%s' >/dev/null &&"
+                      " '%s' log export --log '%s' --out '%s'",
+                      getenv("UST_BIN"), w->cfg, db2, in, getenv("UST_BIN"), w->cfg,
+                      db2, out, getenv("UST_BIN"), db2, out2);
     assert_int_equal(run(cmd), 0);
     ust_free(cmd);
     assert_false(file_has(db2, "sk_live_secret"));
@@ -419,17 +428,18 @@ static void test_mask_config(void **state)
     /* The key variable is withheld from plugin children, like secrets. */
     assert_string_equal(cfg->candidate.scrub_env[0], "UST_T_KEY");
     unsetenv("UST_T_KEY");
-    assert_int_equal(ust_config_load_secrets(cfg, &err), UST_ECONFIG);
+    assert_int_equal(ust_config_load_secrets(cfg, &err), 0); /* not a secret */
+    assert_int_equal(ust_config_load_mask_key(cfg, &err), UST_ECONFIG);
     assert_string_equal(err, "cfg.json: capture.mask_key_env: environment variable "
                              "UST_T_KEY is not set");
     ust_free(err);
     err = NULL;
     setenv("UST_T_KEY", "short", 1);
-    assert_int_equal(ust_config_load_secrets(cfg, &err), UST_ECONFIG);
+    assert_int_equal(ust_config_load_mask_key(cfg, &err), UST_ECONFIG);
     assert_non_null(strstr(err, "shorter than 16 bytes"));
     ust_free(err);
     setenv("UST_T_KEY", MASK_KEY, 1);
-    assert_int_equal(ust_config_load_secrets(cfg, NULL), 0);
+    assert_int_equal(ust_config_load_mask_key(cfg, NULL), 0);
     assert_int_equal(cfg->capture.mask_key_len, strlen(MASK_KEY));
     ust_config_free(cfg);
 }
