@@ -42,6 +42,9 @@ typedef struct ust_route {
     /* api routes */
     char *idem_header;   /* e.g. "Idempotency-Key" */
     char *tenant_header; /* e.g. "X-Tenant-Id", NULL if none */
+    /* sample.percent in hundredths of a percent, 1..10000; 10000 (the
+     * default) records every event (see capture.h) */
+    int sample_bp;
 } ust_route;
 
 typedef struct ust_plugin_config {
@@ -88,6 +91,14 @@ typedef struct ust_config {
      * name matched at any depth ("email"). */
     char **redact;
     size_t n_redact;
+    /* capture: header values stored as a keyed digest, never in clear */
+    struct {
+        char **mask_headers; /* names, matched case-insensitively */
+        size_t n_mask_headers;
+        char *mask_key_env;      /* NULL: a random key drawn at load, kept in memory */
+        unsigned char *mask_key; /* the HMAC key (never written out) */
+        size_t mask_key_len;
+    } capture;
     char hash[65]; /* SHA-256 hex of the file's canonical JSON */
     json_t *root;  /* the whole document (owned) */
 } ust_config;
@@ -103,6 +114,11 @@ void ust_config_free(ust_config *cfg);
 /* Reads every route's secret from its secret_env. UST_ECONFIG naming the
  * variable (never its value) when one is unset or empty. */
 int ust_config_load_secrets(ust_config *cfg, char **err);
+/* The masking key from capture.mask_key_env (a no-op without one), for the
+ * commands that mask (serve, log import, log export --redact); without it
+ * the key drawn at load is used. UST_ECONFIG naming the variable when it is
+ * unset or shorter than 16 bytes. */
+int ust_config_load_mask_key(ust_config *cfg, char **err);
 
 /* The route whose path equals the path of target (query ignored), or NULL. */
 const ust_route *ust_config_route(const ust_config *cfg, const char *target);

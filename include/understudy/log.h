@@ -141,20 +141,30 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
                             const char *label, const ust_progress *progress, int64_t *n,
                             char **err);
 /* Derives each request under cfg and appends them all in one transaction
- * (the requests stay the caller's). The recorder and import both use it.
- * sigs (may be NULL) receives each request's signature status. */
-int ust_log_append_requests(ust_log *log, const ust_config *cfg,
-                            const ust_request *reqs, size_t n, int64_t *first_seq,
-                            ust_sig_status *sigs, char **err);
+ * (the requests stay the caller's, masked as ust_log_record_derive says).
+ * Import uses it. sigs (may be NULL) receives each request's signature
+ * status. */
+int ust_log_append_requests(ust_log *log, const ust_config *cfg, ust_request *reqs,
+                            size_t n, int64_t *first_seq, ust_sig_status *sigs,
+                            char **err);
 
 /* Derives req under cfg into rec for ust_log_append: rec->req is a shallow
  * copy (the request stays the caller's), the derived fields are rec's own
- * and released by ust_log_record_clear_derived. 0 or UST_ENOMEM. */
-int ust_log_record_derive(const ust_config *cfg, const ust_request *req,
-                          ust_log_record *rec, char **err);
+ * and released by ust_log_record_clear_derived. Then masks req in place
+ * (ust_capture_mask: cfg->capture.mask_headers), so neither the row nor
+ * anything that reads req afterwards sees those values in clear. The
+ * recorder and import both use it. 0 or UST_ENOMEM. */
+int ust_log_record_derive(const ust_config *cfg, ust_request *req, ust_log_record *rec,
+                          char **err);
 void ust_log_record_clear_derived(ust_log_record *rec);
 
 /* Writes every row as JSONL. */
 int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err);
+/* The same, each row first passed to edit (when not NULL) to change what is
+ * written, never the log (log export --redact); a nonzero return stops the
+ * export with that code. */
+int ust_log_export_edited(ust_log *log, FILE *out, int with_derived,
+                          int (*edit)(ust_log_record *rec, void *arg), void *arg,
+                          char **err);
 
 #endif

@@ -37,6 +37,9 @@ int ust_glob_match(const char *pattern, const char *text);
 /* Masks, in place, every value named by rules (JSON array of field names,
  * matched at any depth, and JSON Pointers) with "[redacted]". */
 void ust_redact_json(json_t *doc, const json_t *rules);
+/* 1 when rules mask the value of a request header of this name (a field
+ * name rule, matched case-insensitively). */
+int ust_redact_header(const json_t *rules, const char *name);
 
 /* ---- report ------------------------------------------------------------ */
 

@@ -44,6 +44,13 @@ const char *ust_sig_scheme_name(ust_sig_scheme s);
 /* 0, or UST_EINVAL for an unknown name. */
 int ust_sig_scheme_parse(const char *name, ust_sig_scheme *out);
 
+/* 1 when verifying under scheme reads the header name (case-insensitive);
+ * hex_header is the hmac-sha256-hex header as in ust_sig_params (NULL =
+ * default). Such a header must be stored as it arrived: masked, no replay
+ * or verify could check the signature again. */
+int ust_sig_reads_header(ust_sig_scheme scheme, const char *hex_header,
+                         const char *name);
+
 /* 0 when secret can key scheme's signatures; UST_EINVAL when it cannot (empty,
  * scheme NONE, or for standard-webhooks not base64 after an optional whsec_,
  * or decoding to nothing); UST_ENOMEM. Checked at start, so a bad secret is

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <understudy/alloc.h>
+#include <understudy/capture.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -19,8 +20,10 @@ static const char usage[] =
     "      derive and append every line of the file, all or nothing; progress\n"
     "      (count, rate, ETA from the share of the file read) on stderr when it\n"
     "      is a terminal or with --progress, none with --quiet\n"
-    "  export --log DB [--derived] [--out FILE]\n"
-    "      write the log as interchange JSONL (stdout by default)\n"
+    "  export --log DB [--derived] [--out FILE] [--redact --config FILE]\n"
+    "      write the log as interchange JSONL (stdout by default); --redact\n"
+    "      masks the config's \"redact\" fields in bodies and its\n"
+    "      capture.mask_headers (see docs/capture.md)\n"
     "  verify --log DB [--json] [--anchor SEQ:HASH]\n"
     "      check the hash chain; exit 1 and name the first bad seq if broken;\n"
     "      --anchor: a head seq and hash kept outside the log (from an earlier\n"
@@ -37,7 +40,7 @@ static const char usage[] =
 
 struct log_opts {
     const char *config, *log, *out, *before, *anchor;
-    int json, derived, help;
+    int json, derived, redact, help;
     int progress_flag; /* import only */
 };
 
@@ -50,6 +53,7 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
                                              {"anchor", required_argument, NULL, 'a'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"derived", no_argument, NULL, 'd'},
+                                             {"redact", no_argument, NULL, 'r'},
                                              {"help", no_argument, NULL, 'h'},
                                              UST_CLI_PROGRESS_OPTIONS,
                                              {NULL, 0, NULL, 0}};
@@ -79,6 +83,9 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
             break;
         case 'd':
             o->derived = 1;
+            break;
+        case 'r':
+            o->redact = 1;
             break;
         case 'h':
             o->help = 1;
@@ -124,7 +131,8 @@ static int cmd_import(struct log_opts *o, int nargs, char **args)
         ust_cli_fail(NULL, "log import: no --log given and the config has no \"log\"");
         goto out;
     }
-    if (ust_config_load_secrets(cfg, &err) != 0) {
+    if (ust_config_load_secrets(cfg, &err) != 0 ||
+        ust_config_load_mask_key(cfg, &err) != 0) {
         ust_cli_fail(err, "secrets missing");
         goto out;
     }
@@ -158,15 +166,29 @@ out:
 
 static int cmd_export(struct log_opts *o)
 {
-    ust_log *log = NULL;
-    if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    if (o->redact && o->config == NULL)
+        return ust_cli_fail(NULL, "log export: --redact needs --config FILE (its"
+                                  " \"redact\" and capture.mask_headers)");
+    if (o->redact && ust_cli_load_config("log export", o->config, 0, &cfg) != 0)
         return UST_EXIT_USAGE;
+    if (cfg != NULL && ust_config_load_mask_key(cfg, &err) != 0) {
+        ust_config_free(cfg);
+        return ust_cli_fail(err, "masking key missing");
+    }
+    ust_log *log = NULL;
+    if (open_log(o->log, UST_LOG_READONLY, &log) != 0) {
+        ust_config_free(cfg);
+        return UST_EXIT_USAGE;
+    }
     FILE *out = o->out ? fopen(o->out, "wb") : stdout;
     int rc = UST_EXIT_USAGE;
-    char *err = NULL;
     if (out == NULL)
         ust_cli_fail(ust_sprintf("%s: cannot open for writing", o->out), NULL);
-    else if (ust_log_export(log, out, o->derived, &err) != 0)
+    else if (ust_log_export_edited(log, out, o->derived,
+                                   cfg ? ust_capture_redact_record : NULL, cfg,
+                                   &err) != 0)
         ust_cli_fail(err, "export failed");
     else if (fflush(out) != 0)
         ust_cli_fail(NULL, "export: write failed");
@@ -175,6 +197,7 @@ static int cmd_export(struct log_opts *o)
     if (out != NULL && out != stdout && fclose(out) != 0 && rc == UST_EXIT_OK)
         rc = ust_cli_fail(NULL, "export: write failed");
     ust_log_close(log);
+    ust_config_free(cfg);
     return rc;
 }
 

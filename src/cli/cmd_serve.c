@@ -94,6 +94,10 @@ int ust_cli_serve(int argc, char **argv)
     ust_db_lock *log_lock = NULL, *run_lock = NULL;
     if (ust_cli_load_config("serve", config, 1, &cfg) != 0)
         return UST_EXIT_USAGE;
+    if (ust_config_load_mask_key(cfg, &err) != 0) {
+        ust_config_free(cfg);
+        return ust_cli_fail(err, "masking key missing");
+    }
     int rc = UST_EXIT_USAGE;
     if (o.listen == NULL)
         o.listen = cfg->listen;

@@ -12,9 +12,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PATH_CAP 512
 
@@ -461,8 +463,32 @@ static int parse_idempotency(vctx *c, json_t *route, ust_route *r)
     return 0;
 }
 
-static const char *const route_keys[] = {"path",   "kind",   "provider",   "signature",
-                                         "fields", "status", "idempotency"};
+/* routes[i].sample.percent, kept in hundredths (1..10000): the hash of an
+ * identity is taken mod 10000, so 0.01 is the finest step. */
+static int parse_sample(vctx *c, json_t *route, ust_route *r)
+{
+    json_t *sample;
+    r->sample_bp = 10000;
+    int rc = take_object(c, route, "sample", &sample);
+    if (rc != 0 || sample == NULL)
+        return rc;
+    static const char *const sample_keys[] = {"percent"};
+    size_t mark = push_key(c, "sample");
+    if ((rc = check_keys(c, sample, KEYS(sample_keys))) != 0)
+        return rc;
+    json_t *v = json_object_get(sample, "percent");
+    push_key(c, "percent");
+    double p = json_is_number(v) ? json_number_value(v) : -1;
+    if (!(p > 0 && p <= 100) || (int)(p * 100 + 0.5) < 1)
+        return bad(c, "a number of percent, more than 0 (at least 0.01) and at most "
+                      "100");
+    r->sample_bp = (int)(p * 100 + 0.5);
+    pop(c, mark);
+    return 0;
+}
+
+static const char *const route_keys[] = {"path",   "kind",   "provider",    "signature",
+                                         "fields", "status", "idempotency", "sample"};
 
 static int parse_route(vctx *c, json_t *jr, ust_route *r)
 {
@@ -487,7 +513,8 @@ static int parse_route(vctx *c, json_t *jr, ust_route *r)
     if ((rc = take_string(c, jr, "provider", 1, "a non-empty string", nonempty,
                           &r->provider)) != 0 ||
         (rc = parse_signature(c, jr, r)) != 0 || (rc = parse_fields(c, jr, r)) != 0 ||
-        (rc = parse_status(c, jr, r)) != 0 || (rc = parse_idempotency(c, jr, r)) != 0)
+        (rc = parse_status(c, jr, r)) != 0 || (rc = parse_idempotency(c, jr, r)) != 0 ||
+        (rc = parse_sample(c, jr, r)) != 0)
         return rc;
     return 0;
 }
@@ -662,9 +689,92 @@ static int parse_retention(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
-static const char *const top_keys[] = {"listen",  "log",    "run",
-                                       "limits",  "routes", "plugins",
-                                       "compare", "redact", "retention"};
+/* The header a route reads, by name, for its signature or any derived
+ * field, or NULL: such a header cannot be masked, or the stored request
+ * could not be verified or derived again from what the log holds. */
+static const char *route_reads(const ust_route *r, const char *name)
+{
+    if (ust_sig_reads_header(r->scheme, r->sig_header, name))
+        return "the signature header";
+    const ust_route_fields *f = &r->fields;
+    const char *sources[] = {f->event_id,       f->event_type, f->occurred_at,
+                             f->transaction_id, f->amount,     f->currency,
+                             f->intent,         r->status_from};
+    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+        if (sources[i] != NULL &&
+            strncmp(sources[i], UST__HEADER_PREFIX, UST__HEADER_PREFIX_LEN) == 0 &&
+            strcasecmp(sources[i] + UST__HEADER_PREFIX_LEN, name) == 0)
+            return "a header a field is derived from";
+    if ((r->idem_header != NULL && strcasecmp(r->idem_header, name) == 0) ||
+        (r->tenant_header != NULL && strcasecmp(r->tenant_header, name) == 0))
+        return "its idempotency or tenant header";
+    return NULL;
+}
+
+static const char *const default_masked[] = {"Authorization", "Cookie",
+                                             "Proxy-Authorization"};
+
+static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *capture;
+    int rc = take_object(c, root, "capture", &capture);
+    if (rc != 0)
+        return rc;
+    size_t mark = push_key(c, "capture");
+    static const char *const capture_keys[] = {"mask_headers", "mask_key_env"};
+    if (capture != NULL &&
+        ((rc = check_keys(c, capture, KEYS(capture_keys))) != 0 ||
+         (rc = take_string_array(c, capture, "mask_headers", 0,
+                                 "an array of header names", "a header name",
+                                 valid_header_name, &cfg->capture.mask_headers,
+                                 &cfg->capture.n_mask_headers)) != 0 ||
+         (rc =
+              take_string(c, capture, "mask_key_env", 0, "an environment variable name",
+                          valid_env_name, &cfg->capture.mask_key_env)) != 0))
+        return rc;
+    if (cfg->capture.mask_headers == NULL) {
+        size_t n = sizeof(default_masked) / sizeof(default_masked[0]);
+        cfg->capture.mask_headers = ust_calloc(n + 1, sizeof(char *));
+        if (cfg->capture.mask_headers == NULL)
+            return nomem(c);
+        for (size_t i = 0; i < n; i++)
+            if ((cfg->capture.mask_headers[i] = ust_strdup(default_masked[i])) == NULL)
+                return nomem(c);
+        cfg->capture.n_mask_headers = n;
+    }
+    for (size_t i = 0; i < cfg->capture.n_mask_headers; i++) {
+        const char *name = cfg->capture.mask_headers[i];
+        for (size_t j = 0; j < cfg->n_routes; j++) {
+            const char *why = route_reads(&cfg->routes[j], name);
+            if (why == NULL)
+                continue;
+            push_key(c, "mask_headers");
+            push_index(c, i);
+            char what[PATH_CAP];
+            (void)snprintf(what, sizeof(what),
+                           "a header no route verifies or derives from (\"%s\" is "
+                           "%s of routes[%zu]; masked, the stored request could "
+                           "not be verified or derived again)",
+                           name, why, j);
+            return bad(c, what);
+        }
+    }
+    pop(c, mark);
+    /* Without mask_key_env the key is drawn here and lives only in this
+     * process: digests match within one run, and nothing that holds the log
+     * can test guesses against them. */
+    cfg->capture.mask_key = ust_malloc(UST_SHA256_LEN);
+    if (cfg->capture.mask_key == NULL)
+        return nomem(c);
+    cfg->capture.mask_key_len = UST_SHA256_LEN;
+    if (RAND_bytes(cfg->capture.mask_key, UST_SHA256_LEN) != 1)
+        return ust_errf(c->err, UST_EIO, "%s: cannot draw a masking key", c->label);
+    return 0;
+}
+
+static const char *const top_keys[] = {"listen",    "log",     "run",     "limits",
+                                       "routes",    "plugins", "compare", "redact",
+                                       "retention", "capture"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -688,7 +798,8 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         return rc;
     pop(c, mark);
     if ((rc = parse_compare(c, root, cfg)) != 0 ||
-        (rc = parse_retention(c, root, cfg)) != 0)
+        (rc = parse_retention(c, root, cfg)) != 0 ||
+        (rc = parse_capture(c, root, cfg)) != 0)
         return rc;
     return take_string_array(
         c, root, "redact", 0, "an array of field names or JSON Pointers",
@@ -699,12 +810,15 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
  * (one array, shared by both plugins; freed with the config). */
 static int list_secret_envs(ust_config *cfg)
 {
-    char **names = ust_calloc(cfg->n_routes + 1, sizeof(char *));
+    char **names = ust_calloc(cfg->n_routes + 2, sizeof(char *));
     if (names == NULL)
         return UST_ENOMEM;
-    for (size_t i = 0, n = 0; i < cfg->n_routes; i++)
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->n_routes; i++)
         if (cfg->routes[i].secret_env != NULL)
             names[n++] = cfg->routes[i].secret_env;
+    if (cfg->capture.mask_key_env != NULL)
+        names[n] = cfg->capture.mask_key_env;
     cfg->legacy.scrub_env = cfg->candidate.scrub_env = names;
     return 0;
 }
@@ -920,6 +1034,11 @@ void ust_config_free(ust_config *cfg)
     free_strv(cfg->compare_ignore);
     free_strv(cfg->compare_headers);
     free_strv(cfg->redact);
+    free_strv(cfg->capture.mask_headers);
+    ust_free(cfg->capture.mask_key_env);
+    if (cfg->capture.mask_key != NULL)
+        OPENSSL_cleanse(cfg->capture.mask_key, cfg->capture.mask_key_len);
+    ust_free(cfg->capture.mask_key);
     ust_free(cfg->listen);
     ust_free(cfg->log_path);
     ust_free(cfg->run_path);
@@ -927,6 +1046,33 @@ void ust_config_free(ust_config *cfg)
     ust_free(cfg->dir);
     json_decref(cfg->root);
     ust_free(cfg);
+}
+
+/* A key shorter than this is refused: the digest is only as hard to
+ * guess against as the key. */
+#define MASK_KEY_MIN 16
+
+int ust_config_load_mask_key(ust_config *cfg, char **err)
+{
+    const char *env = cfg->capture.mask_key_env;
+    if (env == NULL)
+        return 0;
+    const char *v = getenv(env);
+    if (v == NULL || strlen(v) < MASK_KEY_MIN)
+        return ust_errf(
+            err, UST_ECONFIG, "%s: capture.mask_key_env: environment variable %s is %s",
+            cfg->file, env,
+            v == NULL ? "not set" : "shorter than 16 bytes (use a long random key)");
+    size_t len = strlen(v);
+    unsigned char *key = ust_malloc(len);
+    if (key == NULL)
+        return ust_errf(err, UST_ENOMEM, "%s: out of memory", cfg->file);
+    memcpy(key, v, len);
+    OPENSSL_cleanse(cfg->capture.mask_key, cfg->capture.mask_key_len);
+    ust_free(cfg->capture.mask_key);
+    cfg->capture.mask_key = key;
+    cfg->capture.mask_key_len = len;
+    return 0;
 }
 
 int ust_config_load_secrets(ust_config *cfg, char **err)

@@ -39,6 +39,7 @@ typedef struct ust__job {
     char *failure;        /* why the log could not take it, NULL when stored */
     ust_decision *answer; /* --respond legacy: the legacy's decision */
     size_t route_index;
+    int sampled_out; /* the route's sample leaves it out: answered, not stored */
 } ust__job;
 
 typedef struct ust__queue {
@@ -58,7 +59,8 @@ typedef struct ust__metrics {
     atomic_llong last_seq;   /* newest durable seq */
     atomic_llong runner_seq; /* newest seq the runner decided */
     atomic_llong divergences, runner_events, legacy_decide_us, candidate_decide_us;
-    atomic_llong rejected[8]; /* 400 404 405 408 413 417 431 503 */
+    atomic_llong rejected[8];                  /* 400 404 405 408 413 417 431 503 */
+    atomic_llong sampled_out[UST__MAX_ROUTES]; /* answered, not recorded */
 } ust__metrics;
 
 typedef struct ust__server {

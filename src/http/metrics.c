@@ -78,6 +78,13 @@ char *ust__metrics_render(ust__server *s)
                     "%lld\n",
                     cfg->routes[r].path, ust_sig_status_name((ust_sig_status)sig),
                     (long long)atomic_load(&m->recorded[r][sig]));
+    fputs("# HELP understudy_events_sampled_out_total Events a route's sample left"
+          " out: answered 202, not recorded.\n"
+          "# TYPE understudy_events_sampled_out_total counter\n",
+          f);
+    for (size_t r = 0; r < cfg->n_routes && r < UST__MAX_ROUTES; r++)
+        fprintf(f, "understudy_events_sampled_out_total{route=\"%s\"} %lld\n",
+                cfg->routes[r].path, (long long)atomic_load(&m->sampled_out[r]));
     fputs("# HELP understudy_requests_refused_total Requests answered with an error"
           " before recording.\n# TYPE understudy_requests_refused_total counter\n",
           f);

@@ -7,6 +7,7 @@
 #include "http/request_parse.h"
 
 #include <understudy/alloc.h>
+#include <understudy/capture.h>
 #include <understudy/error.h>
 
 #include <signal.h>
@@ -346,6 +347,9 @@ static void derive_work(uv_work_t *w)
 {
     ust__job *job = w->data;
     job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
+    job->sampled_out = job->derive_rc == 0 &&
+                       ust_capture_sampled_out(&job->cfg->routes[job->route_index],
+                                               job->rec.identity, job->rec.sig);
 }
 
 /* Back on the loop: hand jobs to the writer in arrival order, so seq order
@@ -363,7 +367,15 @@ static void derive_done(uv_work_t *w, int status)
     *at = job;
     while (s->reorder != NULL && s->reorder->ticket == s->next_submit) {
         ust__job *next = s->reorder->next;
-        ust__writer_submit(s, s->reorder);
+        if (s->reorder->sampled_out) {
+            /* Nothing to store: straight to its answer, in its slot's order. */
+            if (s->reorder->route_index < UST__MAX_ROUTES)
+                atomic_fetch_add(&s->metrics.sampled_out[s->reorder->route_index], 1);
+            s->reorder->next = NULL;
+            ust__jobs_done(s, s->reorder, s->reorder);
+        } else {
+            ust__writer_submit(s, s->reorder);
+        }
         s->reorder = next;
         s->next_submit++;
         s->deriving--;
@@ -584,6 +596,9 @@ static void answer_job(ust__job *job)
                  "{\"error\":\"signature %s\",\"recorded\":true,\"seq\":%lld}",
                  ust_sig_status_name(job->sig), (long long)job->seq);
         set_response(slot, 401, "application/json", NULL, body);
+    } else if (job->sampled_out) {
+        set_response(slot, 202, "application/json", NULL,
+                     "{\"recorded\":false,\"sampled_out\":true}");
     } else if (job->answer != NULL) {
         answer_with_decision(slot, job->answer);
     } else {
@@ -735,10 +750,18 @@ int ust_serve(const ust_serve_opts *o, char **err)
     signal(SIGPIPE, SIG_IGN);
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
+    for (size_t i = 0; rc == 0 && o->respond_legacy && i < o->cfg->n_routes; i++)
+        if (o->cfg->routes[i].sample_bp < 10000)
+            rc = ust_errf(err, UST_EINVAL,
+                          "--respond legacy answers every request with the legacy's"
+                          " decision, and routes[%zu].sample would leave some"
+                          " undecided: remove the sample from %s",
+                          i, o->cfg->file);
     /* The writer first: it creates the log the others read. Then both
      * plugins, started and past their hello, before the port is bound: a
      * server that cannot decide never accepts a connection. */
-    rc = ust__writer_start(s, err);
+    if (rc == 0)
+        rc = ust__writer_start(s, err);
     if (rc == 0 && o->respond_legacy)
         rc = o->run_path ? ust__responder_start(s, err)
                          : ust_errf(err, UST_EINVAL,

@@ -12,7 +12,6 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define N_BUCKETS 48
 
@@ -191,15 +190,8 @@ static json_t *raw_request(loader *l, const rp_model *m, int64_t seq)
         json_t *h;
         json_array_foreach(json_object_get(out, "headers"), i, h)
         {
-            size_t k;
-            json_t *rule;
-            json_array_foreach(m->redact, k, rule)
-            {
-                const char *name = json_string_value(json_array_get(h, 0));
-                if (name && json_string_value(rule) &&
-                    strcasecmp(name, json_string_value(rule)) == 0)
-                    json_array_set_new(h, 1, json_string("[redacted]"));
-            }
+            if (ust_redact_header(m->redact, json_string_value(json_array_get(h, 0))))
+                json_array_set_new(h, 1, json_string("[redacted]"));
         }
     }
     ust_log_record_clear(&rec);

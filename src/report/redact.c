@@ -5,6 +5,7 @@
 #include <understudy/report.h>
 
 #include <string.h>
+#include <strings.h>
 
 static int named(const json_t *rules, const char *key)
 {
@@ -37,6 +38,19 @@ static void mask_names(json_t *v, const json_t *rules)
         json_t *child;
         json_array_foreach(v, i, child) mask_names(child, rules);
     }
+}
+
+int ust_redact_header(const json_t *rules, const char *name)
+{
+    size_t i;
+    json_t *rule;
+    json_array_foreach(rules, i, rule)
+    {
+        const char *r = json_string_value(rule);
+        if (name != NULL && r != NULL && strcasecmp(name, r) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 void ust_redact_json(json_t *doc, const json_t *rules)

@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const status_names[] = {
     [UST_SIG_UNSIGNED] = "unsigned", [UST_SIG_VERIFIED] = "verified",
@@ -105,6 +106,25 @@ ust_sig_status ust_sig_verify(const ust_sig_params *p, const ust_request *req)
         break;
     }
     return UST_SIG_INVALID;
+}
+
+int ust_sig_reads_header(ust_sig_scheme scheme, const char *hex_header,
+                         const char *name)
+{
+    switch (scheme) {
+    case UST_SCHEME_STRIPE:
+        return strcasecmp(name, UST__STRIPE_HEADER) == 0;
+    case UST_SCHEME_STANDARD_WEBHOOKS:
+        return strcasecmp(name, UST__SW_ID_HEADER) == 0 ||
+               strcasecmp(name, UST__SW_TS_HEADER) == 0 ||
+               strcasecmp(name, UST__SW_SIG_HEADER) == 0;
+    case UST_SCHEME_HMAC_SHA256_HEX:
+        return strcasecmp(name, hex_header ? hex_header : UST_SIG_DEFAULT_HEX_HEADER) ==
+               0;
+    case UST_SCHEME_NONE:
+        break;
+    }
+    return 0;
 }
 
 int ust_sig_sign(const ust_sig_params *p, int64_t timestamp_s, const char *msg_id,

@@ -13,6 +13,12 @@
 
 #define UST__SIG_MAC_LEN ((size_t)32)
 
+/* The headers each scheme reads (ust_sig_reads_header answers from these). */
+#define UST__STRIPE_HEADER "Stripe-Signature"
+#define UST__SW_ID_HEADER "webhook-id"
+#define UST__SW_TS_HEADER "webhook-timestamp"
+#define UST__SW_SIG_HEADER "webhook-signature"
+
 typedef struct ust__slice {
     const void *ptr;
     size_t len;

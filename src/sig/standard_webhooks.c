@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ID_HEADER "webhook-id"
-#define TS_HEADER "webhook-timestamp"
-#define SIG_HEADER "webhook-signature"
 #define SECRET_PREFIX "whsec_"
 
 /* 0; UST_EINVAL for a secret that is not base64 or decodes to nothing;
@@ -90,9 +87,9 @@ static int is_v1(const char *item, size_t len, const char **sig, size_t *sig_len
 ust_sig_status ust__standard_webhooks_verify(const ust_sig_params *p,
                                              const ust_request *req)
 {
-    const char *id = ust_request_header(req, ID_HEADER);
-    const char *ts = ust_request_header(req, TS_HEADER);
-    const char *sigs = ust_request_header(req, SIG_HEADER);
+    const char *id = ust_request_header(req, UST__SW_ID_HEADER);
+    const char *ts = ust_request_header(req, UST__SW_TS_HEADER);
+    const char *sigs = ust_request_header(req, UST__SW_SIG_HEADER);
     if (id == NULL || ts == NULL || sigs == NULL)
         return UST_SIG_MISSING;
     if (p->secret == NULL)
@@ -147,11 +144,11 @@ int ust__standard_webhooks_sign(const ust_sig_params *p, int64_t timestamp_s,
         return UST_ENOMEM;
     }
     size_t before = req->n_headers;
-    rc = ust_request_add_header(req, ID_HEADER, msg_id);
+    rc = ust_request_add_header(req, UST__SW_ID_HEADER, msg_id);
     if (rc == 0)
-        rc = ust_request_add_header(req, TS_HEADER, ts);
+        rc = ust_request_add_header(req, UST__SW_TS_HEADER, ts);
     if (rc == 0)
-        rc = ust_request_add_header(req, SIG_HEADER, value);
+        rc = ust_request_add_header(req, UST__SW_SIG_HEADER, value);
     if (rc != 0)
         ust__sig_drop_headers(req, before);
     ust_free(ts);

@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define STRIPE_HEADER "Stripe-Signature"
-
 /* Splits "key=value" at the first '='; 0 when there is none. */
 static int split_kv(const char *item, size_t len, const char **val, size_t *val_len,
                     size_t *key_len)
@@ -45,7 +43,7 @@ static int stripe_mac(const char *secret, int64_t t, const ust_request *req,
 
 ust_sig_status ust__stripe_verify(const ust_sig_params *p, const ust_request *req)
 {
-    const char *h = ust_request_header(req, STRIPE_HEADER);
+    const char *h = ust_request_header(req, UST__STRIPE_HEADER);
     if (h == NULL)
         return UST_SIG_MISSING;
     if (p->secret == NULL || p->secret[0] == '\0')
@@ -104,7 +102,7 @@ int ust__stripe_sign(const ust_sig_params *p, int64_t timestamp_s, ust_request *
     char *value = ust_sprintf("t=%" PRId64 ",v1=%s", timestamp_s, hex);
     if (value == NULL)
         return UST_ENOMEM;
-    rc = ust_request_add_header(req, STRIPE_HEADER, value);
+    rc = ust_request_add_header(req, UST__STRIPE_HEADER, value);
     ust_free(value);
     return rc;
 }

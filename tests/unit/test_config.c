@@ -316,15 +316,15 @@ static const struct {
     /* A key's control characters never reach the terminal. */
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
-     "plugins, compare, redact, retention)"},
+     "plugins, compare, redact, retention, capture)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
-     "routes, plugins, compare, redact, retention)"},
+     "routes, plugins, compare, redact, retention, capture)"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
             ",\"x\":1}"),
      "cfg.json: unknown key \"routes[0].x\" (known here: path, kind, provider, "
-     "signature, fields, status, idempotency)"},
+     "signature, fields, status, idempotency, sample)"},
 };
 
 static void test_unknown_keys(void **state)
