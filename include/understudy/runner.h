@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/histogram.h>
 
 typedef struct ust_replay_opts {
     const ust_config *cfg;
@@ -28,6 +29,11 @@ typedef struct ust_replay_opts {
      * log in one transaction: live, a bounded step keeps that short, so the
      * recorder's checkpoints are not held back behind a runner catching up. */
     int64_t step_events;
+    /* serve's /metrics: time in decide, µs, observed per event; NULL for
+     * none. The legacy's is each event's own; the candidate's is the time
+     * its batch took spread evenly over the batch's events (a child that
+     * pipelines decides a batch in one round trip). */
+    ust_histogram *legacy_decide, *candidate_decide;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {
