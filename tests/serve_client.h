@@ -150,17 +150,15 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
 }
 
 /* A temporary folder holding a config (tests/data/config.json with these
- * two plugin .so files), the log and the run database; the server is
- * started on them with serve_world_start, and killed if still up when the
- * world is freed. The routes' secrets are set in the environment. */
+ * "plugins", a reference taken), the log and the run database; the server
+ * is started on them with serve_world_start, and killed if still up when
+ * the world is freed. The routes' secrets are set in the environment. */
 typedef struct serve_world {
     char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
     server_proc srv;
 } serve_world;
 
-static inline serve_world *serve_world_new(const char *legacy_so,
-                                           const char *candidate_so,
-                                           const char *stripe_secret)
+static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_secret)
 {
     serve_world *w = calloc(1, sizeof(*w));
     assert_non_null(w);
@@ -173,9 +171,7 @@ static inline serve_world *serve_world_new(const char *legacy_so,
     json_error_t jerr;
     json_t *doc = json_load_file(src, 0, &jerr);
     assert_non_null(doc);
-    json_object_set_new(doc, "plugins",
-                        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", legacy_so,
-                                  "candidate", "path", candidate_so));
+    json_object_set_new(doc, "plugins", plugins);
     assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
     json_decref(doc);
     setenv("UNDERSTUDY_STRIPE_SECRET", stripe_secret, 1);

@@ -7,20 +7,26 @@
 #include <understudy/alloc.h>
 #include <understudy/sig.h>
 
+#include <jansson.h>
 #include <time.h>
 
 #define SECRET "whsec_metrics_test"
-#define N_SIGNED 25 /* seq 20 among them: the candidate's garbage line */
-#define N_UNSIGNED 3
+#define N_SIGNED 25  /* seq 20 among them: the candidate's garbage line */
+#define N_UNSIGNED 4 /* one alone, two pipelined, one after 100 Continue */
+
+static void so_path(const char *rel, char out[PATH_MAX])
+{
+    snprintf(out, PATH_MAX, "%s/%s", getenv("UST_BUILD_DIR"), rel);
+}
 
 static int setup(void **state)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so",
-             getenv("UST_BUILD_DIR"));
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_stdout_garbage.so",
-             getenv("UST_BUILD_DIR"));
-    *state = serve_world_new(lp, cp, SECRET);
+    so_path("src/plugins/legacy/understudy-legacy.so", lp);
+    so_path("tests/plugins/misbehaving_stdout_garbage.so", cp);
+    *state = serve_world_new(
+        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp),
+        SECRET);
     return 0;
 }
 
@@ -40,6 +46,44 @@ static int post(int port, const char *path, const char *extra, const char *body)
     int status = http_once(port, raw, strlen(raw), &r);
     ust_free(raw);
     return status;
+}
+
+/* The status of the next response on fd, -1 at EOF. */
+static int next_status(int fd, char *buf, size_t *len, size_t cap)
+{
+    http_resp r;
+    return read_response(fd, buf, len, cap, &r) ? r.status : -1;
+}
+
+/* Three requests to /payments on one connection: two pipelined in one
+ * write, then one that waits for 100 Continue before its body. Each is one
+ * request for the latency histogram; the 100 is not an answer. */
+static void post_kept_alive(int port)
+{
+    static const char body[] = "{\"order_id\":\"o\",\"amount\":5}";
+    char *a =
+        ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\nIdempotency-Key: p1\r\n"
+                    "Content-Length: %zu\r\n\r\n%sPOST /payments HTTP/1.1\r\n"
+                    "Host: t\r\nIdempotency-Key: p2\r\nContent-Length: %zu\r\n"
+                    "\r\n%s",
+                    strlen(body), body, strlen(body), body);
+    char *c =
+        ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\nIdempotency-Key: p3\r\n"
+                    "Expect: 100-continue\r\nContent-Length: %zu\r\n\r\n",
+                    strlen(body));
+    int fd = http_connect(port);
+    char buf[16384];
+    size_t len = 0;
+    send_all(fd, a, strlen(a));
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+    send_all(fd, c, strlen(c));
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 100);
+    send_all(fd, body, strlen(body));
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+    close(fd);
+    ust_free(a);
+    ust_free(c);
 }
 
 /* A payment_intent.succeeded callback for evt, signed now. */
@@ -134,12 +178,10 @@ static void test_promtool_accepts_the_scrape(void **state)
     serve_world_start(w);
     for (int i = 1; i <= N_SIGNED; i++)
         assert_int_equal(post_signed(w->srv.port, i), 202);
-    for (int i = 1; i <= N_UNSIGNED; i++) {
-        char extra[64], body[64];
-        snprintf(extra, sizeof(extra), "Idempotency-Key: mk%d\r\n", i);
-        snprintf(body, sizeof(body), "{\"order_id\":\"o%d\",\"amount\":5}", i);
-        assert_int_equal(post(w->srv.port, "/payments", extra, body), 202);
-    }
+    assert_int_equal(post(w->srv.port, "/payments", "Idempotency-Key: p0\r\n",
+                          "{\"order_id\":\"o0\",\"amount\":5}"),
+                     202);
+    post_kept_alive(w->srv.port);
     assert_int_equal(post(w->srv.port, "/nowhere", "", "{}"), 404);
     char *text = scrape_when_decided(w->srv.port, N_SIGNED + N_UNSIGNED);
 
@@ -196,11 +238,50 @@ static void test_promtool_accepts_the_scrape(void **state)
     w->srv.pid = 0;
 }
 
+/* A runner stuck in the candidate's decide: its lag in seconds counts from
+ * the oldest event it has not decided, and keeps counting while it stays
+ * stuck; 0 once it has decided everything. */
+static void test_a_stuck_runner_shows_its_lag_in_seconds(void **state)
+{
+    serve_world *w = *state;
+    char lp[PATH_MAX], cp[PATH_MAX], gate[PATH_MAX], unblock[PATH_MAX];
+    so_path("src/plugins/legacy/understudy-legacy.so", lp);
+    so_path("tests/plugins/misbehaving_block.so", cp);
+    ust_test_tmpdir(gate); /* for the file that lets the candidate go on */
+    snprintf(unblock, sizeof(unblock), "%s/unblock", gate);
+    serve_world_free(w);
+    *state = w = serve_world_new(
+        json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp, "candidate",
+                  "path", cp, "timeout_ms", 600000, "config", "unblock_file", unblock),
+        SECRET);
+    serve_world_start(w);
+    assert_int_equal(post_signed(w->srv.port, 1), 202);
+    assert_int_equal(post_signed(w->srv.port, 2), 202);
+    char *text = scrape(w->srv.port);
+    /* Both are durable and neither decided: the candidate holds event 1. */
+    assert_true(value_of(text, "understudy_runner_lag_events") == 2);
+    double first = value_of(text, "understudy_runner_lag_seconds");
+    free(text);
+    assert_true(first > 0);
+    text = scrape(w->srv.port);
+    assert_true(value_of(text, "understudy_runner_lag_seconds") >= first);
+    free(text);
+    ust_test_write_file(unblock, "go");
+    text = scrape_when_decided(w->srv.port, 2);
+    assert_true(value_of(text, "understudy_runner_lag_seconds") == 0);
+    free(text);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    ust_test_rmdir(gate);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_promtool_accepts_the_scrape, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_stuck_runner_shows_its_lag_in_seconds,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
