@@ -15,6 +15,10 @@ FUZZ_PACKAGES = clang libclang-rt-14-dev
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
+# promtool (test_metrics runs `promtool check metrics` on a scrape) comes from
+# Debian's prometheus package, extracted into the build tree: installing the
+# package would start a Prometheus service.
+PROMTOOL   ?= $(abspath $(BUILD))/tools/promtool
 
 .PHONY: all deps test-deps configure build test sanitize fuzz-build fuzz fuzz-regress demo bench \
         clean format
@@ -29,6 +33,7 @@ test-deps: deps
 	  command -v $${pair%%=*} >/dev/null 2>&1 || need="$$need $${pair#*=}"; \
 	done; \
 	if [ -n "$$need" ]; then $(MAKE) --no-print-directory install-packages PACKAGES="$$need"; fi
+	@./scripts/get-promtool.sh $(PROMTOOL)
 
 install-packages:
 	@missing=""; for p in $(PACKAGES); do \
@@ -53,7 +58,8 @@ test: test-deps build
 
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: test-deps
-	cmake -S . -B $(ASAN_BUILD) -DUST_WERROR=ON -DUST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	cmake -S . -B $(ASAN_BUILD) -DUST_WERROR=ON -DUST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+	  -DUST_PROMTOOL=$(PROMTOOL)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)

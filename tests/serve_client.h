@@ -6,6 +6,8 @@
 #include "support.h"
 
 #include <arpa/inet.h>
+#include <jansson.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -100,8 +102,8 @@ static inline void send_all(int fd, const void *p, size_t n)
 
 typedef struct http_resp {
     int status;
-    char body[8192];
-    int closed; /* "Connection: close" seen */
+    char body[1 << 16]; /* a scrape of /metrics is some 16 KiB */
+    int closed;         /* "Connection: close" seen */
 } http_resp;
 
 /* Reads one response from fd (buffered in buf/len between calls). 0 at EOF. */
@@ -140,11 +142,56 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
 {
     int fd = http_connect(port);
     send_all(fd, raw, raw_len);
-    char buf[16384];
+    char buf[1 << 17];
     size_t len = 0;
     int ok = read_response(fd, buf, &len, sizeof(buf), r);
     close(fd);
     return ok ? r->status : -1;
+}
+
+/* A temporary folder holding a config (tests/data/config.json with these
+ * "plugins", a reference taken), the log and the run database; the server
+ * is started on them with serve_world_start, and killed if still up when
+ * the world is freed. The routes' secrets are set in the environment. */
+typedef struct serve_world {
+    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
+    server_proc srv;
+} serve_world;
+
+static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_secret)
+{
+    serve_world *w = calloc(1, sizeof(*w));
+    assert_non_null(w);
+    ust_test_tmpdir(w->dir);
+    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
+    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
+    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
+    char src[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    json_object_set_new(doc, "plugins", plugins);
+    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
+    json_decref(doc);
+    setenv("UNDERSTUDY_STRIPE_SECRET", stripe_secret, 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    return w;
+}
+
+static inline void serve_world_start(serve_world *w)
+{
+    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
+                          w->log,     "--run", w->run,     NULL};
+    w->srv = server_start(args);
+}
+
+static inline void serve_world_free(serve_world *w)
+{
+    if (w->srv.pid > 0)
+        server_stop(&w->srv, SIGKILL);
+    ust_test_rmdir(w->dir);
+    free(w);
 }
 
 #endif

@@ -167,4 +167,32 @@ typedef struct ust_plugin_stderr_stats {
 } ust_plugin_stderr_stats;
 void ust_plugin_stderr_stats_get(ust_plugin_stderr_stats *out);
 
+/* ---- plugin faults ------------------------------------------------------ */
+
+/* Why a decide became an `error` decision. */
+typedef enum ust_plugin_fault {
+    UST_FAULT_TIMEOUT,      /* no decision within timeout_ms */
+    UST_FAULT_CRASH,        /* its process was killed by a signal */
+    UST_FAULT_EXIT,         /* its process exited, or closed its output */
+    UST_FAULT_PROTOCOL,     /* a line out of the protocol, or over the size limit */
+    UST_FAULT_BAD_DECISION, /* a decision the host refuses */
+    UST_FAULT_RSS,          /* RSS over max_rss_mb */
+    UST_FAULT_DECIDE,       /* the plugin said its decide failed */
+    UST_FAULT_DOWN,         /* answered at once, the plugin in back-off */
+    UST_FAULT_START,        /* a restart failed */
+    UST_FAULT_INTERNAL,     /* the host ran out of memory */
+    UST_FAULT_COUNT
+} ust_plugin_fault;
+/* "timeout", "crash", ... as /metrics labels them. */
+const char *ust_plugin_fault_name(ust_plugin_fault f);
+
+/* Totals of this process (for /metrics), by namespace: [0] "legacy",
+ * [1] "candidate" (any other namespace counts there too). A restart is a
+ * child started again after a fault, a back-off or a discarded step. */
+typedef struct ust_plugin_fault_stats {
+    uint64_t errors[2][UST_FAULT_COUNT];
+    uint64_t restarts[2];
+} ust_plugin_fault_stats;
+void ust_plugin_fault_stats_get(ust_plugin_fault_stats *out);
+
 #endif

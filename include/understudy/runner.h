@@ -9,6 +9,7 @@
 
 #include <understudy/config.h>
 #include <understudy/progress.h>
+#include <understudy/histogram.h>
 
 typedef struct ust_replay_opts {
     const ust_config *cfg;
@@ -36,6 +37,11 @@ typedef struct ust_replay_opts {
     /* Events decided so far in this step, of those up to the log's head
      * when the step began; none (the live runner) when fn is NULL. */
     ust_progress progress;
+    /* serve's /metrics: time in decide, µs, observed per event; NULL for
+     * none. The legacy's is each event's own; the candidate's is the time
+     * its batch took spread evenly over the batch's events (a child that
+     * pipelines decides a batch in one round trip). */
+    ust_histogram *legacy_decide, *candidate_decide;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {

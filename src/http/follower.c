@@ -82,8 +82,6 @@ static void *follower_main(void *arg)
             retry_ms = 0;
             atomic_fetch_add(&s->metrics.runner_events, st.events);
             atomic_fetch_add(&s->metrics.divergences, st.divergences);
-            atomic_fetch_add(&s->metrics.legacy_decide_us, st.legacy_decide_us);
-            atomic_fetch_add(&s->metrics.candidate_decide_us, st.candidate_decide_us);
         }
         atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
         atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
@@ -113,6 +111,8 @@ int ust__follower_open(ust__server *s, char **err)
     s->runner_opts.background = 1;
     s->runner_opts.step_events = FOLLOWER_STEP_EVENTS;
     s->runner_opts.stop = &s->runner_stop;
+    s->runner_opts.legacy_decide = &s->metrics.legacy_decide;
+    s->runner_opts.candidate_decide = &s->metrics.candidate_decide;
     int rc = ust_runner_open(&s->runner_opts, &s->runner, err);
     if (rc != 0) {
         ust_free(answers);

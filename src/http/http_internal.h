@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include <understudy/histogram.h>
 #include <understudy/host.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
@@ -21,6 +22,8 @@ typedef struct ust__slot {
     int close_after;
     char *response; /* full HTTP response, ust_malloc'd */
     size_t response_len;
+    uint64_t started_ns; /* the request's first byte (uv_hrtime), 0: no request */
+    size_t route;        /* its route's index + 1, 0 for none (for /metrics) */
 } ust__slot;
 
 /* A recorded request on its way through the writer thread. */
@@ -52,15 +55,22 @@ typedef struct ust__queue {
 #define UST__SIG_STATES 5
 #define UST__MAX_ROUTES 64
 
+/* What /metrics shows, in memory: atomics and histograms that the loop, the
+ * writer and the runner update as they go (metrics.c says what each means). */
 typedef struct ust__metrics {
     atomic_llong recorded[UST__MAX_ROUTES][UST__SIG_STATES];
-    atomic_llong commits, committed_events, commit_us_total, commit_us_max;
     atomic_llong append_failures;
     atomic_llong last_seq;   /* newest durable seq */
     atomic_llong runner_seq; /* newest seq the runner decided */
-    atomic_llong divergences, runner_events, legacy_decide_us, candidate_decide_us;
+    atomic_llong divergences, runner_events;
     atomic_llong rejected[8];                  /* 400 404 405 408 413 417 431 503 */
     atomic_llong sampled_out[UST__MAX_ROUTES]; /* answered, not recorded */
+    /* µs from a request's first byte to its answer written, by route ([0]:
+     * no route: refused, /healthz, /metrics) */
+    ust_histogram request_us[UST__MAX_ROUTES + 1];
+    ust_histogram commit_us;                       /* one fsync'd append transaction */
+    ust_histogram batch_events;                    /* events in it */
+    ust_histogram legacy_decide, candidate_decide; /* µs an event */
 } ust__metrics;
 
 typedef struct ust__server {
@@ -127,8 +137,12 @@ int ust__follower_stop(ust__server *s);
 /* Ends the process (exit status 0) with the runner left where it is. */
 _Noreturn void ust__follower_abandon(ust__server *s);
 
+/* The histograms' bounds; once, before any thread observes. */
+void ust__metrics_init(ust__metrics *m);
 /* Prometheus text of the metrics, ust_malloc'd. */
 char *ust__metrics_render(ust__server *s);
+/* A slot's answer was written: its request's time, first byte to now. */
+void ust__metrics_answered(ust__server *s, const ust__slot *slot);
 void ust__metrics_rejected(ust__server *s, int status);
 
 #endif

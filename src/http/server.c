@@ -32,6 +32,9 @@ typedef struct ust__conn {
     int writes;    /* answers handed to the socket, not yet written */
     int peer_done; /* the client half-closed: answer what it sent, then close */
     int idle;      /* kept alive, owing nothing, reading nothing */
+    /* When the first byte of the request being read came (uv_hrtime), 0
+     * between requests: /metrics times requests from there. */
+    uint64_t started_ns;
 } ust__conn;
 
 typedef struct write_req {
@@ -119,6 +122,8 @@ static void after_write(uv_write_t *req, int status)
     write_req *w = (write_req *)req;
     ust__conn *c = w->slot->conn;
     int close_after = w->slot->close_after || status < 0;
+    if (c != NULL && status == 0)
+        ust__metrics_answered(c->srv, w->slot);
     ust_free(w->slot->response);
     ust_free(w->slot);
     ust_free(w);
@@ -171,6 +176,9 @@ static ust__slot *new_slot(ust__conn *c)
     if (slot == NULL)
         return NULL;
     slot->conn = c;
+    /* The answer to the request being read (see on_expect_continue). */
+    slot->started_ns = c->started_ns;
+    c->started_ns = 0;
     if (c->tail)
         c->tail->next = slot;
     else
@@ -314,7 +322,10 @@ static void shed(uv_stream_t *server)
 
 static int on_message_begin(ust__reqparse *rp)
 {
-    arm_timer(rp->data);
+    ust__conn *c = rp->data;
+    if (c->started_ns == 0) /* a request pipelined behind another, in one read */
+        c->started_ns = uv_hrtime();
+    arm_timer(c);
     return 0;
 }
 
@@ -325,6 +336,10 @@ static int on_expect_continue(ust__reqparse *rp)
     ust__conn *c = rp->data;
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
     ust__slot *slot = new_slot(c);
+    if (slot != NULL) { /* not the answer: the request's time goes on */
+        c->started_ns = slot->started_ns;
+        slot->started_ns = 0;
+    }
     if (slot == NULL || (slot->response = ust_strdup(cont)) == NULL)
         return ust__reqparse_stop(rp, 503, "out of memory");
     slot->response_len = sizeof(cont) - 1;
@@ -416,6 +431,7 @@ static int on_message_complete(ust__reqparse *rp)
         ust__slot *slot = new_slot(c);
         if (slot != NULL) {
             slot->close_after = !keep_alive;
+            slot->route = route ? (size_t)(route - s->o->cfg->routes) + 1 : 0;
             if (route == NULL)
                 set_json_error(slot, 404, "no route for this path");
             else
@@ -438,6 +454,7 @@ static int on_message_complete(ust__reqparse *rp)
     int queued;
     slot->close_after = !keep_alive;
     job->route_index = (size_t)(route - s->o->cfg->routes);
+    slot->route = job->route_index + 1;
     job->ticket = s->next_ticket++;
     job->cfg = s->o->cfg;
     job->srv = s;
@@ -467,6 +484,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     ust__conn *c = stream->data;
     if (nread > 0 && !c->closing) {
         const char *why = NULL;
+        if (c->started_ns == 0)
+            c->started_ns = uv_hrtime();
         int status = ust__reqparse_feed(&c->rp, buf->base, (size_t)nread, &why);
         if (status != 0) {
             refuse(c, status, why);
@@ -735,6 +754,7 @@ int ust_serve(const ust_serve_opts *o, char **err)
     if (s == NULL)
         return UST_ENOMEM;
     s->o = o;
+    ust__metrics_init(&s->metrics);
     s->max_conns = connection_cap(o->cfg->limits.max_connections);
     s->loop = ust_malloc(sizeof(uv_loop_t));
     struct sockaddr_storage addr;

@@ -66,13 +66,8 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
         }
     }
     if (rc == 0) {
-        atomic_fetch_add(&m->commits, 1);
-        atomic_fetch_add(&m->committed_events, (long long)n);
-        atomic_fetch_add(&m->commit_us_total, took);
-        long long max = atomic_load(&m->commit_us_max);
-        while (took > max &&
-               !atomic_compare_exchange_weak(&m->commit_us_max, &max, took))
-            ;
+        ust_histogram_observe(&m->commit_us, took);
+        ust_histogram_observe(&m->batch_events, (int64_t)n);
         atomic_store(&m->last_seq, first + (int64_t)n - 1);
     } else {
         atomic_fetch_add(&m->append_failures, 1);

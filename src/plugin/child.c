@@ -73,11 +73,12 @@ static void kill_all(pid_t pid)
 }
 
 /* Kills the child and every process of its group, and reaps it; describes
- * how it ended into why (cap bytes). */
-static void reap(ust__child *c, int kill_it, char *why, size_t cap)
+ * how it ended into why (cap bytes). 1 when a signal ended it that the host
+ * did not send: it crashed. */
+static int reap(ust__child *c, int kill_it, char *why, size_t cap)
 {
     if (c->pid <= 0)
-        return;
+        return 0;
     if (kill_it)
         kill_all(c->pid);
     /* Its output ended: it is exiting, or it closed its stdout and lives on.
@@ -104,6 +105,7 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
     while (got < 0 && errno == EINTR);
     ust__link_stop(c->link);
     c->link = NULL;
+    int crashed = got == c->pid && !kill_it && WIFSIGNALED(status);
     if (why != NULL && got == c->pid && !kill_it) {
         if (WIFSIGNALED(status))
             snprintf(why, cap, "killed by signal %d (%s)", WTERMSIG(status),
@@ -117,6 +119,7 @@ static void reap(ust__child *c, int kill_it, char *why, size_t cap)
     if (c->pid_fd >= 0)
         close(c->pid_fd);
     c->pid = 0;
+    return crashed;
 }
 
 /* The host's environment without the variables the config names as
@@ -467,10 +470,11 @@ static const char *check_seq(ust__child *c, const ust__line *line, int64_t seq,
 }
 
 /* Reads the exchange of event seq: state operations (answered from the
- * store), then the decision. *cause is set when the child failed; it is then
- * gone. 1 when it failed by taking longer than timeout_ms, else 0. */
+ * store), then the decision. *cause is set when the child failed (and *kind
+ * to what failed); it is then gone. 1 when it failed by taking longer than
+ * timeout_ms, else 0. */
 static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char *cause,
-                            size_t cap)
+                            size_t cap, ust_plugin_fault *kind)
 {
     int64_t deadline = ust__mono_ms() + c->pc->timeout_ms;
     for (;;) {
@@ -480,10 +484,13 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
             snprintf(cause, cap, "timeout: no decision within %lld ms",
                      (long long)c->pc->timeout_ms);
             reap(c, 1, NULL, 0);
+            *kind = UST_FAULT_TIMEOUT;
             return 1;
         }
         if (rc != 0) {
-            reap(c, rc != UST_EIO, cause, cap);
+            *kind = reap(c, rc != UST_EIO, cause, cap) ? UST_FAULT_CRASH
+                    : rc == UST_EIO                    ? UST_FAULT_EXIT
+                                                       : UST_FAULT_PROTOCOL;
             if (!cause[0])
                 snprintf(cause, cap, "%s",
                          rc == UST_EIO ? "the plugin closed its output"
@@ -496,6 +503,7 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
                                : json_string_value(json_object_get(j, "type"));
         const char *bad = NULL;
         int over_rss = 0;
+        *kind = UST_FAULT_PROTOCOL; /* unless the branch below says otherwise */
         int answer = line.is_decision || (type != NULL && strcmp(type, "error") == 0);
         if (line.before_event) {
             /* Nothing was asked yet: not an answer, nor a state operation
@@ -519,7 +527,9 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
                           c->pc->max_rss_mb > 0 && line.rss_mib > c->pc->max_rss_mb))
                 snprintf(cause, cap, "RSS %ld MiB over max_rss_mb %lld", line.rss_mib,
                          (long long)c->pc->max_rss_mb);
+            *kind = bad != NULL ? UST_FAULT_BAD_DECISION : UST_FAULT_RSS;
         } else if (strcmp(type, "error") == 0) {
+            *kind = UST_FAULT_DECIDE;
             const char *m = json_string_value(json_object_get(j, "message"));
             snprintf(cause, cap, "decide failed: %s", m ? m : "no reason given");
         } else if (serve_op(c, type, j) != 0) {
@@ -562,6 +572,7 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
     if (c->skip_events > 0) {
         c->skip_events--;
         snprintf(cause, cap, "%s", c->down_why);
+        ust__plugin_fault(c->ns, UST_FAULT_DOWN);
         return -1;
     }
     char *err = NULL;
@@ -569,8 +580,10 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
         go_down(c, "the plugin is down (restarting)");
         snprintf(cause, cap, "restart failed: %s", err ? err : "?");
         ust_free(err);
+        ust__plugin_fault(c->ns, UST_FAULT_START);
         return -1;
     }
+    ust__plugin_restarted(c->ns);
     return 0;
 }
 
@@ -623,8 +636,11 @@ void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **
         }
         memset(outs[i], 0, sizeof(*outs[i]));
         ust_store_begin_call(c->store, c->ns);
+        ust_plugin_fault kind = UST_FAULT_PROTOCOL;
         int timed_out =
-            receive_decision(c, b->evs[i]->seq, outs[i], cause, sizeof(cause));
+            receive_decision(c, b->evs[i]->seq, outs[i], cause, sizeof(cause), &kind);
+        if (cause[0])
+            ust__plugin_fault(c->ns, kind);
         /* Timeouts in a row take it down: a hung child is restarted after
          * a back-off, and the events meanwhile are answered at once. Once
          * down, one more timeout after its restart sends it down again. */

@@ -36,6 +36,10 @@ void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs);
 
+/* Counts a fault, or a restart, of the plugin in namespace ns (faults.c). */
+void ust__plugin_fault(const char *ns, ust_plugin_fault f);
+void ust__plugin_restarted(const char *ns);
+
 /* ust_plugin_load for the forked child: the same, without hashing the file
  * (the host has; see loader.c). */
 int ust__plugin_load_forked(const char *path, const char *ns, json_t *config,

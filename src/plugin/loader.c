@@ -513,6 +513,7 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
         req->n_headers <= 32 ? stack_hdrs : ust_calloc(req->n_headers, sizeof(*hdrs));
     if (hdrs == NULL) {
         make_error(out, "out of memory", NULL);
+        ust__plugin_fault(p->ns, UST_FAULT_INTERNAL);
         return;
     }
     ust_plugin_event pe;
@@ -526,15 +527,19 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
     const char *bad = NULL;
     if (rc != 0) {
         make_error(out, "decide failed", ctx.error ? ctx.error : "no reason given");
+        ust__plugin_fault(p->ns, UST_FAULT_DECIDE);
     } else if ((bad = ust__adopt(&pd, out)) != NULL) {
         make_error(out, "plugin returned garbage", bad);
+        ust__plugin_fault(p->ns, UST_FAULT_BAD_DECISION);
     }
     release(&pd);
     ust_free(ctx.error);
     if (hdrs != stack_hdrs)
         ust_free(hdrs);
-    if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0)
+    if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0) {
         make_error(out, "state store", "out of memory");
+        ust__plugin_fault(p->ns, UST_FAULT_INTERNAL);
+    }
 }
 
 void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,

@@ -346,7 +346,10 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
             rc = answered_decision(r, ev->seq, &l, err);
         else
             ust_plugin_decide(r->legacy, ev, &it->rec.req, &l);
-        stats->legacy_decide_us += mono_us() - t0;
+        int64_t took = mono_us() - t0;
+        stats->legacy_decide_us += took;
+        if (r->o->legacy_decide != NULL)
+            ust_histogram_observe(r->o->legacy_decide, took);
         entity = l.entity ? l.entity : it->c.entity ? it->c.entity : ev->identity;
         fields = ust_compare_decisions(r->o->cfg, &l, &it->c);
         if (fields == NULL)
@@ -389,6 +392,7 @@ typedef struct batch {
     const ust_request *reqs[BATCH];
     ust_decision *outs[BATCH];
     ust_plugin_batch pb;
+    int64_t candidate_us; /* in its start and finish */
 } batch;
 
 /* Reads and prepares up to BATCH events; *more says whether the log may hold
@@ -623,12 +627,20 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         if (next->n > 0) {
             int64_t t0 = mono_us();
             ust_plugin_batch_start(r->candidate, &next->pb);
-            stats->candidate_decide_us += mono_us() - t0;
+            next->candidate_us = mono_us() - t0;
+            stats->candidate_decide_us += next->candidate_us;
         }
         if (in_flight != NULL) {
             int64_t t0 = mono_us();
             ust_plugin_batch_finish(r->candidate, &in_flight->pb, in_flight->outs);
-            stats->candidate_decide_us += mono_us() - t0;
+            int64_t took = mono_us() - t0;
+            stats->candidate_decide_us += took;
+            in_flight->candidate_us += took;
+            for (size_t i = 0; r->o->candidate_decide != NULL && i < in_flight->pb.n;
+                 i++)
+                ust_histogram_observe(r->o->candidate_decide,
+                                      in_flight->candidate_us /
+                                          (int64_t)in_flight->pb.n);
             for (size_t i = 0; i < in_flight->n; i++) {
                 if (rc == 0)
                     rc = finish(r, &in_flight->items[i], stats, err);

@@ -5,6 +5,7 @@
 #include "replay_world.h"
 
 #include <understudy/drive.h>
+#include <understudy/host.h>
 
 #include <unistd.h>
 
@@ -279,6 +280,49 @@ static void test_node_candidate_matches_the_c_one(void **state)
     matches_the_c_candidate(*state, "node", "src/plugins/examples/candidate.js");
 }
 
+/* /metrics counts each fault under its cause, and the restarts after them:
+ * replayed with a plugin that fails n times one way, the candidate's count
+ * for that cause grows by n, no other cause moves, nor the legacy's; the
+ * child is restarted before each next event (none after event 240). */
+static void counted_as(world *w, const char *plugin, ust_plugin_fault kind, int n,
+                       int restarts)
+{
+    ust_plugin_fault_stats before, after;
+    ust_plugin_fault_stats_get(&before);
+    replay_with(w, plugin);
+    ust_plugin_fault_stats_get(&after);
+    for (int f = 0; f < UST_FAULT_COUNT; f++) {
+        uint64_t grew = after.errors[1][f] - before.errors[1][f];
+        if (grew != (f == (int)kind ? (uint64_t)n : 0))
+            fail_msg("%s: %s errors grew by %llu", plugin,
+                     ust_plugin_fault_name((ust_plugin_fault)f),
+                     (unsigned long long)grew);
+        assert_int_equal(after.errors[0][f], before.errors[0][f]);
+    }
+    assert_int_equal(after.restarts[1] - before.restarts[1], restarts);
+    assert_int_equal(after.restarts[0], before.restarts[0]);
+}
+
+static void test_a_crash_is_counted_as_one(void **state)
+{
+    counted_as(*state, "misbehaving_segv_every_100", UST_FAULT_CRASH, 2, 2);
+}
+
+static void test_a_timeout_is_counted_as_one(void **state)
+{
+    counted_as(*state, "misbehaving_sleep", UST_FAULT_TIMEOUT, 4, 4);
+}
+
+static void test_a_closed_output_is_counted_as_an_exit(void **state)
+{
+    counted_as(*state, "misbehaving_close_stdout", UST_FAULT_EXIT, 4, 3);
+}
+
+static void test_garbage_is_counted_as_a_protocol_error(void **state)
+{
+    counted_as(*state, "misbehaving_stdout_garbage", UST_FAULT_PROTOCOL, 12, 11);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -293,6 +337,10 @@ int main(void)
         T(test_a_child_that_cannot_start_again),
         T(test_python_candidate_matches_the_c_one),
         T(test_node_candidate_matches_the_c_one),
+        T(test_a_crash_is_counted_as_one),
+        T(test_a_timeout_is_counted_as_one),
+        T(test_a_closed_output_is_counted_as_an_exit),
+        T(test_garbage_is_counted_as_a_protocol_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

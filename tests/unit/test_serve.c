@@ -250,8 +250,9 @@ static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
     assert_int_equal(http_once(w->srv.port, metrics, sizeof(metrics) - 1, &r), 200);
     assert_non_null(
         strstr(r.body, "understudy_requests_refused_total{status=\"413\"} 1"));
-    assert_non_null(
-        strstr(r.body, "understudy_plugin_decide_seconds_total{plugin=\"candidate\"}"));
+    assert_non_null(strstr(
+        r.body,
+        "understudy_plugin_decide_duration_seconds_count{plugin=\"candidate\"}"));
     assert_non_null(
         strstr(r.body, "\nunderstudy_plugin_stderr_dropped_bytes_total 0\n"));
     assert_non_null(strstr(r.body,

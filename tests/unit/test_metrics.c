@@ -1,0 +1,287 @@
+/* /metrics as Prometheus takes it: the real binary serving with both
+ * plugins (a candidate that breaks the protocol every 20th event), signed
+ * callbacks over real sockets, then the scrape checked by Debian's
+ * `promtool check metrics` and its histograms and fault counters read. */
+#include "serve_client.h"
+
+#include <understudy/alloc.h>
+#include <understudy/sig.h>
+
+#include <jansson.h>
+#include <time.h>
+
+#define SECRET "whsec_metrics_test"
+#define N_SIGNED 25  /* seq 20 among them: the candidate's garbage line */
+#define N_UNSIGNED 4 /* one alone, two pipelined, one after 100 Continue */
+
+static void so_path(const char *rel, char out[PATH_MAX])
+{
+    snprintf(out, PATH_MAX, "%s/%s", getenv("UST_BUILD_DIR"), rel);
+}
+
+static int setup(void **state)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    so_path("src/plugins/legacy/understudy-legacy.so", lp);
+    so_path("tests/plugins/misbehaving_stdout_garbage.so", cp);
+    *state = serve_world_new(
+        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp),
+        SECRET);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    serve_world_free(*state);
+    return 0;
+}
+
+/* POST path with body and extra header lines; the status. */
+static int post(int port, const char *path, const char *extra, const char *body)
+{
+    char *raw = ust_sprintf("POST %s HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                            "application/json\r\n%sContent-Length: %zu\r\n\r\n%s",
+                            path, extra, strlen(body), body);
+    http_resp r;
+    int status = http_once(port, raw, strlen(raw), &r);
+    ust_free(raw);
+    return status;
+}
+
+/* The status of the next response on fd, -1 at EOF. */
+static int next_status(int fd, char *buf, size_t *len, size_t cap)
+{
+    http_resp r;
+    return read_response(fd, buf, len, cap, &r) ? r.status : -1;
+}
+
+/* Three requests to /payments on one connection: two pipelined in one
+ * write, then one that waits for 100 Continue before its body. Each is one
+ * request for the latency histogram; the 100 is not an answer. */
+static void post_kept_alive(int port)
+{
+    static const char body[] = "{\"order_id\":\"o\",\"amount\":5}";
+    char *a =
+        ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\nIdempotency-Key: p1\r\n"
+                    "Content-Length: %zu\r\n\r\n%sPOST /payments HTTP/1.1\r\n"
+                    "Host: t\r\nIdempotency-Key: p2\r\nContent-Length: %zu\r\n"
+                    "\r\n%s",
+                    strlen(body), body, strlen(body), body);
+    char *c =
+        ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\nIdempotency-Key: p3\r\n"
+                    "Expect: 100-continue\r\nContent-Length: %zu\r\n\r\n",
+                    strlen(body));
+    int fd = http_connect(port);
+    char buf[16384];
+    size_t len = 0;
+    send_all(fd, a, strlen(a));
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+    send_all(fd, c, strlen(c));
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 100);
+    send_all(fd, body, strlen(body));
+    assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+    close(fd);
+    ust_free(a);
+    ust_free(c);
+}
+
+/* A payment_intent.succeeded callback for evt, signed now. */
+static int post_signed(int port, int i)
+{
+    char *body = ust_sprintf(
+        "{\"id\":\"evt_m%d\",\"type\":\"payment_intent.succeeded\",\"data\":{"
+        "\"object\":"
+        "{\"id\":\"pi_m%d\",\"amount\":%d,\"currency\":\"eur\",\"metadata\":"
+        "{\"order_id\":\"o_m%d\"}}}}",
+        i, i, 100 + i, i);
+    ust_request req;
+    memset(&req, 0, sizeof(req));
+    req.body = (unsigned char *)body;
+    req.body_len = strlen(body);
+    ust_sig_params p = {UST_SCHEME_STRIPE, SECRET, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, (int64_t)time(NULL), NULL, &req), 0);
+    char *extra = ust_sprintf("Stripe-Signature: %s\r\n", req.headers[0].value);
+    int status = post(port, "/webhooks/stripe", extra, body);
+    ust_free(extra);
+    ust_request_clear(&req); /* frees body too */
+    return status;
+}
+
+/* GET /metrics; the body, malloc'd (the client's buffer is too small). */
+static char *scrape(int port)
+{
+    int fd = http_connect(port);
+    static const char get[] =
+        "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    send_all(fd, get, sizeof(get) - 1);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    ssize_t n;
+    while (len < cap - 1 && (n = recv(fd, buf + len, cap - 1 - len, 0)) > 0)
+        len += (size_t)n;
+    close(fd);
+    buf[len] = '\0';
+    char *body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    assert_int_equal(atoi(buf + 9), 200);
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+}
+
+/* The value of one series ("name{labels}"), or -1 when it is not there. */
+static double value_of(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *at = text; (at = strstr(at, series)) != NULL; at += n)
+        if ((at == text || at[-1] == '\n') && at[n] == ' ')
+            return strtod(at + n + 1, NULL);
+    return -1;
+}
+
+/* Scrapes until the runner has decided every event: no sleep decides the
+ * outcome, it only spaces the polls. */
+static char *scrape_when_decided(int port, int events)
+{
+    for (int i = 0; i < 1200; i++) {
+        char *text = scrape(port);
+        if (value_of(text, "understudy_runner_events_total") == events &&
+            value_of(text, "understudy_runner_lag_events") == 0)
+            return text;
+        free(text);
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("the runner did not decide %d events", events);
+    return NULL;
+}
+
+/* promtool from the environment (make test-deps puts Debian's there), else
+ * from PATH; NULL when there is none. */
+static const char *promtool(void)
+{
+    const char *p = getenv("UST_PROMTOOL");
+    if (p != NULL && access(p, X_OK) == 0)
+        return p;
+    return system("command -v promtool >/dev/null 2>&1") == 0 ? "promtool" : NULL;
+}
+
+static void test_promtool_accepts_the_scrape(void **state)
+{
+    serve_world *w = *state;
+    const char *tool = promtool();
+    if (tool == NULL) {
+        fprintf(stderr, "promtool not found: run `make test-deps` (it extracts it from"
+                        " Debian's prometheus package) or set UST_PROMTOOL\n");
+        skip();
+    }
+    serve_world_start(w);
+    for (int i = 1; i <= N_SIGNED; i++)
+        assert_int_equal(post_signed(w->srv.port, i), 202);
+    assert_int_equal(post(w->srv.port, "/payments", "Idempotency-Key: p0\r\n",
+                          "{\"order_id\":\"o0\",\"amount\":5}"),
+                     202);
+    post_kept_alive(w->srv.port);
+    assert_int_equal(post(w->srv.port, "/nowhere", "", "{}"), 404);
+    char *text = scrape_when_decided(w->srv.port, N_SIGNED + N_UNSIGNED);
+
+    char path[PATH_MAX], out[PATH_MAX], cmd[3 * PATH_MAX];
+    snprintf(path, sizeof(path), "%s/metrics.txt", w->dir);
+    snprintf(out, sizeof(out), "%s/promtool.out", w->dir);
+    ust_test_write_file(path, text);
+    snprintf(cmd, sizeof(cmd), "'%s' check metrics < '%s' > '%s' 2>&1", tool, path,
+             out);
+    int rc = system(cmd);
+    FILE *f = fopen(out, "r");
+    char said[4096] = "";
+    size_t said_len = f ? fread(said, 1, sizeof(said) - 1, f) : 0;
+    said[said_len] = '\0';
+    if (f != NULL)
+        fclose(f);
+    if (rc != 0 || said_len != 0)
+        fail_msg("promtool check metrics (exit %d) said:\n%s",
+                 WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, said);
+
+    /* Every request sent is in the latency histogram, by route. */
+    assert_true(value_of(text, "understudy_request_duration_seconds_count"
+                               "{route=\"/webhooks/stripe\"}") == N_SIGNED);
+    assert_true(value_of(text, "understudy_request_duration_seconds_count"
+                               "{route=\"/payments\"}") == N_UNSIGNED);
+    assert_true(value_of(text, "understudy_request_duration_seconds_count"
+                               "{route=\"none\"}") >= 1); /* the 404, earlier scrapes */
+    assert_true(value_of(text, "understudy_request_duration_seconds_bucket"
+                               "{route=\"/payments\",le=\"+Inf\"}") == N_UNSIGNED);
+    /* Every event in one commit or another. */
+    assert_true(value_of(text, "understudy_commit_batch_events_sum") ==
+                N_SIGNED + N_UNSIGNED);
+    double commits = value_of(text, "understudy_commit_duration_seconds_count");
+    assert_true(commits >= 1 && commits <= N_SIGNED + N_UNSIGNED);
+    assert_true(value_of(text, "understudy_commit_batch_events_count") == commits);
+    /* Both plugins decided every event (all are fed: verified or unsigned). */
+    assert_true(value_of(text, "understudy_plugin_decide_duration_seconds_count"
+                               "{plugin=\"legacy\"}") == N_SIGNED + N_UNSIGNED);
+    assert_true(value_of(text, "understudy_plugin_decide_duration_seconds_count"
+                               "{plugin=\"candidate\"}") == N_SIGNED + N_UNSIGNED);
+    /* The garbage line at seq 20: a protocol error, then a restart. */
+    assert_true(value_of(text, "understudy_plugin_errors_total"
+                               "{plugin=\"candidate\",cause=\"protocol\"}") == 1);
+    assert_true(value_of(text, "understudy_plugin_restarts_total"
+                               "{plugin=\"candidate\"}") >= 1);
+    assert_true(value_of(text, "understudy_plugin_errors_total"
+                               "{plugin=\"legacy\",cause=\"protocol\"}") == 0);
+    assert_true(value_of(text, "understudy_divergences_total") >= 1);
+    assert_true(value_of(text, "understudy_runner_lag_seconds") == 0);
+    assert_non_null(strstr(text, "\nunderstudy_divergences_by_class_total{class=\""));
+    assert_true(value_of(text, "understudy_divergences_by_class_complete") == 1);
+    free(text);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
+/* A runner stuck in the candidate's decide: its lag in seconds counts from
+ * the oldest event it has not decided, and keeps counting while it stays
+ * stuck; 0 once it has decided everything. */
+static void test_a_stuck_runner_shows_its_lag_in_seconds(void **state)
+{
+    serve_world *w = *state;
+    char lp[PATH_MAX], cp[PATH_MAX], gate[PATH_MAX], unblock[PATH_MAX];
+    so_path("src/plugins/legacy/understudy-legacy.so", lp);
+    so_path("tests/plugins/misbehaving_block.so", cp);
+    ust_test_tmpdir(gate); /* for the file that lets the candidate go on */
+    snprintf(unblock, sizeof(unblock), "%s/unblock", gate);
+    serve_world_free(w);
+    *state = w = serve_world_new(
+        json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp, "candidate",
+                  "path", cp, "timeout_ms", 600000, "config", "unblock_file", unblock),
+        SECRET);
+    serve_world_start(w);
+    assert_int_equal(post_signed(w->srv.port, 1), 202);
+    assert_int_equal(post_signed(w->srv.port, 2), 202);
+    char *text = scrape(w->srv.port);
+    /* Both are durable and neither decided: the candidate holds event 1. */
+    assert_true(value_of(text, "understudy_runner_lag_events") == 2);
+    double first = value_of(text, "understudy_runner_lag_seconds");
+    free(text);
+    assert_true(first > 0);
+    text = scrape(w->srv.port);
+    assert_true(value_of(text, "understudy_runner_lag_seconds") >= first);
+    free(text);
+    ust_test_write_file(unblock, "go");
+    text = scrape_when_decided(w->srv.port, 2);
+    assert_true(value_of(text, "understudy_runner_lag_seconds") == 0);
+    free(text);
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+    ust_test_rmdir(gate);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_promtool_accepts_the_scrape, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_stuck_runner_shows_its_lag_in_seconds,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
