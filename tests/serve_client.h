@@ -6,6 +6,7 @@
 #include "support.h"
 
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -145,6 +146,24 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
     int ok = read_response(fd, buf, &len, sizeof(buf), r);
     close(fd);
     return ok ? r->status : -1;
+}
+
+/* tests/data/config.json with the plugins of this build, written to path. */
+static inline void server_write_config(const char *path)
+{
+    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so", build);
+    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so", build);
+    json_object_set_new(
+        doc, "plugins",
+        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp));
+    assert_int_equal(json_dump_file(doc, path, 0), 0);
+    json_decref(doc);
 }
 
 #endif

@@ -92,6 +92,7 @@ typedef struct ust__server {
     ust_replay_opts runner_opts;
     struct responder *responder; /* --respond legacy, else NULL */
     ust__metrics metrics;
+    struct ust__notify *notify; /* systemd watchdog pings, else NULL */
 } ust__server;
 
 int ust__writer_start(ust__server *s, char **err);
@@ -110,6 +111,12 @@ char *ust__answers_path(const char *run_path);
 int ust__follower_start(ust__server *s, char **err);
 void ust__follower_notify(ust__server *s, int64_t seq);
 void ust__follower_stop(ust__server *s);
+
+/* systemd notifications (notify.c): READY=1 and the watchdog timer once
+ * listening, STOPPING=1 and the timer closed when the stop begins. */
+typedef struct ust__notify ust__notify;
+void ust__notify_ready(ust__server *s, const char *listening);
+void ust__notify_stopping(ust__server *s);
 
 /* Prometheus text of the metrics, ust_malloc'd. */
 char *ust__metrics_render(ust__server *s);
