@@ -39,11 +39,12 @@ trap cleanup EXIT
 export UNDERSTUDY_STRIPE_SECRET=whsec_nginx_mirror_test
 export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 
-# Waits (bounded, for a broken run only) until a command succeeds.
+# Waits (bounded, for a broken run only) until a command succeeds; on
+# failure says what did not happen and shows the end of that part's log.
 wait_for() {
-  local what=$1; shift
+  local what=$1 log=$2; shift 2
   for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
-  fail "$what"
+  fail "$what: $(tail -5 "$log" 2>/dev/null)"
 }
 
 # understudy, recording only what the mirror sends it.
@@ -59,7 +60,7 @@ PY
   --run "$tmp/run.db" 2> "$tmp/serve.log" &
 serve_pid=$!
 pids+=("$serve_pid")
-wait_for "understudy serve did not start: $(cat "$tmp/serve.log")" \
+wait_for "understudy serve did not start" "$tmp/serve.log" \
   grep -q 'listening on' "$tmp/serve.log"
 understudy=$(sed -n 's/.*listening on \([0-9.:]*\).*/\1/p' "$tmp/serve.log" | head -1)
 
@@ -87,17 +88,22 @@ s.serve_forever()
 PY
 python3 "$tmp/primary.py" "$tmp/primary.addr" &
 pids+=($!)
-wait_for "the primary did not start" test -s "$tmp/primary.addr"
+wait_for "the primary did not start" /dev/null test -s "$tmp/primary.addr"
 primary=$(cat "$tmp/primary.addr")
 
 # nginx: its own prefix, logs and temp paths in $tmp, one process as this
-# user; the file from docs/ with the placeholders filled in.
-listen_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-listen=127.0.0.1:$listen_port
-sed -e "s/@LISTEN@/$listen/" -e "s/@PRIMARY@/$primary/" -e "s/@UNDERSTUDY@/$understudy/" \
-  "$conf_file" > "$tmp/understudy-mirror.conf"
+# user; the file from docs/ with the placeholders filled in. The port is
+# picked free and then bound by nginx: if something took it in between,
+# another port is tried.
+port_open() { python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1)' "$1" 2>/dev/null; }
+nginx_up() { port_open "$listen_port" || ! kill -0 "$nginx_pid" 2>/dev/null; }
 mkdir -p "$tmp/nginx"
-cat > "$tmp/nginx.conf" <<CONF
+for attempt in 1 2 3 4 5; do
+  listen_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  listen=127.0.0.1:$listen_port
+  sed -e "s/@LISTEN@/$listen/" -e "s/@PRIMARY@/$primary/" -e "s/@UNDERSTUDY@/$understudy/" \
+    "$conf_file" > "$tmp/understudy-mirror.conf"
+  cat > "$tmp/nginx.conf" <<CONF
 daemon off;
 master_process off;
 pid $tmp/nginx.pid;
@@ -113,12 +119,17 @@ http {
     include $tmp/understudy-mirror.conf;
 }
 CONF
-"$nginx" -t -q -p "$tmp/nginx" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" \
-  || fail "nginx refuses the configuration: $(cat "$tmp/nginx-error.log")"
-"$nginx" -p "$tmp/nginx" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" &
-pids+=($!)
-port_open() { python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1)' "$1" 2>/dev/null; }
-wait_for "nginx did not start: $(cat "$tmp/nginx-error.log")" port_open "$listen_port"
+  "$nginx" -t -q -p "$tmp/nginx" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" \
+    || fail "nginx refuses the configuration: $(tail -5 "$tmp/nginx-error.log")"
+  : > "$tmp/nginx-error.log"
+  "$nginx" -p "$tmp/nginx" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" &
+  nginx_pid=$!
+  pids+=("$nginx_pid")
+  wait_for "nginx did not start" "$tmp/nginx-error.log" nginx_up
+  grep -q 'bind() to' "$tmp/nginx-error.log" || { kill -0 "$nginx_pid" 2>/dev/null && break; }
+  kill "$nginx_pid" 2>/dev/null || true
+  [ "$attempt" = 5 ] && fail "nginx could not listen: $(tail -5 "$tmp/nginx-error.log")"
+done
 
 # Signs and posts callbacks through nginx; every answer must be the
 # primary's for that body. Prints the event ids it sent.
@@ -157,7 +168,7 @@ recorded() {
   "$bin" log stats --log "$tmp/events.db" --json 2>/dev/null \
     | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["events"] >= int(sys.argv[1]) else 1)' "$n"
 }
-wait_for "understudy did not record $n mirrored callbacks" recorded
+wait_for "understudy did not record $n mirrored callbacks" "$tmp/serve.log" recorded
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "understudy serve did not stop cleanly: $(cat "$tmp/serve.log")"
 
