@@ -5,11 +5,11 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= 2
 CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev \
-               libuv1-dev libcmocka-dev libhttp-parser-dev
+               libuv1-dev libcmocka-dev libhttp-parser-dev libsystemd-dev
 # The tests also need a browser (the report test opens index.html) and the
-# interpreters of the example plugins: command=package, installed when the
-# command is missing.
-TEST_COMMANDS = chromium=chromium python3=python3 node=nodejs
+# interpreters of the example plugins, and nginx (the mirror test):
+# command=package, installed when the command is missing.
+TEST_COMMANDS = chromium=chromium python3=python3 node=nodejs nginx=nginx-light
 # The fuzz targets only: clang, and libFuzzer (Debian ships it in clang's runtime).
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 FUZZ_BUILD   ?= build-fuzz

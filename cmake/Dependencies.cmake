@@ -17,6 +17,8 @@ ust_require_pkg(JANSSON jansson libjansson-dev)
 ust_require_pkg(OPENSSL libcrypto libssl-dev)
 ust_require_pkg(LIBUV libuv libuv1-dev)
 ust_require_pkg(CMOCKA cmocka libcmocka-dev)
+# sd_notify for Type=notify units (READY=1, the watchdog).
+ust_require_pkg(SYSTEMD libsystemd libsystemd-dev)
 
 # Debian's http-parser ships no pkg-config file.
 find_path(HTTP_PARSER_INCLUDE_DIR http_parser.h)

@@ -149,6 +149,31 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
     return ok ? r->status : -1;
 }
 
+/* tests/data/config.json with these "plugins" (a reference taken), written
+ * to path. */
+static inline void server_write_config_with(const char *path, json_t *plugins)
+{
+    char src[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    json_error_t jerr;
+    json_t *doc = json_load_file(src, 0, &jerr);
+    assert_non_null(doc);
+    json_object_set_new(doc, "plugins", plugins);
+    assert_int_equal(json_dump_file(doc, path, 0), 0);
+    json_decref(doc);
+}
+
+/* tests/data/config.json with the reference plugins of this build. */
+static inline void server_write_config(const char *path)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so", build);
+    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so", build);
+    server_write_config_with(path, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp,
+                                             "candidate", "path", cp));
+}
+
 /* A temporary folder holding a config (tests/data/config.json with these
  * "plugins", a reference taken), the log and the run database; the server
  * is started on them with serve_world_start, and killed if still up when
@@ -166,14 +191,7 @@ static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_s
     snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
     snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
     snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    char src[PATH_MAX];
-    ust_test_source_path("tests/data/config.json", src);
-    json_error_t jerr;
-    json_t *doc = json_load_file(src, 0, &jerr);
-    assert_non_null(doc);
-    json_object_set_new(doc, "plugins", plugins);
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
+    server_write_config_with(w->cfg, plugins);
     setenv("UNDERSTUDY_STRIPE_SECRET", stripe_secret, 1);
     setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     return w;

@@ -111,6 +111,7 @@ typedef struct ust__server {
      * --respond legacy it never passes the answers' cursor either). */
     atomic_llong decided_seq;
     ust__metrics metrics;
+    struct ust__notify *notify; /* systemd watchdog pings, else NULL */
 } ust__server;
 
 int ust__writer_start(ust__server *s, char **err);
@@ -139,6 +140,12 @@ _Noreturn void ust__follower_abandon(ust__server *s);
 
 /* The histograms' bounds; once, before any thread observes. */
 void ust__metrics_init(ust__metrics *m);
+/* systemd notifications (notify.c): READY=1 and the watchdog timer once
+ * listening, STOPPING=1 and the timer closed when the stop begins. */
+typedef struct ust__notify ust__notify;
+void ust__notify_ready(ust__server *s, const char *listening);
+void ust__notify_stopping(ust__server *s);
+
 /* Prometheus text of the metrics, ust_malloc'd. */
 char *ust__metrics_render(ust__server *s);
 /* A slot's answer was written: its request's time, first byte to now. */

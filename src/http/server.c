@@ -665,6 +665,7 @@ static void on_listener_closed(uv_handle_t *h)
 static void begin_stop(ust__server *s)
 {
     s->stopping = 1;
+    ust__notify_stopping(s);
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
     /* Idle connections close now; busy ones once their answers are out. */
     for (ust__conn *c = s->conns; c != NULL;) {
@@ -828,6 +829,7 @@ int ust_serve(const ust_serve_opts *o, char **err)
         fprintf(o->status, "listening on %s:%d\n", host, port);
         fflush(o->status);
     }
+    ust__notify_ready(s, o->listen);
     uv_run(s->loop, UV_RUN_DEFAULT);
     on_done(&s->done_async); /* anything the writer finished last */
     if (s->runner_left)
