@@ -59,6 +59,7 @@ typedef struct ust_plugin_config {
 typedef struct ust_config {
     char *file;                         /* path as given, for messages */
     char *listen, *log_path, *run_path; /* NULL when absent */
+    char *admin_listen; /* /healthz, /readyz, /metrics; NULL: derived from listen */
     struct {
         size_t max_body_bytes;     /* default 1 MiB */
         size_t max_headers;        /* default 64 */
@@ -66,6 +67,9 @@ typedef struct ust_config {
         int64_t idle_timeout_ms;   /* keep-alive with nothing owed; default 30000 */
         size_t max_connections;    /* open at once; default 1024 */
     } limits;
+    struct {
+        int64_t max_lag_s; /* /healthz: the runner may lag this long; default 300 */
+    } health;
     ust_route *routes;
     size_t n_routes;
     ust_plugin_config legacy, candidate;
