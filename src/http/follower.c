@@ -60,6 +60,8 @@ static void *follower_main(void *arg)
         ust_replay_stats st;
         char *err = NULL;
         int rc = ust_runner_step(s->runner, &st, &err);
+        ust__health_stepped(s, rc, err, ust_runner_cursor(s->runner),
+                            ust_runner_candidate_down(s->runner));
         if (rc != 0) {
             /* The recorder keeps recording; the runner tries again later and
              * resumes from its cursor, so nothing is skipped. */
