@@ -123,6 +123,17 @@ static void add_reasonf(json_t *reasons, const char *check, const char *fmt, ...
     add_reason(reasons, check, detail);
 }
 
+int64_t ust__health_oldest_undecided_us(ust__server *s)
+{
+    ust__health *h = &s->health;
+    int64_t ran = atomic_load(&s->metrics.runner_seq);
+    pthread_mutex_lock(&h->mu);
+    drop_decided(h, ran);
+    int64_t oldest_us = h->n > 0 ? h->pending[h->head].received_at_us : 0;
+    pthread_mutex_unlock(&h->mu);
+    return oldest_us;
+}
+
 char *ust__health_render(ust__server *s, int *status)
 {
     ust__health *h = &s->health;
@@ -140,9 +151,8 @@ char *ust__health_render(ust__server *s, int *status)
     if (h->runner_error != NULL)
         add_reasonf(reasons, "runner_failed", "the runner's last step failed: %s",
                     h->runner_error);
-    drop_decided(h, ran);
-    int64_t oldest_us = h->n > 0 ? h->pending[h->head].received_at_us : 0;
     pthread_mutex_unlock(&h->mu);
+    int64_t oldest_us = ust__health_oldest_undecided_us(s);
     int64_t max_lag_s = s->o->cfg->health.max_lag_s;
     if (oldest_us > 0 && now - oldest_us > max_lag_s * 1000000)
         add_reasonf(reasons, "runner_lag",

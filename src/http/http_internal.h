@@ -86,6 +86,9 @@ void ust__health_appended(struct ust__server *s, int rc, const char *err,
 /* The runner's thread, after each step. */
 void ust__health_stepped(struct ust__server *s, int rc, const char *err, int64_t cursor,
                          const char *candidate_down);
+/* Arrival (µs since the epoch) of the oldest event the runner has not
+ * decided, 0 when there is none: the runner's lag in time is now minus it. */
+int64_t ust__health_oldest_undecided_us(struct ust__server *s);
 /* The body of /healthz (ust_malloc'd) and its status, 200 or 503. */
 char *ust__health_render(struct ust__server *s, int *status);
 

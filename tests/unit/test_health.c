@@ -361,6 +361,10 @@ static void test_healthz_names_a_runner_that_lags(void **state)
     assert_int_equal(pay(w, 2), 202);
     wait_degraded(w, "runner_lag");
     assert_false(health_has(w, "candidate_down", &status)); /* slow, not down */
+    /* Killed and started again, it still lags behind the same events. */
+    server_stop(&w->srv, SIGKILL);
+    start(w, NULL);
+    wait_degraded(w, "runner_lag");
     touch(w->unblock);
     wait_healthy(w);
     stop(w);
