@@ -67,8 +67,11 @@ static inline server_proc server_start_with(const char *const *args,
         _exit(0);
     }
     fclose(f);
-    if (s.port == 0 || s.admin_port == 0)
+    if (s.port == 0 || s.admin_port == 0) {
+        kill(pid, SIGKILL); /* one that runs but did not say so outlives the test */
+        waitpid(pid, NULL, 0);
         fail_msg("the server did not start");
+    }
     return s;
 }
 

@@ -203,10 +203,20 @@ static void maybe_free(ust__conn *c)
  * is with the writer: let the writer drain, the runner catch up, and close. */
 static void maybe_finish_stop(ust__server *s)
 {
-    if (!s->stopping || s->conns != NULL || s->deriving > 0 || s->finished)
+    if (!s->stopping || s->deriving > 0 || s->finished)
         return;
+    /* Admin connections do not hold the stop back (a monitor polling
+     * /readyz would keep it waiting); they close after their answer. */
+    for (ust__conn *c = s->conns; c != NULL; c = c->next)
+        if (!c->admin)
+            return;
     s->finished = 1;
     uv_close((uv_handle_t *)&s->admin, NULL);
+    for (ust__conn *c = s->conns; c != NULL; c = c->next)
+        if (c->head == NULL)
+            conn_close(c);
+        else
+            c->tail->close_after = 1;
     ust__writer_stop(s);
     ust__responder_stop(s);
     ust__follower_stop(s);
