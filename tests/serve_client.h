@@ -17,11 +17,14 @@
 typedef struct server_proc {
     pid_t pid;
     int port;
+    int admin_port; /* /healthz, /readyz, /metrics */
 } server_proc;
 
 /* Starts the binary with args (NULL-terminated, after "serve"); waits for
- * its "listening on HOST:PORT" line. */
-static inline server_proc server_start(const char *const *args)
+ * its "listening on HOST:PORT" line, after the "admin on HOST:PORT" one.
+ * setup, when not NULL, runs in the child before the exec. */
+static inline server_proc server_start_with(const char *const *args,
+                                            void (*setup)(void))
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -30,6 +33,8 @@ static inline server_proc server_start(const char *const *args)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        if (setup != NULL)
+            setup();
         dup2(fds[1], 2);
         close(fds[0]);
         const char *argv[32] = {bin, "serve"};
@@ -43,8 +48,13 @@ static inline server_proc server_start(const char *const *args)
     close(fds[1]);
     FILE *f = fdopen(fds[0], "r");
     char line[256];
-    server_proc s = {pid, 0};
+    server_proc s = {pid, 0, 0};
     while (fgets(line, sizeof(line), f) != NULL) {
+        char *admin = strstr(line, "admin on ");
+        if (admin != NULL) {
+            s.admin_port = atoi(strrchr(admin, ':') + 1);
+            continue;
+        }
         char *at = strstr(line, "listening on ");
         if (at != NULL) {
             s.port = atoi(strrchr(at, ':') + 1);
@@ -59,9 +69,17 @@ static inline server_proc server_start(const char *const *args)
         _exit(0);
     }
     fclose(f);
-    if (s.port == 0)
+    if (s.port == 0 || s.admin_port == 0) {
+        kill(pid, SIGKILL); /* one that runs but did not say so outlives the test */
+        waitpid(pid, NULL, 0);
         fail_msg("the server did not start");
+    }
     return s;
+}
+
+static inline server_proc server_start(const char *const *args)
+{
+    return server_start_with(args, NULL);
 }
 
 /* Sends sig and waits; returns the exit status (or 128 + signal). */

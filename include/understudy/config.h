@@ -69,6 +69,7 @@ typedef struct ust_config {
      * for a config parsed from memory, whose paths stay as written. */
     char *dir;
     char *listen, *log_path, *run_path; /* NULL when absent */
+    char *admin_listen; /* /healthz, /readyz, /metrics; NULL: derived from listen */
     struct {
         size_t max_body_bytes;     /* default 1 MiB */
         size_t max_headers;        /* default 64 */
@@ -80,6 +81,9 @@ typedef struct ust_config {
         int64_t keep_us;  /* serve prunes rows older than this; 0: no retention */
         int64_t every_us; /* how often it looks; default an hour */
     } retention;
+    struct {
+        int64_t max_lag_s; /* /healthz: the runner may lag this long; default 300 */
+    } health;
     ust_route *routes;
     size_t n_routes;
     ust_plugin_config legacy, candidate;

@@ -111,6 +111,10 @@ enum {
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
                     unsigned flags, ust_store *store, ust_plugin **out, char **err);
 const char *ust_plugin_name(const ust_plugin *p);
+/* Why a plugin in a child process is down (in back-off after timeouts in a
+ * row, or a start that failed), as a static text; NULL while it is up, and
+ * always for one in process. Call from the thread that decides with it. */
+const char *ust_plugin_down(const ust_plugin *p);
 /* 0 when the plugin declared UST_PLUGIN_NO_RAW_REQUEST (in a child process:
  * "raw_request":false in its hello), else 1. */
 int ust_plugin_wants_raw_request(const ust_plugin *p);

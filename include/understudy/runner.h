@@ -67,6 +67,8 @@ typedef struct ust_runner ust_runner;
 int ust_runner_open(const ust_replay_opts *opts, ust_runner **out, char **err);
 int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err);
 int64_t ust_runner_cursor(const ust_runner *r);
+/* Why the candidate is down (ust_plugin_down), or NULL; between steps. */
+const char *ust_runner_candidate_down(const ust_runner *r);
 void ust_runner_close(ust_runner *r);
 
 #endif

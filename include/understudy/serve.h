@@ -10,11 +10,14 @@
 typedef struct ust_serve_opts {
     const ust_config *cfg; /* secrets loaded */
     const char *listen;    /* "127.0.0.1:8080" */
+    /* /healthz, /readyz, /metrics; NULL: 127.0.0.1 on the listen port + 1
+     * (port 0 when listen's is 0) */
+    const char *admin_listen;
     const char *log_path;
     const char *run_path;                     /* NULL: record only, no runner */
     const char *legacy_path, *candidate_path; /* NULL: from the config */
     FILE *divergences;                        /* runner's JSON lines, or NULL */
-    FILE *status;       /* one line when listening ("listening on ..."), or NULL */
+    FILE *status;       /* "admin on ..." then "listening on ..." when up, or NULL */
     int respond_legacy; /* answer with the legacy's decision (needs run_path) */
 } ust_serve_opts;
 

@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: understudy serve --config FILE [--listen ADDR] [--log DB] [--run DB]\n"
+    "usage: understudy serve --config FILE [--listen ADDR] [--admin-listen ADDR]\n"
+    "                        [--log DB] [--run DB]\n"
     "                        [--respond ack|legacy] [--legacy SO] [--candidate SO]\n"
     "                        [--divergences FILE|-]\n"
     "\n"
@@ -22,7 +23,10 @@ static const char usage[] =
     "--respond legacy (needs --run): the legacy plugin's decision is the answer,\n"
     "made right after the commit and recorded in RUN.answers; the candidate is\n"
     "decided later by the runner and can neither change nor delay an answer.\n"
-    "GET /healthz and GET /metrics (Prometheus text) are always served.\n"
+    "GET /healthz (what is wrong, 503 when anything is), GET /readyz and\n"
+    "GET /metrics (Prometheus text) are served on the admin listener only:\n"
+    "--admin-listen or \"admin_listen\", by default 127.0.0.1 on the --listen\n"
+    "port + 1 (see docs/health.md).\n"
     "SIGTERM or SIGINT: stop accepting, answer what is in flight, let the\n"
     "runner catch up for at most 5 s, then end its batch in progress (left\n"
     "behind after 5 s more), exit 0; the next start resumes from the run's\n"
@@ -37,6 +41,7 @@ int ust_cli_serve(int argc, char **argv)
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"listen", required_argument, NULL, 'L'},
+        {"admin-listen", required_argument, NULL, 'A'},
         {"log", required_argument, NULL, 'l'},
         {"run", required_argument, NULL, 'r'},
         {"respond", required_argument, NULL, 'R'},
@@ -58,6 +63,9 @@ int ust_cli_serve(int argc, char **argv)
             break;
         case 'L':
             o.listen = optarg;
+            break;
+        case 'A':
+            o.admin_listen = optarg;
             break;
         case 'l':
             o.log_path = optarg;
@@ -101,6 +109,8 @@ int ust_cli_serve(int argc, char **argv)
     int rc = UST_EXIT_USAGE;
     if (o.listen == NULL)
         o.listen = cfg->listen;
+    if (o.admin_listen == NULL)
+        o.admin_listen = cfg->admin_listen;
     if (o.log_path == NULL)
         o.log_path = cfg->log_path;
     if (o.run_path == NULL)

@@ -25,6 +25,7 @@
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_MAX_CONNECTIONS 1024
+#define DEFAULT_HEALTH_MAX_LAG_S 300
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
 #define DEFAULT_IDEM_HEADER "Idempotency-Key"
@@ -689,6 +690,23 @@ static int parse_retention(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+static int parse_health(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *health;
+    int rc = take_object(c, root, "health", &health);
+    cfg->health.max_lag_s = DEFAULT_HEALTH_MAX_LAG_S;
+    if (rc != 0 || health == NULL)
+        return rc;
+    static const char *const health_keys[] = {"max_lag_s"};
+    size_t mark = push_key(c, "health");
+    if ((rc = check_keys(c, health, KEYS(health_keys))) != 0 ||
+        (rc = take_posint(c, health, "max_lag_s", DEFAULT_HEALTH_MAX_LAG_S,
+                          &cfg->health.max_lag_s)) != 0)
+        return rc;
+    pop(c, mark);
+    return 0;
+}
+
 /* The header a route reads, by name, for its signature or any derived
  * field, or NULL: such a header cannot be masked, or the stored request
  * could not be verified or derived again from what the log holds. */
@@ -772,9 +790,9 @@ static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
-static const char *const top_keys[] = {"listen",    "log",     "run",     "limits",
-                                       "routes",    "plugins", "compare", "redact",
-                                       "retention", "capture"};
+static const char *const top_keys[] = {
+    "listen",  "log",    "run",       "limits",  "routes",       "plugins",
+    "compare", "redact", "retention", "capture", "admin_listen", "health"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -784,6 +802,9 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
     int rc;
     if ((rc = check_keys(c, root, KEYS(top_keys))) != 0 ||
         (rc = take_string(c, root, "listen", 0, "a string", NULL, &cfg->listen)) != 0 ||
+        (rc = take_string(c, root, "admin_listen", 0, "a string", NULL,
+                          &cfg->admin_listen)) != 0 ||
+        (rc = parse_health(c, root, cfg)) != 0 ||
         (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
         (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
         (rc = parse_limits(c, root, cfg)) != 0 ||
@@ -1040,6 +1061,7 @@ void ust_config_free(ust_config *cfg)
         OPENSSL_cleanse(cfg->capture.mask_key, cfg->capture.mask_key_len);
     ust_free(cfg->capture.mask_key);
     ust_free(cfg->listen);
+    ust_free(cfg->admin_listen);
     ust_free(cfg->log_path);
     ust_free(cfg->run_path);
     ust_free(cfg->file);

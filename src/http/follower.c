@@ -69,6 +69,8 @@ static void *follower_main(void *arg)
         ust_replay_stats st;
         char *err = NULL;
         int rc = ust_runner_step(s->runner, &st, &err);
+        ust__health_stepped(s, rc, err, ust_runner_cursor(s->runner),
+                            ust_runner_candidate_down(s->runner));
         if (rc != 0) {
             /* The recorder keeps recording; the runner tries again later and
              * resumes from its cursor, so nothing is skipped. */
@@ -98,6 +100,27 @@ static void *follower_main(void *arg)
     return NULL;
 }
 
+/* Events a run left undecided before this start: the runner's lag counts
+ * from the arrival of the first of them (best effort: /healthz then only
+ * misses a lag it would have named). */
+static void seed_pending(ust__server *s, int64_t cursor)
+{
+    int64_t head = 0;
+    char hex[UST_SHA256_HEX_LEN + 1];
+    ust_log_cursor *cur = NULL;
+    ust_log_record rec;
+    memset(&rec, 0, sizeof(rec));
+    if (ust_log_head(s->log, &head, hex, NULL) != 0 || head <= cursor ||
+        ust_log_cursor_open(s->log, cursor, &cur, NULL) != 0)
+        return;
+    if (ust_log_cursor_next(cur, &rec, NULL) == 1) {
+        ust__health_appended(s, 0, NULL, head, rec.req.received_at_us);
+        atomic_store(&s->metrics.last_seq, head);
+    }
+    ust_log_record_clear(&rec);
+    ust_log_cursor_close(cur);
+}
+
 int ust__follower_open(ust__server *s, char **err)
 {
     s->runner_opts.cfg = s->o->cfg;
@@ -121,6 +144,7 @@ int ust__follower_open(ust__server *s, char **err)
     }
     atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
     atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
+    seed_pending(s, ust_runner_cursor(s->runner));
     pthread_mutex_init(&s->follow_mu, NULL);
     pthread_cond_init(&s->follow_cv, NULL);
     pthread_cond_init(&s->follow_done_cv, NULL);

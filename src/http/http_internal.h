@@ -73,6 +73,37 @@ typedef struct ust__metrics {
     ust_histogram legacy_decide, candidate_decide; /* µs an event */
 } ust__metrics;
 
+/* What /healthz reads, written by the writer and the runner's thread and
+ * read on the loop; the mutex is held only to copy or swap, never over I/O. */
+#define UST__HEALTH_PENDING 4096
+typedef struct ust__health {
+    pthread_mutex_t mu;
+    char *log_error;            /* the last append's failure; NULL once one succeeds */
+    char *runner_error;         /* the last step's failure; NULL once one succeeds */
+    const char *candidate_down; /* static text, or NULL while it is up */
+    /* Commits the runner has not decided through, oldest first (a ring):
+     * their last seq and the arrival of their first event. */
+    struct {
+        int64_t last_seq, received_at_us;
+    } pending[UST__HEALTH_PENDING];
+    size_t head, n;
+} ust__health;
+
+void ust__health_init(ust__health *h);
+void ust__health_destroy(ust__health *h);
+/* The writer, after each commit: rc, its message, and for a commit that
+ * went through the batch's last seq and its first event's arrival. */
+void ust__health_appended(struct ust__server *s, int rc, const char *err,
+                          int64_t last_seq, int64_t first_received_at_us);
+/* The runner's thread, after each step. */
+void ust__health_stepped(struct ust__server *s, int rc, const char *err, int64_t cursor,
+                         const char *candidate_down);
+/* Arrival (µs since the epoch) of the oldest event the runner has not
+ * decided, 0 when there is none: the runner's lag in time is now minus it. */
+int64_t ust__health_oldest_undecided_us(struct ust__server *s);
+/* The body of /healthz (ust_malloc'd) and its status, 200 or 503. */
+char *ust__health_render(struct ust__server *s, int *status);
+
 typedef struct ust__server {
     const ust_serve_opts *o;
     uv_loop_t *loop;
@@ -112,6 +143,10 @@ typedef struct ust__server {
     atomic_llong decided_seq;
     ust__metrics metrics;
     struct ust__notify *notify; /* systemd watchdog pings, else NULL */
+    /* the admin listener: /healthz, /readyz, /metrics */
+    uv_tcp_t admin;
+    size_t n_admin; /* its connections, apart from the public ones' cap */
+    ust__health health;
 } ust__server;
 
 int ust__writer_start(ust__server *s, char **err);

@@ -111,37 +111,20 @@ static void render_classes(ust__server *s, FILE *f)
     sqlite3_close(db);
 }
 
-/* Seconds since the oldest event the runner has not decided arrived, by the
- * wall clock (received_at is the recorder's wall clock at arrival), 0 when
- * it has decided every durable event. The wall clock, not the newest
- * event's time: when traffic stops and the runner is stuck, the newest
- * event's time stands still and so would the lag; this keeps growing, which
- * is what an alert on a stuck runner needs. One read of the log by its key;
- * -1 when the log cannot be read. */
-static double lag_seconds(ust__server *s, long long decided, long long head)
+/* Seconds since the oldest event the runner has not decided arrived, by
+ * the wall clock rather than the newest event's time: if traffic stops while
+ * the runner is stuck, the newest event's time stands still and so would the
+ * lag; this keeps growing, which is what an alert on a stuck runner needs.
+ * The same figure /healthz judges (health.c keeps it in memory). */
+static double lag_seconds(ust__server *s)
 {
-    if (head <= decided)
+    int64_t oldest = ust__health_oldest_undecided_us(s);
+    if (oldest == 0)
         return 0;
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    double lag = -1;
-    if (sqlite3_open_v2(s->o->log_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db,
-                           "SELECT received_at FROM events WHERE seq > ?1"
-                           " ORDER BY seq LIMIT 1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, decided);
-        if (ust__db_step(st, "events", NULL) == 1) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-            int64_t at = sqlite3_column_int64(st, 0);
-            lag = now > at ? (double)(now - at) / 1e6 : 0;
-        }
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return lag;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return now > oldest ? (double)(now - oldest) / 1e6 : 0;
 }
 
 static void render_recorder(ust__server *s, FILE *f)
@@ -209,8 +192,8 @@ static void render_runner(ust__server *s, FILE *f)
     fprintf(f, "understudy_runner_lag_events %lld\n", head > ran ? head - ran : 0);
     family(f, "understudy_runner_lag_seconds", "gauge",
            "Seconds since the oldest event the runner has not decided arrived"
-           " (wall clock; 0 when caught up, -1 when the log cannot be read).");
-    fprintf(f, "understudy_runner_lag_seconds %.6f\n", lag_seconds(s, ran, head));
+           " (wall clock; 0 when caught up).");
+    fprintf(f, "understudy_runner_lag_seconds %.6f\n", lag_seconds(s));
     family(f, "understudy_runner_events_total", "counter",
            "Events the runner read from the log and decided (or skipped as not fed).");
     fprintf(f, "understudy_runner_events_total %lld\n",

@@ -35,6 +35,7 @@ typedef struct ust__conn {
     /* When the first byte of the request being read came (uv_hrtime), 0
      * between requests: /metrics times requests from there. */
     uint64_t started_ns;
+    int admin; /* came in on the admin listener */
 } ust__conn;
 
 typedef struct write_req {
@@ -212,9 +213,20 @@ static void maybe_free(ust__conn *c)
  * bounded time: see follower.c), and close. */
 static void maybe_finish_stop(ust__server *s)
 {
-    if (!s->stopping || s->conns != NULL || s->deriving > 0 || s->finished)
+    if (!s->stopping || s->deriving > 0 || s->finished)
         return;
+    /* Admin connections do not hold the stop back (a monitor polling
+     * /readyz would keep it waiting); they close after their answer. */
+    for (ust__conn *c = s->conns; c != NULL; c = c->next)
+        if (!c->admin)
+            return;
     s->finished = 1;
+    uv_close((uv_handle_t *)&s->admin, NULL);
+    for (ust__conn *c = s->conns; c != NULL; c = c->next)
+        if (c->head == NULL)
+            conn_close(c);
+        else
+            c->tail->close_after = 1;
     ust__writer_stop(s);
     ust__responder_stop(s);
     s->runner_left = ust__follower_stop(s);
@@ -235,7 +247,10 @@ static void conn_close(ust__conn *c)
     if (c->closing)
         return;
     c->closing = 1;
-    c->srv->n_conns--;
+    if (c->admin)
+        c->srv->n_admin--;
+    else
+        c->srv->n_conns--;
     /* Answers still owed by the writer are dropped when they come back. */
     for (ust__slot *slot = c->head; slot != NULL;) {
         ust__slot *next = slot->next;
@@ -357,6 +372,42 @@ static void answer_plain(ust__conn *c, int status, const char *ct, const char *e
     set_response(slot, status, ct, extra, body);
 }
 
+/* The admin listener's three paths; nothing there is ever recorded. */
+static void answer_admin(ust__conn *c, int keep_alive)
+{
+    ust__server *s = c->srv;
+    char path[UST__MAX_TARGET + 1];
+    ust_request_path(&c->rp.req, path, sizeof(path));
+    const char *json = "application/json";
+    if (strcmp(path, "/healthz") != 0 && strcmp(path, "/readyz") != 0 &&
+        strcmp(path, "/metrics") != 0) {
+        answer_plain(c, 404, json, NULL,
+                     "{\"error\":\"the admin listener serves /healthz, /readyz and"
+                     " /metrics\"}",
+                     keep_alive);
+    } else if (c->rp.parser.method != HTTP_GET) {
+        answer_plain(c, 405, json, "Allow: GET\r\n", "{\"error\":\"use GET\"}",
+                     keep_alive);
+    } else if (strcmp(path, "/healthz") == 0) {
+        int status;
+        char *body = ust__health_render(s, &status);
+        answer_plain(c, status, json, NULL, body ? body : "{\"status\":\"degraded\"}",
+                     keep_alive);
+        ust_free(body);
+    } else if (strcmp(path, "/readyz") == 0) {
+        /* The loop runs once the log, the plugins and both listeners are up. */
+        answer_plain(c, s->stopping ? 503 : 200, json, NULL,
+                     s->stopping ? "{\"status\":\"stopping\"}"
+                                 : "{\"status\":\"ready\"}",
+                     keep_alive);
+    } else {
+        char *text = ust__metrics_render(s);
+        answer_plain(c, 200, "text/plain; version=0.0.4", NULL, text ? text : "",
+                     keep_alive);
+        ust_free(text);
+    }
+}
+
 /* On the thread pool: JSON parse, request hash, signature, fields. */
 static void derive_work(uv_work_t *w)
 {
@@ -405,22 +456,8 @@ static int on_message_complete(ust__reqparse *rp)
     http_parser *p = &rp->parser;
     uv_timer_stop(&c->timer);
     int keep_alive = http_should_keep_alive(p) && !s->stopping && !c->peer_done;
-    char path[UST__MAX_TARGET + 1];
-    ust_request_path(&rp->req, path, sizeof(path));
-    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
-        if (p->method != HTTP_GET) {
-            ust__metrics_rejected(s, 405);
-            answer_plain(c, 405, "application/json", "Allow: GET\r\n",
-                         "{\"error\":\"use GET\"}", keep_alive);
-        } else if (path[1] == 'h') {
-            answer_plain(c, 200, "application/json", NULL, "{\"status\":\"ok\"}",
-                         keep_alive);
-        } else {
-            char *text = ust__metrics_render(s);
-            answer_plain(c, 200, "text/plain; version=0.0.4", NULL, text ? text : "",
-                         keep_alive);
-            ust_free(text);
-        }
+    if (c->admin) {
+        answer_admin(c, keep_alive);
         ust_request_clear(&rp->req);
         flush(c);
         return 0;
@@ -509,6 +546,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     ust_free(buf->base);
 }
 
+/* The admin listener's own cap, so that probes are served when the public
+ * side is at max_connections, and cannot starve it either. */
+#define ADMIN_MAX_CONNS 64
+
 /* At the cap, an idle keep-alive connection makes room for a new one (its
  * client reconnects when it has something to send); one in the middle of
  * a request or owed an answer is never closed for it, nor one that has sent
@@ -518,7 +559,7 @@ static int close_an_idle(ust__server *s)
 {
     ust__conn *oldest = NULL; /* the list is newest first */
     for (ust__conn *c = s->conns; c != NULL; c = c->next)
-        if (c->idle && !c->closing)
+        if (c->idle && !c->closing && !c->admin)
             oldest = c;
     if (oldest != NULL)
         conn_close(oldest);
@@ -528,7 +569,9 @@ static int close_an_idle(ust__server *s)
 static void on_connection(uv_stream_t *server, int status)
 {
     ust__server *s = server->data;
-    if (status < 0 || s->stopping)
+    int admin = server == (uv_stream_t *)&s->admin;
+    /* While stopping, the admin listener still answers: /readyz says so. */
+    if (status < 0 || (s->stopping && !admin))
         return;
     ust__conn *c = ust_calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -536,7 +579,11 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     c->srv = s;
-    s->n_conns++;
+    c->admin = admin;
+    if (admin)
+        s->n_admin++;
+    else
+        s->n_conns++;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->handles = 2;
@@ -565,7 +612,11 @@ static void on_connection(uv_stream_t *server, int status)
     snprintf(c->remote, sizeof(c->remote), "%s:%d", host, port);
     ust__reqparse_init(&c->rp, s->o->cfg, &request_ops, c);
     uv_tcp_nodelay(&c->tcp, 1);
-    if (s->n_conns > s->max_conns && !close_an_idle(s)) {
+    if (admin && s->n_admin > ADMIN_MAX_CONNS) {
+        refuse(c, 503, "too many admin connections; retry later");
+        return;
+    }
+    if (!admin && s->n_conns > s->max_conns && !close_an_idle(s)) {
         /* Over the cap, and every connection busy: this one is told so and
          * closed; those open go on. */
         refuse(c, 503, "too many connections; retry later");
@@ -709,25 +760,86 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_stop(s);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_storage *addr, char **err)
+/* what names the setting in messages: "listen" or "admin_listen". */
+static int parse_listen(const char *what, const char *listen,
+                        struct sockaddr_storage *addr, char **err)
 {
     const char *colon = strrchr(listen, ':');
     if (colon == NULL)
-        return ust_errf(err, UST_EINVAL, "listen \"%s\": expected HOST:PORT", listen);
+        return ust_errf(err, UST_EINVAL, "%s \"%s\": expected HOST:PORT", what, listen);
     char host[64];
     size_t n = (size_t)(colon - listen);
     if (n == 0 || n >= sizeof(host))
-        return ust_errf(err, UST_EINVAL, "listen \"%s\": expected HOST:PORT", listen);
+        return ust_errf(err, UST_EINVAL, "%s \"%s\": expected HOST:PORT", what, listen);
     memcpy(host, listen, n);
     host[n] = '\0';
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (*end != '\0' || port < 0 || port > 65535)
-        return ust_errf(err, UST_EINVAL, "listen \"%s\": bad port", listen);
+        return ust_errf(err, UST_EINVAL, "%s \"%s\": bad port", what, listen);
     if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)addr) != 0 &&
         uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)addr) != 0)
-        return ust_errf(err, UST_EINVAL, "listen \"%s\": bad address", listen);
+        return ust_errf(err, UST_EINVAL, "%s \"%s\": bad address", what, listen);
     return 0;
+}
+
+static int addr_port(const struct sockaddr_storage *a)
+{
+    return a->ss_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)a)->sin6_port)
+                                    : ntohs(((const struct sockaddr_in *)a)->sin_port);
+}
+
+/* The admin address: as configured, or else loopback on the listen port
+ * + 1 (a free one when listen takes a free one), so that it is never
+ * reachable from where the callbacks come unless someone says so. */
+static int admin_address(const ust_serve_opts *o, const struct sockaddr_storage *listen,
+                         struct sockaddr_storage *addr, char **err)
+{
+    if (o->admin_listen != NULL)
+        return parse_listen("admin_listen", o->admin_listen, addr, err);
+    int port = addr_port(listen);
+    if (port == 65535)
+        return ust_errf(err, UST_EINVAL,
+                        "listen \"%s\": the admin listener takes the next port by"
+                        " default, and there is none: set \"admin_listen\" or"
+                        " --admin-listen",
+                        o->listen);
+    return uv_ip4_addr("127.0.0.1", port ? port + 1 : 0, (struct sockaddr_in *)addr) ==
+                   0
+               ? 0
+               : ust_errf(err, UST_EINVAL, "cannot make the admin address");
+}
+
+static int listen_on(uv_tcp_t *tcp, const struct sockaddr_storage *addr,
+                     const char *label, char **err)
+{
+    int uvrc = uv_tcp_bind(tcp, (const struct sockaddr *)addr, 0);
+    if (uvrc == 0)
+        uvrc = uv_listen((uv_stream_t *)tcp, 1024, on_connection);
+    if (uvrc == 0)
+        return 0;
+    char host[64] = "?";
+    if (addr->ss_family == AF_INET6)
+        uv_ip6_name((const struct sockaddr_in6 *)addr, host, sizeof(host));
+    else
+        uv_ip4_name((const struct sockaddr_in *)addr, host, sizeof(host));
+    return ust_errf(err, UST_EIO, "cannot listen on %s:%d (%s): %s", host,
+                    addr_port(addr), label, uv_strerror(uvrc));
+}
+
+/* "HOST:PORT" the socket is bound to. */
+static void bound_name(uv_tcp_t *tcp, char *out, size_t cap)
+{
+    struct sockaddr_storage bound;
+    int len = sizeof(bound);
+    char host[64] = "?";
+    memset(&bound, 0, sizeof(bound));
+    uv_tcp_getsockname(tcp, (struct sockaddr *)&bound, &len);
+    if (bound.ss_family == AF_INET6)
+        uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof(host));
+    else if (bound.ss_family == AF_INET)
+        uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof(host));
+    snprintf(out, cap, "%s:%d", host, addr_port(&bound));
 }
 
 /* Every connection holds a descriptor, and the soft limit is often 1024:
@@ -758,9 +870,12 @@ int ust_serve(const ust_serve_opts *o, char **err)
     ust__metrics_init(&s->metrics);
     s->max_conns = connection_cap(o->cfg->limits.max_connections);
     s->loop = ust_malloc(sizeof(uv_loop_t));
-    struct sockaddr_storage addr;
+    struct sockaddr_storage addr, admin;
     memset(&addr, 0, sizeof(addr));
-    int rc = s->loop ? parse_listen(o->listen, &addr, err) : UST_ENOMEM;
+    memset(&admin, 0, sizeof(admin));
+    int rc = s->loop ? parse_listen("listen", o->listen, &addr, err) : UST_ENOMEM;
+    if (rc == 0)
+        rc = admin_address(o, &addr, &admin, err);
     if (rc == 0 && uv_loop_init(s->loop) != 0)
         rc = ust_errf(err, UST_EIO, "cannot start the event loop");
     if (rc != 0) {
@@ -769,8 +884,12 @@ int ust_serve(const ust_serve_opts *o, char **err)
         return rc;
     }
     signal(SIGPIPE, SIG_IGN);
+    ust__health_init(&s->health);
+    /* Both listeners are made now, so that an early failure closes them
+     * alike; they are bound only once everything that decides is up. */
     uv_tcp_init(s->loop, &s->listener);
-    s->listener.data = s;
+    uv_tcp_init(s->loop, &s->admin);
+    s->listener.data = s->admin.data = s;
     for (size_t i = 0; rc == 0 && o->respond_legacy && i < o->cfg->n_routes; i++)
         if (o->cfg->routes[i].sample_bp < 10000)
             rc = ust_errf(err, UST_EINVAL,
@@ -779,7 +898,7 @@ int ust_serve(const ust_serve_opts *o, char **err)
                           " undecided: remove the sample from %s",
                           i, o->cfg->file);
     /* The writer first: it creates the log the others read. Then both
-     * plugins, started and past their hello, before the port is bound: a
+     * plugins, started and past their hello, before the ports are bound: a
      * server that cannot decide never accepts a connection. */
     if (rc == 0)
         rc = ust__writer_start(s, err);
@@ -790,12 +909,15 @@ int ust_serve(const ust_serve_opts *o, char **err)
                                     " (--run)");
     if (rc == 0 && o->run_path != NULL)
         rc = ust__follower_open(s, err);
-    int uvrc = rc == 0 ? uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0) : 0;
-    if (rc == 0 && uvrc == 0)
-        uvrc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
-    if (uvrc != 0)
-        rc = ust_errf(err, UST_EIO, "cannot listen on %s: %s", o->listen,
-                      uv_strerror(uvrc));
+    if (rc == 0)
+        rc = listen_on(&s->listener, &addr, "listen", err);
+    if (rc == 0)
+        rc =
+            listen_on(&s->admin, &admin,
+                      o->admin_listen ? "the admin listener, admin_listen"
+                                      : "the admin listener: by default loopback on the"
+                                        " listen port + 1; set admin_listen",
+                      err);
     if (rc == 0 && o->run_path != NULL)
         rc = ust__follower_start(s, err);
     if (rc != 0) {
@@ -803,8 +925,10 @@ int ust_serve(const ust_serve_opts *o, char **err)
         ust__writer_stop(s);
         ust__responder_stop(s);
         uv_close((uv_handle_t *)&s->listener, NULL);
+        uv_close((uv_handle_t *)&s->admin, NULL);
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
+        ust__health_destroy(&s->health);
         ust_free(s->loop);
         ust_free(s);
         return rc;
@@ -817,16 +941,12 @@ int ust_serve(const ust_serve_opts *o, char **err)
     uv_signal_start(&s->sigint, on_signal, SIGINT);
     uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     if (o->status != NULL) {
-        struct sockaddr_storage bound;
-        int len = sizeof(bound);
-        char host[64] = "?";
-        int port = 0;
-        uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
-        if (bound.ss_family == AF_INET) {
-            uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof(host));
-            port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-        }
-        fprintf(o->status, "listening on %s:%d\n", host, port);
+        /* The admin line first: "listening on" is the last word of a start. */
+        char name[96];
+        bound_name(&s->admin, name, sizeof(name));
+        fprintf(o->status, "admin on %s (/healthz, /readyz, /metrics)\n", name);
+        bound_name(&s->listener, name, sizeof(name));
+        fprintf(o->status, "listening on %s\n", name);
         fflush(o->status);
     }
     ust__notify_ready(s, o->listen);
@@ -835,6 +955,7 @@ int ust_serve(const ust_serve_opts *o, char **err)
     if (s->runner_left)
         ust__follower_abandon(s);
     uv_loop_close(s->loop);
+    ust__health_destroy(&s->health);
     ust_free(s->loop);
     ust_free(s);
     return 0;

@@ -72,6 +72,7 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
     } else {
         atomic_fetch_add(&m->append_failures, 1);
     }
+    ust__health_appended(s, rc, err, first + (int64_t)n - 1, batch->req.received_at_us);
     ust_free(err);
     if (s->responder != NULL) {
         ust__responder_submit(s, batch, last); /* it notifies the follower */

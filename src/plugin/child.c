@@ -47,6 +47,7 @@ struct ust__child {
     int64_t backoff;     /* doubles on each failed start, capped */
     int timeouts;        /* decides in a row that timed out */
     const char *down_why;
+    int down;             /* went down and has not started again since */
     int answered;         /* this start of the child has answered an event */
     int64_t answered_seq; /* the last one */
 };
@@ -286,6 +287,7 @@ static int start(ust__child *c, char **err)
         c->pipeline = json_is_true(json_object_get(hello, "pipeline"));
         c->raw_request = !json_is_false(json_object_get(hello, "raw_request"));
         c->generation++;
+        c->down = 0;
         set_label(c);
     } else {
         char why[160] = "";
@@ -371,6 +373,12 @@ void ust__child_discard(ust__child *c)
     c->backoff = 1;
     c->timeouts = 0;
     c->last_started = NULL;
+    c->down = 0;
+}
+
+const char *ust__child_down(const ust__child *c)
+{
+    return c->down ? c->down_why : NULL;
 }
 
 int ust__child_wants_raw_request(const ust__child *c)
@@ -561,6 +569,7 @@ static void go_down(ust__child *c, const char *why)
     c->backoff =
         c->backoff * 2 > MAX_BACKOFF_EVENTS ? MAX_BACKOFF_EVENTS : c->backoff * 2;
     c->down_why = why;
+    c->down = 1;
 }
 
 /* A child that is down waits out its back-off, counted in events so a

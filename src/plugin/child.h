@@ -19,6 +19,9 @@ void ust__child_close(ust__child *c);
 const char *ust__child_name(const ust__child *c);
 /* Stops it, to start afresh on the next event (see ust_plugin_discard). */
 void ust__child_discard(ust__child *c);
+/* Why it is down (a static text), or NULL while it is up: down from a
+ * start that failed, or timeouts in a row, until it starts again. */
+const char *ust__child_down(const ust__child *c);
 /* Whether its last hello left out "raw_request":false. */
 int ust__child_wants_raw_request(const ust__child *c);
 const char *ust__child_version(const ust__child *c);

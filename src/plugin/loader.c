@@ -202,6 +202,11 @@ void ust_plugin_discard(ust_plugin *p)
         ust__child_discard(p->child);
 }
 
+const char *ust_plugin_down(const ust_plugin *p)
+{
+    return p != NULL && p->child != NULL ? ust__child_down(p->child) : NULL;
+}
+
 int ust_plugin_wants_raw_request(const ust_plugin *p)
 {
     if (p->child != NULL)

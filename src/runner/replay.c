@@ -699,6 +699,11 @@ int64_t ust_runner_cursor(const ust_runner *r)
     return r->last_seq;
 }
 
+const char *ust_runner_candidate_down(const ust_runner *r)
+{
+    return ust_plugin_down(r->candidate);
+}
+
 void ust_runner_close(ust_runner *r)
 {
     if (r == NULL)

@@ -556,7 +556,7 @@ static long long metric(world *w, const char *line_start)
 {
     http_resp r;
     const char req[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
-    assert_int_equal(http_once(w->srv.port, req, sizeof(req) - 1, &r), 200);
+    assert_int_equal(http_once(w->srv.admin_port, req, sizeof(req) - 1, &r), 200);
     char *at = strstr(r.body, line_start);
     assert_non_null(at);
     return atoll(at + strlen(line_start));

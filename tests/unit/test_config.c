@@ -316,11 +316,13 @@ static const struct {
     /* A key's control characters never reach the terminal. */
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
-     "plugins, compare, redact, retention, capture)"},
+     "plugins, compare, redact, retention, capture, admin_listen, health)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
-     "routes, plugins, compare, redact, retention, capture)"},
+     "routes, plugins, compare, redact, retention, capture, admin_listen, health)"},
+    {WITH("\"health\":{\"max_lag\":5}"),
+     "cfg.json: unknown key \"health.max_lag\" (did you mean \"max_lag_s\"?)"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
             ",\"x\":1}"),
      "cfg.json: unknown key \"routes[0].x\" (known here: path, kind, provider, "

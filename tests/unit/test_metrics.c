@@ -183,7 +183,7 @@ static void test_promtool_accepts_the_scrape(void **state)
                      202);
     post_kept_alive(w->srv.port);
     assert_int_equal(post(w->srv.port, "/nowhere", "", "{}"), 404);
-    char *text = scrape_when_decided(w->srv.port, N_SIGNED + N_UNSIGNED);
+    char *text = scrape_when_decided(w->srv.admin_port, N_SIGNED + N_UNSIGNED);
 
     char path[PATH_MAX], out[PATH_MAX], cmd[3 * PATH_MAX];
     snprintf(path, sizeof(path), "%s/metrics.txt", w->dir);
@@ -257,17 +257,17 @@ static void test_a_stuck_runner_shows_its_lag_in_seconds(void **state)
     serve_world_start(w);
     assert_int_equal(post_signed(w->srv.port, 1), 202);
     assert_int_equal(post_signed(w->srv.port, 2), 202);
-    char *text = scrape(w->srv.port);
+    char *text = scrape(w->srv.admin_port);
     /* Both are durable and neither decided: the candidate holds event 1. */
     assert_true(value_of(text, "understudy_runner_lag_events") == 2);
     double first = value_of(text, "understudy_runner_lag_seconds");
     free(text);
     assert_true(first > 0);
-    text = scrape(w->srv.port);
+    text = scrape(w->srv.admin_port);
     assert_true(value_of(text, "understudy_runner_lag_seconds") >= first);
     free(text);
     ust_test_write_file(unblock, "go");
-    text = scrape_when_decided(w->srv.port, 2);
+    text = scrape_when_decided(w->srv.admin_port, 2);
     assert_true(value_of(text, "understudy_runner_lag_seconds") == 0);
     free(text);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
