@@ -36,6 +36,21 @@ static inline void ust_test_source_path(const char *rel, char out[PATH_MAX])
     snprintf(out, PATH_MAX, "%s/%s", src ? src : ".", rel);
 }
 
+/* A file of the build tree, e.g. "tests/plugins/misbehaving_block.so". */
+static inline void ust_test_build_path(const char *rel, char out[PATH_MAX])
+{
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(out, PATH_MAX, "%s/%s", build ? build : "build", rel);
+}
+
+/* The reference plugin name ("legacy" or "candidate") of this build. */
+static inline void ust_test_plugin_path(const char *name, char out[PATH_MAX])
+{
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
+             build ? build : "build", name, name);
+}
+
 static inline void ust_test_write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "wb");
