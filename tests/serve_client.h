@@ -178,7 +178,10 @@ static inline void server_write_config_keys(const char *path, json_t *keys)
     assert_non_null(doc);
     const char *key;
     json_t *value;
-    json_object_foreach(keys, key, value) json_object_set(doc, key, value);
+    json_object_foreach(keys, key, value)
+    {
+        json_object_set(doc, key, value);
+    }
     json_decref(keys);
     assert_int_equal(json_dump_file(doc, path, 0), 0);
     json_decref(doc);
@@ -242,7 +245,7 @@ static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_s
 static inline json_t *serve_world_blocking_plugin(serve_world *w, int timeout_ms)
 {
     char p[PATH_MAX];
-    ust_test_build_path("tests/plugins/misbehaving_block.so", p);
+    ust_test_fixture_path("misbehaving_block", p);
     return json_pack("{s:s,s:i,s:{s:s}}", "path", p, "timeout_ms", timeout_ms, "config",
                      "unblock_file", w->unblock);
 }

@@ -36,11 +36,11 @@ static inline void ust_test_source_path(const char *rel, char out[PATH_MAX])
     snprintf(out, PATH_MAX, "%s/%s", src ? src : ".", rel);
 }
 
-/* A file of the build tree, e.g. "tests/plugins/misbehaving_block.so". */
-static inline void ust_test_build_path(const char *rel, char out[PATH_MAX])
+/* A test plugin of this build: tests/plugins/<name>.so. */
+static inline void ust_test_fixture_path(const char *name, char out[PATH_MAX])
 {
     const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/%s", build ? build : "build", rel);
+    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
 }
 
 /* The reference plugin name ("legacy" or "candidate") of this build. */

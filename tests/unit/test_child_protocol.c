@@ -72,17 +72,11 @@ static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
     return p;
 }
 
-static void so_path(const char *name, char out[PATH_MAX])
-{
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
-}
-
 static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
                                  int64_t timeout_ms)
 {
     char path[PATH_MAX];
-    so_path(name, path);
+    ust_test_fixture_path(name, path);
     memset(pc, 0, sizeof(*pc));
     pc->isolate = 1;
     pc->timeout_ms = timeout_ms;
@@ -468,7 +462,7 @@ static void test_secrets_do_not_reach_a_child(void **state)
     expect_scrubbed(env_file);
 
     char path[PATH_MAX];
-    so_path("misbehaving_env_dump", path);
+    ust_test_fixture_path("misbehaving_env_dump", path);
     json_t *plugin_config = pc->config;
     pc->config = json_pack("{s:s}", "env_file", env_file);
     pc->isolate = 1;

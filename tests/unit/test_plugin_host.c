@@ -26,16 +26,10 @@ static int teardown(void **state)
     return 0;
 }
 
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
-}
-
 static void expect_refused(const char *name, const char *why)
 {
     char path[PATH_MAX];
-    plugin_path(name, path);
+    ust_test_fixture_path(name, path);
     ust_plugin *p = NULL;
     char *err = NULL;
     assert_int_equal(ust_plugin_load(path, "x", NULL, store, &p, &err), UST_EPLUGIN);
@@ -81,17 +75,17 @@ static void test_plugins_say_whether_they_read_the_raw_request(void **state)
              build ? build : "build");
     assert_int_equal(wants_raw_request(path, 0), 0);
     assert_int_equal(wants_raw_request(path, 1), 0);
-    plugin_path("misbehaving_decide_error", path);
+    ust_test_fixture_path("misbehaving_decide_error", path);
     assert_int_equal(wants_raw_request(path, 0), 1);
     assert_int_equal(wants_raw_request(path, 1), 1);
-    plugin_path("misbehaving_abi_1_0", path);
+    ust_test_fixture_path("misbehaving_abi_1_0", path);
     assert_int_equal(wants_raw_request(path, 0), 1);
 }
 
 static void decide_twice(const char *name, const char *want_error)
 {
     char path[PATH_MAX];
-    plugin_path(name, path);
+    ust_test_fixture_path(name, path);
     ust_plugin *p = NULL;
     char *err = NULL;
     assert_int_equal(ust_plugin_load(path, name, NULL, store, &p, &err), 0);

@@ -335,7 +335,7 @@ static void test_gate_refuses_a_run_that_never_started(void **state)
     world_record(w);
     char lp[PATH_MAX], cp[PATH_MAX];
     snprintf(lp, sizeof(lp), "%s/no-such-legacy.so", w->dir);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     ust_replay_stats st;
     char *err = NULL;
@@ -391,7 +391,7 @@ static void replay_erring_candidate(world *w)
 {
     world_record(w);
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
              getenv("UST_BUILD_DIR"));
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
@@ -533,8 +533,8 @@ static void test_a_cursor_that_cannot_be_read_is_not_a_fresh_run(void **state)
     run_story(w);
     world_exec(w, "UPDATE cursor SET last_seq = 'twelve'");
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     ust_replay_stats st;
     err = NULL;
