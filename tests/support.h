@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* mkdtemp under $TMPDIR (or /tmp); the path is static storage per call site. */
 static inline void ust_test_tmpdir(char out[PATH_MAX])
@@ -57,6 +58,36 @@ static inline void ust_test_write_file(const char *path, const char *text)
     assert_non_null(f);
     assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
     assert_int_equal(fclose(f), 0);
+}
+
+/* A whole file's text (malloc'd). */
+static inline char *ust_test_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Runs the understudy binary with args (shell words), its output (stdout and
+ * stderr) going to dir/cli.out; the exit status, the output in *out
+ * (malloc'd) unless out is NULL. */
+static inline int ust_test_run_cli(const char *dir, const char *args, char **out)
+{
+    char path[PATH_MAX], cmd[PATH_MAX * 4];
+    snprintf(path, sizeof(path), "%s/cli.out", dir);
+    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>&1", getenv("UST_BIN"), args, path);
+    int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    if (out != NULL)
+        *out = ust_test_read_file(path);
+    return WEXITSTATUS(status);
 }
 
 #endif

@@ -39,34 +39,19 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    char *buf = calloc(1, 1 << 16);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-/* Runs the understudy binary with args; its exit status, its output
- * (stdout and stderr) in *out (free'd by the caller) unless out is NULL. */
+/* ust_test_run_cli, with the output on stderr when the exit status is not
+ * 0. */
 static int run_cli(world *w, const char *args, char **out)
 {
-    char path[PATH_MAX], cmd[PATH_MAX * 4];
-    snprintf(path, sizeof(path), "%s/cli.out", w->dir);
-    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>&1", getenv("UST_BIN"), args, path);
-    int status = system(cmd);
-    assert_true(WIFEXITED(status));
-    char *text = read_all(path);
-    if (WEXITSTATUS(status) != 0)
+    char *text = NULL;
+    int status = ust_test_run_cli(w->dir, args, &text);
+    if (status != 0)
         fprintf(stderr, "understudy %s: %s", args, text);
     if (out != NULL)
         *out = text;
     else
         free(text);
-    return WEXITSTATUS(status);
+    return status;
 }
 
 /* Imports n API requests (keys from first on) that arrived two days ago. */
