@@ -90,4 +90,31 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
     return WEXITSTATUS(status);
 }
 
+/* For the plugin host's suites (define UST_TEST_STORE before including this
+ * file): the state store on an in-memory database, opened before each test
+ * by store_setup and closed after it by store_teardown. */
+#ifdef UST_TEST_STORE
+#include <understudy/host.h>
+
+static sqlite3 *db;
+static ust_store *store;
+
+static int store_setup(void **state)
+{
+    (void)state;
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    char *err = NULL;
+    assert_int_equal(ust_store_open(db, &store, &err), 0);
+    return 0;
+}
+
+static int store_teardown(void **state)
+{
+    (void)state;
+    ust_store_close(store);
+    sqlite3_close(db);
+    return 0;
+}
+#endif
+
 #endif

@@ -3,6 +3,7 @@
  * of its own, an exit in the middle of an event, the environment a child is
  * given, and a child that floods its stderr. Each child is real: a Python
  * program speaking the protocol, or a misbehaving .so isolated in a fork. */
+#define UST_TEST_STORE 1 /* store_setup, store_teardown */
 #include "support.h"
 
 #include <understudy/alloc.h>
@@ -14,26 +15,6 @@
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
-
-static sqlite3 *db;
-static ust_store *store;
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-    char *err = NULL;
-    assert_int_equal(ust_store_open(db, &store, &err), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ust_store_close(store);
-    sqlite3_close(db);
-    return 0;
-}
 
 /* What every scripted child does first: say hello in the protocol the host
  * asks for, and answer(seq) builds a decision whose body names the seq. */
@@ -556,7 +537,7 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, store_setup, store_teardown)
     const struct CMUnitTest tests[] = {
         T(test_a_second_answer_is_a_protocol_error),
         T(test_an_answer_to_another_seq_is_a_protocol_error),

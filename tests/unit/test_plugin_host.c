@@ -1,30 +1,11 @@
 /* The plugin host: refusing plugins that cannot work, turning failures and
  * garbage into `error` decisions, and the state store's guarantees. */
+#define UST_TEST_STORE 1 /* store_setup, store_teardown */
 #include "support.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
-
-static sqlite3 *db;
-static ust_store *store;
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-    char *err = NULL;
-    assert_int_equal(ust_store_open(db, &store, &err), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ust_store_close(store);
-    sqlite3_close(db);
-    return 0;
-}
 
 static void expect_refused(const char *name, const char *why)
 {
@@ -268,16 +249,18 @@ static void test_store_converts_a_run_from_the_older_layout(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_refuses_unusable_plugins, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_unusable_plugins, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, store_setup,
+                                        store_teardown),
         cmocka_unit_test(test_store_converts_a_run_from_the_older_layout),
         cmocka_unit_test_setup_teardown(
-            test_plugins_say_whether_they_read_the_raw_request, setup, teardown),
+            test_plugins_say_whether_they_read_the_raw_request, store_setup,
+            store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
