@@ -5,6 +5,10 @@
 
 #include "support.h"
 
+#include <understudy/alloc.h>
+#include <understudy/request.h>
+#include <understudy/sig.h>
+
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <limits.h>
@@ -165,6 +169,21 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
     int ok = read_response(fd, buf, &len, sizeof(buf), r);
     close(fd);
     return ok ? r->status : -1;
+}
+
+/* The Stripe-Signature value for body, signed at t with secret (ust_free). */
+static inline char *server_stripe_signature(const char *body, int64_t t,
+                                            const char *secret)
+{
+    ust_request r;
+    memset(&r, 0, sizeof(r));
+    r.body = (unsigned char *)ust_strdup(body);
+    r.body_len = strlen(body);
+    ust_sig_params p = {UST_SCHEME_STRIPE, secret, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, t, NULL, &r), 0);
+    char *sig = ust_strdup(r.headers[0].value);
+    ust_request_clear(&r);
+    return sig;
 }
 
 /* tests/data/config.json with each member of keys set over it (a reference
