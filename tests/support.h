@@ -1,5 +1,6 @@
 /* Shared helpers for the cmocka suites: temporary directories that are
- * removed afterwards, and paths of the source tree and the built binary. */
+ * removed afterwards, paths of the source tree and of the built binary and
+ * plugins, running the binary, and the plugin host suites' state store. */
 #ifndef UST_TEST_SUPPORT_H
 #define UST_TEST_SUPPORT_H
 
