@@ -27,13 +27,6 @@ typedef struct world {
     size_t n;
 } world;
 
-static inline void world_plugin(const char *name, char out[PATH_MAX])
-{
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
-             build ? build : "build", name, name);
-}
-
 static inline world *world_new(void)
 {
     world *w = calloc(1, sizeof(*w));
@@ -157,8 +150,8 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
                                             const char *candidate, char **lines)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin(legacy, lp);
-    world_plugin(candidate, cp);
+    ust_test_plugin_path(legacy, lp);
+    ust_test_plugin_path(candidate, cp);
     size_t size = 0;
     char *buf = NULL;
     FILE *out = lines ? open_memstream(&buf, &size) : NULL;

@@ -5,6 +5,10 @@
 
 #include "support.h"
 
+#include <understudy/alloc.h>
+#include <understudy/request.h>
+#include <understudy/sig.h>
+
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <limits.h>
@@ -167,40 +171,79 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
     return ok ? r->status : -1;
 }
 
-/* tests/data/config.json with these "plugins" (a reference taken), written
- * to path. */
-static inline void server_write_config_with(const char *path, json_t *plugins)
+/* The Stripe-Signature value for body, signed at t with secret (ust_free). */
+static inline char *server_stripe_signature(const char *body, int64_t t,
+                                            const char *secret)
+{
+    ust_request r;
+    memset(&r, 0, sizeof(r));
+    r.body = (unsigned char *)ust_strdup(body);
+    r.body_len = strlen(body);
+    ust_sig_params p = {UST_SCHEME_STRIPE, secret, NULL, 300};
+    assert_int_equal(ust_sig_sign(&p, t, NULL, &r), 0);
+    char *sig = ust_strdup(r.headers[0].value);
+    ust_request_clear(&r);
+    return sig;
+}
+
+/* tests/data/config.json with each member of keys set over it (a reference
+ * taken), written to path. */
+static inline void server_write_config_keys(const char *path, json_t *keys)
 {
     char src[PATH_MAX];
     ust_test_source_path("tests/data/config.json", src);
     json_error_t jerr;
     json_t *doc = json_load_file(src, 0, &jerr);
     assert_non_null(doc);
-    json_object_set_new(doc, "plugins", plugins);
+    const char *key;
+    json_t *value;
+    json_object_foreach(keys, key, value)
+    {
+        json_object_set(doc, key, value);
+    }
+    json_decref(keys);
     assert_int_equal(json_dump_file(doc, path, 0), 0);
     json_decref(doc);
+}
+
+/* tests/data/config.json with these "plugins" (a reference taken), written
+ * to path. */
+static inline void server_write_config_with(const char *path, json_t *plugins)
+{
+    server_write_config_keys(path, json_pack("{s:o}", "plugins", plugins));
+}
+
+/* A "plugins" object: legacy and candidate as given (plugin objects,
+ * references taken; NULL: the reference plugin of this build). */
+static inline json_t *server_plugins(json_t *legacy, json_t *candidate)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
+    if (legacy == NULL)
+        legacy = json_pack("{s:s}", "path", lp);
+    if (candidate == NULL)
+        candidate = json_pack("{s:s}", "path", cp);
+    return json_pack("{s:o,s:o}", "legacy", legacy, "candidate", candidate);
 }
 
 /* tests/data/config.json with the reference plugins of this build. */
 static inline void server_write_config(const char *path)
 {
-    char lp[PATH_MAX], cp[PATH_MAX];
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so", build);
-    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so", build);
-    server_write_config_with(path, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp,
-                                             "candidate", "path", cp));
+    server_write_config_with(path, server_plugins(NULL, NULL));
 }
 
-/* A temporary folder holding a config (tests/data/config.json with these
- * "plugins", a reference taken), the log and the run database; the server
- * is started on them with serve_world_start, and killed if still up when
- * the world is freed. The routes' secrets are set in the environment. */
+/* A temporary folder holding a config, the log and the run database; the
+ * server is started on them with serve_world_start, and killed if still up
+ * when the world is freed. The routes' secrets are set in the environment. */
 typedef struct serve_world {
     char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
+    char unblock[PATH_MAX]; /* the blocking plugin decides once this exists */
     server_proc srv;
 } serve_world;
 
+/* The config is tests/data/config.json with these "plugins" (a reference
+ * taken); NULL: none is written, the test writes its own. */
 static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_secret)
 {
     serve_world *w = calloc(1, sizeof(*w));
@@ -209,23 +252,59 @@ static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_s
     snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
     snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
     snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    server_write_config_with(w->cfg, plugins);
+    snprintf(w->unblock, sizeof(w->unblock), "%s/unblock", w->dir);
+    if (plugins != NULL)
+        server_write_config_with(w->cfg, plugins);
     setenv("UNDERSTUDY_STRIPE_SECRET", stripe_secret, 1);
     setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     return w;
 }
 
+/* The blocking test plugin: every decide waits for w->unblock to exist. */
+static inline json_t *serve_world_blocking_plugin(serve_world *w, int timeout_ms)
+{
+    char p[PATH_MAX];
+    ust_test_fixture_path("misbehaving_block", p);
+    return json_pack("{s:s,s:i,s:{s:s}}", "path", p, "timeout_ms", timeout_ms, "config",
+                     "unblock_file", w->unblock);
+}
+
+/* serve on the world's config, log and run database, then extra (NULL
+ * ended; NULL: none). */
+static inline void serve_world_start_with(serve_world *w, const char *const *extra)
+{
+    const char *args[24] = {"--config", w->cfg, "--listen", "127.0.0.1:0",
+                            "--log",    w->log, "--run",    w->run};
+    int n = 8;
+    for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    w->srv = server_start(args);
+}
+
 static inline void serve_world_start(serve_world *w)
 {
-    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
-                          w->log,     "--run", w->run,     NULL};
-    w->srv = server_start(args);
+    serve_world_start_with(w, NULL);
+}
+
+/* Stops the server with SIGTERM; it must exit 0. */
+static inline void serve_world_stop(serve_world *w)
+{
+    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
+    w->srv.pid = 0;
+}
+
+/* Kills the server if it is still up (a failed test's). */
+static inline void serve_world_kill(serve_world *w)
+{
+    if (w->srv.pid > 0)
+        server_stop(&w->srv, SIGKILL);
+    w->srv.pid = 0;
 }
 
 static inline void serve_world_free(serve_world *w)
 {
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
+    serve_world_kill(w);
     ust_test_rmdir(w->dir);
     free(w);
 }

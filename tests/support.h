@@ -1,5 +1,6 @@
 /* Shared helpers for the cmocka suites: temporary directories that are
- * removed afterwards, and paths of the source tree and the built binary. */
+ * removed afterwards, paths of the source tree and of the built binary and
+ * plugins, running the binary, and the plugin host suites' state store. */
 #ifndef UST_TEST_SUPPORT_H
 #define UST_TEST_SUPPORT_H
 
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* mkdtemp under $TMPDIR (or /tmp); the path is static storage per call site. */
 static inline void ust_test_tmpdir(char out[PATH_MAX])
@@ -36,6 +38,21 @@ static inline void ust_test_source_path(const char *rel, char out[PATH_MAX])
     snprintf(out, PATH_MAX, "%s/%s", src ? src : ".", rel);
 }
 
+/* A test plugin of this build: tests/plugins/<name>.so. */
+static inline void ust_test_fixture_path(const char *name, char out[PATH_MAX])
+{
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
+}
+
+/* The reference plugin name ("legacy" or "candidate") of this build. */
+static inline void ust_test_plugin_path(const char *name, char out[PATH_MAX])
+{
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
+             build ? build : "build", name, name);
+}
+
 static inline void ust_test_write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "wb");
@@ -43,5 +60,62 @@ static inline void ust_test_write_file(const char *path, const char *text)
     assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
     assert_int_equal(fclose(f), 0);
 }
+
+/* A whole file's text (malloc'd). */
+static inline char *ust_test_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Runs the understudy binary with args (shell words), its output (stdout and
+ * stderr) going to dir/cli.out; the exit status, the output in *out
+ * (malloc'd) unless out is NULL. */
+static inline int ust_test_run_cli(const char *dir, const char *args, char **out)
+{
+    char path[PATH_MAX], cmd[PATH_MAX * 4];
+    snprintf(path, sizeof(path), "%s/cli.out", dir);
+    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>&1", getenv("UST_BIN"), args, path);
+    int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    if (out != NULL)
+        *out = ust_test_read_file(path);
+    return WEXITSTATUS(status);
+}
+
+/* For the plugin host's suites (define UST_TEST_STORE before including this
+ * file): the state store on an in-memory database, opened before each test
+ * by store_setup and closed after it by store_teardown. */
+#ifdef UST_TEST_STORE
+#include <understudy/host.h>
+
+static sqlite3 *db;
+static ust_store *store;
+
+static int store_setup(void **state)
+{
+    (void)state;
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    char *err = NULL;
+    assert_int_equal(ust_store_open(db, &store, &err), 0);
+    return 0;
+}
+
+static int store_teardown(void **state)
+{
+    (void)state;
+    ust_store_close(store);
+    sqlite3_close(db);
+    return 0;
+}
+#endif
 
 #endif

@@ -23,19 +23,11 @@
 #define COOKIE "a=b_cookie_9f3e"
 #define MASK_KEY "capture-test-key-0123456789abcdef"
 
-typedef struct world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX];
-    server_proc srv;
-} world;
+typedef serve_world world;
 
 static int setup(void **state)
 {
-    world *w = calloc(1, sizeof(*w));
-    ust_test_tmpdir(w->dir);
-    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
-    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
-    setenv("UNDERSTUDY_STRIPE_SECRET", SECRET, 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    world *w = serve_world_new(NULL, SECRET);
     setenv("UNDERSTUDY_MASK_KEY", MASK_KEY, 1);
     *state = w;
     return 0;
@@ -43,11 +35,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    world *w = *state;
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
-    ust_test_rmdir(w->dir);
-    free(w);
+    serve_world_free(*state);
     return 0;
 }
 
@@ -75,12 +63,6 @@ static void start(world *w)
     w->srv = server_start(args);
 }
 
-static void stop(world *w)
-{
-    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
-    w->srv.pid = 0;
-}
-
 /* A Stripe callback for transaction txn, signed now; extra is more header
  * lines. */
 static char *stripe_request(const char *evt, const char *txn, const char *extra,
@@ -92,17 +74,13 @@ static char *stripe_request(const char *evt, const char *txn, const char *extra,
                     "\"receipt_email\":\"payer@example.com\","
                     "\"metadata\":{\"order_id\":\"o_%s\"}}}}",
                     evt, txn, evt);
-    ust_request r;
-    memset(&r, 0, sizeof(r));
-    r.body = (unsigned char *)body;
-    r.body_len = strlen(body);
-    ust_sig_params p = {UST_SCHEME_STRIPE, secret, NULL, 300};
-    assert_int_equal(ust_sig_sign(&p, (int64_t)time(NULL), NULL, &r), 0);
+    char *sig = server_stripe_signature(body, (int64_t)time(NULL), secret);
     char *raw = ust_sprintf("POST /webhooks/stripe HTTP/1.1\r\nHost: test\r\n"
                             "Content-Type: application/json\r\nStripe-Signature: %s\r\n"
                             "%sContent-Length: %zu\r\n\r\n%s",
-                            r.headers[0].value, extra ? extra : "", strlen(body), body);
-    ust_request_clear(&r);
+                            sig, extra ? extra : "", strlen(body), body);
+    ust_free(sig);
+    ust_free(body);
     return raw;
 }
 
@@ -233,7 +211,7 @@ static void test_credentials_are_masked_at_capture(void **state)
     /* While serving: the rows are in the WAL. */
     log_files_lack(w, "sk_live_secret");
     log_files_lack(w, COOKIE);
-    stop(w);
+    serve_world_stop(w);
     log_files_lack(w, "sk_live_secret");
     log_files_lack(w, COOKIE);
     char out[PATH_MAX + 16];
@@ -279,7 +257,7 @@ static void test_a_mask_key_from_the_environment_is_stable(void **state)
         post(w, raw, &r);
         ust_free(raw);
         assert_int_equal(r.status, 202);
-        stop(w);
+        serve_world_stop(w);
     }
     log_files_lack(w, "sk_live_secret");
     log_files_lack(w, "k_123456");
@@ -469,7 +447,7 @@ static void test_export_redact(void **state)
                         "Content-Length: 27\r\n\r\nreceipt_email=p%40example.c";
     assert_true(http_once(w->srv.port, form, sizeof(form) - 1, &r) > 0);
     assert_int_equal(r.status, 202);
-    stop(w);
+    serve_world_stop(w);
     write_config(w, with_redact);
     char plain[PATH_MAX + 16], red[PATH_MAX + 16], bin[PATH_MAX];
     snprintf(plain, sizeof(plain), "%s/plain.jsonl", w->dir);
@@ -572,7 +550,7 @@ static void test_sampling_is_by_entity_and_survives_a_restart(void **state)
     assert_int_equal(metric(w, "understudy_events_sampled_out_total{route=\""
                                "/webhooks/stripe\"} "),
                      out);
-    stop(w);
+    serve_world_stop(w);
     /* Another process: every entity falls on the same side. */
     start(w);
     int in2 = 0, out2 = 0;
@@ -614,7 +592,7 @@ static void test_sampling_is_by_entity_and_survives_a_restart(void **state)
         api_in += got_in;
         api_out += !got_in;
     }
-    stop(w);
+    serve_world_stop(w);
     assert_true(in > 0 && out > 0); /* 40 entities at 30%: both sides occur */
     assert_int_equal(in2 * 3, in * 2);
     assert_int_equal(out2 * 3, out * 2);

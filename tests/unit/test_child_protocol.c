@@ -3,6 +3,7 @@
  * of its own, an exit in the middle of an event, the environment a child is
  * given, and a child that floods its stderr. Each child is real: a Python
  * program speaking the protocol, or a misbehaving .so isolated in a fork. */
+#define UST_TEST_STORE 1 /* store_setup, store_teardown */
 #include "support.h"
 
 #include <understudy/alloc.h>
@@ -14,26 +15,6 @@
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
-
-static sqlite3 *db;
-static ust_store *store;
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-    char *err = NULL;
-    assert_int_equal(ust_store_open(db, &store, &err), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ust_store_close(store);
-    sqlite3_close(db);
-    return 0;
-}
 
 /* What every scripted child does first: say hello in the protocol the host
  * asks for, and answer(seq) builds a decision whose body names the seq. */
@@ -72,17 +53,11 @@ static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
     return p;
 }
 
-static void so_path(const char *name, char out[PATH_MAX])
-{
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
-}
-
 static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
                                  int64_t timeout_ms)
 {
     char path[PATH_MAX];
-    so_path(name, path);
+    ust_test_fixture_path(name, path);
     memset(pc, 0, sizeof(*pc));
     pc->isolate = 1;
     pc->timeout_ms = timeout_ms;
@@ -468,7 +443,7 @@ static void test_secrets_do_not_reach_a_child(void **state)
     expect_scrubbed(env_file);
 
     char path[PATH_MAX];
-    so_path("misbehaving_env_dump", path);
+    ust_test_fixture_path("misbehaving_env_dump", path);
     json_t *plugin_config = pc->config;
     pc->config = json_pack("{s:s}", "env_file", env_file);
     pc->isolate = 1;
@@ -562,7 +537,7 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, store_setup, store_teardown)
     const struct CMUnitTest tests[] = {
         T(test_a_second_answer_is_a_protocol_error),
         T(test_an_answer_to_another_seq_is_a_protocol_error),

@@ -71,20 +71,6 @@ static void generate(const ust_config *cfg, uint64_t seed, int64_t n, const char
         fclose(o.truth);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 static void test_same_seed_same_bytes(void **state)
 {
     world *w = *state;
@@ -96,7 +82,8 @@ static void test_same_seed_same_bytes(void **state)
     generate(cfg, 42, 5000, a, NULL);
     generate(cfg, 42, 5000, b, NULL);
     generate(cfg, 43, 5000, c, NULL);
-    char *x = slurp(a), *y = slurp(b), *z = slurp(c);
+    char *x = ust_test_read_file(a), *y = ust_test_read_file(b),
+         *z = ust_test_read_file(c);
     assert_string_equal(x, y);
     assert_string_not_equal(x, z);
     free(x), free(y), free(z);
@@ -152,7 +139,7 @@ static void check_truth(world *w, const char *config)
     char *got = ust_sprintf("%s\n", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
     sqlite3_close(db);
-    char *want = slurp(truth);
+    char *want = ust_test_read_file(truth);
     assert_true(strlen(want) > 1000); /* every kind was injected */
     assert_non_null(strstr(want, "in_progress"));
     assert_non_null(strstr(want, "charge.refunded"));

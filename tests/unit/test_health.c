@@ -17,70 +17,23 @@
 #define POLL_TRIES 1200
 #define POLL_MS 50
 
-typedef struct world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
-    char unblock[PATH_MAX]; /* the blocking plugin decides once this exists */
-    server_proc srv;
-} world;
-
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
-             getenv("UST_BUILD_DIR"), name, name);
-}
-
-static void misbehaving_path(const char *mode, char out[PATH_MAX])
-{
-    snprintf(out, PATH_MAX, "%s/tests/plugins/misbehaving_%s.so",
-             getenv("UST_BUILD_DIR"), mode);
-}
+typedef serve_world world;
 
 /* The test config; legacy and candidate are plugin objects (references
  * taken; NULL: the shipped plugin), health an object or NULL. */
 static void write_config(world *w, json_t *legacy, json_t *candidate, json_t *health)
 {
-    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_source_path("tests/data/config.json", src);
-    json_error_t jerr;
-    json_t *doc = json_load_file(src, 0, &jerr);
-    assert_non_null(doc);
-    json_object_set_new(doc, "limits",
-                        json_pack("{s:i}", "header_timeout_ms", 3600000));
-    plugin_path("legacy", lp);
-    plugin_path("candidate", cp);
-    if (legacy == NULL)
-        legacy = json_pack("{s:s}", "path", lp);
-    if (candidate == NULL)
-        candidate = json_pack("{s:s}", "path", cp);
-    json_object_set_new(
-        doc, "plugins",
-        json_pack("{s:o,s:o}", "legacy", legacy, "candidate", candidate));
+    json_t *keys = json_pack("{s:{s:i},s:o}", "limits", "header_timeout_ms", 3600000,
+                             "plugins", server_plugins(legacy, candidate));
     if (health != NULL)
-        json_object_set_new(doc, "health", health);
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
-}
-
-/* The blocking plugin: every decide waits for w->unblock to exist. */
-static json_t *blocking_plugin(world *w, int timeout_ms)
-{
-    char p[PATH_MAX];
-    misbehaving_path("block", p);
-    return json_pack("{s:s,s:i,s:{s:s}}", "path", p, "timeout_ms", timeout_ms, "config",
-                     "unblock_file", w->unblock);
+        json_object_set_new(keys, "health", health);
+    server_write_config_keys(w->cfg, keys);
 }
 
 static int setup(void **state)
 {
-    world *w = calloc(1, sizeof(*w));
-    ust_test_tmpdir(w->dir);
-    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
-    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
-    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    snprintf(w->unblock, sizeof(w->unblock), "%s/unblock", w->dir);
+    world *w = serve_world_new(NULL, "whsec_health_test");
     write_config(w, NULL, NULL, NULL);
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_health_test", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     *state = w;
     return 0;
 }
@@ -88,32 +41,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     world *w = *state;
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
+    serve_world_kill(w);
     char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof(cmd), "chattr -R -i '%s' 2>/dev/null", w->dir);
     if (system(cmd) != 0) { /* nothing was made immutable */
     }
-    ust_test_rmdir(w->dir);
-    free(w);
+    serve_world_free(w);
     return 0;
-}
-
-static void start(world *w, const char *const *extra)
-{
-    const char *args[24] = {"--config", w->cfg, "--listen", "127.0.0.1:0",
-                            "--log",    w->log, "--run",    w->run};
-    int n = 8;
-    for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
-        args[n++] = extra[i];
-    args[n] = NULL;
-    w->srv = server_start(args);
-}
-
-static void stop(world *w)
-{
-    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
-    w->srv.pid = 0;
 }
 
 static int get(int port, const char *path, http_resp *r)
@@ -238,7 +172,7 @@ static int64_t rows_in(const char *db_path, const char *table)
 static void test_admin_listener_serves_health_and_metrics_alone(void **state)
 {
     world *w = *state;
-    start(w, NULL);
+    serve_world_start_with(w, NULL);
     assert_int_not_equal(w->srv.admin_port, w->srv.port);
     http_resp r;
     assert_int_equal(get(w->srv.admin_port, "/healthz", &r), 200);
@@ -255,7 +189,7 @@ static void test_admin_listener_serves_health_and_metrics_alone(void **state)
     assert_int_equal(get(w->srv.port, "/readyz", &r), 404);
     assert_int_equal(get(w->srv.port, "/metrics", &r), 404);
     assert_int_equal(pay(w, 1), 202);
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* --admin-listen sets the admin address; a bad one is refused at start. */
@@ -263,10 +197,10 @@ static void test_admin_listen_is_configurable(void **state)
 {
     world *w = *state;
     const char *extra[] = {"--admin-listen", "127.0.0.1:0", NULL};
-    start(w, extra);
+    serve_world_start_with(w, extra);
     http_resp r;
     assert_int_equal(get(w->srv.admin_port, "/healthz", &r), 200);
-    stop(w);
+    serve_world_stop(w);
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
@@ -295,13 +229,13 @@ static void test_admin_listen_is_configurable(void **state)
 static void test_healthz_names_an_unwritable_log(void **state)
 {
     world *w = *state;
-    start(w, NULL);
+    serve_world_start_with(w, NULL);
     assert_int_equal(pay(w, 1), 202); /* the WAL exists */
     char wal[PATH_MAX + 8];
     snprintf(wal, sizeof(wal), "%s-wal", w->log);
     const char *files[] = {w->log, wal, NULL};
     if (!chattr("+i", files)) {
-        stop(w);
+        serve_world_stop(w);
         print_message("skipped: chattr +i failed (it needs root, CAP_LINUX_IMMUTABLE"
                       " and a file system with the flag, such as ext4)\n");
         skip();
@@ -311,7 +245,7 @@ static void test_healthz_names_an_unwritable_log(void **state)
     assert_true(chattr("-i", files));
     assert_int_equal(pay(w, 3), 202);
     wait_healthy(w);
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* The run database made immutable: the runner's steps fail, and once it
@@ -319,7 +253,7 @@ static void test_healthz_names_an_unwritable_log(void **state)
 static void test_healthz_names_a_failing_runner(void **state)
 {
     world *w = *state;
-    start(w, NULL);
+    serve_world_start_with(w, NULL);
     assert_int_equal(pay(w, 1), 202);
     for (int i = 0; i < POLL_TRIES && rows_in(w->run, "decisions") < 1; i++)
         usleep(POLL_MS * 1000);
@@ -328,7 +262,7 @@ static void test_healthz_names_a_failing_runner(void **state)
     snprintf(wal, sizeof(wal), "%s-wal", w->run);
     const char *files[] = {w->run, wal, NULL};
     if (!chattr("+i", files)) {
-        stop(w);
+        serve_world_stop(w);
         print_message("skipped: chattr +i failed (see above)\n");
         skip();
     }
@@ -336,7 +270,7 @@ static void test_healthz_names_a_failing_runner(void **state)
     wait_degraded(w, "runner_failed");
     assert_true(chattr("-i", files));
     wait_healthy(w);
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* A candidate that hangs: three timeouts in a row take it down; once it
@@ -344,8 +278,8 @@ static void test_healthz_names_a_failing_runner(void **state)
 static void test_healthz_names_a_candidate_in_back_off(void **state)
 {
     world *w = *state;
-    write_config(w, NULL, blocking_plugin(w, 200), NULL);
-    start(w, NULL);
+    write_config(w, NULL, serve_world_blocking_plugin(w, 200), NULL);
+    serve_world_start_with(w, NULL);
     int i = 0, status = 0, down = 0;
     for (int tries = 0; tries < POLL_TRIES && !down; tries++) {
         assert_int_equal(pay(w, ++i), 202);
@@ -367,7 +301,7 @@ static void test_healthz_names_a_candidate_in_back_off(void **state)
         usleep(POLL_MS * 1000);
     }
     assert_int_equal(status, 200);
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* A runner held up by a candidate deciding slowly (within its timeout):
@@ -375,9 +309,9 @@ static void test_healthz_names_a_candidate_in_back_off(void **state)
 static void test_healthz_names_a_runner_that_lags(void **state)
 {
     world *w = *state;
-    write_config(w, NULL, blocking_plugin(w, 600000),
+    write_config(w, NULL, serve_world_blocking_plugin(w, 600000),
                  json_pack("{s:i}", "max_lag_s", 1));
-    start(w, NULL);
+    serve_world_start_with(w, NULL);
     int status;
     assert_false(health_has(w, "runner_lag", &status));
     assert_int_equal(pay(w, 1), 202);
@@ -386,11 +320,11 @@ static void test_healthz_names_a_runner_that_lags(void **state)
     assert_false(health_has(w, "candidate_down", &status)); /* slow, not down */
     /* Killed and started again, it still lags behind the same events. */
     server_stop(&w->srv, SIGKILL);
-    start(w, NULL);
+    serve_world_start_with(w, NULL);
     wait_degraded(w, "runner_lag");
     touch(w->unblock);
     wait_healthy(w);
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* Descriptors near the limit: the server runs under a low RLIMIT_NOFILE
@@ -426,7 +360,7 @@ static void test_healthz_names_descriptors_near_the_limit(void **state)
     for (int i = 0; i < want; i++)
         close(fds[i]);
     wait_healthy(w);
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* ---- /readyz ---------------------------------------------------------- */
@@ -436,9 +370,9 @@ static void test_healthz_names_descriptors_near_the_limit(void **state)
 static void test_readyz_says_stopping(void **state)
 {
     world *w = *state;
-    write_config(w, blocking_plugin(w, 600000), NULL, NULL);
+    write_config(w, serve_world_blocking_plugin(w, 600000), NULL, NULL);
     const char *extra[] = {"--respond", "legacy", NULL};
-    start(w, extra);
+    serve_world_start_with(w, extra);
     http_resp r;
     assert_int_equal(get(w->srv.admin_port, "/readyz", &r), 200);
     assert_string_equal(r.body, "{\"status\":\"ready\"}");

@@ -36,7 +36,7 @@ static int teardown(void **state)
 static int replay_candidate(world *w, const char *plugin, char **err)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     snprintf(cp, sizeof(cp), "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), plugin);
     ust_replay_opts o = {.cfg = w->cfg,
                          .log_path = w->log_path,
@@ -236,8 +236,8 @@ static void matches_the_c_candidate(world *w, const char *interpreter,
     fclose(list);
     ust_log_close(log);
 
-    world_plugin("legacy", lp);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = {.cfg = w->cfg,
                          .log_path = w->log_path,
                          .run_path = w->run_path,

@@ -3,6 +3,7 @@
  * say its hello; a stop waits a bounded time for the live runner, and the
  * next start decides the rest, each event once. */
 #include "replay_world.h"
+#include "serve_client.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -39,19 +40,7 @@ static int teardown(void **state)
  * reference taken). */
 static void write_config(lworld *l, json_t *plugins)
 {
-    char src[PATH_MAX];
-    ust_test_source_path("tests/data/config.json", src);
-    json_error_t jerr;
-    json_t *doc = json_load_file(src, 0, &jerr);
-    assert_non_null(doc);
-    json_object_set_new(doc, "plugins", plugins);
-    assert_int_equal(json_dump_file(doc, l->cfg, 0), 0);
-    json_decref(doc);
-}
-
-static void test_plugin(const char *name, char out[PATH_MAX])
-{
-    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), name);
+    server_write_config_with(l->cfg, plugins);
 }
 
 /* n API events in the log, in rounds (the world holds 256 requests). */
@@ -198,7 +187,7 @@ static void test_serve_refuses_a_missing_candidate(void **state)
 {
     lworld *l = *state;
     char lp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     write_config(l, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate",
                               "path", "/nonexistent/candidate.so"));
     serve_refuses(l, (const char *[]){"plugins.candidate", "/nonexistent/candidate.so",
@@ -211,7 +200,7 @@ static void test_serve_refuses_a_candidate_without_hello(void **state)
 {
     lworld *l = *state;
     char lp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     write_config(l,
                  json_pack("{s:{s:s},s:{s:[s,s,s]}}", "legacy", "path", lp, "candidate",
                            "exec", "sh", "-c", "sleep 1; echo this is not a hello"));
@@ -224,8 +213,8 @@ static void test_serve_refuses_a_candidate_that_exits_at_start(void **state)
 {
     lworld *l = *state;
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
-    test_plugin("misbehaving_exit_at_start", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_fixture_path("misbehaving_exit_at_start", cp);
     write_config(l, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate",
                               "path", cp));
     serve_refuses(
@@ -237,7 +226,7 @@ static void test_serve_refuses_a_missing_legacy(void **state)
 {
     lworld *l = *state;
     char cp[PATH_MAX];
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("candidate", cp);
     write_config(l, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path",
                               "/nonexistent/legacy.so", "candidate", "path", cp));
     serve_refuses(l,
@@ -258,7 +247,7 @@ static void test_replay_refuses_a_candidate_that_cannot_start(void **state)
     lworld *l = *state;
     record_events(l->w, 5);
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     const char *cases[][2] = {
         {"misbehaving_create_fails", "refusing to start: no database configured"},
         {"misbehaving_exit_at_start", "exited with status 3"},
@@ -266,7 +255,7 @@ static void test_replay_refuses_a_candidate_that_cannot_start(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (cases[i][0] != NULL)
-            test_plugin(cases[i][0], cp);
+            ust_test_fixture_path(cases[i][0], cp);
         else
             snprintf(cp, sizeof(cp), "%s/nonexistent.so", l->w->dir);
         write_config(l, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp,
@@ -285,8 +274,8 @@ static void test_replay_keeps_an_existing_run_when_a_plugin_fails(void **state)
     lworld *l = *state;
     record_events(l->w, 5);
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
     write_config(l, json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate",
                               "path", cp));
     assert_int_equal(replay_status(l, NULL), 0);
@@ -372,8 +361,8 @@ static void slow_world(lworld *l, int n, const char *name, int timeout_ms,
 {
     record_events(l->w, n);
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
-    test_plugin(name, cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_fixture_path(name, cp);
     snprintf(path, PATH_MAX, "%s/%s", l->w->dir, file);
     write_config(l, json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
                               "candidate", "path", cp, "timeout_ms", timeout_ms,

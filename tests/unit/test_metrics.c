@@ -14,16 +14,11 @@
 #define N_SIGNED 25  /* seq 20 among them: the candidate's garbage line */
 #define N_UNSIGNED 4 /* one alone, two pipelined, one after 100 Continue */
 
-static void so_path(const char *rel, char out[PATH_MAX])
-{
-    snprintf(out, PATH_MAX, "%s/%s", getenv("UST_BUILD_DIR"), rel);
-}
-
 static int setup(void **state)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
-    so_path("src/plugins/legacy/understudy-legacy.so", lp);
-    so_path("tests/plugins/misbehaving_stdout_garbage.so", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_fixture_path("misbehaving_stdout_garbage", cp);
     *state = serve_world_new(
         json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp),
         SECRET);
@@ -95,16 +90,12 @@ static int post_signed(int port, int i)
         "{\"id\":\"pi_m%d\",\"amount\":%d,\"currency\":\"eur\",\"metadata\":"
         "{\"order_id\":\"o_m%d\"}}}}",
         i, i, 100 + i, i);
-    ust_request req;
-    memset(&req, 0, sizeof(req));
-    req.body = (unsigned char *)body;
-    req.body_len = strlen(body);
-    ust_sig_params p = {UST_SCHEME_STRIPE, SECRET, NULL, 300};
-    assert_int_equal(ust_sig_sign(&p, (int64_t)time(NULL), NULL, &req), 0);
-    char *extra = ust_sprintf("Stripe-Signature: %s\r\n", req.headers[0].value);
+    char *sig = server_stripe_signature(body, (int64_t)time(NULL), SECRET);
+    char *extra = ust_sprintf("Stripe-Signature: %s\r\n", sig);
     int status = post(port, "/webhooks/stripe", extra, body);
     ust_free(extra);
-    ust_request_clear(&req); /* frees body too */
+    ust_free(sig);
+    ust_free(body);
     return status;
 }
 
@@ -245,8 +236,8 @@ static void test_a_stuck_runner_shows_its_lag_in_seconds(void **state)
 {
     serve_world *w = *state;
     char lp[PATH_MAX], cp[PATH_MAX], gate[PATH_MAX], unblock[PATH_MAX];
-    so_path("src/plugins/legacy/understudy-legacy.so", lp);
-    so_path("tests/plugins/misbehaving_block.so", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_fixture_path("misbehaving_block", cp);
     ust_test_tmpdir(gate); /* for the file that lets the candidate go on */
     snprintf(unblock, sizeof(unblock), "%s/unblock", gate);
     serve_world_free(w);

@@ -7,27 +7,21 @@
 #include <sys/un.h>
 
 typedef struct world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
+    serve_world *s;
     struct sockaddr_un addr;
     int sock;
-    server_proc srv;
 } world;
 
 static int setup(void **state)
 {
     world *w = calloc(1, sizeof(*w));
-    ust_test_tmpdir(w->dir);
-    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
-    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
-    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    server_write_config(w->cfg);
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_notify_test", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    w->s = serve_world_new(server_plugins(NULL, NULL), "whsec_notify_test");
 
     w->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     assert_true(w->sock >= 0);
     w->addr.sun_family = AF_UNIX;
-    int n = snprintf(w->addr.sun_path, sizeof(w->addr.sun_path), "%s/notify", w->dir);
+    int n =
+        snprintf(w->addr.sun_path, sizeof(w->addr.sun_path), "%s/notify", w->s->dir);
     assert_true(n > 0 && (size_t)n < sizeof(w->addr.sun_path));
     assert_int_equal(bind(w->sock, (struct sockaddr *)&w->addr, sizeof(w->addr)), 0);
     /* A bound for a broken server only; nothing here depends on timing. */
@@ -41,22 +35,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     world *w = *state;
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
+    serve_world_kill(w->s);
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
     unsetenv("WATCHDOG_PID");
     close(w->sock);
-    ust_test_rmdir(w->dir);
+    serve_world_free(w->s);
     free(w);
     return 0;
-}
-
-static void start(world *w)
-{
-    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
-                          w->log,     "--run", w->run,     NULL};
-    w->srv = server_start(args);
 }
 
 /* The next datagram, as a string; fails the test if none comes. */
@@ -71,7 +57,7 @@ static void next_message(world *w, char *buf, size_t cap)
 static void test_ready_once_listening_and_stopping_at_stop(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w->s);
     char msg[512];
     next_message(w, msg, sizeof(msg));
     assert_non_null(strstr(msg, "READY=1"));
@@ -79,17 +65,17 @@ static void test_ready_once_listening_and_stopping_at_stop(void **state)
     /* Ready means it answers: a request now gets its answer. */
     const char req[] = "GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     http_resp r;
-    assert_int_equal(http_once(w->srv.port, req, sizeof(req) - 1, &r), 404);
-    kill(w->srv.pid, SIGTERM);
+    assert_int_equal(http_once(w->s->srv.port, req, sizeof(req) - 1, &r), 404);
+    kill(w->s->srv.pid, SIGTERM);
     next_message(w, msg, sizeof(msg));
     assert_string_equal(msg, "STOPPING=1");
-    assert_int_equal(server_stop(&w->srv, 0), 0);
-    w->srv.pid = 0;
+    assert_int_equal(server_stop(&w->s->srv, 0), 0);
+    w->s->srv.pid = 0;
 }
 
 static void watchdog_pings(world *w)
 {
-    start(w);
+    serve_world_start(w->s);
     char msg[512];
     next_message(w, msg, sizeof(msg));
     assert_non_null(strstr(msg, "READY=1"));
@@ -97,8 +83,8 @@ static void watchdog_pings(world *w)
         next_message(w, msg, sizeof(msg));
         assert_string_equal(msg, "WATCHDOG=1");
     }
-    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
-    w->srv.pid = 0;
+    assert_int_equal(server_stop(&w->s->srv, SIGTERM), 0);
+    w->s->srv.pid = 0;
 }
 
 static void test_watchdog_pings_from_the_loop(void **state)
@@ -117,7 +103,7 @@ static void test_watchdog_pings_when_the_pid_is_ours(void **state)
     char bin[PATH_MAX];
     snprintf(bin, sizeof(bin), "%s", getenv("UST_BIN"));
     char script[PATH_MAX * 2];
-    snprintf(script, sizeof(script), "%s/serve.sh", w->dir);
+    snprintf(script, sizeof(script), "%s/serve.sh", w->s->dir);
     char text[PATH_MAX * 4];
     snprintf(text, sizeof(text),
              "#!/bin/sh\nexport WATCHDOG_PID=$$\nexec '%s' \"$@\"\n", bin);

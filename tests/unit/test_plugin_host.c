@@ -1,41 +1,16 @@
 /* The plugin host: refusing plugins that cannot work, turning failures and
  * garbage into `error` decisions, and the state store's guarantees. */
+#define UST_TEST_STORE 1 /* store_setup, store_teardown */
 #include "support.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
 
-static sqlite3 *db;
-static ust_store *store;
-
-static int setup(void **state)
-{
-    (void)state;
-    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-    char *err = NULL;
-    assert_int_equal(ust_store_open(db, &store, &err), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ust_store_close(store);
-    sqlite3_close(db);
-    return 0;
-}
-
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(out, PATH_MAX, "%s/tests/plugins/%s.so", build ? build : "build", name);
-}
-
 static void expect_refused(const char *name, const char *why)
 {
     char path[PATH_MAX];
-    plugin_path(name, path);
+    ust_test_fixture_path(name, path);
     ust_plugin *p = NULL;
     char *err = NULL;
     assert_int_equal(ust_plugin_load(path, "x", NULL, store, &p, &err), UST_EPLUGIN);
@@ -81,17 +56,17 @@ static void test_plugins_say_whether_they_read_the_raw_request(void **state)
              build ? build : "build");
     assert_int_equal(wants_raw_request(path, 0), 0);
     assert_int_equal(wants_raw_request(path, 1), 0);
-    plugin_path("misbehaving_decide_error", path);
+    ust_test_fixture_path("misbehaving_decide_error", path);
     assert_int_equal(wants_raw_request(path, 0), 1);
     assert_int_equal(wants_raw_request(path, 1), 1);
-    plugin_path("misbehaving_abi_1_0", path);
+    ust_test_fixture_path("misbehaving_abi_1_0", path);
     assert_int_equal(wants_raw_request(path, 0), 1);
 }
 
 static void decide_twice(const char *name, const char *want_error)
 {
     char path[PATH_MAX];
-    plugin_path(name, path);
+    ust_test_fixture_path(name, path);
     ust_plugin *p = NULL;
     char *err = NULL;
     assert_int_equal(ust_plugin_load(path, name, NULL, store, &p, &err), 0);
@@ -274,16 +249,18 @@ static void test_store_converts_a_run_from_the_older_layout(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_refuses_unusable_plugins, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_unusable_plugins, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_failures_become_error_decisions,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_store_namespaces_and_atomic_calls,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, store_setup,
+                                        store_teardown),
         cmocka_unit_test(test_store_converts_a_run_from_the_older_layout),
         cmocka_unit_test_setup_teardown(
-            test_plugins_say_whether_they_read_the_raw_request, setup, teardown),
+            test_plugins_say_whether_they_read_the_raw_request, store_setup,
+            store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

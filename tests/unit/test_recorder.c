@@ -20,71 +20,31 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-typedef struct world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
-    server_proc srv;
-} world;
-
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
-             getenv("UST_BUILD_DIR"), name, name);
-}
+typedef serve_world world;
 
 /* The test config with these limits (a reference taken) and legacy as the
  * legacy plugin (a path; NULL: the shipped one). */
 static void write_config(world *w, json_t *limits, const char *legacy)
 {
-    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_source_path("tests/data/config.json", src);
-    json_error_t jerr;
-    json_t *doc = json_load_file(src, 0, &jerr);
-    assert_non_null(doc);
-    json_object_set_new(doc, "limits", limits);
-    plugin_path("legacy", lp);
-    plugin_path("candidate", cp);
-    json_object_set_new(doc, "plugins",
-                        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path",
-                                  legacy ? legacy : lp, "candidate", "path", cp));
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
+    server_write_config_keys(
+        w->cfg,
+        json_pack(
+            "{s:o,s:o}", "limits", limits, "plugins",
+            server_plugins(legacy ? json_pack("{s:s}", "path", legacy) : NULL, NULL)));
 }
 
 static int setup(void **state)
 {
-    world *w = calloc(1, sizeof(*w));
-    ust_test_tmpdir(w->dir);
-    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
-    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
-    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
+    world *w = serve_world_new(NULL, "whsec_recorder_test");
     write_config(w, json_pack("{s:i}", "header_timeout_ms", 5000), NULL);
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_recorder_test", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     *state = w;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    world *w = *state;
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
-    ust_test_rmdir(w->dir);
-    free(w);
+    serve_world_free(*state);
     return 0;
-}
-
-static void start(world *w)
-{
-    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
-                          w->log,     "--run", w->run,     NULL};
-    w->srv = server_start(args);
-}
-
-static void stop(world *w)
-{
-    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
-    w->srv.pid = 0;
 }
 
 /* On the public port a 404, kept alive (the admin listener serves it): a
@@ -134,7 +94,7 @@ static void test_idle_keep_alive_connections_are_closed(void **state)
     write_config(
         w, json_pack("{s:i,s:i}", "idle_timeout_ms", 200, "header_timeout_ms", 60000),
         NULL);
-    start(w);
+    serve_world_start(w);
     enum { N = 12 };
     int fds[N];
     for (int i = 0; i < N; i++) {
@@ -151,7 +111,7 @@ static void test_idle_keep_alive_connections_are_closed(void **state)
         assert_true(closed_by_server(fds[i]));
         close(fds[i]);
     }
-    stop(w);
+    serve_world_stop(w);
 }
 
 /* Beyond max_connections a new connection is refused (503, or closed)
@@ -172,7 +132,7 @@ static void test_connections_beyond_the_cap_are_refused(void **state)
         struct rlimit low = {256, own.rlim_max};
         assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
     }
-    start(w);
+    serve_world_start(w);
     if (lowered)
         assert_int_equal(setrlimit(RLIMIT_NOFILE, &own), 0);
     char path[64], line[256];
@@ -231,7 +191,7 @@ static void test_connections_beyond_the_cap_are_refused(void **state)
     assert_int_equal(poll(pfd, CAP, 0), 1);
     for (int i = 0; i < CAP; i++)
         close(fds[i]);
-    stop(w);
+    serve_world_stop(w);
     assert_int_equal(log_events(w), CAP);
 }
 
@@ -242,7 +202,7 @@ static void test_connections_beyond_the_cap_are_refused(void **state)
 static void test_a_half_closed_client_gets_its_answer(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     char *a = payment(1, NULL), *b = payment(2, NULL);
     char *both = ust_sprintf("%s%s%s", a, health, b);
     int fd = http_connect(w->srv.port);
@@ -264,7 +224,7 @@ static void test_a_half_closed_client_gets_its_answer(void **state)
     ust_free(a);
     ust_free(b);
     ust_free(both);
-    stop(w);
+    serve_world_stop(w);
     assert_int_equal(log_events(w), 2);
 }
 
@@ -276,7 +236,7 @@ static void test_expect_100_continue(void **state)
     write_config(
         w, json_pack("{s:i,s:i}", "max_body_bytes", 1024, "header_timeout_ms", 60000),
         NULL);
-    start(w);
+    serve_world_start(w);
     char *raw = payment(1, "Expect: 100-continue\r\n");
     char *body = strstr(raw, "\r\n\r\n") + 4;
     int fd = http_connect(w->srv.port);
@@ -299,7 +259,7 @@ static void test_expect_100_continue(void **state)
     const char odd[] = "POST /payments HTTP/1.1\r\nHost: t\r\nExpect: 200-maybe\r\n"
                        "Content-Length: 2\r\n\r\n";
     assert_int_equal(http_once(w->srv.port, odd, sizeof(odd) - 1, &r), 417);
-    stop(w);
+    serve_world_stop(w);
     assert_int_equal(log_events(w), 1);
 }
 
@@ -309,7 +269,7 @@ static void test_expect_100_continue(void **state)
 static void test_lenient_header_forms_are_refused(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     static const char *const bad[] = {
         /* a space before the colon: chunked here, maybe not at a proxy */
         "POST /payments HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n\r\n"
@@ -353,7 +313,7 @@ static void test_lenient_header_forms_are_refused(void **state)
     assert_int_equal(r.status, 202);
     close(fd);
     ust_free(ok);
-    stop(w);
+    serve_world_stop(w);
     assert_int_equal(log_events(w), 1);
 }
 
@@ -479,7 +439,7 @@ static void test_respond_legacy_refuses_header_injection(void **state)
     assert_int_equal(atoi(got[1] + 9), 200);
     assert_int_equal(atoi(got[2] + 9), 500);
     assert_null(strstr(got[2], "X Bad"));
-    stop(w);
+    serve_world_stop(w);
     char answers[PATH_MAX + 16];
     snprintf(answers, sizeof(answers), "%s.answers", w->run);
     sqlite3 *db = NULL;

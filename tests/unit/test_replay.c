@@ -314,7 +314,7 @@ static void test_resume_with_other_plugin_is_refused(void **state)
     world_record(w);
     world_replay(w, "legacy", "candidate", NULL);
     char lp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     ust_replay_opts o = {.cfg = w->cfg,
                          .log_path = w->log_path,
                          .run_path = w->run_path,
@@ -377,8 +377,8 @@ static void kill_a_replay(world *w, int how)
     if (pid == 0) {
         close(fds[0]);
         char lp[PATH_MAX], cp[PATH_MAX];
-        world_plugin("legacy", lp);
-        world_plugin("candidate", cp);
+        ust_test_plugin_path("legacy", lp);
+        ust_test_plugin_path("candidate", cp);
         FILE *out = fdopen(fds[1], "w");
         ust_replay_opts o = world_opts(w, lp, cp, out);
         ust_replay_stats st;
@@ -468,8 +468,8 @@ static void test_a_failed_step_is_decided_again(void **state)
     unlink(w->run_path);
 
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
     w->cfg->candidate.isolate = 1;
     size_t size = 0;
     char *lines = NULL;

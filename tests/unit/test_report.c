@@ -25,20 +25,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static void must_contain(const char *text, const char *want)
 {
     if (strstr(text, want) == NULL)
@@ -107,7 +93,7 @@ static void test_summary_counts_are_exact(void **state)
     char out[PATH_MAX], path[PATH_MAX];
     report(w, NULL, out);
     snprintf(path, sizeof(path), "%s/summary.md", out);
-    char *md = read_all(path);
+    char *md = ust_test_read_file(path);
     /* 12 events. applied/applied: the first paid and refund of pi_1 and pi_2,
      * and the double click (pi_3, pi_4; the second flagged). applied/rejected:
      * the late paids of pi_1 (twice) and pi_2. applied/duplicate: pi_1's
@@ -125,7 +111,7 @@ static void test_summary_counts_are_exact(void **state)
     must_contain(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
     free(md);
     snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
-    char *jsonl = read_all(path);
+    char *jsonl = ust_test_read_file(path);
     size_t lines = 0;
     for (const char *p = jsonl; *p; p++)
         lines += *p == '\n';
@@ -143,7 +129,7 @@ static void test_html_escapes_and_redacts(void **state)
     char out[PATH_MAX], path[PATH_MAX];
     report(w, NULL, out);
     snprintf(path, sizeof(path), "%s/index.html", out);
-    char *html = read_all(path);
+    char *html = ust_test_read_file(path);
     must_not_contain(html, "<img src=x");
     must_not_contain(html, "</script><img");
     must_contain(html, "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;");
@@ -171,13 +157,13 @@ static void test_examples_are_capped_and_in_order(void **state)
     char out[PATH_MAX], path[PATH_MAX];
     report(w, NULL, out);
     snprintf(path, sizeof(path), "%s/index.html", out);
-    char *html = read_all(path);
+    char *html = ust_test_read_file(path);
     must_contain(html, "example: seq 1,");
     must_contain(html, "example: seq 5,");
     must_not_contain(html, "example: seq 6,");
     free(html);
     snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
-    char *jsonl = read_all(path);
+    char *jsonl = ust_test_read_file(path);
     must_contain(jsonl, "\"seq\":8,");
     free(jsonl);
 }
@@ -269,19 +255,6 @@ static void test_glob(void **state)
     assert_true(ust_glob_match("*x*y*", "..x..y.."));
 }
 
-/* Runs the understudy binary with args; its output (stdout and stderr) in
- * *out (malloc'd); the exit status. */
-static int run_cli(world *w, const char *args, char **out)
-{
-    char path[PATH_MAX], cmd[PATH_MAX * 3];
-    snprintf(path, sizeof(path), "%s/cli.out", w->dir);
-    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>&1", getenv("UST_BIN"), args, path);
-    int status = system(cmd);
-    assert_true(WIFEXITED(status));
-    *out = read_all(path);
-    return WEXITSTATUS(status);
-}
-
 /* understudy gate on w's run with a triage file; its exit status, the
  * output in *out. */
 static int gate_cli(world *w, const char *triage, const char *extra, char **out)
@@ -290,7 +263,7 @@ static int gate_cli(world *w, const char *triage, const char *extra, char **out)
     write_triage(w, triage, path);
     snprintf(args, sizeof(args), "gate --run '%s' --triage '%s' %s", w->run_path, path,
              extra ? extra : "");
-    return run_cli(w, args, out);
+    return ust_test_run_cli(w->dir, args, out);
 }
 
 static char *summary_of(world *w, const ust_triage *t)
@@ -298,7 +271,7 @@ static char *summary_of(world *w, const ust_triage *t)
     char out[PATH_MAX], path[PATH_MAX];
     report(w, t, out);
     snprintf(path, sizeof(path), "%s/summary.md", out);
-    return read_all(path);
+    return ust_test_read_file(path);
 }
 
 #define ACCEPT_ALL                                                                     \
@@ -323,7 +296,7 @@ static void expect_refused(world *w, const char *reason)
     free(md);
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/report/index.html", w->dir);
-    char *html = read_all(path);
+    char *html = ust_test_read_file(path);
     must_contain(html, "<strong class=open>not ready for cutover</strong>: the run ");
     free(html);
 }
@@ -335,7 +308,7 @@ static void test_gate_refuses_a_run_that_never_started(void **state)
     world_record(w);
     char lp[PATH_MAX], cp[PATH_MAX];
     snprintf(lp, sizeof(lp), "%s/no-such-legacy.so", w->dir);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     ust_replay_stats st;
     char *err = NULL;
@@ -391,7 +364,7 @@ static void replay_erring_candidate(world *w)
 {
     world_record(w);
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
              getenv("UST_BUILD_DIR"));
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
@@ -485,7 +458,7 @@ static void test_a_read_error_fails_the_gate_and_the_report(void **state)
     char dir[PATH_MAX], args[PATH_MAX * 3];
     snprintf(dir, sizeof(dir), "%s/report", w->dir);
     snprintf(args, sizeof(args), "report --run '%s' --out '%s'", w->run_path, dir);
-    assert_int_equal(run_cli(w, args, &out), 2);
+    assert_int_equal(ust_test_run_cli(w->dir, args, &out), 2);
     must_contain(out, "integer overflow");
     free(out);
     /* divergences: every class past the third row fails to read. */
@@ -498,7 +471,7 @@ static void test_a_read_error_fails_the_gate_and_the_report(void **state)
     must_contain(out, "integer overflow");
     must_not_contain(out, "PASS");
     free(out);
-    assert_int_equal(run_cli(w, args, &out), 2);
+    assert_int_equal(ust_test_run_cli(w->dir, args, &out), 2);
     free(out);
 }
 
@@ -533,8 +506,8 @@ static void test_a_cursor_that_cannot_be_read_is_not_a_fresh_run(void **state)
     run_story(w);
     world_exec(w, "UPDATE cursor SET last_seq = 'twelve'");
     char lp[PATH_MAX], cp[PATH_MAX];
-    world_plugin("legacy", lp);
-    world_plugin("candidate", cp);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     ust_replay_stats st;
     err = NULL;
@@ -564,7 +537,7 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     char out[PATH_MAX], path[PATH_MAX];
     report(w, NULL, out);
     snprintf(path, sizeof(path), "%s/summary.md", out);
-    char *md = read_all(path);
+    char *md = ust_test_read_file(path);
     must_not_contain(md, "\r");
     must_not_contain(md, "![");
     must_not_contain(md, "\xe2\x80\xae");
@@ -582,13 +555,13 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     assert_int_equal(bars, 6);
     free(md);
     snprintf(path, sizeof(path), "%s/index.html", out);
-    char *html = read_all(path);
+    char *html = ust_test_read_file(path);
     must_not_contain(html, "\xe2\x80\xae");
     must_not_contain(html, "\xe2\x81\xa6");
     must_contain(html, "{U+202E}fdp.exe{U+2066}");
     free(html);
     snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
-    char *jsonl = read_all(path);
+    char *jsonl = ust_test_read_file(path);
     must_not_contain(jsonl, "\xe2\x80\xae");
     must_not_contain(jsonl, "\xe2\x81\xa6");
     must_contain(jsonl, "\\u202Efdp.exe\\u2066");

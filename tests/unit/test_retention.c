@@ -13,43 +13,19 @@
 #include <sqlite3.h>
 #include <time.h>
 
-typedef struct world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
-    char unblock[PATH_MAX];
-    server_proc srv;
-} world;
+typedef serve_world world;
 
 static int setup(void **state)
 {
-    world *w = calloc(1, sizeof(*w));
-    ust_test_tmpdir(w->dir);
-    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
-    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
-    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    snprintf(w->unblock, sizeof(w->unblock), "%s/unblock", w->dir);
-    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_source_path("tests/data/config.json", src);
-    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so",
-             getenv("UST_BUILD_DIR"));
+    world *w = serve_world_new(NULL, "whsec_retention_test");
     /* A candidate that decides only while the unblock file exists: the
-     * runner's cursor stays where the test wants it. */
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_block.so",
-             getenv("UST_BUILD_DIR"));
-    json_error_t jerr;
-    json_t *doc = json_load_file(src, 0, &jerr);
-    assert_non_null(doc);
-    json_object_set_new(doc, "plugins",
-                        json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
-                                  "candidate", "path", cp, "timeout_ms", 600000,
-                                  "config", "unblock_file", w->unblock));
-    /* Everything imported below is two days old; what arrives over HTTP is
-     * new. The check runs often so the test waits little. */
-    json_object_set_new(doc, "retention",
-                        json_pack("{s:s,s:s}", "keep", "1h", "every", "100ms"));
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_retention_test", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+     * runner's cursor stays where the test wants it. Everything imported
+     * below is two days old; what arrives over HTTP is new. The check runs
+     * often so the test waits little. */
+    server_write_config_keys(
+        w->cfg, json_pack("{s:o,s:{s:s,s:s}}", "plugins",
+                          server_plugins(NULL, serve_world_blocking_plugin(w, 600000)),
+                          "retention", "keep", "1h", "every", "100ms"));
     *state = w;
     return 0;
 }
@@ -57,42 +33,25 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     world *w = *state;
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
+    serve_world_kill(w);
     ust_test_write_file(w->unblock, "go"); /* an orphaned child may end too */
-    ust_test_rmdir(w->dir);
-    free(w);
+    serve_world_free(w);
     return 0;
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    char *buf = calloc(1, 1 << 16);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-/* Runs the understudy binary with args; its exit status, its output
- * (stdout and stderr) in *out (free'd by the caller) unless out is NULL. */
+/* ust_test_run_cli, with the output on stderr when the exit status is not
+ * 0. */
 static int run_cli(world *w, const char *args, char **out)
 {
-    char path[PATH_MAX], cmd[PATH_MAX * 4];
-    snprintf(path, sizeof(path), "%s/cli.out", w->dir);
-    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>&1", getenv("UST_BIN"), args, path);
-    int status = system(cmd);
-    assert_true(WIFEXITED(status));
-    char *text = read_all(path);
-    if (WEXITSTATUS(status) != 0)
+    char *text = NULL;
+    int status = ust_test_run_cli(w->dir, args, &text);
+    if (status != 0)
         fprintf(stderr, "understudy %s: %s", args, text);
     if (out != NULL)
         *out = text;
     else
         free(text);
-    return WEXITSTATUS(status);
+    return status;
 }
 
 /* Imports n API requests (keys from first on) that arrived two days ago. */
@@ -124,18 +83,8 @@ static long long query(const char *db_path, const char *sql);
 /* serve with a runner; with respond_legacy, answering with the legacy. */
 static void start(world *w, int respond_legacy)
 {
-    const char *args[] = {"--config", w->cfg, "--listen", "127.0.0.1:0",
-                          "--log",    w->log, "--run",    w->run,
-                          NULL,       NULL,   NULL};
-    if (respond_legacy)
-        args[8] = "--respond", args[9] = "legacy";
-    w->srv = server_start(args);
-}
-
-static void stop(world *w)
-{
-    assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
-    w->srv.pid = 0;
+    const char *const legacy[] = {"--respond", "legacy", NULL};
+    serve_world_start_with(w, respond_legacy ? legacy : NULL);
 }
 
 /* One new API request over HTTP, recorded as seq want_seq: answered 202
@@ -258,7 +207,7 @@ static void runner_holds_retention_back(world *w, int respond_legacy)
     wait_for(w->log, "SELECT count(*) FROM prunes", 2);
     expect_prune(w, 2, 5, 9);
     expect_rows(w, 10, 10);
-    stop(w);
+    serve_world_stop(w);
     expect_verified(w, "pruned: 2 prune(s), events through seq 9 removed");
 
     /* Restarted, the runner resumes from the row kept for it, new events
@@ -270,7 +219,7 @@ static void runner_holds_retention_back(world *w, int respond_legacy)
     wait_for(w->run, CURSOR, 12);
     wait_for(w->log, "SELECT count(*) FROM prunes", 3);
     expect_prune(w, 3, 10, 10);
-    stop(w);
+    serve_world_stop(w);
     expect_rows(w, 11, 12);
     assert_int_equal(query(w->run, "SELECT count(*) FROM decisions"), 12);
     expect_verified(w, "pruned: 3 prune(s), events through seq 10 removed");
@@ -304,7 +253,7 @@ static void test_retention_without_a_runner_goes_by_age(void **state)
     post_new(w, 1, 6, 0);
     wait_for(w->log, "SELECT count(*) FROM prunes", 1);
     expect_prune(w, 1, 1, 5);
-    stop(w);
+    serve_world_stop(w);
     expect_rows(w, 6, 6);
     expect_verified(w, "pruned: 1 prune(s), events through seq 5 removed");
 }

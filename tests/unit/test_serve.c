@@ -18,59 +18,23 @@
 
 #define SECRET "whsec_serve_test"
 
-typedef struct world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
-    server_proc srv;
-} world;
-
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    snprintf(out, PATH_MAX, "%s/src/plugins/%s/understudy-%s.so",
-             getenv("UST_BUILD_DIR"), name, name);
-}
+typedef serve_world world;
 
 static int setup(void **state)
 {
-    world *w = calloc(1, sizeof(*w));
-    ust_test_tmpdir(w->dir);
-    snprintf(w->cfg, sizeof(w->cfg), "%s/config.json", w->dir);
-    snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
-    snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    char src[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_source_path("tests/data/config.json", src);
-    json_error_t jerr;
-    json_t *doc = json_load_file(src, 0, &jerr);
-    json_object_set_new(doc, "limits",
-                        json_pack("{s:i,s:i,s:i}", "max_body_bytes", 32768,
-                                  "max_headers", 16, "header_timeout_ms", 300));
-    plugin_path("legacy", lp);
-    plugin_path("candidate", cp);
-    json_object_set_new(
-        doc, "plugins",
-        json_pack("{s:{s:s},s:{s:s}}", "legacy", "path", lp, "candidate", "path", cp));
-    assert_int_equal(json_dump_file(doc, w->cfg, 0), 0);
-    json_decref(doc);
-    setenv("UNDERSTUDY_STRIPE_SECRET", SECRET, 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    world *w = serve_world_new(NULL, SECRET);
+    server_write_config_keys(w->cfg, json_pack("{s:{s:i,s:i,s:i},s:o}", "limits",
+                                               "max_body_bytes", 32768, "max_headers",
+                                               16, "header_timeout_ms", 300, "plugins",
+                                               server_plugins(NULL, NULL)));
     *state = w;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    world *w = *state;
-    if (w->srv.pid > 0)
-        server_stop(&w->srv, SIGKILL);
-    ust_test_rmdir(w->dir);
-    free(w);
+    serve_world_free(*state);
     return 0;
-}
-
-static void start(world *w)
-{
-    const char *args[] = {"--config", w->cfg,  "--listen", "127.0.0.1:0", "--log",
-                          w->log,     "--run", w->run,     NULL};
-    w->srv = server_start(args);
 }
 
 static int64_t now_s(void)
@@ -103,19 +67,14 @@ static char *stripe_request(const char *evt, int64_t t, const char *secret, int 
                     "\"object\":{\"id\":\"pi_%s\",\"amount\":100,\"currency\":\"eur\","
                     "\"metadata\":{\"order_id\":\"o_%s\"}}}}",
                     evt, evt, evt);
-    ust_request r;
-    memset(&r, 0, sizeof(r));
-    r.body = (unsigned char *)body;
-    r.body_len = strlen(body);
-    ust_sig_params p = {UST_SCHEME_STRIPE, secret, NULL, 300};
-    assert_int_equal(ust_sig_sign(&p, t, NULL, &r), 0);
-    char *extra =
-        rotated ? ust_sprintf("Stripe-Signature: t=%lld,v1=%064d,%s\r\n", (long long)t,
-                              0, strchr(r.headers[0].value, ',') + 1)
-                : ust_sprintf("Stripe-Signature: %s\r\n", r.headers[0].value);
+    char *sig = server_stripe_signature(body, t, secret);
+    char *extra = rotated ? ust_sprintf("Stripe-Signature: t=%lld,v1=%064d,%s\r\n",
+                                        (long long)t, 0, strchr(sig, ',') + 1)
+                          : ust_sprintf("Stripe-Signature: %s\r\n", sig);
     char *raw = raw_post("/webhooks/stripe", extra, body, strlen(body));
     ust_free(extra);
-    ust_request_clear(&r);
+    ust_free(sig);
+    ust_free(body);
     return raw;
 }
 
@@ -137,7 +96,7 @@ static void record_one(world *w, const char *evt)
 static void test_signatures_at_the_door(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     http_resp r;
     char *raw;
     raw = stripe_request("evt_ok", now_s(), SECRET, 0);
@@ -193,7 +152,7 @@ static void test_signatures_at_the_door(void **state)
 static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     http_resp r;
     char *raw;
     /* A body that is not JSON, correctly signed: recorded. */
@@ -266,7 +225,7 @@ static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)
 static void test_keep_alive_and_pipelining(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     char *a =
         raw_post("/payments", "Idempotency-Key: p1\r\n", "{\"order_id\":\"a\"}", 16);
     char *b =
@@ -368,7 +327,7 @@ static char *dump_divergences(const char *run)
 static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     enum { N = 4 };
     static loader ls[N];
     pthread_t th[N];
@@ -422,7 +381,7 @@ static void test_sigkill_under_load_loses_nothing_acknowledged(void **state)
 
     /* Restart: the runner resumes; after a clean stop it has decided every
      * event exactly once, the same as a replay of the same log. */
-    start(w);
+    serve_world_start(w);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
     char *live = dump_divergences(w->run);
@@ -481,7 +440,7 @@ static void respond_legacy_run(world *w, const char *candidate,
              getenv("UST_BUILD_DIR"), candidate);
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
     snprintf(marker, sizeof(marker), "%s/started", w->dir);
-    plugin_path("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:{s:s,s:s}}}", "legacy", "path", lp,
                              "candidate", "path", blocker, "config", "unblock_file",
                              unblock, "marker_file", marker));
@@ -541,11 +500,11 @@ static void test_a_second_signal_exits_at_once(void **state)
     snprintf(blocker, sizeof(blocker), "%s/tests/plugins/misbehaving_block.so",
              getenv("UST_BUILD_DIR"));
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
-    plugin_path("legacy", lp);
+    ust_test_plugin_path("legacy", lp);
     use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
                              "candidate", "path", blocker, "timeout_ms", 60000,
                              "config", "unblock_file", unblock));
-    start(w);
+    serve_world_start(w);
     record_one(w, "evt_stuck");
     usleep(300 * 1000); /* the runner is in the candidate's decide */
     kill(w->srv.pid, SIGTERM);
@@ -670,7 +629,7 @@ static void read_comm(const char *path, char name[32])
 static void test_shadow_work_runs_at_background_priority(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     record_one(w, "evt_nice");
     enum { NICE = 19 };
     char path[PATH_MAX];
@@ -750,7 +709,7 @@ static void record_n(world *w, const char *prefix, int n)
 static void test_a_clean_stop_leaves_every_event_in_the_db_file(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     record_n(w, "evt_clean_", 5);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
@@ -771,7 +730,7 @@ static void test_a_clean_stop_leaves_every_event_in_the_db_file(void **state)
 static void test_a_backup_while_serving_holds_every_event(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     record_n(w, "evt_backup_", 4);
     char copy[PATH_MAX + 16];
     snprintf(copy, sizeof(copy), "%s/backup.db", w->dir);
@@ -798,7 +757,7 @@ static void test_a_backup_while_serving_holds_every_event(void **state)
 static void test_export_of_what_any_client_sent_is_lossless(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     const char raw[] = "POST /webhooks/stripe?q=caf\xe9 HTTP/1.1\r\nHost: test\r\n"
                        "X-Raw: \xfe\xff ok\r\nContent-Length: 2\r\n\r\n{}";
     http_resp r;
@@ -831,7 +790,7 @@ static void test_export_of_what_any_client_sent_is_lossless(void **state)
 static void test_a_second_serve_on_the_same_files_is_refused(void **state)
 {
     world *w = *state;
-    start(w);
+    serve_world_start(w);
     char errfile[PATH_MAX + 8];
     snprintf(errfile, sizeof(errfile), "%s/second.err", w->dir);
     char *cmd = ust_sprintf("timeout 60 '%s' serve --config '%s' --listen 127.0.0.1:0"
