@@ -86,18 +86,26 @@ static int check_complete(sqlite3 *db, const char *run_path, const char *log_pat
             return refuse(
                 res, ust_strdup("the run has no plugin metadata (it never started)"));
     }
+    /* Events whose signature did not verify are recorded and never fed to
+     * the plugins: a run of nothing but those compared nothing. */
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM decisions", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT count(*), coalesce(sum(fed), 0) FROM decisions",
+                           -1, &st, NULL) != SQLITE_OK)
         return ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
                         sqlite3_errmsg(db));
     int rc = ust__db_step(st, run_path, err);
     res->decided = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
+    int64_t fed = rc == 1 ? sqlite3_column_int64(st, 1) : 0;
     sqlite3_finalize(st);
     if (rc < 0)
         return rc;
     if (res->decided == 0)
         return refuse(res, ust_strdup("the run decided no event"));
+    if (fed == 0)
+        return refuse(res, ust_sprintf("the run fed no event to the plugins: none of "
+                                       "its %lld had a verified signature (check the "
+                                       "routes' secrets)",
+                                       (long long)res->decided));
     if ((rc = ust__rundb_cursor(db, &res->cursor, err)) != 0 ||
         (rc = log_head(db, run_path, log_path, &res->log_head, err)) != 0)
         return rc;

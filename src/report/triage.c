@@ -29,13 +29,23 @@ int ust_glob_match(const char *p, const char *t)
     return *p == '\0';
 }
 
-/* The candidate erred (ust_divergence_class writes "what: legacy → candidate"):
- * a candidate that errs on every event must not pass under "*". */
+/* Either side erred (ust_divergence_class writes "what: legacy → candidate"):
+ * a candidate that errs on every event must not pass under "*", nor a
+ * legacy that does (then nothing was compared with what production does). */
 static int is_error_class(const char *cls)
 {
-    static const char tail[] = " \xe2\x86\x92 error";
-    size_t n = strlen(cls);
-    return n >= sizeof(tail) - 1 && strcmp(cls + n - (sizeof(tail) - 1), tail) == 0;
+    static const char arrow[] = " \xe2\x86\x92 ";
+    static const char error[] = "error";
+    const char *at = NULL;
+    for (const char *p = strstr(cls, arrow); p != NULL; p = strstr(p + 1, arrow))
+        at = p;
+    if (at == NULL)
+        return 0;
+    if (strcmp(at + sizeof(arrow) - 1, error) == 0)
+        return 1;
+    size_t n = sizeof(error) - 1;
+    return (size_t)(at - cls) >= n + 2 && strncmp(at - n, error, n) == 0 &&
+           strncmp(at - n - 2, ": ", 2) == 0;
 }
 
 const ust_triage_entry *ust_triage_match(const ust_triage *t, const char *cls)

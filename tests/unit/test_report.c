@@ -332,6 +332,19 @@ static void test_gate_refuses_a_run_of_an_empty_log(void **state)
     expect_refused(w, "the run decided no event");
 }
 
+static void test_gate_refuses_a_run_no_event_reached(void **state)
+{
+    world *w = *state;
+    /* Signed long before they arrived: expired, recorded, never fed. */
+    world_stripe_signed(w, 1000, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe_signed(w, 1001, 0, "evt_2", PAID, "pi_2", "o2", 4200);
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    expect_refused(w,
+                   "the run fed no event to the plugins: none of its 2 had a verified "
+                   "signature (check the routes' secrets)");
+}
+
 static void test_gate_refuses_a_run_short_of_its_log(void **state)
 {
     world *w = *state;
@@ -372,6 +385,47 @@ static void replay_erring_candidate(world *w)
     char *err = NULL;
     if (ust_replay(&o, &st, &err) != 0)
         fail_msg("replay: %s", err);
+}
+
+static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
+{
+    world *w = *state;
+    for (int i = 0; i < 4; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "o%d", i);
+        world_stripe(w, i, key, PAID, key, key, 100);
+    }
+    world_record(w);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_decide_error.so",
+             getenv("UST_BUILD_DIR"));
+    ust_test_plugin_path("candidate", cp);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    /* The legacy erred on half the events: nothing of production's was
+     * compared there, and "*" must not hide it. */
+    char *out = NULL;
+    assert_int_equal(
+        gate_cli(
+            w,
+            "{\"accepted\": [{\"class\": \"*\", \"reason\": \"r\", \"owner\": \"o\"}]}",
+            NULL, &out),
+        1);
+    must_contain(out, "open             2  " PAID ": error \xe2\x86\x92 applied");
+    free(out);
+    assert_int_equal(
+        gate_cli(w,
+                 "{\"accepted\": [{\"class\": \"" PAID
+                 ": error \xe2\x86\x92 applied\", \"reason\": \"r\","
+                 " \"owner\": \"o\"}, {\"class\": \"*\", \"reason\": \"r\","
+                 " \"owner\": \"o\"}]}",
+                 NULL, &out),
+        0);
+    must_contain(out, "PASS");
+    free(out);
 }
 
 static void test_error_divergences_need_a_named_entry(void **state)
@@ -612,6 +666,8 @@ int main(void)
         T(test_gate_refuses_a_run_of_an_empty_log),
         T(test_gate_refuses_a_run_short_of_its_log),
         T(test_error_divergences_need_a_named_entry),
+        T(test_a_legacy_that_errs_needs_a_named_entry),
+        T(test_gate_refuses_a_run_no_event_reached),
         T(test_a_read_error_fails_the_gate_and_the_report),
         T(test_a_cursor_that_cannot_be_read_is_not_a_fresh_run),
         T(test_reports_escape_markdown_and_bidi),
