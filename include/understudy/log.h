@@ -47,8 +47,10 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err);
 /* A handle that can write records the head in meta (verify then names rows
  * cut off later) and checkpoints the WAL into the database file (TRUNCATE),
  * so the .db alone holds every event; both best effort, the WAL keeping
- * everything when they fail. */
-void ust_log_close(ust_log *log);
+ * everything when they fail. 1 when the checkpoint did not complete (a
+ * reader held it back, for at most the busy timeout): then the -wal file
+ * holds events the .db does not, and must stay beside it; else 0. */
+int ust_log_close(ust_log *log);
 
 /* An exclusive lock on DB (the file "DB.lock", which records the holder's
  * pid), for a process that must be the only one of its kind on DB: serve

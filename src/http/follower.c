@@ -229,12 +229,20 @@ _Noreturn void ust__follower_abandon(ust__server *s)
     /* Like a kill at this moment, which the run survives: its transaction
      * holds decisions, state and cursor together, and an uncommitted one is
      * discarded when the run database is next opened. The plugins' child
-     * processes die with the process (see child.c). The log is not closed:
-     * what the last commits wrote stays in its -wal, which the next open
-     * reads. */
+     * processes die with the process (see child.c). The writer is done, so
+     * the log is closed as on any stop (its head recorded, the WAL
+     * checkpointed), but the runner's read of the log may hold the
+     * checkpoint back: then the -wal must stay beside the .db, and this says
+     * so. */
     fprintf(stderr,
             "understudy: runner: still in a decide after %d s more: exiting without"
             " it; the next start resumes after seq %lld\n",
             STOP_GRACE_MS / 1000, (long long)atomic_load(&s->metrics.runner_seq));
+    if (ust_log_close(s->log) != 0)
+        fprintf(stderr,
+                "understudy: %s-wal still holds events that %s does not: keep the two"
+                " files together (the next start takes the -wal in)\n",
+                s->o->log_path, s->o->log_path);
+    s->log = NULL;
     _exit(0);
 }

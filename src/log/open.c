@@ -178,18 +178,21 @@ static void record_head(ust_log *log)
  * alone holds every event (a backup copying it, or a lost -wal, loses
  * nothing). On failure the WAL still holds it all, and SQLite replays it on
  * the next open. */
-static void close_cleanly(ust_log *log)
+static int close_cleanly(ust_log *log)
 {
     record_head(log);
-    sqlite3_exec(log->db, "PRAGMA wal_checkpoint(TRUNCATE);", NULL, NULL, NULL);
+    int rc = sqlite3_wal_checkpoint_v2(log->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL,
+                                       NULL);
+    return rc == SQLITE_OK ? 0 : 1;
 }
 
-void ust_log_close(ust_log *log)
+int ust_log_close(ust_log *log)
 {
     if (log == NULL)
-        return;
+        return 0;
+    int in_wal = 0;
     if (log->insert != NULL && !log->in_outer_tx)
-        close_cleanly(log);
+        in_wal = close_cleanly(log);
     sqlite3_finalize(log->insert);
     sqlite3_finalize(log->tip_query);
     sqlite3_finalize(log->data_version);
@@ -199,6 +202,7 @@ void ust_log_close(ust_log *log)
     ust__row_hasher_free(&log->hasher);
     ust_free(log->path);
     ust_free(log);
+    return in_wal;
 }
 
 int ust_log_begin(ust_log *log, char **err)

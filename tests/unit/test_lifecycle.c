@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -418,6 +419,15 @@ static void test_a_stop_leaves_a_hung_runner_behind(void **state)
     int64_t ms = serve_and_stop(l, &text);
     print_message("the stop left the runner behind after %lld ms\n", (long long)ms);
     says(text, (const char *[]){"exiting without it", NULL});
+    /* The log was closed as on any stop: its WAL checkpointed into the .db,
+     * or, when the runner's read held that back, the stop says to keep the
+     * -wal beside it (before, it said nothing and left every event there). */
+    char wal[PATH_MAX + 8];
+    snprintf(wal, sizeof(wal), "%s-wal", l->w->log_path);
+    struct stat sb;
+    if (stat(wal, &sb) == 0 && sb.st_size > 0)
+        says(text, (const char *[]){"still holds events", "keep the two files together",
+                                    NULL});
     free(text);
     run_is_whole(l, 0);
     ust_test_write_file(unblock, "go");
