@@ -25,6 +25,7 @@
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_MAX_CONNECTIONS 1024
+#define MAX_HEALTH_MAX_LAG_S 1000000000LL
 #define DEFAULT_HEALTH_MAX_LAG_S 300
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
@@ -703,6 +704,12 @@ static int parse_health(vctx *c, json_t *root, ust_config *cfg)
         (rc = take_posint(c, health, "max_lag_s", DEFAULT_HEALTH_MAX_LAG_S,
                           &cfg->health.max_lag_s)) != 0)
         return rc;
+    if (cfg->health.max_lag_s > MAX_HEALTH_MAX_LAG_S) { /* µs of it fit an int64 */
+        size_t at = push_key(c, "max_lag_s");
+        rc = bad(c, "at most 1000000000 seconds");
+        pop(c, at);
+        return rc;
+    }
     pop(c, mark);
     return 0;
 }

@@ -107,18 +107,26 @@ static void seed_pending(ust__server *s, int64_t cursor)
 {
     int64_t head = 0;
     char hex[UST_SHA256_HEX_LEN + 1];
+    ust_log *log = NULL;
     ust_log_cursor *cur = NULL;
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
-    if (ust_log_head(s->log, &head, hex, NULL) != 0 || head <= cursor ||
-        ust_log_cursor_open(s->log, cursor, &cur, NULL) != 0)
+    /* A connection of its own: the writer's (s->log) belongs to the writer
+     * thread, which is running (a retention pass may be using it). */
+    if (ust_log_open(s->o->log_path, UST_LOG_READONLY, &log, NULL) != 0)
         return;
+    if (ust_log_head(log, &head, hex, NULL) != 0 || head <= cursor ||
+        ust_log_cursor_open(log, cursor, &cur, NULL) != 0) {
+        ust_log_close(log);
+        return;
+    }
     if (ust_log_cursor_next(cur, &rec, NULL) == 1) {
         ust__health_appended(s, 0, NULL, head, rec.req.received_at_us);
         atomic_store(&s->metrics.last_seq, head);
     }
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
+    ust_log_close(log);
 }
 
 int ust__follower_open(ust__server *s, char **err)

@@ -178,6 +178,9 @@ static const struct {
     const char *text;
     const char *expect; /* substring of the message */
 } broken[] = {
+    /* Its microseconds must fit the arithmetic of /healthz. */
+    {"{\"routes\":[" R0 "],\"health\":{\"max_lag_s\":9223372036855}}",
+     "cfg.json: health.max_lag_s: expected at most 1000000000 seconds"},
     {ROUTES(R0 ",{\"path\":\"/s\",\"kind\":\"webhook\",\"provider\":\"p\","
                "\"signature\":{\"scheme\":\"paypal\",\"secret_env\":\"S\"}}"),
      "cfg.json: routes[1].signature.scheme: expected one of \"stripe\", "
