@@ -341,12 +341,9 @@ static int cmd_prune(struct log_opts *o)
     ust_log *log = NULL;
     if (open_log(o->log, 0, &log) != 0)
         return UST_EXIT_USAGE;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     int64_t n = 0;
     char *err = NULL;
-    int rc = ust_log_prune(
-        log, before, (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000, &n, &err);
+    int rc = ust_log_prune(log, before, ust_time_wall_us(), &n, &err);
     ust_log_close(log);
     if (rc != 0)
         return ust_cli_fail(err, "prune failed");

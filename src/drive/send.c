@@ -1,6 +1,7 @@
 /* Driving scenarios through a live server over real HTTP: real sockets,
  * real concurrency for bursts (a connection and a thread per copy, released
  * together), responses read with http-parser. */
+#include <understudy/codec.h>
 #include <understudy/alloc.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>
@@ -28,20 +29,6 @@ typedef struct exchange {
     char body[256];
     pthread_barrier_t *start;
 } exchange;
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static int parse_url(const char *url, endpoint *ep, char **err)
 {
@@ -129,7 +116,7 @@ static void *exchange_once(void *arg)
         memcpy(buf + len, x->req.body, x->req.body_len);
         len += x->req.body_len;
     }
-    double t0 = mono_ms();
+    double t0 = ((double)ust_time_mono_us() / 1e3);
     size_t off = 0;
     while (buf && off < len) {
         ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
@@ -154,7 +141,7 @@ static void *exchange_once(void *arg)
         http_parser_execute(&parser, &settings, NULL, 0);
     if (resp.done)
         x->status = (int)parser.status_code;
-    x->ms = mono_ms() - t0;
+    x->ms = ((double)ust_time_mono_us() / 1e3) - t0;
     ust_free(head);
     ust_free(buf);
     close(fd);
@@ -196,10 +183,11 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
     size_t cap = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const ust_scenario *s = sc[i];
-        double start = mono_ms();
+        double start = ((double)ust_time_mono_us() / 1e3);
         for (size_t j = 0; rc == 0 && j < s->n_steps; j++) {
             const ust_step *st = &s->steps[j];
-            double due = start + st->at_s * 1e3 / speed, now = mono_ms();
+            double due = start + st->at_s * 1e3 / speed,
+                   now = ((double)ust_time_mono_us() / 1e3);
             if (due > now)
                 usleep((useconds_t)((due - now) * 1e3));
             int k = st->copies;
@@ -214,7 +202,7 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
             }
             if (k > 1)
                 pthread_barrier_init(&barrier, NULL, (unsigned)k);
-            int64_t at = wall_us();
+            int64_t at = ust_time_wall_us();
             for (int c = 0; rc == 0 && c < k; c++) {
                 xs[c].ep = &ep;
                 xs[c].start = k > 1 ? &barrier : NULL;

@@ -4,6 +4,7 @@
  * (descriptors), so answering never waits for a database or a plugin. */
 #include "http/http_internal.h"
 
+#include <understudy/codec.h>
 #include <understudy/alloc.h>
 
 #include <dirent.h>
@@ -84,13 +85,6 @@ void ust__health_stepped(ust__server *s, int rc, const char *err, int64_t cursor
     pthread_mutex_unlock(&h->mu);
 }
 
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Open descriptors of this process, or -1 when /proc cannot say. */
 static long open_descriptors(void)
 {
@@ -138,7 +132,7 @@ char *ust__health_render(ust__server *s, int *status)
 {
     ust__health *h = &s->health;
     json_t *reasons = json_array();
-    int64_t now = wall_us();
+    int64_t now = ust_time_wall_us();
     int64_t ran = atomic_load(&s->metrics.runner_seq);
     int64_t head = atomic_load(&s->metrics.last_seq);
     pthread_mutex_lock(&h->mu);

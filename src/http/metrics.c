@@ -7,6 +7,7 @@
 #include "http/http_internal.h"
 #include "runner/rundb.h"
 
+#include <understudy/codec.h>
 #include <understudy/alloc.h>
 
 #include <sqlite3.h>
@@ -121,9 +122,7 @@ static double lag_seconds(ust__server *s)
     int64_t oldest = ust__health_oldest_undecided_us(s);
     if (oldest == 0)
         return 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = ust_time_wall_us();
     return now > oldest ? (double)(now - oldest) / 1e6 : 0;
 }
 

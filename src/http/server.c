@@ -6,6 +6,7 @@
 #include "http/http_internal.h"
 #include "http/request_parse.h"
 
+#include <understudy/codec.h>
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>
@@ -79,13 +80,6 @@ static const char *reason_phrase(int status)
     default:
         return "Status";
     }
-}
-
-static int64_t wall_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- answers ----------------------------------------------------------- */
@@ -480,7 +474,8 @@ static int on_message_complete(ust__reqparse *rp)
         return 0;
     }
     ust__job *job = ust_calloc(1, sizeof(*job));
-    if (job == NULL || ust__reqparse_take(rp, c->remote, wall_us(), &job->req) != 0 ||
+    if (job == NULL ||
+        ust__reqparse_take(rp, c->remote, ust_time_wall_us(), &job->req) != 0 ||
         (job->slot = new_slot(c)) == NULL) {
         if (job != NULL)
             ust_request_clear(&job->req);

@@ -16,13 +16,6 @@
 
 #define MAX_BATCH 1024
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void ust__jobs_done(ust__server *s, ust__job *first, ust__job *last)
 {
     pthread_mutex_lock(&s->done_mu);
@@ -47,10 +40,10 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
             rc = ust_errf(&err, j->derive_rc, "cannot derive the event: %s",
                           ust_strerror(j->derive_rc));
     }
-    int64_t first = 0, t0 = now_us();
+    int64_t first = 0, t0 = ust_time_mono_us();
     if (rc == 0)
         rc = ust_log_append(s->log, recs, n, &first, &err);
-    int64_t took = now_us() - t0;
+    int64_t took = ust_time_mono_us() - t0;
     ust__metrics *m = &s->metrics;
     ust__job *last = batch;
     j = batch;
@@ -89,9 +82,7 @@ static void commit_batch(ust__server *s, ust__job *batch, size_t n)
  * still go by event time. */
 static void retention_pass(ust__server *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    int64_t now = ust_time_wall_us();
     int64_t before = now - s->o->cfg->retention.keep_us;
     /* Never past what the runner has decided, nor the row at its cursor: a
      * restarted runner checks that row before it resumes. Without a run
@@ -122,10 +113,10 @@ static void *writer_main(void *arg)
     ust_name_thread("ust-writer");
     int64_t every =
         s->o->cfg->retention.keep_us > 0 ? s->o->cfg->retention.every_us : 0;
-    int64_t due = every > 0 ? now_us() + every : INT64_MAX;
+    int64_t due = every > 0 ? ust_time_mono_us() + every : INT64_MAX;
     for (;;) {
         pthread_mutex_lock(&q->mu);
-        while (q->head == NULL && !q->stopping && now_us() < due) {
+        while (q->head == NULL && !q->stopping && ust_time_mono_us() < due) {
             if (due == INT64_MAX) {
                 pthread_cond_wait(&q->cv, &q->mu);
             } else {
@@ -138,10 +129,11 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&q->mu);
             break;
         }
-        if (now_us() >= due) { /* checked between batches, so load cannot defer it */
+        if (ust_time_mono_us() >=
+            due) { /* checked between batches, so load cannot defer it */
             pthread_mutex_unlock(&q->mu);
             retention_pass(s);
-            due = now_us() + every;
+            due = ust_time_mono_us() + every;
             continue;
         }
         ust__job *batch = q->head, *j = batch;

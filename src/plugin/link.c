@@ -8,6 +8,7 @@
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
+#include <understudy/codec.h>
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/priority.h>
@@ -318,9 +319,7 @@ static int read_some(ust__link *l)
 
 int64_t ust__mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return ust_time_mono_us() / 1000;
 }
 
 /* Passes "understudy: LABEL: text\n" to the sink. */

@@ -262,13 +262,6 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     return rc;
 }
 
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Live with --respond legacy, the legacy decided on the request path: its
  * decision is read back, never made twice. */
 static int answered_decision(replay *r, int64_t seq, ust_decision *d, char **err)
@@ -341,12 +334,12 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     json_t *fields = NULL;
     int rc = 0;
     if (it->fed) {
-        int64_t t0 = mono_us();
+        int64_t t0 = ust_time_mono_us();
         if (r->answers != NULL)
             rc = answered_decision(r, ev->seq, &l, err);
         else
             ust_plugin_decide(r->legacy, ev, &it->rec.req, &l);
-        int64_t took = mono_us() - t0;
+        int64_t took = ust_time_mono_us() - t0;
         stats->legacy_decide_us += took;
         if (r->o->legacy_decide != NULL)
             ust_histogram_observe(r->o->legacy_decide, took);
@@ -625,15 +618,15 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         else
             next->n = 0;
         if (next->n > 0) {
-            int64_t t0 = mono_us();
+            int64_t t0 = ust_time_mono_us();
             ust_plugin_batch_start(r->candidate, &next->pb);
-            next->candidate_us = mono_us() - t0;
+            next->candidate_us = ust_time_mono_us() - t0;
             stats->candidate_decide_us += next->candidate_us;
         }
         if (in_flight != NULL) {
-            int64_t t0 = mono_us();
+            int64_t t0 = ust_time_mono_us();
             ust_plugin_batch_finish(r->candidate, &in_flight->pb, in_flight->outs);
-            int64_t took = mono_us() - t0;
+            int64_t took = ust_time_mono_us() - t0;
             stats->candidate_decide_us += took;
             in_flight->candidate_us += took;
             for (size_t i = 0; r->o->candidate_decide != NULL && i < in_flight->pb.n;
