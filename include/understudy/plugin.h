@@ -89,10 +89,13 @@ typedef struct ust_plugin_event {
 typedef struct ust_plugin_decision {
     size_t size;
     ust_verdict verdict;
-    int http_status;
+    int http_status;     /* 200 to 599: a 1xx is an error decision */
     char *response_body; /* JSON text, or NULL */
-    ust_plugin_header
-        *headers; /* response headers (array and strings host-allocated) */
+    /* Response headers (array and strings host-allocated). None of the
+     * host's framing: Content-Length, Transfer-Encoding, Connection,
+     * Keep-Alive, Upgrade, TE, Trailer or Proxy-Connection, in any case,
+     * makes the decision an error. */
+    ust_plugin_header *headers;
     size_t n_headers;
     char *entity;       /* e.g. "stripe:pi_1" or "/payments:t1:key" */
     char *state_before; /* NULL when the entity had no state */

@@ -28,6 +28,7 @@ void ust__health_destroy(ust__health *h)
 {
     ust_free(h->log_error);
     ust_free(h->runner_error);
+    ust_free(h->answers_error);
     pthread_mutex_destroy(&h->mu);
 }
 
@@ -62,6 +63,15 @@ void ust__health_appended(ust__server *s, int rc, const char *err, int64_t last_
         h->pending[(h->head + h->n - 1) % UST__HEALTH_PENDING].last_seq = last_seq;
     }
     pthread_mutex_unlock(&h->mu);
+}
+
+void ust__health_answered(ust__server *s, int rc, const char *err)
+{
+    ust__health *h = &s->health;
+    if (rc != 0)
+        atomic_fetch_add(&s->metrics.answers_write_failures, 1);
+    if (rc != 0 || h->answers_error != NULL) /* racily: only the responder writes it */
+        set_error(h, &h->answers_error, rc, err);
 }
 
 /* Drops the commits decided through cursor (called with mu held). */
@@ -139,6 +149,10 @@ char *ust__health_render(ust__server *s, int *status)
     if (h->log_error != NULL)
         add_reasonf(reasons, "log_write", "the last append to the event log failed: %s",
                     h->log_error);
+    if (h->answers_error != NULL)
+        add_reasonf(reasons, "answers_write",
+                    "the last write of the legacy's answers failed: %s",
+                    h->answers_error);
     if (h->candidate_down != NULL)
         add_reasonf(reasons, "candidate_down", "the candidate is down: %s",
                     h->candidate_down);

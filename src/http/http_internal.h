@@ -60,8 +60,9 @@ typedef struct ust__queue {
 typedef struct ust__metrics {
     atomic_llong recorded[UST__MAX_ROUTES][UST__SIG_STATES];
     atomic_llong append_failures;
-    atomic_llong last_seq;   /* newest durable seq */
-    atomic_llong runner_seq; /* newest seq the runner decided */
+    atomic_llong answers_write_failures; /* --respond legacy: batches not recorded */
+    atomic_llong last_seq;               /* newest durable seq */
+    atomic_llong runner_seq;             /* newest seq the runner decided */
     atomic_llong divergences, runner_events;
     atomic_llong rejected[8];                  /* 400 404 405 408 413 417 431 503 */
     atomic_llong sampled_out[UST__MAX_ROUTES]; /* answered, not recorded */
@@ -80,6 +81,7 @@ typedef struct ust__health {
     pthread_mutex_t mu;
     char *log_error;            /* the last append's failure; NULL once one succeeds */
     char *runner_error;         /* the last step's failure; NULL once one succeeds */
+    char *answers_error;        /* the responder's last failure; NULL once it commits */
     const char *candidate_down; /* static text, or NULL while it is up */
     /* Commits the runner has not decided through, oldest first (a ring):
      * their last seq and the arrival of their first event. */
@@ -95,6 +97,9 @@ void ust__health_destroy(ust__health *h);
  * went through the batch's last seq and its first event's arrival. */
 void ust__health_appended(struct ust__server *s, int rc, const char *err,
                           int64_t last_seq, int64_t first_received_at_us);
+/* The responder (--respond legacy), after each batch it tried to record:
+ * rc and its message; a success clears the failure. */
+void ust__health_answered(struct ust__server *s, int rc, const char *err);
 /* The runner's thread, after each step. */
 void ust__health_stepped(struct ust__server *s, int rc, const char *err, int64_t cursor,
                          const char *candidate_down);

@@ -177,6 +177,11 @@ static void render_recorder(ust__server *s, FILE *f)
            "Append transactions that failed (their requests were answered 503).");
     fprintf(f, "understudy_append_failures_total %lld\n",
             (long long)atomic_load(&m->append_failures));
+    family(f, "understudy_answers_write_failures_total", "counter",
+           "Batches whose legacy decisions could not be recorded under --respond "
+           "legacy (their requests were answered 503).");
+    fprintf(f, "understudy_answers_write_failures_total %lld\n",
+            (long long)atomic_load(&m->answers_write_failures));
 }
 
 static void render_runner(ust__server *s, FILE *f)

@@ -187,6 +187,8 @@ static void *responder_main(void *arg)
             roll_back(rp);
             rp->behind = 1;
         }
+        if (rc != 0 || through > 0) /* a batch of only refusals writes nothing */
+            ust__health_answered(s, rc, err ? err : ust_strerror(rc));
         ust_free(err);
         ust__jobs_done(s, batch, last);
         if (rc == 0 && through > 0)

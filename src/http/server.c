@@ -53,6 +53,10 @@ static const char *reason_phrase(int status)
         return "Created";
     case 202:
         return "Accepted";
+    case 204:
+        return "No Content";
+    case 304:
+        return "Not Modified";
     case 400:
         return "Bad Request";
     case 401:
@@ -84,9 +88,21 @@ static const char *reason_phrase(int status)
 
 /* ---- answers ----------------------------------------------------------- */
 
+/* A 204 or a 304 has no body, and says no length (RFC 9110 8.6, 15.3.5,
+ * 15.4.5): a length there would be read by some as the size of a body to
+ * come. Whatever body was given is dropped, and with it its type. */
 static void set_response(ust__slot *slot, int status, const char *content_type,
                          const char *extra_headers, const char *body)
 {
+    if (status == 204 || status == 304) {
+        slot->response =
+            ust_sprintf("HTTP/1.1 %d %s\r\n%s%s\r\n", status, reason_phrase(status),
+                        extra_headers ? extra_headers : "",
+                        slot->close_after ? "Connection: close\r\n" : "");
+        slot->response_len = slot->response ? strlen(slot->response) : 0;
+        slot->ready = 1;
+        return;
+    }
     size_t blen = strlen(body);
     slot->response =
         ust_sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"

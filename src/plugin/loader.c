@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The plugin table as ABI 1.0 had it: a plugin built then has no flags. */
 #define API_1_0_SIZE offsetof(ust_plugin_api, flags)
@@ -345,6 +346,30 @@ static int header_value_ok(const char *v)
     return strpbrk(v, "\r\n") == NULL;
 }
 
+/* The cause when n names a header the harness writes itself (the framing of
+ * the answer, RFC 9112 6, or a hop-by-hop header, RFC 9110 7.6.1), any case;
+ * NULL for one a plugin may send. */
+static const char *owned_header(const char *n)
+{
+    static const char *const owned[][2] = {
+        {"Content-Length",
+         "Content-Length is a framing or hop-by-hop header the harness owns"},
+        {"Transfer-Encoding",
+         "Transfer-Encoding is a framing or hop-by-hop header the harness owns"},
+        {"Connection", "Connection is a framing or hop-by-hop header the harness owns"},
+        {"Keep-Alive", "Keep-Alive is a framing or hop-by-hop header the harness owns"},
+        {"Upgrade", "Upgrade is a framing or hop-by-hop header the harness owns"},
+        {"TE", "TE is a framing or hop-by-hop header the harness owns"},
+        {"Trailer", "Trailer is a framing or hop-by-hop header the harness owns"},
+        {"Proxy-Connection",
+         "Proxy-Connection is a framing or hop-by-hop header the harness owns"},
+    };
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+        if (strcasecmp(n, owned[i][0]) == 0)
+            return owned[i][1];
+    return NULL;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -428,6 +453,8 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
         return "verdict out of range";
     if (pd->http_status < 100 || pd->http_status > 599)
         return "HTTP status out of range";
+    if (pd->http_status < 200)
+        return "a 1xx status is interim, not an answer";
     if (!text_ok(pd->entity) || !text_ok(pd->state_before) ||
         !text_ok(pd->state_after) || !text_ok(pd->reason))
         return "a string is not valid UTF-8";
@@ -451,6 +478,9 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
                 return "a response header name is not an HTTP token";
             if (!header_value_ok(v))
                 return "a response header value holds CR or LF";
+            const char *owned = owned_header(n);
+            if (owned != NULL)
+                return owned;
             char lower[128];
             size_t len = strlen(n);
             if (len >= sizeof(lower))

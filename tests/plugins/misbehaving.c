@@ -218,6 +218,37 @@ static int decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *e
         out->http_status = 200;
         out->response_body = host->strdup("{}");
         return 0;
+#elif defined(MISBEHAVE_FRAMING)
+        /* Framing the harness owns, by seq: 1, a 204 with two lengths and
+         * chunked; 3, an interim 101; 5 and 11, a hop-by-hop header in
+         * lower and mixed case; 7, a 204 with a body, and 9 a 304 with
+         * one (sane: the harness sends neither the body nor a length). */
+        static const struct {
+            int status;
+            const char *name[2], *value[2];
+        } framing[] = {
+            {204, {"Content-Length", "Transfer-Encoding"}, {"0", "chunked"}},
+            {101, {NULL, NULL}, {NULL, NULL}},
+            {200, {"keep-alive", NULL}, {"timeout=5", NULL}},
+            {204, {"X-Ok", NULL}, {"1", NULL}},
+            {304, {NULL, NULL}, {NULL, NULL}},
+            {200, {"PROXY-Connection", NULL}, {"keep-alive", NULL}},
+        };
+        size_t i = (size_t)(ev->seq / 2) % (sizeof(framing) / sizeof(framing[0]));
+        size_t n = framing[i].name[0] == NULL ? 0 : framing[i].name[1] == NULL ? 1 : 2;
+        if (n > 0) {
+            ust_plugin_header *h = host->alloc(n * sizeof(*h));
+            for (size_t k = 0; k < n; k++) {
+                h[k].name = host->strdup(framing[i].name[k]);
+                h[k].value = host->strdup(framing[i].value[k]);
+            }
+            out->headers = h;
+            out->n_headers = n;
+        }
+        out->verdict = UST_VERDICT_APPLIED;
+        out->http_status = framing[i].status;
+        out->response_body = host->strdup("{\"x\":1}");
+        return 0;
 #endif
     }
     out->verdict = UST_VERDICT_APPLIED;

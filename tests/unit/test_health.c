@@ -273,6 +273,40 @@ static void test_healthz_names_a_failing_runner(void **state)
     serve_world_stop(w);
 }
 
+/* --respond legacy with the answers database immutable: the legacy's
+ * decision cannot be recorded, the request is answered 503, /healthz names
+ * answers_write and /metrics counts it; writable again, the next request is
+ * answered by the legacy and /healthz is ok. */
+static void test_healthz_names_unwritable_answers(void **state)
+{
+    world *w = *state;
+    const char *const legacy[] = {"--respond", "legacy", NULL};
+    serve_world_start_with(w, legacy);
+    int answered = pay(w, 1); /* the legacy's status; the answers' WAL exists */
+    assert_true(answered >= 200 && answered < 300);
+    char answers[PATH_MAX + 16], wal[PATH_MAX + 32];
+    snprintf(answers, sizeof(answers), "%s.answers", w->run);
+    snprintf(wal, sizeof(wal), "%s-wal", answers);
+    assert_int_equal(access(wal, F_OK), 0);
+    const char *files[] = {answers, wal, NULL};
+    if (!chattr("+i", files)) {
+        serve_world_stop(w);
+        print_message("skipped: chattr +i failed (see above)\n");
+        skip();
+    }
+    assert_int_equal(pay(w, 2), 503); /* recorded, not decided */
+    wait_degraded(w, "answers_write");
+    http_resp r;
+    assert_int_equal(get(w->srv.admin_port, "/metrics", &r), 200);
+    assert_non_null(strstr(r.body, "\nunderstudy_answers_write_failures_total 1\n"));
+    assert_true(chattr("-i", files));
+    assert_int_equal(pay(w, 3), answered);
+    int status;
+    assert_false(health_has(w, "answers_write", &status));
+    wait_healthy(w);
+    serve_world_stop(w);
+}
+
 /* A candidate that hangs: three timeouts in a row take it down; once it
  * answers again, after its back-off, it is up. */
 static void test_healthz_names_a_candidate_in_back_off(void **state)
@@ -421,6 +455,7 @@ int main(void)
         T(test_admin_listen_is_configurable),
         T(test_healthz_names_an_unwritable_log),
         T(test_healthz_names_a_failing_runner),
+        T(test_healthz_names_unwritable_answers),
         T(test_healthz_names_a_candidate_in_back_off),
         T(test_healthz_names_a_runner_that_lags),
         T(test_healthz_names_descriptors_near_the_limit),

@@ -2,7 +2,7 @@
  * (and, where a fault cannot be made for real, ust_serve in this process):
  * idle keep-alive connections, the connection cap, half-closed clients,
  * Expect: 100-continue, header forms a proxy may read otherwise, and a
- * legacy plugin's response headers in --respond legacy. */
+ * legacy plugin's response headers and status in --respond legacy. */
 #include "serve_client.h"
 
 #include <understudy/alloc.h>
@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <sys/resource.h>
 
 typedef serve_world world;
@@ -467,6 +468,99 @@ static void test_respond_legacy_refuses_header_injection(void **state)
     sqlite3_close(db);
 }
 
+/* How many header lines of the response in raw are named name (any case). */
+static int header_count(const char *raw, const char *name)
+{
+    const char *end = strstr(raw, "\r\n\r\n");
+    assert_non_null(end);
+    size_t len = strlen(name);
+    int n = 0;
+    for (const char *p = strstr(raw, "\r\n"); p != NULL && p < end;
+         p = strstr(p + 2, "\r\n"))
+        if (strncasecmp(p + 2, name, len) == 0 && p[2 + len] == ':')
+            n++;
+    return n;
+}
+
+/* What follows the response's header block. */
+static const char *body_of(const char *raw)
+{
+    const char *end = strstr(raw, "\r\n\r\n");
+    assert_non_null(end);
+    return end + 4;
+}
+
+/* Framing and hop-by-hop headers are the harness's, and a 1xx is no
+ * answer: such a decision is an error with the cause, answered 500 with one
+ * Content-Length and nothing chunked. A sane 204 or 304 goes out with
+ * neither a body nor a length. */
+static void test_respond_legacy_refuses_framing_headers(void **state)
+{
+    world *w = *state;
+    char lp[PATH_MAX];
+    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_framing.so",
+             getenv("UST_BUILD_DIR"));
+    write_config(w, json_object(), lp);
+    const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
+                          "--log",     w->log,   "--run",    w->run,
+                          "--respond", "legacy", NULL};
+    w->srv = server_start(args);
+    enum { N = 12 };
+    static char got[N][8192];
+    for (int i = 0; i < N; i++) {
+        char *raw = payment(i + 1, "Connection: close\r\n");
+        raw_exchange(w->srv.port, raw, got[i], sizeof(got[i]));
+        ust_free(raw);
+    }
+    /* by seq - 1: 0 for a 200, -1 for a refused decision (500) */
+    static const int status[N] = {-1, 0, -1, 0, -1, 0, 204, 0, 304, 0, -1, 0};
+    for (int i = 0; i < N; i++) {
+        int want = status[i] == 0 ? 200 : status[i] < 0 ? 500 : status[i];
+        assert_int_equal(atoi(got[i] + 9), want);
+        assert_int_equal(header_count(got[i], "Transfer-Encoding"), 0);
+        assert_int_equal(header_count(got[i], "Keep-Alive"), 0);
+        assert_int_equal(header_count(got[i], "Proxy-Connection"), 0);
+        if (want == 204 || want == 304) {
+            assert_int_equal(header_count(got[i], "Content-Length"), 0);
+            assert_string_equal(body_of(got[i]), "");
+        } else {
+            assert_int_equal(header_count(got[i], "Content-Length"), 1);
+        }
+    }
+    assert_int_equal(header_count(got[6], "X-Ok"), 1);
+    serve_world_stop(w);
+    char answers[PATH_MAX + 16];
+    snprintf(answers, sizeof(answers), "%s.answers", w->run);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_open(answers, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT verdict, error FROM answers ORDER BY seq", -1,
+                           &q, NULL),
+        SQLITE_OK);
+    static const char *const cause[N] = {
+        [0] = "Content-Length is a framing or hop-by-hop header the harness owns",
+        [2] = "a 1xx status is interim, not an answer",
+        [4] = "Keep-Alive is a framing or hop-by-hop header the harness owns",
+        [10] = "Proxy-Connection is a framing or hop-by-hop header the harness owns",
+    };
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+        const char *verdict = (const char *)sqlite3_column_text(q, 0);
+        const char *error = (const char *)sqlite3_column_text(q, 1);
+        if (cause[i] == NULL) {
+            assert_string_equal(verdict, "applied");
+        } else {
+            assert_string_equal(verdict, "error");
+            assert_non_null(error);
+            assert_non_null(strstr(error, cause[i]));
+        }
+    }
+    assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -477,6 +571,7 @@ int main(void)
         T(test_expect_100_continue),
         T(test_lenient_header_forms_are_refused),
         T(test_respond_legacy_refuses_header_injection),
+        T(test_respond_legacy_refuses_framing_headers),
         /* last: its stop leaves SIGTERM to the server's second-signal handler */
         T(test_a_failed_connection_allocation_leaves_the_listener_up),
     };
