@@ -626,6 +626,29 @@ static void read_comm(const char *path, char name[32])
 /* Shadow work yields to the request path: the runner's threads and the
  * candidate's child run at nice 10; the thread that records and answers, at
  * the nice it was started with. */
+/* Whether a thread of pid named name runs at nice. */
+static int thread_shows(pid_t pid, const char *name, long nice)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    int found = 0;
+    struct dirent *e;
+    while (d != NULL && !found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char file[PATH_MAX + 300], comm[32];
+        snprintf(file, sizeof(file), "%s/%s/comm", path, e->d_name);
+        read_comm(file, comm);
+        snprintf(file, sizeof(file), "%s/%s/stat", path, e->d_name);
+        found = strcmp(comm, name) == 0 &&
+                stat_field(file, 19) == nice; /* field 19: nice */
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
 static void test_shadow_work_runs_at_background_priority(void **state)
 {
     world *w = *state;
@@ -639,6 +662,13 @@ static void test_shadow_work_runs_at_background_priority(void **state)
         assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
         w->srv.pid = 0;
         skip();
+    }
+    /* The runner's thread names itself and lowers its priority as it
+     * starts, which may come after the first answer (it starts once the
+     * ports are bound): wait for it to show, then look at every thread. */
+    for (int i = 0; i < 600 && !thread_shows(w->srv.pid, "ust-runner", 10); i++) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
     }
     /* The threads, known by their names: the runner and the candidate's
      * link at 10, the writer at the server's own priority. */
