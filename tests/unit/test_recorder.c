@@ -417,6 +417,37 @@ static void raw_exchange(int port, const char *req, char *out, size_t cap)
 
 /* A header that would write another, or a name that is not a token: the
  * decision is an error with the cause, and neither reaches the wire. */
+/* The legacy's answers recorded in RUN.answers, in seq order, are exactly
+ * n: each cause[i] NULL for an applied decision, else the text its error
+ * holds. */
+static void answers_are(serve_world *w, const char *const *cause, int n)
+{
+    char answers[PATH_MAX + 16];
+    snprintf(answers, sizeof(answers), "%s.answers", w->run);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_open(answers, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT verdict, error FROM answers ORDER BY seq", -1,
+                           &q, NULL),
+        SQLITE_OK);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+        const char *verdict = (const char *)sqlite3_column_text(q, 0);
+        const char *error = (const char *)sqlite3_column_text(q, 1);
+        if (cause[i] == NULL) {
+            assert_string_equal(verdict, "applied");
+        } else {
+            assert_string_equal(verdict, "error");
+            assert_non_null(error);
+            assert_non_null(strstr(error, cause[i]));
+        }
+    }
+    assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
 static void test_respond_legacy_refuses_header_injection(void **state)
 {
     world *w = *state;
@@ -441,31 +472,8 @@ static void test_respond_legacy_refuses_header_injection(void **state)
     assert_int_equal(atoi(got[2] + 9), 500);
     assert_null(strstr(got[2], "X Bad"));
     serve_world_stop(w);
-    char answers[PATH_MAX + 16];
-    snprintf(answers, sizeof(answers), "%s.answers", w->run);
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_open(answers, &db), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT verdict, error FROM answers ORDER BY seq", -1,
-                           &q, NULL),
-        SQLITE_OK);
     static const char *const want[] = {"CR or LF", NULL, "not an HTTP token"};
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-        const char *verdict = (const char *)sqlite3_column_text(q, 0);
-        const char *error = (const char *)sqlite3_column_text(q, 1);
-        if (want[i] == NULL) {
-            assert_string_equal(verdict, "applied");
-        } else {
-            assert_string_equal(verdict, "error");
-            assert_non_null(error);
-            assert_non_null(strstr(error, want[i]));
-        }
-    }
-    assert_int_equal(sqlite3_step(q), SQLITE_DONE);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    answers_are(w, want, 3);
 }
 
 /* How many header lines of the response in raw are named name (any case). */
@@ -529,36 +537,13 @@ static void test_respond_legacy_refuses_framing_headers(void **state)
     }
     assert_int_equal(header_count(got[6], "X-Ok"), 1);
     serve_world_stop(w);
-    char answers[PATH_MAX + 16];
-    snprintf(answers, sizeof(answers), "%s.answers", w->run);
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_open(answers, &db), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT verdict, error FROM answers ORDER BY seq", -1,
-                           &q, NULL),
-        SQLITE_OK);
     static const char *const cause[N] = {
         [0] = "Content-Length is a framing or hop-by-hop header the harness owns",
         [2] = "a 1xx status is interim, not an answer",
         [4] = "Keep-Alive is a framing or hop-by-hop header the harness owns",
         [10] = "Proxy-Connection is a framing or hop-by-hop header the harness owns",
     };
-    for (int i = 0; i < N; i++) {
-        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-        const char *verdict = (const char *)sqlite3_column_text(q, 0);
-        const char *error = (const char *)sqlite3_column_text(q, 1);
-        if (cause[i] == NULL) {
-            assert_string_equal(verdict, "applied");
-        } else {
-            assert_string_equal(verdict, "error");
-            assert_non_null(error);
-            assert_non_null(strstr(error, cause[i]));
-        }
-    }
-    assert_int_equal(sqlite3_step(q), SQLITE_DONE);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    answers_are(w, cause, N);
 }
 
 int main(void)
