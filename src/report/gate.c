@@ -41,7 +41,10 @@ static int log_head(sqlite3 *db, const char *run_path, const char *log_path,
     char *named = NULL;
     int rc = 0;
     if (log_path == NULL) {
-        rc = ust__rundb_meta_get(db, "log_path", &named);
+        /* Where the log was (runs before log_file: as it was given). */
+        rc = ust__rundb_meta_get(db, "log_file", &named);
+        if (rc == 0)
+            rc = ust__rundb_meta_get(db, "log_path", &named);
         if (rc < 0)
             return ust_errf(err, rc, "%s: cannot read the run's metadata: %s", run_path,
                             sqlite3_errmsg(db));

@@ -403,8 +403,10 @@ int rp_model_load(const ust_report_opts *o, rp_model *m, char **err)
     int rc = ust_gate_check(o->run_path, o->log_path, o->triage, &m->gate, err);
     if (rc == 0)
         rc = load_meta(&l, m);
+    const char *named = json_string_value(json_object_get(m->meta, "log_file"));
     const char *log_path =
         o->log_path ? o->log_path
+        : named     ? named
                     : json_string_value(json_object_get(m->meta, "log_path"));
     if (rc == 0 && log_path != NULL)
         ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */

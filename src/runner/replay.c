@@ -497,10 +497,16 @@ static int record_log_head(replay *r, char **err)
     int rc = ust_log_head(r->log, &seq, hex, err);
     char num[32];
     snprintf(num, sizeof(num), "%lld", (long long)seq);
-    if (rc == 0 && (ust__rundb_meta_set(r->run, "log_head_seq", num) != 0 ||
-                    ust__rundb_meta_set(r->run, "log_head_sha256", hex) != 0 ||
-                    ust__rundb_meta_set(r->run, "log_path", r->o->log_path) != 0))
+    /* log_path as given (the report shows it, the same from any folder);
+     * log_file where it is, for gate and report run from another folder. */
+    char *where = realpath(r->o->log_path, NULL);
+    if (rc == 0 &&
+        (ust__rundb_meta_set(r->run, "log_head_seq", num) != 0 ||
+         ust__rundb_meta_set(r->run, "log_head_sha256", hex) != 0 ||
+         ust__rundb_meta_set(r->run, "log_path", r->o->log_path) != 0 ||
+         ust__rundb_meta_set(r->run, "log_file", where ? where : r->o->log_path) != 0))
         rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+    free(where); /* realpath's, from malloc */
     return rc;
 }
 

@@ -248,6 +248,18 @@ static void test_command_line_paths_are_the_working_directory_s(void **state)
     assert_false(exists(w->conf, "var/run.db"));
     assert_int_equal(query(w->other, "cli-run.db", "SELECT count(*) FROM decisions"),
                      17);
+    /* The run also names its log by where it is: the gate, run from another
+     * folder, finds it (exit 1 for the open divergences, not 2). */
+    char triage[PATH_MAX + 16];
+    snprintf(triage, sizeof(triage), "%s/triage.json", w->root);
+    ust_test_write_file(triage, "{\"accepted\": []}");
+    char *gate = ust_sprintf("cd '%s' && '%s' gate --run ../elsewhere/cli-run.db"
+                             " --triage '%s' >/dev/null 2>&1",
+                             w->conf, getenv("UST_BIN"), triage);
+    int status = system(gate);
+    ust_free(gate);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);
     /* A plugin named on the command line without a '/' is a file here, not
      * a name for the dynamic loader's search path. */
     char target[PATH_MAX], link[PATH_MAX + 16];
