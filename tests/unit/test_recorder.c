@@ -448,17 +448,22 @@ static void answers_are(serve_world *w, const char *const *cause, int n)
     sqlite3_close(db);
 }
 
-static void test_respond_legacy_refuses_header_injection(void **state)
+/* serve --respond legacy with the test plugin named as the legacy. */
+static void start_respond_legacy(world *w, const char *legacy)
 {
-    world *w = *state;
     char lp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_header_injection.so",
-             getenv("UST_BUILD_DIR"));
+    snprintf(lp, sizeof(lp), "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), legacy);
     write_config(w, json_object(), lp);
     const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
                           "--log",     w->log,   "--run",    w->run,
                           "--respond", "legacy", NULL};
     w->srv = server_start(args);
+}
+
+static void test_respond_legacy_refuses_header_injection(void **state)
+{
+    world *w = *state;
+    start_respond_legacy(w, "misbehaving_header_injection");
     char got[4][8192];
     for (int i = 0; i < 3; i++) {
         char *raw = payment(i + 1, "Connection: close\r\n");
@@ -505,14 +510,7 @@ static const char *body_of(const char *raw)
 static void test_respond_legacy_refuses_framing_headers(void **state)
 {
     world *w = *state;
-    char lp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_framing.so",
-             getenv("UST_BUILD_DIR"));
-    write_config(w, json_object(), lp);
-    const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
-                          "--log",     w->log,   "--run",    w->run,
-                          "--respond", "legacy", NULL};
-    w->srv = server_start(args);
+    start_respond_legacy(w, "misbehaving_framing");
     enum { N = 12 };
     static char got[N][8192];
     for (int i = 0; i < N; i++) {
