@@ -136,7 +136,7 @@ int ust_cli_serve(int argc, char **argv)
     }
     o.log = ust_cli_say;
     o.started = ust_cli_serve_started;
-    ust_cli_raise_fd_limit();
+    ust_cli_serve_process();
     int served = ust_serve(&o, &err);
     if (served == UST_SERVE_RUNNER_LEFT)
         _exit(0); /* the run resumes from its cursor; the runner dies with us */

@@ -86,11 +86,14 @@ void ust_cli_say(void *ctx, int level, const char *msg)
     fprintf(stderr, "understudy: %s\n", msg);
 }
 
-void ust_cli_raise_fd_limit(void)
+void ust_cli_serve_process(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         struct rlimit raised = {rl.rlim_max, rl.rlim_max};
         setrlimit(RLIMIT_NOFILE, &raised); /* else the cap fits the lower limit */
     }
+    /* The library's threads block SIGPIPE; this covers the CLI's own
+     * writes too (a --divergences or stderr pipe whose reader left). */
+    signal(SIGPIPE, SIG_IGN);
 }

@@ -12,9 +12,11 @@ void ust_cli_serve_started(void *ctx, ust_server *server);
 /* ust_serve_opts.log: "understudy: MSG" on stderr. */
 void ust_cli_say(void *ctx, int level, const char *msg);
 
-/* Every connection holds a descriptor, and the soft limit is often 1024:
- * raised to the hard limit before serving (ust_serve sizes its connection
- * cap by the limit it finds). */
-void ust_cli_raise_fd_limit(void);
+/* The process's settings for serve, before it starts: every connection
+ * holds a descriptor, and the soft limit is often 1024, so it is raised to
+ * the hard limit (ust_serve sizes its connection cap by the limit it
+ * finds); SIGPIPE is ignored, so a write to a pipe whose reader left is an
+ * error, not the end of the process. */
+void ust_cli_serve_process(void);
 
 #endif

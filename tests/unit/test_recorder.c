@@ -494,6 +494,39 @@ static void test_two_servers_in_one_process(void **state)
     ust_config_free(cfg);
 }
 
+/* A client that sends many requests and leaves at once: the server's
+ * answers after the first meet a closed socket (EPIPE), which raises
+ * SIGPIPE at the writing thread. The process keeps SIGPIPE's default
+ * (terminate): it survives only if the library does not depend on the
+ * process ignoring it. */
+static void test_a_client_gone_mid_answer_leaves_the_process_up(void **state)
+{
+    world *w = *state;
+    ust_config *cfg = inproc_config(w);
+    struct sigaction dfl;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &dfl), 0);
+    assert_true(dfl.sa_handler == SIG_DFL);
+    inproc ip;
+    pthread_t th;
+    int port = inproc_start(&ip, cfg, w->log, &th);
+    size_t one = sizeof(health) - 1, n = 200;
+    char *many = malloc(one * n);
+    for (size_t i = 0; i < n; i++)
+        memcpy(many + i * one, health, one);
+    for (int round = 0; round < 20; round++) {
+        int fd = http_connect(port);
+        send_all(fd, many, one * n);
+        close(fd);
+    }
+    free(many);
+    http_resp r;
+    assert_int_equal(http_once(port, health, one, &r), 404); /* still serving */
+    ust_serve_stop(atomic_load(&ip.server));
+    pthread_join(th, NULL);
+    assert_int_equal(ip.rc, 0);
+    ust_config_free(cfg);
+}
+
 /* ---- item 13: a legacy plugin's response headers ---------------------- */
 
 /* What the socket carried for one request (that asks to close) on a fresh
@@ -651,6 +684,7 @@ int main(void)
         T(test_respond_legacy_refuses_header_injection),
         T(test_respond_legacy_refuses_framing_headers),
         T(test_two_servers_in_one_process),
+        T(test_a_client_gone_mid_answer_leaves_the_process_up),
         /* last: its stop leaves SIGTERM to the server's second-signal handler */
         T(test_a_failed_connection_allocation_leaves_the_listener_up),
     };
