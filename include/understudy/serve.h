@@ -29,15 +29,15 @@ typedef struct ust_serve_opts {
     const char *run_path;                     /* NULL: record only, no runner */
     const char *legacy_path, *candidate_path; /* NULL: from the config */
     FILE *divergences;                        /* runner's JSON lines, or NULL */
-    FILE *status;       /* "admin on ..." then "listening on ..." when up, or NULL */
     int respond_legacy; /* answer with the legacy's decision (needs run_path) */
     /* What goes wrong while serving (a retention pass, a runner's step, a
      * slow stop): NULL to drop it. */
     ust_log_fn log;
     void *log_ctx;
-    /* NULL, or called on ust_serve's thread with the server once it
-     * listens (before the status lines), and with NULL before ust_serve
-     * frees it: between the two, ust_serve_stop(server) may be called. */
+    /* NULL, or called on ust_serve's thread with the server once both
+     * listeners are bound (ust_serve_bound names them), and with NULL
+     * before ust_serve frees it: between the two, ust_serve_stop(server)
+     * may be called. */
     void (*started)(void *ctx, ust_server *server);
     void *started_ctx;
 } ust_serve_opts;
@@ -56,6 +56,10 @@ typedef struct ust_serve_opts {
  * installs no handler and leaves SIGPIPE's disposition alone (its thread
  * blocks SIGPIPE while it runs, and the threads it starts inherit that). */
 int ust_serve(const ust_serve_opts *o, char **err);
+
+/* "HOST:PORT" the public listener (admin 0) or the admin one (1) is bound
+ * to, into out (cap bytes); from the started callback on. */
+void ust_serve_bound(ust_server *server, int admin, char *out, size_t cap);
 
 /* Begins the stop of server. Async-signal-safe and thread-safe: a signal
  * handler or another thread may call it, any number of times. */

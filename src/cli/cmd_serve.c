@@ -127,7 +127,6 @@ int ust_cli_serve(int argc, char **argv)
         (o.divergences = ust_cli_open_output(div_path, "ab")) == NULL)
         goto out;
     o.cfg = cfg;
-    o.status = stderr;
     /* A second serve on the same files would race the first's runner. */
     if (ust_db_lock_take(o.log_path, &log_lock, &err) != 0 ||
         (o.run_path != NULL && ust_db_lock_take(o.run_path, &run_lock, &err) != 0)) {

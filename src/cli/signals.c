@@ -69,6 +69,13 @@ void ust_cli_serve_started(void *ctx, ust_server *server)
     if (server != NULL) {
         atomic_store(&current, server);
         handle(on_signal);
+        /* The admin line first: "listening on" is the last word of a start. */
+        char name[96];
+        ust_serve_bound(server, 1, name, sizeof(name));
+        fprintf(stderr, "admin on %s (/healthz, /readyz, /metrics)\n", name);
+        ust_serve_bound(server, 0, name, sizeof(name));
+        fprintf(stderr, "listening on %s\n", name);
+        fflush(stderr);
         return;
     }
     /* The server is about to go: no handler may still be on its way to it. */

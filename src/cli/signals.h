@@ -6,8 +6,9 @@
 #include <understudy/serve.h>
 
 /* ust_serve_opts.started: from a server's start, SIGTERM and SIGINT begin
- * its orderly stop and a second one exits at once (status 1); at its end
- * (server NULL) the handlers go when no signal came. */
+ * its orderly stop and a second one exits at once (status 1), and the
+ * addresses it listens on are said on stderr; at its end (server NULL) the
+ * handlers go when no signal came. */
 void ust_cli_serve_started(void *ctx, ust_server *server);
 /* ust_serve_opts.log: "understudy: MSG" on stderr. */
 void ust_cli_say(void *ctx, int level, const char *msg);

@@ -926,6 +926,11 @@ static void bound_name(uv_tcp_t *tcp, char *out, size_t cap)
     snprintf(out, cap, "%s:%d", host, addr_port(&bound));
 }
 
+void ust_serve_bound(ust_server *server, int admin, char *out, size_t cap)
+{
+    bound_name(admin ? &server->admin : &server->listener, out, cap);
+}
+
 /* Every connection holds a descriptor: the connection cap is kept below
  * what the soft limit leaves after the log, the databases and the plugins'
  * pipes. (Raising the limit is the process's business: the CLI does.) */
@@ -1098,15 +1103,6 @@ static int serve(ust__server *s, char **err)
     s->stop_async.data = s;
     if (o->started != NULL)
         o->started(o->started_ctx, s);
-    if (o->status != NULL) {
-        /* The admin line first: "listening on" is the last word of a start. */
-        char name[96];
-        bound_name(&s->admin, name, sizeof(name));
-        fprintf(o->status, "admin on %s (/healthz, /readyz, /metrics)\n", name);
-        bound_name(&s->listener, name, sizeof(name));
-        fprintf(o->status, "listening on %s\n", name);
-        fflush(o->status);
-    }
     s->notify = ust__notify_ready(s->loop, o->listen);
     uv_run(s->loop, UV_RUN_DEFAULT);
     on_done(&s->done_async); /* anything the writer finished last */

@@ -350,14 +350,23 @@ typedef struct inproc {
     int rc;
     _Atomic(ust_server *) server; /* between its start and its end */
     atomic_int ended;             /* started(NULL) came */
+    FILE *status;                 /* its addresses, as serve says them */
 } inproc;
 
 static void on_started(void *ctx, ust_server *server)
 {
     inproc *ip = ctx;
     atomic_store(&ip->server, server);
-    if (server == NULL)
+    if (server == NULL) {
         atomic_store(&ip->ended, 1);
+        return;
+    }
+    char name[96];
+    ust_serve_bound(server, 1, name, sizeof(name));
+    fprintf(ip->status, "admin on %s\n", name);
+    ust_serve_bound(server, 0, name, sizeof(name));
+    fprintf(ip->status, "listening on %s\n", name);
+    fflush(ip->status);
 }
 
 static void *serve_main(void *arg)
@@ -369,7 +378,7 @@ static void *serve_main(void *arg)
     char *err = NULL;
     ip->rc = ust_serve(&ip->o, &err);
     free(err);
-    fclose(ip->o.status);
+    fclose(ip->status);
     return NULL;
 }
 
@@ -393,10 +402,8 @@ static void test_a_failed_connection_allocation_leaves_the_listener_up(void **st
     ust_config *cfg = inproc_config(w);
     int pipefd[2];
     assert_int_equal(pipe(pipefd), 0);
-    inproc ip = {.o = {.cfg = cfg,
-                       .listen = "127.0.0.1:0",
-                       .log_path = w->log,
-                       .status = fdopen(pipefd[1], "w")}};
+    inproc ip = {.o = {.cfg = cfg, .listen = "127.0.0.1:0", .log_path = w->log},
+                 .status = fdopen(pipefd[1], "w")};
     assert_int_equal(ust_replace_allocator(failing_malloc, failing_realloc, free), 0);
     pthread_t th;
     pthread_create(&th, NULL, serve_main, &ip);
@@ -416,7 +423,7 @@ static void test_a_failed_connection_allocation_leaves_the_listener_up(void **st
     http_resp r;
     assert_int_equal(http_once(port, health, sizeof(health) - 1, &r), 200);
 
-    ust_serve_stop(atomic_load(&ip.server)); /* set before the status lines */
+    ust_serve_stop(atomic_load(&ip.server)); /* set before the addresses came */
     pthread_join(th, NULL);
     assert_int_equal(ip.rc, 0);
     ust_replace_allocator(malloc, realloc, free);
@@ -430,10 +437,8 @@ static int inproc_start(inproc *ip, ust_config *cfg, const char *log, pthread_t 
 {
     int pipefd[2];
     assert_int_equal(pipe(pipefd), 0);
-    *ip = (inproc){.o = {.cfg = cfg,
-                         .listen = "127.0.0.1:0",
-                         .log_path = log,
-                         .status = fdopen(pipefd[1], "w")}};
+    *ip = (inproc){.o = {.cfg = cfg, .listen = "127.0.0.1:0", .log_path = log},
+                   .status = fdopen(pipefd[1], "w")};
     pthread_create(th, NULL, serve_main, ip);
     FILE *status = fdopen(pipefd[0], "r");
     char line[128] = "";
