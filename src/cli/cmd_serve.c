@@ -1,5 +1,6 @@
 /* understudy serve */
 #include "cli/cli.h"
+#include "cli/signals.h"
 
 #include <understudy/alloc.h>
 #include <understudy/config.h>
@@ -8,6 +9,7 @@
 
 #include <getopt.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: understudy serve --config FILE [--listen ADDR] [--admin-listen ADDR]\n"
@@ -125,14 +127,19 @@ int ust_cli_serve(int argc, char **argv)
         (o.divergences = ust_cli_open_output(div_path, "ab")) == NULL)
         goto out;
     o.cfg = cfg;
-    o.status = stderr;
     /* A second serve on the same files would race the first's runner. */
     if (ust_db_lock_take(o.log_path, &log_lock, &err) != 0 ||
         (o.run_path != NULL && ust_db_lock_take(o.run_path, &run_lock, &err) != 0)) {
         ust_cli_fail(err, "serve: cannot start");
         goto out;
     }
-    if (ust_serve(&o, &err) != 0) {
+    o.log = ust_cli_say;
+    o.started = ust_cli_serve_started;
+    ust_cli_serve_process();
+    int served = ust_serve(&o, &err);
+    if (served == UST_SERVE_RUNNER_LEFT)
+        _exit(0); /* the run resumes from its cursor; the runner dies with us */
+    if (served != 0) {
         ust_cli_fail(err, "serve failed");
         goto out;
     }

@@ -2,24 +2,25 @@
  * whenever the writer reports a commit (and every so often regardless), so
  * legacy and candidate decide each event soon after it is durable, off the
  * request path. After a restart it resumes from the run's cursor. */
-#include "http/http_internal.h"
+#include "http/follower.h"
+#include "runner/answers.h"
 
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/error.h>
+#include <understudy/log.h>
 #include <understudy/priority.h>
 
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* A stop lets the runner decide for STOP_CATCH_UP_MS, then tells it to end
  * its step at the next batch boundary (committing what it decided) and
  * waits STOP_GRACE_MS more; a runner still in a decide then (a candidate
  * slow or hung within its timeout) is left behind: the process exits with
  * the run's cursor at its last commit, and the next start resumes there. */
-#define STOP_CATCH_UP_MS 5000
-#define STOP_GRACE_MS 5000
+#define STOP_CATCH_UP_MS UST__STOP_CATCH_UP_MS
+#define STOP_GRACE_MS UST__STOP_GRACE_MS
 
 /* Events per step: a short read of the log, even at background priority. */
 #define FOLLOWER_STEP_EVENTS 512
@@ -40,70 +41,96 @@ static struct timespec in_ms(long ms)
     return at;
 }
 
-/* Waits until the server stops or ms pass (called with follow_mu held). */
-static void pause_ms(ust__server *s, long ms)
+/* Waits until the server stops or ms pass (called with mu held). */
+static void pause_ms(ust__follower *f, long ms)
 {
     struct timespec until = in_ms(ms);
-    while (!s->follow_stop &&
-           pthread_cond_timedwait(&s->follow_cv, &s->follow_mu, &until) == 0)
+    while (!f->stop && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
         ;
+}
+
+static void add_class(void *ctx, const char *cls, int64_t n)
+{
+    ust__class_counts_add(ctx, cls, n);
+}
+
+/* The classes of what the runner committed since the last count (a failed
+ * step may have committed some batches too). A count that cannot be read
+ * marks the list partial for good: it would never agree again. */
+static void count_classes(ust__follower *f, int64_t cursor, int none_new)
+{
+    if (cursor <= f->counted)
+        return;
+    if (!none_new) {
+        char *err = NULL;
+        if (f->counts == NULL ||
+            ust_run_counts_classes(f->counts, f->counted, cursor, add_class, f->classes,
+                                   &err) != 0) {
+            ust__class_counts_partial(f->classes);
+            if (err != NULL)
+                ust__say(&f->log, UST_LOG_WARN, "metrics: %s", err);
+            ust_free(err);
+        }
+    }
+    f->counted = cursor;
 }
 
 static void *follower_main(void *arg)
 {
-    ust__server *s = arg;
+    ust__follower *f = arg;
     ust_background_thread(); /* first: a thread named ust-runner is at nice 10 */
     ust_name_thread("ust-runner");
     long retry_ms = 0; /* 0: the last step went well */
     for (;;) {
-        pthread_mutex_lock(&s->follow_mu);
+        pthread_mutex_lock(&f->mu);
         if (retry_ms > 0) {
-            pause_ms(s, retry_ms);
-        } else if (!s->follow_stop &&
-                   s->follow_wanted <= ust_runner_cursor(s->runner)) {
+            pause_ms(f, retry_ms);
+        } else if (!f->stop && f->wanted <= ust_runner_cursor(f->runner)) {
             struct timespec until = in_ms(200); /* or sooner, on a commit */
-            pthread_cond_timedwait(&s->follow_cv, &s->follow_mu, &until);
+            pthread_cond_timedwait(&f->cv, &f->mu, &until);
         }
-        int stop = s->follow_stop;
-        pthread_mutex_unlock(&s->follow_mu);
+        int stop = f->stop;
+        pthread_mutex_unlock(&f->mu);
         ust_replay_stats st;
         char *err = NULL;
-        int rc = ust_runner_step(s->runner, &st, &err);
-        ust__health_stepped(s, rc, err, ust_runner_cursor(s->runner),
-                            ust_runner_candidate_down(s->runner));
+        int rc = ust_runner_step(f->runner, &st, &err);
+        int64_t cursor = ust_runner_cursor(f->runner);
+        ust__health_stepped(f->health, rc, err, cursor,
+                            ust_runner_candidate_down(f->runner));
         if (rc != 0) {
             /* The recorder keeps recording; the runner tries again later and
              * resumes from its cursor, so nothing is skipped. */
             retry_ms = retry_ms ? retry_ms * 2 : RETRY_FIRST_MS;
             if (retry_ms > RETRY_MAX_MS)
                 retry_ms = RETRY_MAX_MS;
-            fprintf(stderr, "understudy: runner: %s (trying again in %ld ms)\n",
-                    err ? err : "step failed", retry_ms);
+            ust__say(&f->log, UST_LOG_ERROR, "runner: %s (trying again in %ld ms)",
+                     err ? err : "step failed", retry_ms);
             ust_free(err);
         } else {
             retry_ms = 0;
-            atomic_fetch_add(&s->metrics.runner_events, st.events);
-            atomic_fetch_add(&s->metrics.divergences, st.divergences);
+            atomic_fetch_add(&f->metrics->runner_events, st.events);
+            atomic_fetch_add(&f->metrics->divergences, st.divergences);
         }
-        atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
-        atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
+        count_classes(f, cursor, rc == 0 && st.divergences == 0);
+        atomic_store(&f->metrics->runner_seq, cursor);
+        atomic_store(&f->decided, cursor);
         /* After the writer stopped: steps until one ends short of its bound,
          * at the end of the log, or until the stop's time is up. */
         if (stop && (rc != 0 || st.events < FOLLOWER_STEP_EVENTS ||
-                     atomic_load(&s->runner_stop)))
+                     atomic_load(&f->runner_stop)))
             break;
     }
-    pthread_mutex_lock(&s->follow_mu);
-    s->follow_done = 1;
-    pthread_cond_broadcast(&s->follow_done_cv);
-    pthread_mutex_unlock(&s->follow_mu);
+    pthread_mutex_lock(&f->mu);
+    f->done = 1;
+    pthread_cond_broadcast(&f->done_cv);
+    pthread_mutex_unlock(&f->mu);
     return NULL;
 }
 
 /* Events a run left undecided before this start: the runner's lag counts
  * from the arrival of the first of them (best effort: /healthz then only
  * misses a lag it would have named). */
-static void seed_pending(ust__server *s, int64_t cursor)
+static void seed_pending(ust__follower *f, int64_t cursor)
 {
     int64_t head = 0;
     char hex[UST_SHA256_HEX_LEN + 1];
@@ -111,9 +138,9 @@ static void seed_pending(ust__server *s, int64_t cursor)
     ust_log_cursor *cur = NULL;
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
-    /* A connection of its own: the writer's (s->log) belongs to the writer
-     * thread, which is running (a retention pass may be using it). */
-    if (ust_log_open(s->o->log_path, UST_LOG_READONLY, &log, NULL) != 0)
+    /* A connection of its own: the writer's belongs to the writer thread,
+     * which is running (a retention pass may be using it). */
+    if (ust_log_open(f->runner_opts.log_path, UST_LOG_READONLY, &log, NULL) != 0)
         return;
     if (ust_log_head(log, &head, hex, NULL) != 0 || head <= cursor ||
         ust_log_cursor_open(log, cursor, &cur, NULL) != 0) {
@@ -121,136 +148,115 @@ static void seed_pending(ust__server *s, int64_t cursor)
         return;
     }
     if (ust_log_cursor_next(cur, &rec, NULL) == 1) {
-        ust__health_appended(s, 0, NULL, head, rec.req.received_at_us);
-        atomic_store(&s->metrics.last_seq, head);
+        ust__health_appended(f->health, 0, NULL, head, rec.req.received_at_us);
+        atomic_store(&f->metrics->last_seq, head);
     }
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
     ust_log_close(log);
 }
 
-int ust__follower_open(ust__server *s, char **err)
+int ust__follower_open(ust__follower *f, char **err)
 {
-    s->runner_opts.cfg = s->o->cfg;
-    s->runner_opts.log_path = s->o->log_path;
-    s->runner_opts.run_path = s->o->run_path;
-    s->runner_opts.legacy_path = s->o->legacy_path;
-    s->runner_opts.candidate_path = s->o->candidate_path;
-    s->runner_opts.divergences = s->o->divergences;
-    char *answers = s->o->respond_legacy ? ust__answers_path(s->o->run_path) : NULL;
-    s->runner_opts.legacy_answers = answers;
-    s->runner_opts.background = 1;
-    s->runner_opts.step_events = FOLLOWER_STEP_EVENTS;
-    s->runner_opts.stop = &s->runner_stop;
-    s->runner_opts.legacy_decide = &s->metrics.legacy_decide;
-    s->runner_opts.candidate_decide = &s->metrics.candidate_decide;
-    int rc = ust_runner_open(&s->runner_opts, &s->runner, err);
+    ust_replay_opts *ro = &f->runner_opts;
+    char *answers = f->respond_legacy ? ust__answers_path(ro->run_path) : NULL;
+    if (f->respond_legacy && answers == NULL)
+        return UST_ENOMEM;
+    ro->legacy_answers = answers;
+    ro->background = 1;
+    ro->step_events = FOLLOWER_STEP_EVENTS;
+    ro->stop = &f->runner_stop;
+    ro->legacy_decide = &f->metrics->legacy_decide;
+    ro->candidate_decide = &f->metrics->candidate_decide;
+    int rc = ust_runner_open(ro, &f->runner, err);
     if (rc != 0) {
         ust_free(answers);
-        s->runner_opts.legacy_answers = NULL;
+        ro->legacy_answers = NULL;
         return rc;
     }
-    atomic_store(&s->metrics.runner_seq, ust_runner_cursor(s->runner));
-    atomic_store(&s->decided_seq, ust_runner_cursor(s->runner));
-    seed_pending(s, ust_runner_cursor(s->runner));
-    pthread_mutex_init(&s->follow_mu, NULL);
-    pthread_cond_init(&s->follow_cv, NULL);
-    pthread_cond_init(&s->follow_done_cv, NULL);
+    int64_t cursor = ust_runner_cursor(f->runner);
+    atomic_store(&f->metrics->runner_seq, cursor);
+    atomic_store(&f->decided, cursor);
+    /* The counts of a resumed run, once; then each step's (count_classes). */
+    char *cerr = NULL;
+    if (ust_run_counts_open(ro->run_path, &f->counts, &cerr) != 0) {
+        ust__say(&f->log, UST_LOG_WARN, "metrics: %s", cerr ? cerr : "run database");
+        ust_free(cerr);
+    }
+    f->counted = 0;
+    count_classes(f, cursor, 0);
+    seed_pending(f, cursor);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    pthread_cond_init(&f->done_cv, NULL);
     return 0;
 }
 
 /* The runner closed, with what it holds beyond the server. */
-static void close_runner(ust__server *s)
+static void close_runner(ust__follower *f)
 {
-    ust_runner_close(s->runner);
-    s->runner = NULL;
-    ust_free((char *)s->runner_opts.legacy_answers);
-    s->runner_opts.legacy_answers = NULL;
+    ust_runner_close(f->runner);
+    f->runner = NULL;
+    ust_run_counts_close(f->counts);
+    f->counts = NULL;
+    ust_free((char *)f->runner_opts.legacy_answers);
+    f->runner_opts.legacy_answers = NULL;
 }
 
-int ust__follower_start(ust__server *s, char **err)
+int ust__follower_start(ust__follower *f, char **err)
 {
-    if (pthread_create(&s->follower, NULL, follower_main, s) != 0) {
-        close_runner(s);
+    if (pthread_create(&f->thread, NULL, follower_main, f) != 0) {
+        close_runner(f);
         return ust_errf(err, UST_ENOMEM, "cannot start the runner thread");
     }
-    s->follower_started = 1;
+    f->started = 1;
     return 0;
 }
 
-void ust__follower_notify(ust__server *s, int64_t seq)
+void ust__follower_notify(ust__follower *f, int64_t seq)
 {
-    if (!s->follower_started)
+    if (!f->started)
         return;
-    pthread_mutex_lock(&s->follow_mu);
-    if (seq > s->follow_wanted)
-        s->follow_wanted = seq;
-    pthread_cond_signal(&s->follow_cv);
-    pthread_mutex_unlock(&s->follow_mu);
+    pthread_mutex_lock(&f->mu);
+    if (seq > f->wanted)
+        f->wanted = seq;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
 }
 
-/* Waits (follow_mu held) until the follower thread ended or ms passed. */
-static int wait_done(ust__server *s, long ms)
+/* Waits (mu held) until the follower thread ended or ms passed. */
+static int wait_done(ust__follower *f, long ms)
 {
     struct timespec until = in_ms(ms);
-    while (!s->follow_done &&
-           pthread_cond_timedwait(&s->follow_done_cv, &s->follow_mu, &until) == 0)
+    while (!f->done && pthread_cond_timedwait(&f->done_cv, &f->mu, &until) == 0)
         ;
-    return s->follow_done;
+    return f->done;
 }
 
-int ust__follower_stop(ust__server *s)
+int ust__follower_stop(ust__follower *f)
 {
-    if (!s->follower_started) {
-        if (s->runner != NULL) /* opened, the server did not start */
-            close_runner(s);
+    if (!f->started) {
+        if (f->runner != NULL) /* opened, the server did not start */
+            close_runner(f);
         return 0;
     }
-    pthread_mutex_lock(&s->follow_mu);
-    s->follow_stop = 1;
-    pthread_cond_signal(&s->follow_cv);
-    int done = wait_done(s, STOP_CATCH_UP_MS);
+    pthread_mutex_lock(&f->mu);
+    f->stop = 1;
+    pthread_cond_signal(&f->cv);
+    int done = wait_done(f, STOP_CATCH_UP_MS);
     if (!done) {
-        atomic_store(&s->runner_stop, 1);
-        pthread_cond_signal(&s->follow_cv);
-        fprintf(stderr,
-                "understudy: runner: still deciding after %d s: it stops at the end"
-                " of its batch\n",
-                STOP_CATCH_UP_MS / 1000);
-        done = wait_done(s, STOP_GRACE_MS);
+        atomic_store(&f->runner_stop, 1);
+        pthread_cond_signal(&f->cv);
+        ust__say(&f->log, UST_LOG_WARN,
+                 "runner: still deciding after %d s: it stops at the end of its batch",
+                 STOP_CATCH_UP_MS / 1000);
+        done = wait_done(f, STOP_GRACE_MS);
     }
-    pthread_mutex_unlock(&s->follow_mu);
+    pthread_mutex_unlock(&f->mu);
     if (!done)
         return 1; /* its thread still uses the runner: nothing is freed */
-    pthread_join(s->follower, NULL);
-    s->follower_started = 0;
-    close_runner(s);
-    if (!s->writer_started) { /* the writer left the log to close after us */
-        ust_log_close(s->log);
-        s->log = NULL;
-    }
+    pthread_join(f->thread, NULL);
+    f->started = 0;
+    close_runner(f);
     return 0;
-}
-
-_Noreturn void ust__follower_abandon(ust__server *s)
-{
-    /* Like a kill at this moment, which the run survives: its transaction
-     * holds decisions, state and cursor together, and an uncommitted one is
-     * discarded when the run database is next opened. The plugins' child
-     * processes die with the process (see child.c). The writer is done, so
-     * the log is closed as on any stop (its head recorded, the WAL
-     * checkpointed), but the runner's read of the log may hold the
-     * checkpoint back: then the -wal must stay beside the .db, and this says
-     * so. */
-    fprintf(stderr,
-            "understudy: runner: still in a decide after %d s more: exiting without"
-            " it; the next start resumes after seq %lld\n",
-            STOP_GRACE_MS / 1000, (long long)atomic_load(&s->metrics.runner_seq));
-    if (ust_log_close(s->log) != 0)
-        fprintf(stderr,
-                "understudy: %s-wal still holds events that %s does not: keep the two"
-                " files together (the next start takes the -wal in)\n",
-                s->o->log_path, s->o->log_path);
-    s->log = NULL;
-    _exit(0);
 }

@@ -2,7 +2,7 @@
  * owner leaves here (the writer's last append, the runner's last step, the
  * candidate's back-off, the commits not yet decided) or asks the kernel
  * (descriptors), so answering never waits for a database or a plugin. */
-#include "http/http_internal.h"
+#include "http/health.h"
 
 #include <understudy/codec.h>
 #include <understudy/alloc.h>
@@ -19,9 +19,10 @@
 /* Above this share of RLIMIT_NOFILE, descriptors are "near" the limit. */
 #define FD_NEAR_PERCENT 90
 
-void ust__health_init(ust__health *h)
+void ust__health_init(ust__health *h, int runner)
 {
     pthread_mutex_init(&h->mu, NULL);
+    h->runner = runner;
 }
 
 void ust__health_destroy(ust__health *h)
@@ -44,13 +45,12 @@ static void set_error(ust__health *h, char **slot, int rc, const char *err)
     ust_free(old);
 }
 
-void ust__health_appended(ust__server *s, int rc, const char *err, int64_t last_seq,
+void ust__health_appended(ust__health *h, int rc, const char *err, int64_t last_seq,
                           int64_t first_received_at_us)
 {
-    ust__health *h = &s->health;
     if (rc != 0 || h->log_error != NULL) /* read racily: only this thread writes it */
         set_error(h, &h->log_error, rc, err);
-    if (rc != 0 || s->o->run_path == NULL)
+    if (rc != 0 || !h->runner)
         return;
     pthread_mutex_lock(&h->mu);
     if (h->n < UST__HEALTH_PENDING) {
@@ -65,11 +65,8 @@ void ust__health_appended(ust__server *s, int rc, const char *err, int64_t last_
     pthread_mutex_unlock(&h->mu);
 }
 
-void ust__health_answered(ust__server *s, int rc, const char *err)
+void ust__health_answered(ust__health *h, int rc, const char *err)
 {
-    ust__health *h = &s->health;
-    if (rc != 0)
-        atomic_fetch_add(&s->metrics.answers_write_failures, 1);
     if (rc != 0 || h->answers_error != NULL) /* racily: only the responder writes it */
         set_error(h, &h->answers_error, rc, err);
 }
@@ -83,10 +80,9 @@ static void drop_decided(ust__health *h, int64_t cursor)
     }
 }
 
-void ust__health_stepped(ust__server *s, int rc, const char *err, int64_t cursor,
+void ust__health_stepped(ust__health *h, int rc, const char *err, int64_t cursor,
                          const char *candidate_down)
 {
-    ust__health *h = &s->health;
     if (rc != 0 || h->runner_error != NULL)
         set_error(h, &h->runner_error, rc, err);
     pthread_mutex_lock(&h->mu);
@@ -127,10 +123,8 @@ static void add_reasonf(json_t *reasons, const char *check, const char *fmt, ...
     add_reason(reasons, check, detail);
 }
 
-int64_t ust__health_oldest_undecided_us(ust__server *s)
+int64_t ust__health_oldest_undecided_us(ust__health *h, int64_t ran)
 {
-    ust__health *h = &s->health;
-    int64_t ran = atomic_load(&s->metrics.runner_seq);
     pthread_mutex_lock(&h->mu);
     drop_decided(h, ran);
     int64_t oldest_us = h->n > 0 ? h->pending[h->head].received_at_us : 0;
@@ -138,13 +132,11 @@ int64_t ust__health_oldest_undecided_us(ust__server *s)
     return oldest_us;
 }
 
-char *ust__health_render(ust__server *s, int *status)
+char *ust__health_render(ust__health *h, int64_t head, int64_t ran, int64_t max_lag_s,
+                         int *status)
 {
-    ust__health *h = &s->health;
     json_t *reasons = json_array();
     int64_t now = ust_time_wall_us();
-    int64_t ran = atomic_load(&s->metrics.runner_seq);
-    int64_t head = atomic_load(&s->metrics.last_seq);
     pthread_mutex_lock(&h->mu);
     if (h->log_error != NULL)
         add_reasonf(reasons, "log_write", "the last append to the event log failed: %s",
@@ -160,8 +152,7 @@ char *ust__health_render(ust__server *s, int *status)
         add_reasonf(reasons, "runner_failed", "the runner's last step failed: %s",
                     h->runner_error);
     pthread_mutex_unlock(&h->mu);
-    int64_t oldest_us = ust__health_oldest_undecided_us(s);
-    int64_t max_lag_s = s->o->cfg->health.max_lag_s;
+    int64_t oldest_us = ust__health_oldest_undecided_us(h, ran);
     if (oldest_us > 0 && now - oldest_us > max_lag_s * 1000000)
         add_reasonf(reasons, "runner_lag",
                     "the runner is %lld events behind; the oldest undecided arrived "

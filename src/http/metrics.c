@@ -1,19 +1,20 @@
 /* GET /metrics in the Prometheus text format (0.0.4), every family with its
  * HELP and TYPE, as `promtool check metrics` wants it. Counters and
- * histograms live in memory, updated by the threads that do the work; two
- * families read a database at the scrape (the runner's lag in seconds, the
- * divergences by class). No secret, no payload, no request detail ever
- * reaches it. docs/metrics.md lists every family and what it answers. */
-#include "http/http_internal.h"
-#include "runner/rundb.h"
+ * histograms live in memory, updated by the threads that do the work, and
+ * so do the divergences by class (the runner's thread adds what each step
+ * committed): a scrape reads no database. No secret, no payload, no request
+ * detail ever reaches it. docs/metrics.md lists every family and what it
+ * answers. */
+#include "http/metrics.h"
 
-#include <understudy/codec.h>
 #include <understudy/alloc.h>
+#include <understudy/host.h>
+#include <understudy/sig.h>
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
+#include <uv.h>
 
 #define N_REJECTED 8
 static const int rejected_status[N_REJECTED] = {400, 404, 405, 408, 413, 417, 431, 503};
@@ -41,20 +42,71 @@ void ust__metrics_init(ust__metrics *m)
     ust_histogram_init(&m->candidate_decide, decide_us, N_OF(decide_us), 1e6);
 }
 
-void ust__metrics_rejected(ust__server *s, int status)
+void ust__metrics_rejected(ust__metrics *m, int status)
 {
     for (int i = 0; i < N_REJECTED; i++)
         if (rejected_status[i] == status)
-            atomic_fetch_add(&s->metrics.rejected[i], 1);
+            atomic_fetch_add(&m->rejected[i], 1);
 }
 
-void ust__metrics_answered(ust__server *s, const ust__slot *slot)
+void ust__metrics_answered(ust__metrics *m, uint64_t started_ns, size_t route)
 {
-    if (slot->started_ns == 0)
+    if (started_ns == 0)
         return; /* no request was read for it (a connection over the cap) */
-    size_t r = slot->route <= UST__MAX_ROUTES ? slot->route : 0;
-    ust_histogram_observe(&s->metrics.request_us[r],
-                          (int64_t)((uv_hrtime() - slot->started_ns) / 1000));
+    size_t r = route <= UST__MAX_ROUTES ? route : 0;
+    ust_histogram_observe(&m->request_us[r],
+                          (int64_t)((uv_hrtime() - started_ns) / 1000));
+}
+
+void ust__class_counts_init(ust__class_counts *c)
+{
+    memset(c, 0, sizeof(*c));
+    pthread_mutex_init(&c->mu, NULL);
+}
+
+void ust__class_counts_destroy(ust__class_counts *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        ust_free(c->v[i].cls);
+    ust_free(c->v);
+    pthread_mutex_destroy(&c->mu);
+}
+
+void ust__class_counts_partial(ust__class_counts *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->partial = 1;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A linear search: a run has tens of classes, and a step adds a few. */
+void ust__class_counts_add(ust__class_counts *c, const char *cls, int64_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t i = 0;
+    while (i < c->n && strcmp(c->v[i].cls, cls) != 0)
+        i++;
+    if (i == c->n) {
+        char *copy = ust_strdup(cls);
+        if (c->n == c->cap && copy != NULL) {
+            size_t cap = c->cap ? c->cap * 2 : 16;
+            struct ust__class_count *grown = ust_realloc(c->v, cap * sizeof(*grown));
+            if (grown != NULL) {
+                c->v = grown;
+                c->cap = cap;
+            }
+        }
+        if (copy == NULL || c->n == c->cap) {
+            ust_free(copy);
+            c->partial = 1;
+            pthread_mutex_unlock(&c->mu);
+            return;
+        }
+        c->v[c->n].cls = copy;
+        c->v[c->n++].n = 0;
+    }
+    c->v[i].n += n;
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
@@ -76,60 +128,65 @@ static const char *label_value(char *out, size_t cap, const char *p)
     return out;
 }
 
-/* Divergences by class, read from the run database at each scrape (the
- * runner writes them there, across restarts; the index on class keeps this
- * cheap). A class's count only grows: a counter. */
-static void render_classes(ust__server *s, FILE *f)
+#define CLASSES_SHOWN 50
+
+/* The most frequent first; a tie by class, as bytes. */
+static int by_count(const void *a, const void *b)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
+    const struct ust__class_count *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n > y->n ? -1 : 1;
+    return strcmp(x->cls, y->cls);
+}
+
+/* Divergences by class since the run began (counted from the run database
+ * at start, then as the runner commits). A class's count only grows: a
+ * counter. */
+static void render_classes(ust__class_counts *c, FILE *f)
+{
     family(f, "understudy_divergences_by_class_total", "counter",
            "Divergences in the run database by class, since the run began (the 50"
            " most frequent classes).");
-    int row = -1;
-    if (s->o->run_path != NULL &&
-        sqlite3_open_v2(s->o->run_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db,
-                           "SELECT class, count(*) FROM divergences GROUP BY class"
-                           " ORDER BY 2 DESC LIMIT 50",
-                           -1, &st, NULL) == SQLITE_OK) {
+    int whole = 1;
+    if (c != NULL) {
+        /* A copy, so the runner's thread is not held up by the render. */
+        pthread_mutex_lock(&c->mu);
+        size_t n = c->n;
+        struct ust__class_count *v = ust_malloc((n ? n : 1) * sizeof(*v));
+        if (v != NULL)
+            for (size_t i = 0; i < n; i++)
+                v[i] = (struct ust__class_count){ust_strdup(c->v[i].cls), c->v[i].n};
+        whole = !c->partial && v != NULL;
+        pthread_mutex_unlock(&c->mu);
+        if (v == NULL)
+            n = 0;
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++)
+            if (v[i].cls != NULL)
+                v[kept++] = v[i];
+            else
+                whole = 0;
+        qsort(v, kept, sizeof(*v), by_count);
         char lv[1024];
-        while ((row = ust__db_step(st, "divergences", NULL)) == 1)
-            fprintf(
-                f, "understudy_divergences_by_class_total{class=\"%s\"} %lld\n",
-                label_value(lv, sizeof(lv), (const char *)sqlite3_column_text(st, 0)),
-                (long long)sqlite3_column_int64(st, 1));
-    } else if (s->o->run_path == NULL) {
-        row = 0; /* no run: the empty list is the whole list */
+        for (size_t i = 0; i < kept; i++) {
+            if (i < CLASSES_SHOWN)
+                fprintf(f, "understudy_divergences_by_class_total{class=\"%s\"} %lld\n",
+                        label_value(lv, sizeof(lv), v[i].cls), (long long)v[i].n);
+            ust_free(v[i].cls);
+        }
+        ust_free(v);
     }
-    /* A read that failed leaves the list above partial: say so, so an alert
-     * on it does not read it as the whole. */
+    /* Counts known to miss some leave the list above partial: say so, so an
+     * alert on it does not read it as the whole. */
     family(f, "understudy_divergences_by_class_complete", "gauge",
            "1 when understudy_divergences_by_class_total was read whole at this"
            " scrape, 0 when the run database could not be read.");
-    fprintf(f, "understudy_divergences_by_class_complete %d\n", row == 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    fprintf(f, "understudy_divergences_by_class_complete %d\n", whole);
 }
 
-/* Seconds since the oldest event the runner has not decided arrived, by
- * the wall clock rather than the newest event's time: if traffic stops while
- * the runner is stuck, the newest event's time stands still and so would the
- * lag; this keeps growing, which is what an alert on a stuck runner needs.
- * The same figure /healthz judges (health.c keeps it in memory). */
-static double lag_seconds(ust__server *s)
+static void render_recorder(ust__metrics *m, const ust__metrics_view *v, FILE *f)
 {
-    int64_t oldest = ust__health_oldest_undecided_us(s);
-    if (oldest == 0)
-        return 0;
-    int64_t now = ust_time_wall_us();
-    return now > oldest ? (double)(now - oldest) / 1e6 : 0;
-}
-
-static void render_recorder(ust__server *s, FILE *f)
-{
-    ust__metrics *m = &s->metrics;
-    const ust_config *cfg = s->o->cfg;
+    const ust_config *cfg = v->cfg;
     size_t n_routes = cfg->n_routes < UST__MAX_ROUTES ? cfg->n_routes : UST__MAX_ROUTES;
     family(f, "understudy_events_recorded_total", "counter",
            "Events durably recorded (their commit reached the disk), by route and"
@@ -165,7 +222,7 @@ static void render_recorder(ust__server *s, FILE *f)
                             &m->request_us[r]);
     }
     family(f, "understudy_connections_open", "gauge", "Client connections open now.");
-    fprintf(f, "understudy_connections_open %zu\n", s->n_conns);
+    fprintf(f, "understudy_connections_open %zu\n", v->connections);
     family(f, "understudy_commit_duration_seconds", "histogram",
            "Seconds an append transaction of the event log took, fsync included"
            " (group commit: one a batch).");
@@ -184,9 +241,13 @@ static void render_recorder(ust__server *s, FILE *f)
             (long long)atomic_load(&m->answers_write_failures));
 }
 
-static void render_runner(ust__server *s, FILE *f)
+/* The lag in seconds is by the wall clock since the oldest event the runner
+ * has not decided arrived, rather than the newest event's time: if traffic
+ * stops while the runner is stuck, the newest event's time stands still and
+ * so would the lag; this keeps growing, which is what an alert on a stuck
+ * runner needs. The same figure /healthz judges (health.c keeps it). */
+static void render_runner(ust__metrics *m, const ust__metrics_view *v, FILE *f)
 {
-    ust__metrics *m = &s->metrics;
     long long head = atomic_load(&m->last_seq), ran = atomic_load(&m->runner_seq);
     family(f, "understudy_log_head_seq", "gauge",
            "Seq of the newest event this process made durable (0: none yet).");
@@ -197,7 +258,7 @@ static void render_runner(ust__server *s, FILE *f)
     family(f, "understudy_runner_lag_seconds", "gauge",
            "Seconds since the oldest event the runner has not decided arrived"
            " (wall clock; 0 when caught up).");
-    fprintf(f, "understudy_runner_lag_seconds %.6f\n", lag_seconds(s));
+    fprintf(f, "understudy_runner_lag_seconds %.6f\n", v->lag_seconds);
     family(f, "understudy_runner_events_total", "counter",
            "Events the runner read from the log and decided (or skipped as not fed).");
     fprintf(f, "understudy_runner_events_total %lld\n",
@@ -247,17 +308,17 @@ static void render_plugins(FILE *f, ust__metrics *m)
             (unsigned long long)es.dropped_lines);
 }
 
-char *ust__metrics_render(ust__server *s)
+char *ust__metrics_render(ust__metrics *m, const ust__metrics_view *v)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (f == NULL)
         return NULL;
-    render_recorder(s, f);
-    render_runner(s, f);
-    render_plugins(f, &s->metrics);
-    render_classes(s, f);
+    render_recorder(m, v, f);
+    render_runner(m, v, f);
+    render_plugins(f, m);
+    render_classes(v->classes, f);
     fclose(f);
     char *out = ust_strdup(buf);
     free(buf);

@@ -4,7 +4,7 @@
  * come from a timer on the event loop, so a loop that is stuck stops them
  * and systemd restarts the service. Without NOTIFY_SOCKET (not run by
  * systemd) every call here does nothing. */
-#include "http/http_internal.h"
+#include "http/notify.h"
 
 #include <understudy/alloc.h>
 
@@ -26,7 +26,7 @@ static void on_timer_closed(uv_handle_t *h)
     ust_free(h->data);
 }
 
-void ust__notify_ready(ust__server *s, const char *listening)
+ust__notify *ust__notify_ready(uv_loop_t *loop, const char *listening)
 {
     char msg[160];
     snprintf(msg, sizeof(msg), "READY=1\nSTATUS=recording on %s", listening);
@@ -35,24 +35,22 @@ void ust__notify_ready(ust__server *s, const char *listening)
     sd_notify(0, msg);
     uint64_t usec = 0;
     if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
-        return;
+        return NULL;
     ust__notify *n = ust_calloc(1, sizeof(*n));
     if (n == NULL)
-        return; /* no pings: systemd restarts us, which is what it is for */
-    uv_timer_init(s->loop, &n->timer);
+        return NULL; /* no pings: systemd restarts us, which is what it is for */
+    uv_timer_init(loop, &n->timer);
     n->timer.data = n;
     uint64_t ms = usec / 2000 > 0 ? usec / 2000 : 1;
     uv_timer_start(&n->timer, on_watchdog, 0, ms);
-    s->notify = n;
+    return n;
 }
 
-void ust__notify_stopping(ust__server *s)
+void ust__notify_stopping(ust__notify *n)
 {
     sd_notify(0, "STOPPING=1");
-    if (s->notify != NULL) {
-        /* The stop waits on the loop thread for the writer and the runner;
-         * systemd times that with TimeoutStopSec, not the watchdog. */
-        uv_close((uv_handle_t *)&s->notify->timer, on_timer_closed);
-        s->notify = NULL;
-    }
+    /* The stop waits on the loop thread for the writer and the runner;
+     * systemd times that with TimeoutStopSec, not the watchdog. */
+    if (n != NULL)
+        uv_close((uv_handle_t *)&n->timer, on_timer_closed);
 }

@@ -3,14 +3,22 @@
  * allocated for them; a bad request gets a small JSON answer saying what was
  * wrong and the server goes on serving everyone else. Answers leave in the
  * order requests arrived, so pipelining is safe. */
-#include "http/http_internal.h"
+#include "http/follower.h"
+#include "http/health.h"
+#include "http/metrics.h"
+#include "http/notify.h"
+#include "http/queue.h"
 #include "http/request_parse.h"
+#include "http/responder.h"
+#include "http/say.h"
+#include "http/writer.h"
 
 #include <understudy/codec.h>
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +26,52 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+/* One request of a connection, answered in the order it arrived
+ * (pipelining). A slot outlives its connection when the writer still holds
+ * its request: conn is then NULL and the answer is dropped. */
+typedef struct ust__slot {
+    struct ust__slot *next;
+    struct ust__conn *conn;
+    int ready;
+    int close_after;
+    char *response; /* full HTTP response, ust_malloc'd */
+    size_t response_len;
+    uint64_t started_ns; /* the request's first byte (uv_hrtime), 0: no request */
+    size_t route;        /* its route's index + 1, 0 for none (for /metrics) */
+} ust__slot;
+
+/* The server: the loop's connections, and the parts it wires together
+ * (each its own struct, none reaching into another). */
+typedef struct ust_server {
+    const ust_serve_opts *o;
+    ust__logger log;
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_async_t done_async;   /* jobs in done */
+    uv_async_t stop_async;   /* ust_serve_stop */
+    struct ust__conn *conns; /* every open connection */
+    size_t n_conns, max_conns;
+    int stopping;
+    uint64_t next_ticket, next_submit;
+    ust__job *reorder; /* derived, waiting for an earlier ticket; by ticket */
+    int deriving;      /* jobs not yet handed to the writer */
+    int finished;      /* the stop sequence has run */
+    ust__jobq done;    /* committed (and decided) jobs, to be answered */
+    ust__writer writer;
+    ust__responder_opts responder_opts;
+    ust__responder *responder; /* --respond legacy, else NULL */
+    ust__follower follower;
+    int following;   /* a run database: the follower was opened */
+    int runner_left; /* the stop left the runner behind (see follower.c) */
+    ust__metrics metrics;
+    ust__class_counts classes;
+    ust__notify *notify; /* systemd watchdog pings, else NULL */
+    /* the admin listener: /healthz, /readyz, /metrics */
+    uv_tcp_t admin;
+    size_t n_admin; /* its connections, apart from the public ones' cap */
+    ust__health health;
+} ust__server;
 
 typedef struct ust__conn {
     uv_tcp_t tcp;
@@ -134,7 +188,7 @@ static void after_write(uv_write_t *req, int status)
     ust__conn *c = w->slot->conn;
     int close_after = w->slot->close_after || status < 0;
     if (c != NULL && status == 0)
-        ust__metrics_answered(c->srv, w->slot);
+        ust__metrics_answered(&c->srv->metrics, w->slot->started_ns, w->slot->route);
     ust_free(w->slot->response);
     ust_free(w->slot);
     ust_free(w);
@@ -237,12 +291,16 @@ static void maybe_finish_stop(ust__server *s)
             conn_close(c);
         else
             c->tail->close_after = 1;
-    ust__writer_stop(s);
-    ust__responder_stop(s);
-    s->runner_left = ust__follower_stop(s);
+    ust__writer_stop(&s->writer);
+    ust__responder_stop(s->responder);
+    s->responder = NULL;
+    s->runner_left = ust__follower_stop(&s->follower);
+    /* Closing the log checkpoints it, which goes best with no reader left:
+     * after the runner (a runner left behind: see ust_serve). */
+    if (!s->runner_left)
+        ust__writer_close(&s->writer);
     uv_close((uv_handle_t *)&s->done_async, NULL);
-    uv_close((uv_handle_t *)&s->sigint, NULL);
-    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    uv_close((uv_handle_t *)&s->stop_async, NULL);
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -280,7 +338,7 @@ static void conn_close(ust__conn *c)
 /* A request that cannot be read to its end: answer, then close. */
 static void refuse(ust__conn *c, int status, const char *why)
 {
-    ust__metrics_rejected(c->srv, status);
+    ust__metrics_rejected(&c->srv->metrics, status);
     ust__slot *slot = new_slot(c);
     if (slot == NULL) {
         conn_close(c);
@@ -400,7 +458,9 @@ static void answer_admin(ust__conn *c, int keep_alive)
                      keep_alive);
     } else if (strcmp(path, "/healthz") == 0) {
         int status;
-        char *body = ust__health_render(s, &status);
+        char *body = ust__health_render(&s->health, atomic_load(&s->metrics.last_seq),
+                                        atomic_load(&s->metrics.runner_seq),
+                                        s->o->cfg->health.max_lag_s, &status);
         answer_plain(c, status, json, NULL, body ? body : "{\"status\":\"degraded\"}",
                      keep_alive);
         ust_free(body);
@@ -411,11 +471,40 @@ static void answer_admin(ust__conn *c, int keep_alive)
                                  : "{\"status\":\"ready\"}",
                      keep_alive);
     } else {
-        char *text = ust__metrics_render(s);
+        int64_t oldest = ust__health_oldest_undecided_us(
+            &s->health, atomic_load(&s->metrics.runner_seq));
+        int64_t now = ust_time_wall_us();
+        ust__metrics_view v = {
+            .cfg = s->o->cfg,
+            .connections = s->n_conns,
+            .lag_seconds =
+                oldest != 0 && now > oldest ? (double)(now - oldest) / 1e6 : 0,
+            .classes = s->following ? &s->classes : NULL,
+        };
+        char *text = ust__metrics_render(&s->metrics, &v);
         answer_plain(c, 200, "text/plain; version=0.0.4", NULL, text ? text : "",
                      keep_alive);
         ust_free(text);
     }
+}
+
+/* The last stage's sink: jobs back to the loop to be answered, and the
+ * runner told what is durable (and, with a responder, decided). */
+static void jobs_done(void *ctx, ust__job *first, ust__job *last, int64_t through)
+{
+    ust__server *s = ctx;
+    ust__jobq_put(&s->done, first, last);
+    uv_async_send(&s->done_async);
+    if (through > 0 && s->following)
+        ust__follower_notify(&s->follower, through);
+}
+
+/* --respond legacy: the writer's sink. The responder is started before the
+ * ports are bound, so before any job is committed. */
+static void to_responder(void *ctx, ust__job *first, ust__job *last, int64_t through)
+{
+    (void)through; /* the responder names what it decided */
+    ust__responder_put(((ust__server *)ctx)->responder, first, last);
 }
 
 /* On the thread pool: JSON parse, request hash, signature, fields. */
@@ -448,9 +537,9 @@ static void derive_done(uv_work_t *w, int status)
             if (s->reorder->route_index < UST__MAX_ROUTES)
                 atomic_fetch_add(&s->metrics.sampled_out[s->reorder->route_index], 1);
             s->reorder->next = NULL;
-            ust__jobs_done(s, s->reorder, s->reorder);
+            jobs_done(s, s->reorder, s->reorder, 0);
         } else {
-            ust__writer_submit(s, s->reorder);
+            ust__writer_submit(&s->writer, s->reorder);
         }
         s->reorder = next;
         s->next_submit++;
@@ -474,7 +563,7 @@ static int on_message_complete(ust__reqparse *rp)
     }
     const ust_route *route = ust_config_route(s->o->cfg, rp->req.target);
     if (route == NULL || p->method != HTTP_POST) {
-        ust__metrics_rejected(s, route ? 405 : 404);
+        ust__metrics_rejected(&s->metrics, route ? 405 : 404);
         ust__slot *slot = new_slot(c);
         if (slot != NULL) {
             slot->close_after = !keep_alive;
@@ -693,10 +782,9 @@ static void answer_job(ust__job *job)
 static void on_done(uv_async_t *a)
 {
     ust__server *s = a->data;
-    pthread_mutex_lock(&s->done_mu);
-    ust__job *j = s->done_head;
-    s->done_head = s->done_tail = NULL;
-    pthread_mutex_unlock(&s->done_mu);
+    ust__job *j, *last;
+    size_t n;
+    ust__jobq_take(&s->done, 0, 0, &j, &last, &n);
     while (j != NULL) {
         ust__job *next = j->next;
         ust__slot *slot = j->slot;
@@ -727,7 +815,8 @@ static void on_listener_closed(uv_handle_t *h)
 static void begin_stop(ust__server *s)
 {
     s->stopping = 1;
-    ust__notify_stopping(s);
+    ust__notify_stopping(s->notify);
+    s->notify = NULL;
     uv_close((uv_handle_t *)&s->listener, on_listener_closed);
     /* Idle connections close now; busy ones once their answers are out. */
     for (ust__conn *c = s->conns; c != NULL;) {
@@ -741,34 +830,18 @@ static void begin_stop(ust__server *s)
     maybe_finish_stop(s);
 }
 
-/* Second signal: leave now. Nothing unstored was ever acknowledged. */
-static void exit_at_once(int signum)
+static void on_stop(uv_async_t *a)
 {
-    static const char msg[] = "understudy: second signal, exiting at once\n";
-    (void)signum;
-    ssize_t w = write(2, msg, sizeof(msg) - 1);
-    (void)w;
-    _exit(1);
+    ust__server *s = a->data;
+    if (!s->stopping)
+        begin_stop(s);
 }
 
-static void on_signal(uv_signal_t *h, int signum)
+void ust_serve_stop(ust_server *server)
 {
-    ust__server *s = h->data;
-    if (s->stopping) {
-        exit_at_once(signum);
-        return;
-    }
-    fprintf(stderr, "understudy: signal %d: finishing what is in flight\n", signum);
-    /* The stop ends by waiting on this thread for the writer to drain and
-     * the runner to catch up, when the loop cannot take a signal: from now
-     * on a plain handler takes the second one. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = exit_at_once;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    begin_stop(s);
+    /* uv_async_send is async-signal-safe; sends before the loop runs the
+     * callback coalesce into one. */
+    uv_async_send(&server->stop_async);
 }
 
 /* what names the setting in messages: "listen" or "admin_listen". */
@@ -853,31 +926,74 @@ static void bound_name(uv_tcp_t *tcp, char *out, size_t cap)
     snprintf(out, cap, "%s:%d", host, addr_port(&bound));
 }
 
-/* Every connection holds a descriptor, and the soft limit is often 1024:
- * it is raised to the hard limit, and the connection cap kept below what
- * is left after the log, the databases and the plugins' pipes. */
+void ust_serve_bound(ust_server *server, int admin, char *out, size_t cap)
+{
+    bound_name(admin ? &server->admin : &server->listener, out, cap);
+}
+
+/* Every connection holds a descriptor: the connection cap is kept below
+ * what the soft limit leaves after the log, the databases and the plugins'
+ * pipes. (Raising the limit is the process's business: the CLI does.) */
 static size_t connection_cap(size_t want)
 {
     const rlim_t reserved = 64;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return want;
-    if (rl.rlim_cur < rl.rlim_max) {
-        struct rlimit raised = {rl.rlim_max, rl.rlim_max};
-        if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
-            rl = raised;
-    }
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want + reserved)
         return want;
     return rl.rlim_cur > 2 * reserved ? rl.rlim_cur - reserved : rl.rlim_cur / 2;
 }
 
-int ust_serve(const ust_serve_opts *o, char **err)
+/* The runner left in a decide at the stop: like a kill at this moment,
+ * which the run survives: its transaction holds decisions, state and
+ * cursor together, and an uncommitted one is discarded when the run
+ * database is next opened. The plugins' child processes die with the
+ * process (see child.c). The writer is done, so the log is closed as on any
+ * stop (its head recorded, the WAL checkpointed), but the runner's read of
+ * the log may hold the checkpoint back: then the -wal must stay beside the
+ * .db, and this says so. */
+static void leave_runner(ust__server *s)
 {
-    ust__server *s = ust_calloc(1, sizeof(*s));
-    if (s == NULL)
-        return UST_ENOMEM;
-    s->o = o;
+    ust__say(&s->log, UST_LOG_WARN,
+             "runner: still in a decide after %d s more: exiting without it; the next"
+             " start resumes after seq %lld",
+             UST__STOP_GRACE_MS / 1000, (long long)atomic_load(&s->metrics.runner_seq));
+    if (ust__writer_close(&s->writer) != 0)
+        ust__say(&s->log, UST_LOG_WARN,
+                 "%s-wal still holds events that %s does not: keep the two files"
+                 " together (the next start takes the -wal in)",
+                 s->o->log_path, s->o->log_path);
+}
+
+/* A write to a socket the peer closed raises SIGPIPE at the writing thread
+ * (libuv writes with write(2)): blocked on this thread, and so on the
+ * threads it starts, so the process's disposition does not matter. One
+ * raised meanwhile is taken before the mask is put back. */
+static void block_sigpipe(sigset_t *old)
+{
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, old);
+}
+
+static void restore_sigmask(const sigset_t *old)
+{
+    if (!sigismember(old, SIGPIPE)) {
+        sigset_t pipe_only;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        struct timespec now = {0, 0};
+        while (sigtimedwait(&pipe_only, NULL, &now) == SIGPIPE || errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static int serve(ust__server *s, char **err)
+{
+    const ust_serve_opts *o = s->o;
     ust__metrics_init(&s->metrics);
     s->max_conns = connection_cap(o->cfg->limits.max_connections);
     s->loop = ust_malloc(sizeof(uv_loop_t));
@@ -889,13 +1005,16 @@ int ust_serve(const ust_serve_opts *o, char **err)
         rc = admin_address(o, &addr, &admin, err);
     if (rc == 0 && uv_loop_init(s->loop) != 0)
         rc = ust_errf(err, UST_EIO, "cannot start the event loop");
+    if (rc == 0 && ust__jobq_init(&s->done) != 0) {
+        uv_loop_close(s->loop);
+        rc = ust_errf(err, UST_ENOMEM, "cannot make the answers' queue");
+    }
     if (rc != 0) {
         ust_free(s->loop);
-        ust_free(s);
         return rc;
     }
-    signal(SIGPIPE, SIG_IGN);
-    ust__health_init(&s->health);
+    ust__health_init(&s->health, o->run_path != NULL);
+    ust__class_counts_init(&s->classes);
     /* Both listeners are made now, so that an early failure closes them
      * alike; they are bound only once everything that decides is up. */
     uv_tcp_init(s->loop, &s->listener);
@@ -908,18 +1027,50 @@ int ust_serve(const ust_serve_opts *o, char **err)
                           " decision, and routes[%zu].sample would leave some"
                           " undecided: remove the sample from %s",
                           i, o->cfg->file);
+    /* The writer hands on to the responder with --respond legacy, and the
+     * last of them to the loop. */
+    ust__sink to_loop = {jobs_done, s};
+    s->writer =
+        (ust__writer){.cfg = o->cfg,
+                      .log_path = o->log_path,
+                      .out = o->respond_legacy ? (ust__sink){to_responder, s} : to_loop,
+                      .metrics = &s->metrics,
+                      .health = &s->health,
+                      .decided = o->run_path ? &s->follower.decided : NULL,
+                      .log = s->log};
+    s->responder_opts = (ust__responder_opts){.cfg = o->cfg,
+                                              .log_path = o->log_path,
+                                              .run_path = o->run_path,
+                                              .legacy_path = o->legacy_path,
+                                              .out = to_loop,
+                                              .metrics = &s->metrics,
+                                              .health = &s->health};
+    s->follower.runner_opts = (ust_replay_opts){.cfg = o->cfg,
+                                                .log_path = o->log_path,
+                                                .run_path = o->run_path,
+                                                .legacy_path = o->legacy_path,
+                                                .candidate_path = o->candidate_path,
+                                                .divergences = o->divergences};
+    s->follower.respond_legacy = o->respond_legacy;
+    s->follower.metrics = &s->metrics;
+    s->follower.health = &s->health;
+    s->follower.classes = &s->classes;
+    s->follower.log = s->log;
     /* The writer first: it creates the log the others read. Then both
      * plugins, started and past their hello, before the ports are bound: a
      * server that cannot decide never accepts a connection. */
     if (rc == 0)
-        rc = ust__writer_start(s, err);
-    if (rc == 0 && o->respond_legacy)
-        rc = o->run_path ? ust__responder_start(s, err)
+        rc = ust__writer_start(&s->writer, err);
+    if (rc == 0 && o->respond_legacy) {
+        rc = o->run_path ? ust__responder_start(&s->responder_opts, &s->responder, err)
                          : ust_errf(err, UST_EINVAL,
                                     "--respond legacy needs a run database"
                                     " (--run)");
-    if (rc == 0 && o->run_path != NULL)
-        rc = ust__follower_open(s, err);
+    }
+    if (rc == 0 && o->run_path != NULL) {
+        rc = ust__follower_open(&s->follower, err);
+        s->following = rc == 0;
+    }
     if (rc == 0)
         rc = listen_on(&s->listener, &addr, "listen", err);
     if (rc == 0)
@@ -929,45 +1080,60 @@ int ust_serve(const ust_serve_opts *o, char **err)
                                       : "the admin listener: by default loopback on the"
                                         " listen port + 1; set admin_listen",
                       err);
-    if (rc == 0 && o->run_path != NULL)
-        rc = ust__follower_start(s, err);
+    if (rc == 0 && s->following)
+        rc = ust__follower_start(&s->follower, err);
     if (rc != 0) {
-        ust__follower_stop(s);
-        ust__writer_stop(s);
-        ust__responder_stop(s);
+        ust__follower_stop(&s->follower);
+        ust__writer_stop(&s->writer);
+        ust__responder_stop(s->responder);
+        ust__writer_close(&s->writer);
         uv_close((uv_handle_t *)&s->listener, NULL);
         uv_close((uv_handle_t *)&s->admin, NULL);
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
+        ust__jobq_destroy(&s->done);
+        ust__class_counts_destroy(&s->classes);
         ust__health_destroy(&s->health);
         ust_free(s->loop);
-        ust_free(s);
         return rc;
     }
     uv_async_init(s->loop, &s->done_async, on_done);
     s->done_async.data = s;
-    uv_signal_init(s->loop, &s->sigint);
-    uv_signal_init(s->loop, &s->sigterm);
-    s->sigint.data = s->sigterm.data = s;
-    uv_signal_start(&s->sigint, on_signal, SIGINT);
-    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-    if (o->status != NULL) {
-        /* The admin line first: "listening on" is the last word of a start. */
-        char name[96];
-        bound_name(&s->admin, name, sizeof(name));
-        fprintf(o->status, "admin on %s (/healthz, /readyz, /metrics)\n", name);
-        bound_name(&s->listener, name, sizeof(name));
-        fprintf(o->status, "listening on %s\n", name);
-        fflush(o->status);
-    }
-    ust__notify_ready(s, o->listen);
+    uv_async_init(s->loop, &s->stop_async, on_stop);
+    s->stop_async.data = s;
+    if (o->started != NULL)
+        o->started(o->started_ctx, s);
+    s->notify = ust__notify_ready(s->loop, o->listen);
     uv_run(s->loop, UV_RUN_DEFAULT);
     on_done(&s->done_async); /* anything the writer finished last */
-    if (s->runner_left)
-        ust__follower_abandon(s);
+    /* Before the loop closes: a stop sent after this would write to its
+     * closed descriptor. */
+    if (o->started != NULL)
+        o->started(o->started_ctx, NULL);
+    if (s->runner_left) {
+        leave_runner(s);
+        return UST_SERVE_RUNNER_LEFT; /* its thread uses s: nothing is freed */
+    }
     uv_loop_close(s->loop);
+    ust__jobq_destroy(&s->done);
+    ust__class_counts_destroy(&s->classes);
     ust__health_destroy(&s->health);
     ust_free(s->loop);
-    ust_free(s);
     return 0;
+}
+
+int ust_serve(const ust_serve_opts *o, char **err)
+{
+    ust__server *s = ust_calloc(1, sizeof(*s));
+    if (s == NULL)
+        return UST_ENOMEM;
+    s->o = o;
+    s->log = (ust__logger){o->log, o->log_ctx};
+    sigset_t old;
+    block_sigpipe(&old);
+    int rc = serve(s, err);
+    restore_sigmask(&old);
+    if (rc != UST_SERVE_RUNNER_LEFT)
+        ust_free(s);
+    return rc;
 }

@@ -1,4 +1,5 @@
 #include "runner/answers.h"
+#include "runner/decision_row.h"
 #include "runner/rundb.h"
 
 #include <understudy/error.h>
@@ -17,4 +18,107 @@ static const char schema[] =
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err)
 {
     return ust__db_open(path, readonly, schema, "answers database", db, err);
+}
+
+char *ust__answers_path(const char *run_path)
+{
+    return ust_sprintf("%s.answers", run_path);
+}
+
+struct ust__answers {
+    sqlite3 *db;
+    ust_store *store;
+    sqlite3_stmt *insert, *cursor;
+};
+
+static int db_error(ust__answers *a, char **err)
+{
+    return ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(a->db));
+}
+
+int ust__answers_writer_open(const char *path, ust__answers **out, char **err)
+{
+    *out = NULL;
+    ust__answers *a = ust_calloc(1, sizeof(*a));
+    if (a == NULL)
+        return UST_ENOMEM;
+    int rc = ust__answers_open(path, 0, &a->db, err);
+    if (rc == 0)
+        rc = ust_store_open(a->db, &a->store, err);
+    if (rc == 0 &&
+        (sqlite3_prepare_v2(a->db, UST__ANSWERS_INSERT, -1, &a->insert, NULL) ||
+         sqlite3_prepare_v2(a->db, UST__ANSWERS_CURSOR, -1, &a->cursor, NULL)))
+        rc = db_error(a, err);
+    if (rc != 0) {
+        ust__answers_writer_close(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+void ust__answers_writer_close(ust__answers *a)
+{
+    if (a == NULL)
+        return;
+    ust_store_close(a->store);
+    sqlite3_finalize(a->insert);
+    sqlite3_finalize(a->cursor);
+    sqlite3_close(a->db);
+    ust_free(a);
+}
+
+ust_store *ust__answers_store(ust__answers *a)
+{
+    return a->store;
+}
+
+int ust__answers_cursor(ust__answers *a, int64_t *seq, char **err)
+{
+    return ust__rundb_cursor(a->db, seq, err);
+}
+
+int ust__answers_begin(ust__answers *a, char **err)
+{
+    return sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
+               ? 0
+               : db_error(a, err);
+}
+
+int ust__answers_put(ust__answers *a, int64_t seq, const char *entity,
+                     const ust_decision *d, char **err)
+{
+    sqlite3_stmt *st = a->insert;
+    sqlite3_bind_int64(st, 1, seq);
+    if (entity != NULL)
+        sqlite3_bind_text(st, 2, entity, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 2);
+    ust__decision_bind(st, 3, d);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(a, err);
+    sqlite3_reset(st);
+    return rc;
+}
+
+int ust__answers_commit(ust__answers *a, int64_t through, char **err)
+{
+    int rc = 0;
+    if (through > 0) {
+        rc = ust_store_flush(a->store, err);
+        sqlite3_bind_int64(a->cursor, 1, through);
+        if (rc == 0 && sqlite3_step(a->cursor) != SQLITE_DONE)
+            rc = db_error(a, err);
+        sqlite3_reset(a->cursor);
+    }
+    if (rc == 0 && sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        rc = db_error(a, err);
+    if (rc != 0)
+        ust__answers_rollback(a);
+    return rc;
+}
+
+void ust__answers_rollback(ust__answers *a)
+{
+    sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+    ust_store_discard(a->store);
 }

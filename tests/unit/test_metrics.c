@@ -8,6 +8,7 @@
 #include <understudy/sig.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 #include <time.h>
 
 #define SECRET "whsec_metrics_test"
@@ -266,6 +267,70 @@ static void test_a_stuck_runner_shows_its_lag_in_seconds(void **state)
     ust_test_rmdir(gate);
 }
 
+/* Every class of the run database's divergences has its count in the
+ * scrape, and the scrape lists no other; the total. */
+static int64_t classes_agree(const char *run, const char *text)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open_v2(run, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT class, count(*) FROM divergences"
+                                        " GROUP BY class",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    int64_t total = 0, classes = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char series[512];
+        snprintf(series, sizeof(series),
+                 "understudy_divergences_by_class_total{class=\"%s\"}",
+                 (const char *)sqlite3_column_text(st, 0));
+        int64_t n = sqlite3_column_int64(st, 1);
+        if (value_of(text, series) != (double)n)
+            fail_msg("%s: %g in the scrape, %lld in the run", series,
+                     value_of(text, series), (long long)n);
+        total += n;
+        classes++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    int64_t listed = 0;
+    for (const char *at = text;
+         (at = strstr(at, "\nunderstudy_divergences_by_class_total{")) != NULL; at++)
+        listed++;
+    assert_int_equal(listed, classes);
+    assert_true(value_of(text, "understudy_divergences_by_class_complete") == 1);
+    return total;
+}
+
+/* The divergences by class are counted in memory as the runner commits
+ * them; they equal the run's rows, and after a restart that resumes the run
+ * they count the rows from before it too. */
+static void test_the_classes_agree_with_the_run(void **state)
+{
+    serve_world *w = *state;
+    serve_world_start(w);
+    for (int i = 1; i <= N_SIGNED; i++)
+        assert_int_equal(post_signed(w->srv.port, i), 202);
+    char *text = scrape_when_decided(w->srv.admin_port, N_SIGNED);
+    int64_t before = classes_agree(w->run, text);
+    free(text);
+    assert_true(before >= 1);
+    serve_world_stop(w);
+
+    serve_world_start(w); /* resumes the run */
+    text = scrape(w->srv.admin_port);
+    assert_int_equal(classes_agree(w->run, text), before);
+    free(text);
+    for (int i = N_SIGNED + 1; i <= 2 * N_SIGNED; i++)
+        assert_int_equal(post_signed(w->srv.port, i), 202);
+    text = scrape_when_decided(w->srv.admin_port, N_SIGNED);
+    int64_t after = classes_agree(w->run, text);
+    free(text);
+    assert_true(after > before);
+    serve_world_stop(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +338,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_stuck_runner_shows_its_lag_in_seconds,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_classes_agree_with_the_run, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,16 +73,21 @@ static int closed_by_server(int fd)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-static int64_t log_events(world *w)
+static int64_t events_in(const char *path)
 {
     ust_log *log = NULL;
-    assert_int_equal(ust_log_open(w->log, UST_LOG_READONLY, &log, NULL), 0);
+    assert_int_equal(ust_log_open(path, UST_LOG_READONLY, &log, NULL), 0);
     json_t *st = NULL;
     assert_int_equal(ust_log_stats(log, &st, NULL), 0);
     int64_t n = json_integer_value(json_object_get(st, "events"));
     json_decref(st);
     ust_log_close(log);
     return n;
+}
+
+static int64_t log_events(world *w)
+{
+    return events_in(w->log);
 }
 
 /* ---- item 8: idle connections, the cap, the descriptor limit ---------- */
@@ -343,17 +348,49 @@ static void *failing_realloc(void *p, size_t n)
 typedef struct inproc {
     ust_serve_opts o;
     int rc;
+    _Atomic(ust_server *) server; /* between its start and its end */
+    atomic_int ended;             /* started(NULL) came */
+    FILE *status;                 /* its addresses, as serve says them */
 } inproc;
+
+static void on_started(void *ctx, ust_server *server)
+{
+    inproc *ip = ctx;
+    atomic_store(&ip->server, server);
+    if (server == NULL) {
+        atomic_store(&ip->ended, 1);
+        return;
+    }
+    char name[96];
+    ust_serve_bound(server, 1, name, sizeof(name));
+    fprintf(ip->status, "admin on %s\n", name);
+    ust_serve_bound(server, 0, name, sizeof(name));
+    fprintf(ip->status, "listening on %s\n", name);
+    fflush(ip->status);
+}
 
 static void *serve_main(void *arg)
 {
     inproc *ip = arg;
+    ip->o.started = on_started;
+    ip->o.started_ctx = ip;
     loop_thread = pthread_self();
     char *err = NULL;
     ip->rc = ust_serve(&ip->o, &err);
     free(err);
-    fclose(ip->o.status);
+    fclose(ip->status);
     return NULL;
+}
+
+/* The world's config with its secrets, for ust_serve in this process. */
+static ust_config *inproc_config(world *w)
+{
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    if (ust_config_load(w->cfg, &cfg, &err) != 0 ||
+        ust_config_load_secrets(cfg, &err) != 0)
+        fail_msg("config: %s", err);
+    return cfg;
 }
 
 /* The first allocation on the loop thread after a connection arrives is
@@ -362,17 +399,11 @@ static void *serve_main(void *arg)
 static void test_a_failed_connection_allocation_leaves_the_listener_up(void **state)
 {
     world *w = *state;
-    ust_config *cfg = NULL;
-    char *err = NULL;
-    if (ust_config_load(w->cfg, &cfg, &err) != 0 ||
-        ust_config_load_secrets(cfg, &err) != 0)
-        fail_msg("config: %s", err);
+    ust_config *cfg = inproc_config(w);
     int pipefd[2];
     assert_int_equal(pipe(pipefd), 0);
-    inproc ip = {.o = {.cfg = cfg,
-                       .listen = "127.0.0.1:0",
-                       .log_path = w->log,
-                       .status = fdopen(pipefd[1], "w")}};
+    inproc ip = {.o = {.cfg = cfg, .listen = "127.0.0.1:0", .log_path = w->log},
+                 .status = fdopen(pipefd[1], "w")};
     assert_int_equal(ust_replace_allocator(failing_malloc, failing_realloc, free), 0);
     pthread_t th;
     pthread_create(&th, NULL, serve_main, &ip);
@@ -392,10 +423,112 @@ static void test_a_failed_connection_allocation_leaves_the_listener_up(void **st
     http_resp r;
     assert_int_equal(http_once(port, health, sizeof(health) - 1, &r), 200);
 
-    kill(getpid(), SIGTERM); /* the server's own stop */
+    ust_serve_stop(atomic_load(&ip.server)); /* set before the addresses came */
     pthread_join(th, NULL);
     assert_int_equal(ip.rc, 0);
     ust_replace_allocator(malloc, realloc, free);
+    ust_config_free(cfg);
+}
+
+/* ---- two servers in one process ------------------------------------- */
+
+/* Starts ust_serve on log in a thread; its public port. */
+static int inproc_start(inproc *ip, ust_config *cfg, const char *log, pthread_t *th)
+{
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    *ip = (inproc){.o = {.cfg = cfg, .listen = "127.0.0.1:0", .log_path = log},
+                   .status = fdopen(pipefd[1], "w")};
+    pthread_create(th, NULL, serve_main, ip);
+    FILE *status = fdopen(pipefd[0], "r");
+    char line[128] = "";
+    assert_non_null(fgets(line, sizeof(line), status)); /* admin on */
+    assert_non_null(fgets(line, sizeof(line), status)); /* listening on */
+    fclose(status);
+    assert_non_null(strstr(line, "listening on "));
+    return atoi(strrchr(line, ':') + 1);
+}
+
+static void post_payments(int port, int from, int n)
+{
+    for (int i = from; i < from + n; i++) {
+        char *req = payment(i, NULL);
+        http_resp r;
+        assert_int_equal(http_once(port, req, strlen(req), &r), 202);
+        ust_free(req);
+    }
+}
+
+/* Two servers in one process, each on its own log, recording at once: one
+ * stopped with ust_serve_stop ends while the other goes on answering (a
+ * signal handler of the process would have stopped both), and neither
+ * touched the process's SIGPIPE disposition. */
+static void test_two_servers_in_one_process(void **state)
+{
+    world *w = *state;
+    ust_config *cfg = inproc_config(w);
+    struct sigaction before;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &before), 0);
+    assert_true(before.sa_handler == SIG_DFL);
+    char log2[PATH_MAX + 8];
+    snprintf(log2, sizeof(log2), "%s/two.db", w->dir);
+    inproc a, b;
+    pthread_t ta, tb;
+    int pa = inproc_start(&a, cfg, w->log, &ta);
+    int pb = inproc_start(&b, cfg, log2, &tb);
+    assert_int_not_equal(pa, pb);
+    post_payments(pa, 0, 20);
+    post_payments(pb, 100, 7);
+    post_payments(pa, 20, 5);
+
+    ust_serve_stop(atomic_load(&a.server));
+    pthread_join(ta, NULL);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(atomic_load(&a.ended), 1);
+    post_payments(pb, 107, 3); /* the other one still records */
+    ust_serve_stop(atomic_load(&b.server));
+    ust_serve_stop(atomic_load(&b.server)); /* twice is once */
+    pthread_join(tb, NULL);
+    assert_int_equal(b.rc, 0);
+
+    assert_int_equal(events_in(w->log), 25);
+    assert_int_equal(events_in(log2), 10);
+    struct sigaction after;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &after), 0);
+    assert_true(after.sa_handler == SIG_DFL);
+    ust_config_free(cfg);
+}
+
+/* A client that sends many requests and leaves at once: the server's
+ * answers after the first meet a closed socket (EPIPE), which raises
+ * SIGPIPE at the writing thread. The process keeps SIGPIPE's default
+ * (terminate): it survives only if the library does not depend on the
+ * process ignoring it. */
+static void test_a_client_gone_mid_answer_leaves_the_process_up(void **state)
+{
+    world *w = *state;
+    ust_config *cfg = inproc_config(w);
+    struct sigaction dfl;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &dfl), 0);
+    assert_true(dfl.sa_handler == SIG_DFL);
+    inproc ip;
+    pthread_t th;
+    int port = inproc_start(&ip, cfg, w->log, &th);
+    size_t one = sizeof(health) - 1, n = 200;
+    char *many = malloc(one * n);
+    for (size_t i = 0; i < n; i++)
+        memcpy(many + i * one, health, one);
+    for (int round = 0; round < 20; round++) {
+        int fd = http_connect(port);
+        send_all(fd, many, one * n);
+        close(fd);
+    }
+    free(many);
+    http_resp r;
+    assert_int_equal(http_once(port, health, one, &r), 404); /* still serving */
+    ust_serve_stop(atomic_load(&ip.server));
+    pthread_join(th, NULL);
+    assert_int_equal(ip.rc, 0);
     ust_config_free(cfg);
 }
 
@@ -555,6 +688,8 @@ int main(void)
         T(test_lenient_header_forms_are_refused),
         T(test_respond_legacy_refuses_header_injection),
         T(test_respond_legacy_refuses_framing_headers),
+        T(test_two_servers_in_one_process),
+        T(test_a_client_gone_mid_answer_leaves_the_process_up),
         /* last: its stop leaves SIGTERM to the server's second-signal handler */
         T(test_a_failed_connection_allocation_leaves_the_listener_up),
     };

@@ -2,8 +2,10 @@
  * over real sockets, the real log and plugins. */
 #define _GNU_SOURCE 1 /* memmem */
 #include "serve_client.h"
+#include "http/queue.h"
 
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
@@ -844,6 +846,47 @@ static void test_a_second_serve_on_the_same_files_is_refused(void **state)
     w->srv.pid = 0;
 }
 
+/* ---- the queue between the recorder's threads ------------------------ */
+
+/* Jobs leave in the order they came, at most max at a time; an empty queue
+ * waits until its deadline (0: not at all); a stopped one gives what it
+ * holds, then says it is drained. */
+static void test_the_job_queue(void **state)
+{
+    (void)state;
+    ust__jobq q;
+    assert_int_equal(ust__jobq_init(&q), 0);
+    ust__job jobs[5];
+    memset(jobs, 0, sizeof(jobs));
+    for (int i = 0; i < 5; i++)
+        jobs[i].ticket = (uint64_t)i;
+    ust__job *first, *last;
+    size_t n;
+    assert_int_equal(ust__jobq_take(&q, 0, 0, &first, &last, &n), 0);
+    assert_null(first);
+    assert_int_equal(
+        ust__jobq_take(&q, 0, ust_time_mono_us() + 1000, &first, &last, &n),
+        0); /* due */
+    jobs[0].next = &jobs[1];
+    ust__jobq_put(&q, &jobs[0], &jobs[1]);
+    jobs[2].next = &jobs[3];
+    ust__jobq_put(&q, &jobs[2], &jobs[3]);
+    ust__jobq_put(&q, &jobs[4], &jobs[4]);
+    assert_int_equal(ust__jobq_take(&q, 3, INT64_MAX, &first, &last, &n), 1);
+    assert_int_equal(n, 3);
+    assert_ptr_equal(first, &jobs[0]);
+    assert_ptr_equal(last, &jobs[2]);
+    assert_null(last->next);
+    assert_ptr_equal(first->next->next, &jobs[2]);
+    ust__jobq_stop(&q);
+    assert_int_equal(ust__jobq_take(&q, 0, INT64_MAX, &first, &last, &n), 1);
+    assert_int_equal(n, 2);
+    assert_ptr_equal(first, &jobs[3]);
+    assert_ptr_equal(last, &jobs[4]);
+    assert_int_equal(ust__jobq_take(&q, 0, INT64_MAX, &first, &last, &n), -1);
+    ust__jobq_destroy(&q);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -861,6 +904,7 @@ int main(void)
         T(test_a_second_serve_on_the_same_files_is_refused),
         T(test_a_backup_while_serving_holds_every_event),
         T(test_export_of_what_any_client_sent_is_lossless),
+        cmocka_unit_test(test_the_job_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
