@@ -150,6 +150,22 @@ void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs);
 
+/* A callback for what the library has to say (a plugin's log lines, named
+ * "plugin NAME: ..."): level is UST_LOG_DEBUG .. UST_LOG_ERROR (plugin.h),
+ * msg without a newline, borrowed for the call. The library never prints;
+ * the command line passes one that writes warnings and errors to stderr. */
+typedef void (*ust_log_fn)(void *ctx, int level, const char *msg);
+
+/* ---- the shim ------------------------------------------------------------ */
+
+/* The hidden subcommand that runs an isolated .so in a child process of its
+ * own: the host execs `understudy __plugin-shim SO NS` (its own binary,
+ * /proc/self/exe, or $UST_PLUGIN_SHIM) with the protocol on stdin/stdout;
+ * the shim loads the .so and reaches the host's store through the protocol.
+ * argv as main's; returns main's exit status. */
+#define UST_PLUGIN_SHIM_COMMAND "__plugin-shim"
+int ust_plugin_shim_main(int argc, char **argv);
+
 /* ---- what plugin children write to their stderr ------------------------- */
 
 /* A child's stderr is read by the host, line by line, each prefixed
