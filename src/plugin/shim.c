@@ -3,6 +3,7 @@
  * the protocol on stdin/stdout, with the state store reached through the
  * parent. A crash here takes only this process down. */
 #include "plugin/kind.h"
+#include "plugin/store_remote.h"
 #include "plugin/wire.h"
 
 #include <understudy/alloc.h>
