@@ -8,7 +8,6 @@
 #include "plugin/wire.h"
 
 #include <understudy/alloc.h>
-#include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/priority.h>
 

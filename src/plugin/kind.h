@@ -20,9 +20,6 @@ typedef struct ust__plugin_start {
     const char *ns;   /* the state namespace, "legacy" or "candidate" */
     unsigned flags;   /* UST_PLUGIN_BACKGROUND */
     ust_store *store;
-    /* Where the plugin's own log lines go (ust_log_fn), or NULL. */
-    void (*log)(void *ctx, int level, const char *msg);
-    void *log_ctx;
     int no_identity; /* the shim: the host has hashed the file already */
 } ust__plugin_start;
 

@@ -130,8 +130,8 @@ static int inproc_open(const ust__plugin_start *st, void **impl,
         return UST_ENOMEM;
     }
     p->store = st->store;
-    p->log = st->log;
-    p->log_ctx = st->log_ctx;
+    p->log = st->pc->log;
+    p->log_ctx = st->pc->log_ctx;
     int rc = 0;
     if (!st->no_identity && ust_sha256_file_hex(path, id) != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);

@@ -55,13 +55,8 @@ int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *n
     *out = NULL;
     if (path == NULL)
         path = pc->path;
-    ust__plugin_start st = {.pc = pc,
-                            .path = path,
-                            .ns = ns,
-                            .flags = flags,
-                            .store = store,
-                            .log = pc->log,
-                            .log_ctx = pc->log_ctx};
+    ust__plugin_start st = {
+        .pc = pc, .path = path, .ns = ns, .flags = flags, .store = store};
     const ust__plugin_kind *kind = kind_for(pc, path);
     char *why = NULL;
     int rc = kind != NULL ? ust__plugin_open_kind(kind, &st, out, &why)

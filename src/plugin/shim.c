@@ -10,6 +10,7 @@
 #include <understudy/error.h>
 #include <understudy/priority.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,12 @@ int ust_plugin_shim_main(int argc, char **argv)
 {
     if (argc != 4)
         return 2;
+    /* A plugin that crashes ends this process by that very signal, which
+     * the host reports ("killed by signal 11"): a handler installed before
+     * main (a sanitizer's, in such a build) would make it an abort, later. */
+    static const int crashes[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    for (size_t i = 0; i < sizeof(crashes) / sizeof(crashes[0]); i++)
+        signal(crashes[i], SIG_DFL);
     const char *so_path = argv[2], *ns = argv[3];
     char name[16];
     snprintf(name, sizeof(name), "ust-%s", ns);
@@ -55,13 +62,10 @@ int ust_plugin_shim_main(int argc, char **argv)
     ust_plugin *p = NULL;
     char *err = NULL;
     ust_plugin_config pc = {.path = (char *)so_path,
-                            .config = json_object_get(init, "config")};
-    ust__plugin_start st = {.pc = &pc,
-                            .path = so_path,
-                            .ns = ns,
-                            .store = store,
-                            .log = shim_log,
-                            .no_identity = 1};
+                            .config = json_object_get(init, "config"),
+                            .log = shim_log};
+    ust__plugin_start st = {
+        .pc = &pc, .path = so_path, .ns = ns, .store = store, .no_identity = 1};
     if (init == NULL || store == NULL ||
         ust__plugin_open_kind(&ust__plugin_kind_inproc, &st, &p, &err) != 0) {
         say(out, json_pack("{s:s,s:s}", "type", "error", "message",
