@@ -9,6 +9,6 @@ function(ust_add_cmocka_test source)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES
-    ENVIRONMENT "UST_SOURCE_DIR=${PROJECT_SOURCE_DIR};UST_BUILD_DIR=${PROJECT_BINARY_DIR};UST_BIN=$<TARGET_FILE:understudy>"
+    ENVIRONMENT "UST_SOURCE_DIR=${PROJECT_SOURCE_DIR};UST_BUILD_DIR=${PROJECT_BINARY_DIR};UST_BIN=$<TARGET_FILE:understudy>;UST_PLUGIN_SHIM=$<TARGET_FILE:understudy>"
     TIMEOUT 300)
 endfunction()

@@ -60,6 +60,10 @@ typedef struct ust_plugin_config {
     /* The config file's folder (borrowed), where an exec program runs;
      * NULL for a config from memory: the working directory is inherited. */
     const char *dir;
+    /* Where the plugin's log lines go, a ust_log_fn (host.h) with its ctx:
+     * set by the caller (the command line), not the file; NULL drops them. */
+    void (*log)(void *ctx, int level, const char *msg);
+    void *log_ctx;
 } ust_plugin_config;
 
 typedef struct ust_config {

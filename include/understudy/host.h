@@ -36,17 +36,8 @@ int ust_store_delete(ust_store *s, const char *key);
 int ust_store_claim(ust_store *s, const char *key, const char *value);
 /* keep=1 applies the staged writes, keep=0 drops them. 0 or UST_ENOMEM. */
 int ust_store_end_call(ust_store *s, int keep);
-/* A store whose operations go to the parent process over the plugin
- * protocol (in = replies, out = requests): for a plugin isolated in a child. */
-ust_store *ust__store_remote(FILE *in, FILE *out, int ns_was_empty);
-/* The writes of the call that just ended as JSON text ([[key, value or
- * null], ...]), to send with its decision; NULL when none. Valid until the
- * next call begins. */
-const char *ust__store_remote_writes(ust_store *s);
-/* A line (free()) that arrived while a remote store waited for a reply, or
- * NULL: the child's loop reads these before reading stdin again. */
-char *ust__store_remote_next_deferred(ust_store *s);
-/* No key of ns in the store (cache or database)? Told to a child at start. */
+/* No key of ns in the store (cache or database)? Told to a child at start.
+ * This and ust_store_flush are for a store of ust_store_open. */
 int ust_store_ns_empty(ust_store *s, const char *ns);
 
 /* Writes every applied change to the database. Call inside the transaction
@@ -149,6 +140,22 @@ void ust_plugin_batch_finish(ust_plugin *p, ust_plugin_batch *b, ust_decision **
 void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs);
+
+/* A callback for what the library has to say (a plugin's log lines, named
+ * "plugin NAME: ..."): level is UST_LOG_DEBUG .. UST_LOG_ERROR (plugin.h),
+ * msg without a newline, borrowed for the call. The library never prints;
+ * the command line passes one that writes warnings and errors to stderr. */
+typedef void (*ust_log_fn)(void *ctx, int level, const char *msg);
+
+/* ---- the shim ------------------------------------------------------------ */
+
+/* The hidden subcommand that runs an isolated .so in a child process of its
+ * own: the host execs `understudy __plugin-shim SO NS` (its own binary,
+ * /proc/self/exe, or $UST_PLUGIN_SHIM) with the protocol on stdin/stdout;
+ * the shim loads the .so and reaches the host's store through the protocol.
+ * argv as main's; returns main's exit status. */
+#define UST_PLUGIN_SHIM_COMMAND "__plugin-shim"
+int ust_plugin_shim_main(int argc, char **argv);
 
 /* ---- what plugin children write to their stderr ------------------------- */
 

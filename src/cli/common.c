@@ -4,9 +4,18 @@
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
+#include <understudy/host.h>
 
 #include <string.h>
 #include <unistd.h>
+
+/* What the library has to say: warnings and errors to our stderr. */
+static void cli_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (level >= UST_LOG_WARN)
+        fprintf(stderr, "understudy: %s\n", msg);
+}
 
 int ust_cli_load_config(const char *cmd, const char *path, int secrets,
                         ust_config **cfg)
@@ -18,6 +27,7 @@ int ust_cli_load_config(const char *cmd, const char *path, int secrets,
     char *err = NULL;
     if (ust_config_load(path, cfg, &err) != 0)
         return ust_cli_fail(err, "cannot load the config");
+    (*cfg)->legacy.log = (*cfg)->candidate.log = cli_log;
     if (secrets && ust_config_load_secrets(*cfg, &err) != 0) {
         ust_config_free(*cfg);
         *cfg = NULL;

@@ -56,6 +56,9 @@ static void plugin_stderr(const char *text, size_t len, void *data)
 
 int main(int argc, char **argv)
 {
+    /* Not a command: the host runs its isolated plugins so (host.h). */
+    if (argc >= 2 && strcmp(argv[1], UST_PLUGIN_SHIM_COMMAND) == 0)
+        return ust_plugin_shim_main(argc, argv);
     ust_plugin_set_stderr_sink(plugin_stderr, NULL);
     if (argc < 2)
         return ust_cli_usage(usage, 0);

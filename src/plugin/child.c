@@ -1,6 +1,9 @@
-/* The host side of the JSON-lines plugin protocol. */
+/* The child-process kind: the host side of the JSON-lines plugin protocol,
+ * with a program (exec) or understudy's own shim around an isolated .so on
+ * the other end. */
 #define _GNU_SOURCE /* close_range */
 #include "plugin/child.h"
+#include "plugin/kind.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
@@ -29,9 +32,12 @@
 
 extern char **environ;
 
+typedef struct ust__child ust__child;
+
 struct ust__child {
     const ust_plugin_config *pc;
     char *so_path, *ns, *config_text;
+    char *shim; /* the binary whose shim subcommand runs so_path */
     ust_store *store;
     pid_t pid; /* also its process group's id */
     int to_fd, from_fd, err_fd, pid_fd;
@@ -147,10 +153,25 @@ static char **scrubbed_environment(char *const *scrub)
     return env;
 }
 
+/* "cannot WHAT ARG: errno's text" on the child's stderr, which the host
+ * reads and shows with the plugin's name. One write(2): between fork and
+ * exec the child of a multithreaded host must not touch stdio's locks. */
+static void child_says(const char *what, const char *arg, int e)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "cannot %s %s: %s\n", what, arg, strerror(e));
+    if (n > 0)
+        (void)!write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
 static int spawn(ust__child *c, char **err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errs[2] = {-1, -1};
     pid_t pid = -1;
+    /* An isolated .so: understudy's own binary again, in its hidden shim
+     * subcommand, so the child starts as a process of its own (none of the
+     * host's threads, locks or memory) rather than a fork that never execs. */
+    char *shim_argv[] = {c->shim, UST_PLUGIN_SHIM_COMMAND, c->so_path, c->ns, NULL};
     const char *what = "create pipes";
     pid_t host = getpid();
     char **env = scrubbed_environment(c->pc->scrub_env);
@@ -201,20 +222,18 @@ static int spawn(ust__child *c, char **err)
             ust_background_thread();
         environ = env;
         if (c->so_path != NULL) {
-            char name[16];
-            snprintf(name, sizeof(name), "ust-%s", c->ns);
-            ust_name_thread(name);
-            ust__shim_main(c->so_path, c->ns, 0, 1);
+            execve(c->shim, shim_argv, env);
+            child_says("run", c->shim, errno);
+            _exit(127);
         }
         /* A program runs in its config's folder, which its relative
          * arguments (a script) are written from (config.h). */
         if (c->pc->dir != NULL && chdir(c->pc->dir) != 0) {
-            fprintf(stderr, "cannot enter %s: %s\n", c->pc->dir, strerror(errno));
+            child_says("enter", c->pc->dir, errno);
             _exit(127);
         }
         execvpe(c->pc->exec[0], c->pc->exec, env);
-        /* On the stderr the host reads, so it is seen with the plugin's name. */
-        fprintf(stderr, "cannot run %s: %s\n", c->pc->exec[0], strerror(errno));
+        child_says("run", c->pc->exec[0], errno);
         _exit(127);
     }
     ust_free(env);
@@ -311,46 +330,43 @@ static int start(ust__child *c, char **err)
     return rc;
 }
 
-int ust__child_open(const ust_plugin_config *pc, const char *so_path, const char *ns,
-                    unsigned flags, ust_store *store, ust__child **out, char **err)
+/* The binary to exec for the shim: UST_PLUGIN_SHIM when set (a test, whose
+ * own executable has no shim subcommand, names understudy's), else this
+ * process's own. */
+static char *shim_binary(void)
 {
-    *out = NULL;
-    /* Writing to a child that just died must be an error to handle, not a
-     * SIGPIPE that ends the host: ignore it unless the program set a handler. */
-    struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
-    ust__child *c = ust_calloc(1, sizeof(*c));
-    if (c == NULL)
-        return UST_ENOMEM;
-    c->pc = pc;
-    c->store = store;
-    c->background = (flags & UST_PLUGIN_BACKGROUND) != 0;
-    c->so_path = ust_strdup(so_path);
-    c->ns = ust_strdup(ns);
-    c->config_text = ust__plugin_config_text(pc->config);
-    c->raw_request = 1; /* until a hello declines it */
-    c->backoff = 1;
-    /* Until a hello says otherwise, the plugin is named after its file. */
-    const char *file = so_path ? so_path : pc->exec[0];
-    const char *slash = strrchr(file, '/');
-    snprintf(c->name, sizeof(c->name), "%s", slash ? slash + 1 : file);
-    snprintf(c->version, sizeof(c->version), "?");
-    char *why = NULL;
-    int rc = start(c, &why);
-    if (rc != 0) {
-        rc = ust_errf(err, UST_EPLUGIN, "%s: %s", so_path ? so_path : pc->exec[0],
-                      why ? why : "cannot start");
-        ust_free(why);
-        ust__child_close(c);
-        return rc;
-    }
-    *out = c;
-    return 0;
+    const char *env = getenv("UST_PLUGIN_SHIM");
+    return ust_strdup(env != NULL && env[0] != '\0' ? env : "/proc/self/exe");
 }
 
-void ust__child_close(ust__child *c)
+/* What identifies the code: the library, or the last argument of exec that
+ * names a file (the script), else the command itself. A library that
+ * cannot be read is refused here rather than by the child. */
+static int identify(const ust_plugin_config *pc, const char *path,
+                    char id[UST_SHA256_HEX_LEN + 1], char **err)
 {
+    const char *file = path;
+    for (int i = 0; file == NULL && pc->exec[i] != NULL; i++)
+        if (pc->exec[i + 1] == NULL)
+            file = pc->exec[i];
+    /* A program's script is named from the folder it runs in (its config's). */
+    char *in_dir = path == NULL && file[0] != '/' && pc->dir != NULL
+                       ? ust_sprintf("%s/%s", pc->dir, file)
+                       : NULL;
+    int rc = 0;
+    if (ust_sha256_file_hex(in_dir != NULL ? in_dir : file, id) != 0) {
+        if (path != NULL)
+            rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
+        else
+            ust_sha256_hex(file, strlen(file), id);
+    }
+    ust_free(in_dir);
+    return rc;
+}
+
+static void child_close(void *impl)
+{
+    ust__child *c = impl;
     if (c == NULL)
         return;
     if (c->pid > 0) {
@@ -361,13 +377,65 @@ void ust__child_close(ust__child *c)
         reap(c, 1, NULL, 0);
     }
     ust_free(c->so_path);
+    ust_free(c->shim);
     ust_free(c->ns);
     ust_free(c->config_text);
     ust_free(c);
 }
 
-void ust__child_discard(ust__child *c)
+/* st->path: isolate that shared library; else pc->exec is run. Starts the
+ * child and waits for its hello. */
+static int child_open(const ust__plugin_start *st, void **impl,
+                      char id[UST_SHA256_HEX_LEN + 1], char **err)
 {
+    *impl = NULL;
+    const ust_plugin_config *pc = st->pc;
+    const char *so_path = st->path;
+    int rc = identify(pc, so_path, id, err);
+    if (rc != 0)
+        return rc;
+    /* Writing to a child that just died must be an error to handle, not a
+     * SIGPIPE that ends the host: ignore it unless the program set a handler. */
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+    ust__child *c = ust_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return UST_ENOMEM;
+    c->pc = pc;
+    c->store = st->store;
+    c->background = (st->flags & UST_PLUGIN_BACKGROUND) != 0;
+    c->ns = ust_strdup(st->ns);
+    c->config_text = ust__plugin_config_text(pc->config);
+    if (c->ns == NULL || c->config_text == NULL ||
+        (so_path != NULL && ((c->so_path = ust_strdup(so_path)) == NULL ||
+                             (c->shim = shim_binary()) == NULL))) {
+        child_close(c);
+        return UST_ENOMEM;
+    }
+    c->raw_request = 1; /* until a hello declines it */
+    c->backoff = 1;
+    /* Until a hello says otherwise, the plugin is named after its file. */
+    const char *file = so_path ? so_path : pc->exec[0];
+    const char *slash = strrchr(file, '/');
+    snprintf(c->name, sizeof(c->name), "%s", slash ? slash + 1 : file);
+    snprintf(c->version, sizeof(c->version), "?");
+    char *why = NULL;
+    rc = start(c, &why);
+    if (rc != 0) {
+        rc = ust_errf(err, UST_EPLUGIN, "%s: %s", file, why ? why : "cannot start");
+        ust_free(why);
+        child_close(c);
+        return rc;
+    }
+    *impl = c;
+    return 0;
+}
+
+/* Stops it, to start afresh on the next event (see ust_plugin_discard). */
+static void child_discard(void *impl)
+{
+    ust__child *c = impl;
     reap(c, 1, NULL, 0);
     c->skip_events = 0;
     c->backoff = 1;
@@ -376,24 +444,28 @@ void ust__child_discard(ust__child *c)
     c->down = 0;
 }
 
-const char *ust__child_down(const ust__child *c)
+/* Down from a start that failed, or timeouts in a row, until it starts
+ * again. */
+static const char *child_down(const void *impl)
 {
+    const ust__child *c = impl;
     return c->down ? c->down_why : NULL;
 }
 
-int ust__child_wants_raw_request(const ust__child *c)
+/* Whether its last hello left out "raw_request":false. */
+static int child_wants_raw_request(const void *impl)
 {
-    return c->raw_request;
+    return ((const ust__child *)impl)->raw_request;
 }
 
-const char *ust__child_name(const ust__child *c)
+static const char *child_name(const void *impl)
 {
-    return c->name;
+    return ((const ust__child *)impl)->name;
 }
 
-const char *ust__child_version(const ust__child *c)
+static const char *child_version(const void *impl)
 {
-    return c->version;
+    return ((const ust__child *)impl)->version;
 }
 
 static void fail(ust_decision *out, const char *cause)
@@ -612,8 +684,14 @@ static void send_from(ust__child *c, ust_plugin_batch *b, size_t from)
     b->generation = c->generation;
 }
 
-void ust__child_batch_start(ust__child *c, ust_plugin_batch *b)
+/* A batch in two halves, so the host can work while the child decides:
+ * start queues the batch for the child (all of it to a child that pipelines,
+ * else its first event), finish takes every decision (sending the rest as it
+ * goes); after a fault the events not yet decided go again to the restarted
+ * child. */
+static void child_batch_start(void *impl, ust_plugin_batch *b)
 {
+    ust__child *c = impl;
     b->sent = 0;
     b->generation = c->generation;
     /* Ahead of time only if the batch before went out whole, to this very
@@ -627,8 +705,9 @@ void ust__child_batch_start(ust__child *c, ust_plugin_batch *b)
         send_from(c, b, 0);
 }
 
-void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **outs)
+static void child_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **outs)
 {
+    ust__child *c = impl;
     size_t i = 0;
     while (i < b->n) {
         char cause[256] = "";
@@ -670,17 +749,26 @@ void ust__child_batch_finish(ust__child *c, ust_plugin_batch *b, ust_decision **
         c->last_started = NULL;
 }
 
-void ust__child_decide_batch(ust__child *c, const ust_event *const *evs,
-                             const ust_request *const *reqs, size_t n,
-                             ust_decision **outs)
+static void child_decide(void *impl, const ust_event *ev, const ust_request *req,
+                         ust_decision *out)
 {
-    ust_plugin_batch b = {evs, reqs, n, 0, 0};
-    ust__child_batch_start(c, &b);
-    ust__child_batch_finish(c, &b, outs);
+    ust_plugin_batch b = {&ev, &req, 1, 0, 0};
+    child_batch_start(impl, &b);
+    child_batch_finish(impl, &b, &out);
 }
 
-void ust__child_decide(ust__child *c, const ust_event *ev, const ust_request *req,
-                       ust_decision *out)
-{
-    ust__child_decide_batch(c, &ev, &req, 1, &out);
-}
+/* Faults (a crash, an exit, garbage, a decide over timeout_ms, RSS over
+ * max_rss_mb) become error decisions with their cause; the child is
+ * restarted, after a back-off counted in events. */
+const ust__plugin_kind ust__plugin_kind_child = {
+    .open = child_open,
+    .close = child_close,
+    .name = child_name,
+    .version = child_version,
+    .wants_raw_request = child_wants_raw_request,
+    .decide = child_decide,
+    .batch_start = child_batch_start,
+    .batch_finish = child_batch_finish,
+    .discard = child_discard,
+    .down = child_down,
+};

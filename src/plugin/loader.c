@@ -1,12 +1,14 @@
-/* Loading a plugin and calling it. Everything a plugin hands back is checked
- * and copied before the host uses it: a failing plugin, garbage, or an
- * oversize body becomes an `error` decision, and its store writes are dropped. */
+/* The in-process kind: a .so loaded into the host and called directly.
+ * Everything a plugin hands back is checked and copied before the host uses
+ * it: a failing plugin, garbage, or an oversize body becomes an `error`
+ * decision, and its store writes are dropped. */
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
 
 #include "plugin/child.h"
+#include "plugin/kind.h"
 #include "plugin/wire.h"
 
 #include <ctype.h>
@@ -21,29 +23,35 @@
 /* The plugin table as ABI 1.0 had it: a plugin built then has no flags. */
 #define API_1_0_SIZE offsetof(ust_plugin_api, flags)
 
+typedef struct inproc inproc;
+
 struct ust_plugin_ctx {
-    ust_plugin *plugin;
+    inproc *plugin;
     int64_t now_us;
     char *error; /* set_error text, ust_malloc'd */
 };
 
-struct ust_plugin {
+struct inproc {
     void *handle;
     const ust_plugin_api *api;
     void *instance;
-    char *path, *ns;
-    char sha256[UST_SHA256_HEX_LEN + 1];
+    char *ns;
     ust_store *store;
-    ust__child *child; /* out of process: decide goes over the protocol */
+    void (*log)(void *ctx, int level, const char *msg); /* a ust_log_fn, or NULL */
+    void *log_ctx;
 };
 
 static void host_log(ust_plugin_ctx *ctx, int level, const char *msg)
 {
-    /* Plugins speak through the host: warnings and errors reach the operator
-     * with the plugin's name; debug chatter does not. */
-    if (level >= UST_LOG_WARN && msg != NULL)
-        fprintf(stderr, "understudy: plugin %s: %s\n",
-                ctx && ctx->plugin ? ctx->plugin->api->name : "?", msg);
+    /* Plugins speak through the host, which names them; the caller's
+     * callback decides what reaches the operator. */
+    inproc *p = ctx ? ctx->plugin : NULL;
+    if (p == NULL || p->log == NULL || msg == NULL)
+        return;
+    char *line = ust_sprintf("plugin %s: %s", p->api->name, msg);
+    if (line != NULL)
+        p->log(p->log_ctx, level, line);
+    ust_free(line);
 }
 
 static void host_set_error(ust_plugin_ctx *ctx, const char *msg)
@@ -96,36 +104,36 @@ static const ust_host_api host_api = {
     .state_claim = host_state_claim,
 };
 
-void ust_plugin_unload(ust_plugin *p)
+static void inproc_close(void *impl)
 {
+    inproc *p = impl;
     if (p == NULL)
         return;
-    ust__child_close(p->child);
     if (p->instance != NULL && p->api->destroy != NULL)
         p->api->destroy(p->instance);
     if (p->handle != NULL)
         dlclose(p->handle);
-    ust_free(p->path);
     ust_free(p->ns);
     ust_free(p);
 }
 
-/* hash_file: the file's SHA-256 for the run's identity (the host's side);
- * a forked shim skips it, which keeps OpenSSL, whose locks other threads of
- * the host may have held at the fork, out of the child's start. */
-static int load(const char *path, const char *ns, json_t *config, ust_store *store,
-                int hash_file, ust_plugin **out, char **err)
+/* dlopen of st->path, its entry and ABI checked, then create. The identity
+ * is the file's SHA-256 (the shim, whose host has hashed it, skips that). */
+static int inproc_open(const ust__plugin_start *st, void **impl,
+                       char id[UST_SHA256_HEX_LEN + 1], char **err)
 {
-    *out = NULL;
-    ust_plugin *p = ust_calloc(1, sizeof(*p));
-    if (p == NULL || (p->path = ust_strdup(path)) == NULL ||
-        (p->ns = ust_strdup(ns)) == NULL) {
-        ust_plugin_unload(p);
+    *impl = NULL;
+    const char *path = st->path;
+    inproc *p = ust_calloc(1, sizeof(*p));
+    if (p == NULL || (p->ns = ust_strdup(st->ns)) == NULL) {
+        inproc_close(p);
         return UST_ENOMEM;
     }
-    p->store = store;
+    p->store = st->store;
+    p->log = st->pc->log;
+    p->log_ctx = st->pc->log_ctx;
     int rc = 0;
-    if (hash_file && ust_sha256_file_hex(path, p->sha256) != 0) {
+    if (!st->no_identity && ust_sha256_file_hex(path, id) != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
         goto fail;
     }
@@ -166,7 +174,7 @@ static int load(const char *path, const char *ns, json_t *config, ust_store *sto
         goto fail;
     }
     p->api = api;
-    char *cfg_text = ust__plugin_config_text(config);
+    char *cfg_text = ust__plugin_config_text(st->pc->config);
     ust_plugin_ctx ctx = {.plugin = p};
     int crc = cfg_text ? api->create(&ctx, cfg_text, &p->instance) : -1;
     ust_free(cfg_text);
@@ -178,116 +186,28 @@ static int load(const char *path, const char *ns, json_t *config, ust_store *sto
     ust_free(ctx.error);
     if (rc != 0)
         goto fail;
-    *out = p;
+    *impl = p;
     return 0;
 fail:
-    ust_plugin_unload(p);
+    inproc_close(p);
     return rc;
 }
 
-int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store *store,
-                    ust_plugin **out, char **err)
+static int inproc_wants_raw_request(const void *impl)
 {
-    return load(path, ns, config, store, 1, out, err);
-}
-
-int ust__plugin_load_forked(const char *path, const char *ns, json_t *config,
-                            ust_store *store, ust_plugin **out, char **err)
-{
-    return load(path, ns, config, store, 0, out, err);
-}
-
-void ust_plugin_discard(ust_plugin *p)
-{
-    if (p != NULL && p->child != NULL)
-        ust__child_discard(p->child);
-}
-
-const char *ust_plugin_down(const ust_plugin *p)
-{
-    return p != NULL && p->child != NULL ? ust__child_down(p->child) : NULL;
-}
-
-int ust_plugin_wants_raw_request(const ust_plugin *p)
-{
-    if (p->child != NULL)
-        return ust__child_wants_raw_request(p->child);
+    const inproc *p = impl;
     int has_flags = p->api->size >= API_1_0_SIZE + sizeof(p->api->flags);
     return !(has_flags && (p->api->flags & UST_PLUGIN_NO_RAW_REQUEST));
 }
 
-const char *ust_plugin_name(const ust_plugin *p)
+static const char *inproc_name(const void *impl)
 {
-    return p->child ? ust__child_name(p->child) : p->api->name;
+    return ((const inproc *)impl)->api->name;
 }
 
-const char *ust_plugin_version(const ust_plugin *p)
+static const char *inproc_version(const void *impl)
 {
-    return p->child ? ust__child_version(p->child) : p->api->version;
-}
-
-static int open_plugin(const ust_plugin_config *pc, const char *path, const char *ns,
-                       unsigned flags, ust_store *store, ust_plugin **out, char **err)
-{
-    if (path != NULL && !pc->isolate)
-        return ust_plugin_load(path, ns, pc->config, store, out, err);
-    if (path == NULL && pc->exec == NULL)
-        return ust_errf(err, UST_EPLUGIN, "neither a path nor exec");
-    ust_plugin *p = ust_calloc(1, sizeof(*p));
-    if (p == NULL || (p->path = ust_strdup(path ? path : pc->exec[0])) == NULL ||
-        (p->ns = ust_strdup(ns)) == NULL) {
-        ust_plugin_unload(p);
-        return UST_ENOMEM;
-    }
-    p->store = store;
-    /* What identifies the code: the library, or the last argument of exec
-     * that names a file (the script), else the command itself. A library
-     * that cannot be read is refused here rather than by a forked child. */
-    const char *file = path;
-    for (int i = 0; file == NULL && pc->exec[i] != NULL; i++)
-        if (pc->exec[i + 1] == NULL)
-            file = pc->exec[i];
-    /* A program's script is named from the folder it runs in (its config's). */
-    char *in_dir = path == NULL && file[0] != '/' && pc->dir != NULL
-                       ? ust_sprintf("%s/%s", pc->dir, file)
-                       : NULL;
-    int rc = 0;
-    if (ust_sha256_file_hex(in_dir != NULL ? in_dir : file, p->sha256) != 0) {
-        if (path != NULL)
-            rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
-        else
-            ust_sha256_hex(file, strlen(file), p->sha256);
-    }
-    ust_free(in_dir);
-    if (rc == 0)
-        rc = ust__child_open(pc, path, ns, flags, store, &p->child, err);
-    if (rc != 0) {
-        ust_plugin_unload(p);
-        return rc;
-    }
-    *out = p;
-    return 0;
-}
-
-int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
-                    unsigned flags, ust_store *store, ust_plugin **out, char **err)
-{
-    *out = NULL;
-    if (path == NULL)
-        path = pc->path;
-    char *why = NULL;
-    int rc = open_plugin(pc, path, ns, flags, store, out, &why);
-    /* Which plugin of the config, then the cause (which names the file). */
-    if (rc != 0)
-        ust_errf(err, rc, "plugins.%s: cannot start: %s", ns,
-                 why ? why : ust_strerror(rc));
-    ust_free(why);
-    return rc;
-}
-
-const char *ust_plugin_file_sha256(const ust_plugin *p)
-{
-    return p->sha256;
+    return ((const inproc *)impl)->api->version;
 }
 
 static void event_for_plugin(const ust_event *ev, const ust_request *req,
@@ -384,27 +304,13 @@ static int cmp_str(const void *a, const void *b)
 #define BODY_MEMO 64
 #define BODY_MEMO_MAX 512 /* longer bodies are not remembered */
 
-/* The memo's lock. Isolated plugins are forked from a process whose other
- * threads may hold it at that moment, and a forked shim uses it: it is taken
- * around every fork, so the child never starts with it held. */
+/* The memo's lock: the runner's threads share the memo. (An isolated
+ * plugin runs in a process of its own, exec'd: no fork of this one ever
+ * uses it, so nothing needs guarding across fork.) */
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
-static void memo_lock_take(void)
-{
-    pthread_mutex_lock(&memo_lock);
-}
-static void memo_lock_give(void)
-{
-    pthread_mutex_unlock(&memo_lock);
-}
-static void memo_lock_guard_forks(void)
-{
-    pthread_atfork(memo_lock_take, memo_lock_give, memo_lock_give);
-}
 
 static char *canonical_body(const char *text)
 {
-    static pthread_once_t guarded = PTHREAD_ONCE_INIT;
-    pthread_once(&guarded, memo_lock_guard_forks);
     static struct {
         char *text, *canon;
     } memo[BODY_MEMO];
@@ -535,13 +441,10 @@ static void make_error(ust_decision *d, const char *why, const char *detail)
     d->error = detail ? ust_sprintf("%s: %s", why, detail) : ust_strdup(why);
 }
 
-void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
-                       ust_decision *out)
+static void inproc_decide(void *impl, const ust_event *ev, const ust_request *req,
+                          ust_decision *out)
 {
-    if (p->child != NULL) {
-        ust__child_decide(p->child, ev, req, out);
-        return;
-    }
+    inproc *p = impl;
     memset(out, 0, sizeof(*out));
     ust_plugin_header stack_hdrs[32];
     ust_plugin_header *hdrs =
@@ -577,30 +480,13 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
     }
 }
 
-void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
-                             const ust_request *const *reqs, size_t n,
-                             ust_decision **outs)
-{
-    if (p->child != NULL) {
-        ust__child_decide_batch(p->child, evs, reqs, n, outs);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        ust_plugin_decide(p, evs[i], reqs[i], outs[i]);
-}
-
-void ust_plugin_batch_start(ust_plugin *p, ust_plugin_batch *b)
-{
-    if (p->child != NULL)
-        ust__child_batch_start(p->child, b);
-}
-
-void ust_plugin_batch_finish(ust_plugin *p, ust_plugin_batch *b, ust_decision **outs)
-{
-    if (p->child != NULL) {
-        ust__child_batch_finish(p->child, b, outs);
-        return;
-    }
-    for (size_t i = 0; i < b->n; i++)
-        ust_plugin_decide(p, b->evs[i], b->reqs[i], outs[i]);
-}
+/* Called directly, one event at a time: nothing to do ahead of a batch,
+ * nothing to forget, never down. */
+const ust__plugin_kind ust__plugin_kind_inproc = {
+    .open = inproc_open,
+    .close = inproc_close,
+    .name = inproc_name,
+    .version = inproc_version,
+    .wants_raw_request = inproc_wants_raw_request,
+    .decide = inproc_decide,
+};

@@ -1,12 +1,16 @@
-/* The child side of an isolated .so: it loads the library and speaks the
- * protocol on stdin/stdout, with the state store reached through the parent.
- * A crash here takes only this process down. */
-#include "plugin/child.h"
+/* The child side of an isolated .so, understudy's hidden subcommand: a
+ * process of its own, exec'd by the host, that loads the library and speaks
+ * the protocol on stdin/stdout, with the state store reached through the
+ * parent. A crash here takes only this process down. */
+#include "plugin/kind.h"
+#include "plugin/store_remote.h"
 #include "plugin/wire.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/priority.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +29,30 @@ static void say(FILE *out, json_t *msg)
     fflush(out);
 }
 
-void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
+/* The shim's own log lines (its plugin's warnings and errors) go to its
+ * stderr, which the host reads and shows with the plugin's name. */
+static void shim_log(void *ctx, int level, const char *msg)
 {
-    FILE *in = fdopen(in_fd, "r"), *out = fdopen(out_fd, "w");
-    if (in == NULL || out == NULL)
-        _exit(2);
+    (void)ctx;
+    if (level >= UST_LOG_WARN)
+        fprintf(stderr, "understudy: %s\n", msg);
+}
+
+int ust_plugin_shim_main(int argc, char **argv)
+{
+    if (argc != 4)
+        return 2;
+    /* A plugin that crashes ends this process by that very signal, which
+     * the host reports ("killed by signal 11"): a handler installed before
+     * main (a sanitizer's, in such a build) would make it an abort, later. */
+    static const int crashes[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    for (size_t i = 0; i < sizeof(crashes) / sizeof(crashes[0]); i++)
+        signal(crashes[i], SIG_DFL);
+    const char *so_path = argv[2], *ns = argv[3];
+    char name[16];
+    snprintf(name, sizeof(name), "ust-%s", ns);
+    ust_name_thread(name);
+    FILE *in = stdin, *out = stdout;
     char *line = NULL;
     size_t cap = 0;
     json_error_t jerr;
@@ -38,12 +61,20 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         ust__store_remote(in, out, json_is_true(json_object_get(init, "state_empty")));
     ust_plugin *p = NULL;
     char *err = NULL;
+    ust_plugin_config pc = {.path = (char *)so_path,
+                            .config = json_object_get(init, "config"),
+                            .log = shim_log};
+    ust__plugin_start st = {
+        .pc = &pc, .path = so_path, .ns = ns, .store = store, .no_identity = 1};
     if (init == NULL || store == NULL ||
-        ust__plugin_load_forked(so_path, ns, json_object_get(init, "config"), store, &p,
-                                &err) != 0) {
+        ust__plugin_open_kind(&ust__plugin_kind_inproc, &st, &p, &err) != 0) {
         say(out, json_pack("{s:s,s:s}", "type", "error", "message",
                            err ? err : "no init message"));
-        _exit(3);
+        ust_free(err);
+        json_decref(init);
+        ust_store_close(store);
+        free(line);
+        return 3;
     }
     json_decref(init);
     /* It may be sent events ahead: replies it waits for are told apart from
@@ -89,5 +120,9 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         ust__wire_event_release(&ev, &req);
         json_decref(msg);
     }
-    _exit(0);
+    ust_jsonw_free(&reply);
+    ust_plugin_unload(p);
+    ust_store_close(store);
+    free(line);
+    return 0;
 }

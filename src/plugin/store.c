@@ -17,8 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The run database behind the cache. */
+typedef struct local {
+    sqlite3 *db;
+    sqlite3_stmt *select, *upsert, *upsert_rows, *remove;
+    uint64_t *bloom; /* keys that may be in the table */
+} local;
+
 /* A resumed run: every key already in the table goes into the filter. */
-static int bloom_load(ust_store *s, char **err)
+static int bloom_load(local *s, char **err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT key FROM state", -1, &st, NULL) != SQLITE_OK)
@@ -66,11 +73,13 @@ static int state_table(sqlite3 *db, char **err)
     return UST_EDB;
 }
 
-ust_store *ust__store_new(void)
+ust_store *ust__store_new(const ust__store_ops *ops, void *backing)
 {
     ust_store *s = ust_calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
+    s->ops = ops;
+    s->backing = backing;
     s->cache_mem.block_size = 1u << 16;
     s->call_mem.block_size = 1u << 12;
     s->n_buckets = 1u << 16;
@@ -88,7 +97,7 @@ ust_store *ust__store_new(void)
 #define UPSERT_ROWS 64
 
 /* An upsert of `rows` rows: (key, value) bound at 2i+1, 2i+2. */
-static int prepare_upsert(ust_store *s, int rows, sqlite3_stmt **st)
+static int prepare_upsert(local *s, int rows, sqlite3_stmt **st)
 {
     char sql[64 + UPSERT_ROWS * 6 + 64] = "INSERT INTO state VALUES(?,?)";
     for (int i = 1; i < rows; i++)
@@ -97,30 +106,100 @@ static int prepare_upsert(ust_store *s, int rows, sqlite3_stmt **st)
     return sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
 }
 
+static void local_close(ust_store *s)
+{
+    local *l = s->backing;
+    if (l == NULL)
+        return;
+    ust_free(l->bloom);
+    sqlite3_finalize(l->select);
+    sqlite3_finalize(l->upsert);
+    sqlite3_finalize(l->upsert_rows);
+    sqlite3_finalize(l->remove);
+    ust_free(l);
+}
+
+/* A miss goes to SQLite, unless the Bloom filter knows the key is not in
+ * the table. */
+static int local_miss(ust_store *s, const char *k, size_t klen, uint64_t h,
+                      char **value)
+{
+    local *l = s->backing;
+    *value = NULL;
+    if (!bloom_may_have(l->bloom, h))
+        return 0;
+    sqlite3_bind_text(l->select, 1, k, (int)klen, SQLITE_STATIC);
+    int step = sqlite3_step(l->select);
+    int rc = 0;
+    if (step == SQLITE_ROW) {
+        *value = ust__arena_memdup(&s->cache_mem, sqlite3_column_text(l->select, 0),
+                                   (size_t)sqlite3_column_bytes(l->select, 0));
+        if (*value == NULL)
+            rc = UST_ENOMEM;
+    } else if (step != SQLITE_DONE) {
+        rc = UST_EDB;
+    }
+    sqlite3_reset(l->select);
+    return rc;
+}
+
+static int local_end_call(ust_store *s, int keep)
+{
+    (void)s, (void)keep;
+    return 0;
+}
+
+/* The database takes it at the next flush. */
+static void local_applied(ust_store *s, entry *e)
+{
+    if (!e->dirty) {
+        e->dirty = 1;
+        e->next_dirty = s->dirty;
+        s->dirty = e;
+    }
+}
+
+/* The cache is emptied after a flush, when the database has every write. */
+static void local_after_call(ust_store *s)
+{
+    (void)s;
+}
+
+static const ust__store_ops local_ops = {
+    .miss = local_miss,
+    .end_call = local_end_call,
+    .applied = local_applied,
+    .after_call = local_after_call,
+    .close = local_close,
+};
+
 int ust_store_open(sqlite3 *db, ust_store **out, char **err)
 {
     *out = NULL;
     int rc = state_table(db, err);
     if (rc != 0)
         return rc;
-    ust_store *s = ust__store_new();
-    if (s == NULL)
+    local *l = ust_calloc(1, sizeof(*l));
+    ust_store *s = l ? ust__store_new(&local_ops, l) : NULL;
+    if (s == NULL) {
+        ust_free(l);
         return UST_ENOMEM;
-    s->db = db;
-    s->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
-    if (s->bloom == NULL ||
-        sqlite3_prepare_v2(db, "SELECT value FROM state WHERE key = ?1", -1, &s->select,
+    }
+    l->db = db;
+    l->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
+    if (l->bloom == NULL ||
+        sqlite3_prepare_v2(db, "SELECT value FROM state WHERE key = ?1", -1, &l->select,
                            NULL) != SQLITE_OK ||
-        prepare_upsert(s, 1, &s->upsert) != SQLITE_OK ||
-        prepare_upsert(s, UPSERT_ROWS, &s->upsert_rows) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM state WHERE key = ?1", -1, &s->remove,
+        prepare_upsert(l, 1, &l->upsert) != SQLITE_OK ||
+        prepare_upsert(l, UPSERT_ROWS, &l->upsert_rows) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "DELETE FROM state WHERE key = ?1", -1, &l->remove,
                            NULL) != SQLITE_OK) {
-        rc = s->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
+        rc = l->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
                       : UST_ENOMEM;
         ust_store_close(s);
         return rc;
     }
-    rc = bloom_load(s, err);
+    rc = bloom_load(l, err);
     if (rc != 0) {
         ust_store_close(s);
         return rc;
@@ -129,7 +208,7 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
     return 0;
 }
 
-static void clear_cache(ust_store *s)
+void ust__store_clear_cache(ust_store *s)
 {
     memset(s->buckets, 0, s->n_buckets * sizeof(*s->buckets));
     ust__arena_reset(&s->cache_mem);
@@ -143,7 +222,7 @@ static void clear_stage(ust_store *s)
     s->n_stage = 0;
 }
 
-static int cache_full(const ust_store *s)
+int ust__store_cache_full(const ust_store *s)
 {
     return s->n_entries > CACHE_MAX || s->cache_mem.bytes > CACHE_BYTES_MAX;
 }
@@ -153,23 +232,14 @@ void ust_store_close(ust_store *s)
     if (s == NULL)
         return;
     if (s->buckets != NULL)
-        clear_cache(s);
+        ust__store_clear_cache(s);
     clear_stage(s);
     ust__arena_free(&s->cache_mem);
     ust__arena_free(&s->call_mem);
     ust_free(s->keybuf);
     ust_free(s->stage);
     ust_free(s->buckets);
-    ust_free(s->bloom);
-    ust_free(s->written);
-    for (size_t i = 0; i < s->n_deferred; i++)
-        free(s->deferred[i]);
-    ust_free(s->deferred);
-    ust_jsonw_free(&s->remote_writes);
-    sqlite3_finalize(s->select);
-    sqlite3_finalize(s->upsert);
-    sqlite3_finalize(s->upsert_rows);
-    sqlite3_finalize(s->remove);
+    s->ops->close(s);
     ust_free(s);
 }
 
@@ -253,33 +323,9 @@ static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
         return 0;
     }
     char *value = NULL;
-    if (s->remote_out != NULL) {
-        if (!s->remote_complete || bloom_may_have(s->written, h)) {
-            char *got = NULL;
-            int rc = ust__store_remote_get(s, k, &got);
-            if (rc == 0 && got != NULL &&
-                (value = ust__arena_memdup(&s->cache_mem, got, strlen(got))) == NULL)
-                rc = UST_ENOMEM;
-            ust_free(got);
-            if (rc != 0)
-                return rc;
-        }
-    } else if (bloom_may_have(s->bloom, h)) {
-        sqlite3_bind_text(s->select, 1, k, (int)klen, SQLITE_STATIC);
-        int step = sqlite3_step(s->select);
-        int rc = 0;
-        if (step == SQLITE_ROW) {
-            value = ust__arena_memdup(&s->cache_mem, sqlite3_column_text(s->select, 0),
-                                      (size_t)sqlite3_column_bytes(s->select, 0));
-            if (value == NULL)
-                rc = UST_ENOMEM;
-        } else if (step != SQLITE_DONE) {
-            rc = UST_EDB;
-        }
-        sqlite3_reset(s->select);
-        if (rc != 0)
-            return rc;
-    }
+    int rc = s->ops->miss(s, k, klen, h, &value);
+    if (rc != 0)
+        return rc;
     *out = insert(s, k, klen, h, value);
     return *out ? 0 : UST_ENOMEM;
 }
@@ -358,19 +404,9 @@ int ust_store_claim(ust_store *s, const char *key, const char *value)
 
 int ust_store_end_call(ust_store *s, int keep)
 {
-    /* Remote, the writes go to the parent with the decision (one line, not
-     * one per write), which keeps or drops them with it; a call that failed
-     * here is dropped here too. */
-    if (s->remote_out != NULL) {
-        ust_jsonw_reset(&s->remote_writes);
-    }
-    for (size_t i = 0; keep && s->remote_out != NULL && i < s->n_stage; i++) {
-        if (ust__store_remote_keep_write(s, &s->stage[i]) != 0)
-            return UST_ENOMEM;
-        if (s->written != NULL)
-            bloom_add(s->written, ust_fnv1a64(s->stage[i].key, s->stage[i].klen));
-    }
-    int rc = 0;
+    int rc = s->ops->end_call(s, keep);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; keep && i < s->n_stage; i++) {
         staged *st = &s->stage[i];
         entry *e = NULL;
@@ -389,16 +425,11 @@ int ust_store_end_call(ust_store *s, int keep)
             rc = UST_ENOMEM;
             break;
         }
-        if (!e->dirty && s->remote_out == NULL) {
-            e->dirty = 1;
-            e->next_dirty = s->dirty;
-            s->dirty = e;
-        }
+        s->ops->applied(s, e);
     }
     clear_stage(s);
     s->ns = NULL;
-    if (s->remote_out != NULL && cache_full(s))
-        clear_cache(s); /* nothing to flush: the parent has every write */
+    s->ops->after_call(s);
     return rc;
 }
 
@@ -410,7 +441,7 @@ static int by_key(const void *a, const void *b)
     return c != 0 ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
-static int step_done(ust_store *s, sqlite3_stmt *st, char **err)
+static int step_done(local *s, sqlite3_stmt *st, char **err)
 {
     int rc = sqlite3_step(st) == SQLITE_DONE
                  ? 0
@@ -427,6 +458,7 @@ static void bind_row(sqlite3_stmt *st, int col, const entry *e)
 
 int ust_store_flush(ust_store *s, char **err)
 {
+    local *l = s->backing;
     size_t n = 0;
     for (entry *e = s->dirty; e != NULL; e = e->next_dirty)
         n++;
@@ -443,44 +475,45 @@ int ust_store_flush(ust_store *s, char **err)
         entry *e = sorted[i];
         e->dirty = 0;
         if (e->value == NULL) { /* each key is dirty once: order is free */
-            sqlite3_bind_text(s->remove, 1, e->key, (int)e->klen, SQLITE_STATIC);
-            rc = step_done(s, s->remove, err);
+            sqlite3_bind_text(l->remove, 1, e->key, (int)e->klen, SQLITE_STATIC);
+            rc = step_done(l, l->remove, err);
             continue;
         }
-        bloom_add(s->bloom, e->hash);
+        bloom_add(l->bloom, e->hash);
         sorted[pending++] = e;
         if (pending == UPSERT_ROWS) {
             for (size_t k = 0; k < pending; k++)
-                bind_row(s->upsert_rows, 2 * (int)k + 1, sorted[k]);
-            rc = step_done(s, s->upsert_rows, err);
+                bind_row(l->upsert_rows, 2 * (int)k + 1, sorted[k]);
+            rc = step_done(l, l->upsert_rows, err);
             pending = 0;
         }
     }
     for (size_t k = 0; k < pending && rc == 0; k++) {
-        bind_row(s->upsert, 1, sorted[k]);
-        rc = step_done(s, s->upsert, err);
+        bind_row(l->upsert, 1, sorted[k]);
+        rc = step_done(l, l->upsert, err);
     }
     ust_free(sorted);
     if (rc != 0) {
         /* The caller rolls back: what the cache holds beyond the database
          * is gone with it (entries already marked clean included). */
-        clear_cache(s);
+        ust__store_clear_cache(s);
         return rc;
     }
     s->dirty = NULL;
-    if (cache_full(s))
-        clear_cache(s);
+    if (ust__store_cache_full(s))
+        ust__store_clear_cache(s);
     return 0;
 }
 
 void ust_store_discard(ust_store *s)
 {
     clear_stage(s);
-    clear_cache(s);
+    ust__store_clear_cache(s);
 }
 
 int ust_store_ns_empty(ust_store *s, const char *ns)
 {
+    const local *l = s->backing;
     size_t nl = strlen(ns);
     for (size_t b = 0; b < s->n_buckets; b++)
         for (entry *e = s->buckets[b]; e != NULL; e = e->next)
@@ -492,8 +525,8 @@ int ust_store_ns_empty(ust_store *s, const char *ns)
          *hi = ust_sprintf("%s%c", ns, NS_SEP + 1);
     sqlite3_stmt *st = NULL;
     int empty = 0;
-    if (s->db != NULL && lo != NULL && hi != NULL &&
-        sqlite3_prepare_v2(s->db,
+    if (lo != NULL && hi != NULL &&
+        sqlite3_prepare_v2(l->db,
                            "SELECT 1 FROM state WHERE key >= ?1 AND key < ?2 LIMIT 1",
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, lo, -1, SQLITE_STATIC);

@@ -1,6 +1,7 @@
-/* The state store's insides, shared by its two halves: store.c (the cache
- * before the run database) and store_remote.c (the same cache in a plugin's
- * child process, reaching the parent's store over the protocol). */
+/* The state store's insides: one cache (store.c) in front of one of two
+ * backings, a table of operations each: the run database (store.c) or, in
+ * a plugin's child process, the parent's store over the protocol
+ * (store_remote.c). */
 #ifndef UST_PLUGIN_STORE_INTERNAL_H
 #define UST_PLUGIN_STORE_INTERNAL_H
 
@@ -48,34 +49,41 @@ typedef struct staged {
     char *value; /* NULL: delete */
 } staged;
 
+typedef struct ust__store_ops ust__store_ops;
+
+/* The cache and the call's writes, whichever backing is behind them. */
 struct ust_store {
-    sqlite3 *db;
-    sqlite3_stmt *select, *upsert, *upsert_rows, *remove;
-    uint64_t *bloom; /* keys that may be in the table */
+    const ust__store_ops *ops;
+    void *backing; /* the ops' own state */
     entry **buckets;
     size_t n_buckets, n_entries;
     ust__arena cache_mem, call_mem;
     char *keybuf; /* the key being looked up */
     size_t keybuf_cap;
-    entry *dirty;
+    entry *dirty;   /* written since the backing last took them (flush) */
     const char *ns; /* namespace of the call in progress */
     staged *stage;
     size_t n_stage, cap_stage;
-    /* Remote: a plugin isolated in a child process reaches its parent's
-     * store over the protocol's pipes. Its namespace is its alone, so what
-     * it read or wrote stays valid in this cache: a key costs one round trip
-     * the first time, and writes go to the parent as notifications. */
-    FILE *remote_in, *remote_out;
-    /* Remote, when the namespace was empty as the child started: every key
-     * it holds is one it wrote, so a key neither cached nor in `written` is
-     * absent without asking. */
-    int remote_complete;
-    uint64_t *written;
-    /* Pipelined: lines that arrived while waiting for a reply (the next
-     * events), kept for the shim's loop. */
-    char **deferred;
-    size_t n_deferred, cap_deferred;
-    ust_jsonw remote_writes; /* the call's writes, sent with its decision */
+};
+
+/* What is behind the cache: the run database (store.c) or, for a plugin
+ * isolated in a child process, the parent's store over the protocol
+ * (store_remote.c). */
+struct ust__store_ops {
+    /* The value of store key k (klen bytes, hash h) when the cache has
+     * none: 0 and *value (in the cache's arena; NULL when absent), or a
+     * negative error. */
+    int (*miss)(ust_store *s, const char *k, size_t klen, uint64_t h, char **value);
+    /* At the end of a call, before the cache takes its writes (keep=1) or
+     * they are dropped (keep=0). Non-zero: the call ends with that error
+     * and the cache is not touched. */
+    int (*end_call)(ust_store *s, int keep);
+    /* A write of the call, now the cache's entry e. */
+    void (*applied)(ust_store *s, entry *e);
+    /* After the call's writes are in the cache. */
+    void (*after_call)(ust_store *s);
+    /* Frees the backing (not the cache). */
+    void (*close)(ust_store *s);
 };
 
 /* Double hashing from one 64-bit hash (Kirsch and Mitzenmacher). */
@@ -95,12 +103,12 @@ static inline int bloom_may_have(const uint64_t *bloom, uint64_t h)
     return 1;
 }
 
-/* A store with an empty cache, or NULL: the part both halves share. */
-ust_store *ust__store_new(void);
-
-/* Remote: the parent's value of key k (ust_malloc'd, NULL when absent). */
-int ust__store_remote_get(ust_store *s, const char *k, char **value);
-/* Remote: keeps a write of the call for its decision message. */
-int ust__store_remote_keep_write(ust_store *s, const staged *st);
+/* A store with an empty cache in front of ops and backing, or NULL: the
+ * part both backings share. */
+ust_store *ust__store_new(const ust__store_ops *ops, void *backing);
+/* Empties the cache. */
+void ust__store_clear_cache(ust_store *s);
+/* More in the cache than it should hold? */
+int ust__store_cache_full(const ust_store *s);
 
 #endif

@@ -203,6 +203,10 @@ int main(int argc, char **argv)
     long n = argc > 3 ? atol(argv[3]) : 1000000;
     int rounds = argc > 4 ? atoi(argv[4]) : 3;
     setenv("UNDERSTUDY_STRIPE_SECRET", SECRET, 1);
+    /* An isolated candidate runs in understudy's shim, not in this program. */
+    char shim[4096];
+    snprintf(shim, sizeof(shim), "%s/src/understudy", argv[2]);
+    setenv("UST_PLUGIN_SHIM", shim, 0);
     setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     ust_config *cfg = NULL;
     char *err = NULL;

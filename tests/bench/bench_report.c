@@ -147,6 +147,10 @@ int main(int argc, char **argv)
     snprintf(log_path, sizeof(log_path), "%s/report-bench-events.db", argv[1]);
     snprintf(run_path, sizeof(run_path), "%s/report-bench-run.db", argv[1]);
     snprintf(out, sizeof(out), "%s/report-bench-out", argv[1]);
+    /* An isolated candidate runs in understudy's shim, not in this program. */
+    char shim[4096];
+    snprintf(shim, sizeof(shim), "%s/src/understudy", argv[2]);
+    setenv("UST_PLUGIN_SHIM", shim, 0);
     snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so", argv[2]);
     snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
              argv[2]);

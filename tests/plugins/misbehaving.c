@@ -21,7 +21,8 @@ static const ust_host_api *host;
 #endif
 
 #if defined(MISBEHAVE_BLOCK) || defined(MISBEHAVE_ENV_DUMP) ||                         \
-    defined(MISBEHAVE_EXIT_ON_RESTART) || defined(MISBEHAVE_SLOW)
+    defined(MISBEHAVE_EXIT_ON_RESTART) || defined(MISBEHAVE_SLOW) ||                   \
+    defined(MISBEHAVE_HOST_MEMORY)
 #include <fcntl.h>
 #include <unistd.h>
 /* The string member `key` of the config text (no escapes), into buf. */
@@ -77,6 +78,36 @@ static void dump_env(const char *config_json)
 }
 #endif
 
+#ifdef MISBEHAVE_HOST_MEMORY
+/* Reads what its config says the host holds in memory at "address" (a
+ * number), through /proc/self/mem, and writes to "probe_file" the binary its
+ * process runs and what it found there: a plugin in a fork of the host would
+ * read the host's memory, one in a process of its own cannot. */
+#include <stdint.h>
+static void probe_host(const char *config_json)
+{
+    char path[512], address[64], exe[512] = "", seen[64] = "";
+    config_string(config_json, "probe_file", path, sizeof(path));
+    config_string(config_json, "address", address, sizeof(address));
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    int mem = open("/proc/self/mem", O_RDONLY);
+    uintptr_t at = (uintptr_t)strtoull(address, NULL, 0);
+    ssize_t got = mem >= 0 ? pread(mem, seen, sizeof(seen) - 1, (off_t)at) : -1;
+    seen[got > 0 ? got : 0] = '\0';
+    for (ssize_t i = 0; i < got; i++)
+        if (seen[i] < ' ' || seen[i] > '~')
+            seen[i] = '.'; /* one line, whatever was there */
+    if (mem >= 0)
+        close(mem);
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%s\n%s\n", exe, seen);
+        fclose(f);
+    }
+}
+#endif
+
 static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
 {
     (void)config_json;
@@ -95,6 +126,9 @@ static int create(ust_plugin_ctx *ctx, const char *config_json, void **instance)
 #endif
 #ifdef MISBEHAVE_ENV_DUMP
     dump_env(config_json);
+#endif
+#ifdef MISBEHAVE_HOST_MEMORY
+    probe_host(config_json);
 #endif
 #ifdef MISBEHAVE_EXIT_ON_RESTART
     int fd = open(config_file, O_WRONLY | O_CREAT | O_EXCL, 0600);

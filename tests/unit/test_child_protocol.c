@@ -2,7 +2,8 @@
  * the seq they answer, a candidate that hangs, processes a candidate starts
  * of its own, an exit in the middle of an event, the environment a child is
  * given, and a child that floods its stderr. Each child is real: a Python
- * program speaking the protocol, or a misbehaving .so isolated in a fork. */
+ * program speaking the protocol, or a misbehaving .so isolated in understudy's
+ * shim. */
 #define UST_TEST_STORE 1 /* store_setup, store_teardown */
 #include "support.h"
 
@@ -458,6 +459,55 @@ static void test_secrets_do_not_reach_a_child(void **state)
     ust_test_rmdir(dir);
 }
 
+/* Something only the host's memory holds. */
+static char host_marker[] = "host-memory-marker-7f3a";
+
+/* An isolated .so runs in a process of its own: the understudy binary's
+ * shim, exec'd, not a fork of the host. It cannot read what the host holds
+ * in memory (a fork would have a copy of it all, secrets included). */
+static void test_an_isolated_plugin_runs_in_a_process_of_its_own(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], probe[PATH_MAX], path[PATH_MAX];
+    ust_test_tmpdir(dir);
+    snprintf(probe, sizeof(probe), "%s/probe", dir);
+    ust_test_fixture_path("misbehaving_host_memory", path);
+    ust_plugin_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.isolate = 1;
+    pc.timeout_ms = 5000;
+    char address[32];
+    snprintf(address, sizeof(address), "%#lx", (unsigned long)(uintptr_t)host_marker);
+    pc.config = json_pack("{s:s,s:s}", "probe_file", probe, "address", address);
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    /* The probe works: in process, the plugin reads the marker. */
+    pc.isolate = 0;
+    if (ust_plugin_open(&pc, path, "candidate", 0, store, &p, &err) != 0)
+        fail_msg("open: %s", err);
+    ust_plugin_unload(p);
+    char *text = read_text(probe);
+    assert_non_null(strstr(text, host_marker));
+    free(text);
+    pc.isolate = 1;
+    if (ust_plugin_open(&pc, path, "candidate", 0, store, &p, &err) != 0)
+        fail_msg("open: %s", err);
+    ust_plugin_unload(p);
+    json_decref(pc.config);
+    text = read_text(probe);
+    char *nl = strchr(text, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    char shim[PATH_MAX];
+    assert_non_null(realpath(getenv("UST_PLUGIN_SHIM"), shim));
+    assert_string_equal(text, shim); /* its process runs understudy, not this test */
+    assert_null(strstr(nl + 1, host_marker));
+    assert_non_null(strstr(host_marker, "marker")); /* the host still holds it */
+    free(text);
+    unlink(probe);
+    ust_test_rmdir(dir);
+}
+
 /* What the sink was given, whole lines. */
 static struct {
     char *text;
@@ -546,6 +596,7 @@ int main(void)
         T(test_a_hung_candidate_is_down_after_three_timeouts),
         T(test_a_childs_own_processes_die_with_it),
         T(test_secrets_do_not_reach_a_child),
+        T(test_an_isolated_plugin_runs_in_a_process_of_its_own),
         T(test_a_flood_on_stderr_is_capped_and_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

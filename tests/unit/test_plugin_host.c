@@ -246,6 +246,51 @@ static void test_store_converts_a_run_from_the_older_layout(void **state)
     sqlite3_close(old);
 }
 
+/* What a log callback was told. */
+static struct {
+    int level, calls;
+    char msg[256];
+} told;
+
+static void remember(void *ctx, int level, const char *msg)
+{
+    assert_ptr_equal(ctx, &told);
+    told.level = level;
+    told.calls++;
+    snprintf(told.msg, sizeof(told.msg), "%s", msg);
+}
+
+/* The host prints nothing: a plugin's warning goes to the config's log
+ * callback, named after the plugin; without one it is dropped. */
+static void test_a_plugins_warning_goes_to_the_log_callback(void **state)
+{
+    (void)state;
+    char path[PATH_MAX];
+    const char *build = getenv("UST_BUILD_DIR");
+    snprintf(path, sizeof(path), "%s/src/plugins/legacy/understudy-legacy.so",
+             build ? build : "build");
+    ust_plugin_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.config = json_pack("{s:i}", "no_such_key", 1);
+    pc.log = remember;
+    pc.log_ctx = &told;
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    if (ust_plugin_open(&pc, path, "legacy", 0, store, &p, &err) != 0)
+        fail_msg("%s: %s", path, err);
+    ust_plugin_unload(p);
+    assert_int_equal(told.calls, 1);
+    assert_int_equal(told.level, UST_LOG_WARN);
+    assert_string_equal(
+        told.msg, "plugin legacy: config key no_such_key is not used by this plugin");
+    pc.log = NULL;
+    if (ust_plugin_open(&pc, path, "legacy", 0, store, &p, &err) != 0)
+        fail_msg("%s: %s", path, err);
+    ust_plugin_unload(p);
+    assert_int_equal(told.calls, 1);
+    json_decref(pc.config);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +306,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_plugins_say_whether_they_read_the_raw_request, store_setup,
             store_teardown),
+        cmocka_unit_test_setup_teardown(test_a_plugins_warning_goes_to_the_log_callback,
+                                        store_setup, store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
