@@ -315,18 +315,6 @@ int ust__sig_mac_run(ust__sig_mac *m, const ust__slice *parts, size_t n_parts,
     return 0;
 }
 
-int ust__hmac_sha256(const unsigned char *key, size_t key_len, const ust__slice *parts,
-                     size_t n_parts, unsigned char out[UST__SIG_MAC_LEN])
-{
-    ust__sig_mac *m;
-    int rc = ust__sig_mac_new(key, key_len, &m);
-    if (rc == UST_EINVAL)
-        rc = UST_ENOMEM; /* as documented: a zero-length key is the caller's bug */
-    if (rc == 0)
-        rc = ust__sig_mac_run(m, parts, n_parts, out);
-    ust__sig_mac_free(m);
-    return rc;
-}
 int ust__sig_parse_timestamp(const char *s, size_t len, int64_t *out)
 {
     /* 18 digits keep any value below INT64_MAX, and received_at - t cannot

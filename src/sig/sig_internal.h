@@ -17,11 +17,6 @@ typedef struct ust__slice {
     size_t len;
 } ust__slice;
 
-/* HMAC-SHA256 of the concatenation of parts under key. key_len must be > 0.
- * 0, or UST_ENOMEM when OpenSSL fails (it only fails to allocate). */
-int ust__hmac_sha256(const unsigned char *key, size_t key_len, const ust__slice *parts,
-                     size_t n_parts, unsigned char out[UST__SIG_MAC_LEN]);
-
 /* A unix timestamp in seconds: 1 to 18 ASCII digits, nothing else (no sign,
  * no spaces), so it always fits an int64_t. 0 or UST_EPARSE. */
 int ust__sig_parse_timestamp(const char *s, size_t len, int64_t *out);
