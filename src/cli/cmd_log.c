@@ -3,6 +3,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
+#include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>

@@ -7,7 +7,7 @@
 #include "http/http_internal.h"
 #include "runner/rundb.h"
 
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/alloc.h>
 
 #include <sqlite3.h>

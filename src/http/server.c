@@ -6,7 +6,7 @@
 #include "http/http_internal.h"
 #include "http/request_parse.h"
 
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>
