@@ -8,7 +8,6 @@
 
 #include "sig/sig_internal.h"
 
-#include <openssl/crypto.h>
 #include <string.h>
 
 #define PREFIX "sha256="
@@ -56,16 +55,7 @@ static ust_sig_status hex_verify(const ust_sig_params *p, const ust_request *req
     ust__sig_mac_free(m);
     if (rc != 0)
         return UST_SIG_INVALID;
-    int matched = 0;
-    cur = h;
-    while (!matched && ust__sig_next_item(&cur, ',', &item, &len)) {
-        unsigned char cand[UST__SIG_MAC_LEN];
-        if (is_sha256(item, len) &&
-            ust__sig_hex_decode_mac(item + PREFIX_LEN, len - PREFIX_LEN, cand) == 0 &&
-            CRYPTO_memcmp(cand, mac, sizeof(mac)) == 0)
-            matched = 1;
-    }
-    return matched ? UST_SIG_VERIFIED : UST_SIG_INVALID;
+    return ust__sig_hex_listed(h, PREFIX, mac) ? UST_SIG_VERIFIED : UST_SIG_INVALID;
 }
 
 static int hex_text(ust__sig_mac *m, const void *msg, char buf[UST__SIG_TEXT_CAP])

@@ -374,6 +374,22 @@ int ust__sig_hex_decode_mac(const char *s, size_t len,
     return 0;
 }
 
+int ust__sig_hex_listed(const char *list, const char *tag,
+                        const unsigned char mac[UST__SIG_MAC_LEN])
+{
+    size_t tag_len = strlen(tag), len;
+    const char *cur = list, *item;
+    int matched = 0;
+    while (!matched && ust__sig_next_item(&cur, ',', &item, &len)) {
+        unsigned char cand[UST__SIG_MAC_LEN];
+        if (len >= tag_len && memcmp(item, tag, tag_len) == 0 &&
+            ust__sig_hex_decode_mac(item + tag_len, len - tag_len, cand) == 0 &&
+            CRYPTO_memcmp(cand, mac, UST__SIG_MAC_LEN) == 0)
+            matched = 1;
+    }
+    return matched;
+}
+
 void ust__sig_drop_headers(ust_request *req, size_t n_headers)
 {
     while (req->n_headers > n_headers) {

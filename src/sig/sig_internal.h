@@ -29,6 +29,11 @@ int ust__sig_expired(const ust_sig_params *p, const ust_request *req, int64_t t)
 int ust__sig_hex_decode_mac(const char *s, size_t len,
                             unsigned char out[UST__SIG_MAC_LEN]);
 
+/* 1 when an item of the comma-separated list is tag followed by the hex of
+ * mac (compared in constant time). */
+int ust__sig_hex_listed(const char *list, const char *tag,
+                        const unsigned char mac[UST__SIG_MAC_LEN]);
+
 /* Frees the headers added to req after it had n_headers of them, so a sign
  * that fails half way leaves req as it was. */
 void ust__sig_drop_headers(ust_request *req, size_t n_headers);

@@ -8,7 +8,6 @@
 #include "sig/sig_internal.h"
 
 #include <inttypes.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,17 +81,7 @@ static ust_sig_status stripe_verify(const ust_sig_params *p, const ust_request *
         return UST_SIG_INVALID;
 
     /* Match before time: a forged signature with an old t is INVALID. */
-    int matched = 0;
-    cur = h;
-    while (!matched && ust__sig_next_item(&cur, ',', &item, &len)) {
-        unsigned char cand[UST__SIG_MAC_LEN];
-        if (split_kv(item, len, &val, &val_len, &key_len) &&
-            key_is(item, key_len, "v1") &&
-            ust__sig_hex_decode_mac(val, val_len, cand) == 0 &&
-            CRYPTO_memcmp(cand, mac, sizeof(mac)) == 0)
-            matched = 1;
-    }
-    if (!matched)
+    if (!ust__sig_hex_listed(h, "v1=", mac))
         return UST_SIG_INVALID;
     return ust__sig_expired(p, req, t) ? UST_SIG_EXPIRED : UST_SIG_VERIFIED;
 }
