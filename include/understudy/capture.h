@@ -5,7 +5,6 @@
 #define UNDERSTUDY_CAPTURE_H
 
 #include <understudy/config.h>
-#include <understudy/log.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
@@ -30,13 +29,12 @@ int ust_capture_mask(const ust_config *cfg, ust_request *req);
 int ust_capture_sampled_out(const ust_route *r, const char *identity,
                             ust_sig_status sig);
 
-/* For log export --redact: masks rec's headers as ust_capture_mask does
+/* For log export --redact: masks req's headers as ust_capture_mask does
  * (rows recorded before masking), and applies cfg->redact as reports do:
  * to the headers it names and to the body when the body is JSON; a
  * non-empty body that is not JSON cannot be checked and is replaced by
- * UST_REDACTED_BODY. cfg is a const ust_config *.
- * 0 or UST_ENOMEM. */
+ * UST_REDACTED_BODY. 0 or UST_ENOMEM. */
 #define UST_REDACTED_BODY "[redacted: not JSON]"
-int ust_capture_redact_record(ust_log_record *rec, void *cfg);
+int ust_capture_redact(const ust_config *cfg, ust_request *req);
 
 #endif

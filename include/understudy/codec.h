@@ -30,10 +30,5 @@ void ust_time_format(int64_t us, char buf[32]);
  * plain number is seconds) to microseconds, > 0. 0 or UST_EPARSE (also for
  * zero, a sign, spaces, or more than a century). */
 int ust_duration_parse(const char *text, int64_t *out_us);
-/* A monotonic clock in microseconds, for durations (never a timestamp). */
-int64_t ust_time_mono_us(void);
-/* The wall clock in microseconds since the epoch: for what is operational
- * (arrival times, retention, lag), never inside a decision. */
-int64_t ust_time_wall_us(void);
 
 #endif

@@ -18,6 +18,11 @@ void ust_sha256_hex(const void *data, size_t len, char hex[UST_SHA256_HEX_LEN + 
 /* SHA-256 of a whole file as hex. 0, UST_EIO. */
 int ust_sha256_file_hex(const char *path, char hex[UST_SHA256_HEX_LEN + 1]);
 
+/* HMAC-SHA256 of data under key (key_len > 0) into out. 0, or UST_ENOMEM
+ * when OpenSSL cannot allocate. */
+int ust_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                    unsigned char out[UST_SHA256_LEN]);
+
 /* 64-bit FNV-1a of n bytes: hash tables, Bloom filters, memo slots; never
  * for anything an adversary could aim at. */
 static inline uint64_t ust_fnv1a64(const void *data, size_t n)

@@ -32,14 +32,9 @@ const ust_triage_entry *ust_triage_match(const ust_triage *t, const char *cls);
 /* Whole-string match; '*' matches any run of characters (also none). */
 int ust_glob_match(const char *pattern, const char *text);
 
-/* ---- redaction --------------------------------------------------------- */
+/* ---- redaction: the config's rules, applied by reports too ------------- */
 
-/* Masks, in place, every value named by rules (JSON array of field names,
- * matched at any depth, and JSON Pointers) with "[redacted]". */
-void ust_redact_json(json_t *doc, const json_t *rules);
-/* 1 when rules mask the value of a request header of this name (a field
- * name rule, matched case-insensitively). */
-int ust_redact_header(const json_t *rules, const char *name);
+#include <understudy/redact.h>
 
 /* ---- report ------------------------------------------------------------ */
 

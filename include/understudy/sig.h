@@ -5,6 +5,7 @@
 #ifndef UNDERSTUDY_SIG_H
 #define UNDERSTUDY_SIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <understudy/request.h>
@@ -17,15 +18,45 @@ typedef enum ust_sig_status {
     UST_SIG_EXPIRED  /* matches, but its timestamp is outside the tolerance */
 } ust_sig_status;
 
+/* The signature schemes, one line each: the enum value, the name config
+ * files use, and the implementation in src/sig (a const ust__sig_scheme
+ * named ust__sig_<impl>, defined in the scheme's own file). Adding a scheme
+ * is one line here and one file there. */
+#define UST_SIG_SCHEME_MAP(X)                                                          \
+    X(STRIPE, "stripe", stripe)                                                        \
+    X(STANDARD_WEBHOOKS, "standard-webhooks", standard_webhooks)                       \
+    X(HMAC_SHA256_HEX, "hmac-sha256-hex", hmac_hex)
+
 typedef enum ust_sig_scheme {
     UST_SCHEME_NONE = 0,
-    UST_SCHEME_STRIPE,            /* "stripe" */
-    UST_SCHEME_STANDARD_WEBHOOKS, /* "standard-webhooks" */
-    UST_SCHEME_HMAC_SHA256_HEX    /* "hmac-sha256-hex" (GitHub style) */
+#define UST__SIG_ENUM(id, name, impl) UST_SCHEME_##id,
+    UST_SIG_SCHEME_MAP(UST__SIG_ENUM)
+#undef UST__SIG_ENUM
 } ust_sig_scheme;
+
+/* Every scheme name, quoted, "none" last: for "expected one of ..." errors. */
+#define UST__SIG_QUOTED(id, name, impl) "\"" name "\", "
+#define UST_SIG_SCHEME_CHOICES UST_SIG_SCHEME_MAP(UST__SIG_QUOTED) "\"none\""
 
 #define UST_SIG_DEFAULT_TOLERANCE_S 300
 #define UST_SIG_DEFAULT_HEX_HEADER "X-Hub-Signature-256"
+
+/* What config validation and the traffic driver need to know of a scheme,
+ * so neither names one. */
+typedef struct ust_sig_scheme_info {
+    /* The route's "header" key names the signature header (else it is fixed). */
+    int named_header;
+    /* Signing needs a message id (a scenario step's webhook_id). */
+    int needs_msg_id;
+    /* What a secret must be, for the error refusing one at start. */
+    const char *secret_what;
+    /* Secrets the driver signs with: one the scheme can key with that is
+     * not the route's ("invalid" steps), and a previous one whose signature
+     * goes first ("rotated" steps; NULL: the header carries one signature,
+     * the current one). */
+    const char *wrong_secret;
+    const char *previous_secret;
+} ust_sig_scheme_info;
 
 typedef struct ust_sig_params {
     ust_sig_scheme scheme;
@@ -43,6 +74,8 @@ int ust_sig_status_parse(const char *name, ust_sig_status *out);
 const char *ust_sig_scheme_name(ust_sig_scheme s);
 /* 0, or UST_EINVAL for an unknown name. */
 int ust_sig_scheme_parse(const char *name, ust_sig_scheme *out);
+/* The scheme's entry; NULL for NONE or a value out of range. */
+const ust_sig_scheme_info *ust_sig_scheme_info_of(ust_sig_scheme s);
 
 /* 1 when verifying under scheme reads the header name (case-insensitive);
  * hex_header is the hmac-sha256-hex header as in ust_sig_params (NULL =
@@ -68,5 +101,24 @@ ust_sig_status ust_sig_verify(const ust_sig_params *p, const ust_request *req);
  * 0, UST_EINVAL (bad secret, scheme NONE, missing msg_id), UST_ENOMEM. */
 int ust_sig_sign(const ust_sig_params *p, int64_t timestamp_s, const char *msg_id,
                  ust_request *req);
+
+/* As ust_sig_sign, with one signature per secret, in order, in the scheme's
+ * header(s) (p->secret is not used): {previous, current} is a sender
+ * rotating its secret. n_secrets is 1 or more. */
+int ust_sig_sign_with(const ust_sig_params *p, const char *const *secrets,
+                      size_t n_secrets, int64_t timestamp_s, const char *msg_id,
+                      ust_request *req);
+
+/* A signer keyed once, for signing many messages under the same secrets
+ * (the traffic generator signs a week of events): ust_sig_sign_with without
+ * deriving the key again each time. secrets as there; NULL with n_secrets 0
+ * means p->secret alone. p's strings are borrowed for the signer's life. Not
+ * for use by two threads at once. 0, UST_EINVAL, UST_ENOMEM. */
+typedef struct ust_sig_signer ust_sig_signer;
+int ust_sig_signer_new(const ust_sig_params *p, const char *const *secrets,
+                       size_t n_secrets, ust_sig_signer **out);
+int ust_sig_signer_sign(ust_sig_signer *s, int64_t timestamp_s, const char *msg_id,
+                        ust_request *req);
+void ust_sig_signer_free(ust_sig_signer *s);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
+#include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -164,6 +165,12 @@ out:
     return rc;
 }
 
+/* log export --redact: each row's request as capture and reports redact it. */
+static int redact_record(ust_log_record *rec, void *cfg)
+{
+    return ust_capture_redact(cfg, &rec->req);
+}
+
 static int cmd_export(struct log_opts *o)
 {
     ust_config *cfg = NULL;
@@ -186,9 +193,8 @@ static int cmd_export(struct log_opts *o)
     int rc = UST_EXIT_USAGE;
     if (out == NULL)
         ust_cli_fail(ust_sprintf("%s: cannot open for writing", o->out), NULL);
-    else if (ust_log_export_edited(log, out, o->derived,
-                                   cfg ? ust_capture_redact_record : NULL, cfg,
-                                   &err) != 0)
+    else if (ust_log_export_edited(log, out, o->derived, cfg ? redact_record : NULL,
+                                   cfg, &err) != 0)
         ust_cli_fail(err, "export failed");
     else if (fflush(out) != 0)
         ust_cli_fail(NULL, "export: write failed");

@@ -3,7 +3,7 @@
 #include "cli/cli.h"
 
 #include <understudy/alloc.h>
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/host.h>
 
 #include <string.h>

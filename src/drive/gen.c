@@ -10,8 +10,6 @@
 #include <understudy/hash.h>
 #include <understudy/sig.h>
 
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
 #include <string.h>
 #include <strings.h>
 
@@ -150,27 +148,10 @@ typedef struct gen {
     int compares_retry_after, compares_replayed;
     char *buf; /* one output line */
     size_t cap;
-    /* HMAC keyed once, for the route's secret and for the forged one: a
-     * one-shot HMAC() per event looked the digest up again every time. */
-    EVP_MAC_CTX *mac_valid, *mac_forged;
+    /* Keyed once, for the route's secret and for the forged one: a one-shot
+     * HMAC() per event looked the digest up again every time. */
+    ust_sig_signer *valid, *forged;
 } gen;
-
-static EVP_MAC_CTX *keyed_hmac(const char *key)
-{
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
-    EVP_MAC_free(mac);
-    char digest[] = "SHA256";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end()};
-    if (ctx != NULL &&
-        !EVP_MAC_init(ctx, (const unsigned char *)key, strlen(key), params)) {
-        EVP_MAC_CTX_free(ctx);
-        ctx = NULL;
-    }
-    return ctx;
-}
 
 static int add(gen *g, pending p)
 {
@@ -326,6 +307,28 @@ static void write_truth(gen *g, int64_t seq, int truth)
             (long long)seq, truth_class(truth), fields);
 }
 
+/* Appends the signature header(s) of body, made by the route's scheme, as
+ * JSON pairs. */
+static int sign(gen *g, const pending *p, const char *body, size_t *len)
+{
+    ust_request r;
+    memset(&r, 0, sizeof(r));
+    r.body = (unsigned char *)body; /* borrowed: cleared before the request is */
+    r.body_len = strlen(body);
+    int rc = ust_sig_signer_sign(p->bad_signature ? g->forged : g->valid,
+                                 p->at / 1000000, NULL, &r);
+    for (size_t i = 0; rc == 0 && i < r.n_headers; i++) {
+        put(g, len, ",[\"", 0);
+        put(g, len, r.headers[i].name, 1);
+        put(g, len, "\",\"", 0);
+        put(g, len, r.headers[i].value, 1);
+        put(g, len, "\"]", 0);
+    }
+    r.body = NULL;
+    ust_request_clear(&r);
+    return rc;
+}
+
 static int emit(gen *g, const pending *p, int64_t seq)
 {
     char body[512], sigh[256], when[32];
@@ -361,23 +364,9 @@ static int emit(gen *g, const pending *p, int64_t seq)
             p->type == T_PAID ? "payment_intent.succeeded" : "charge.refunded",
             (long long)(p->at / 1000000), (long long)p->pi, (long long)p->amount,
             (long long)p->order);
-        /* Stripe signs "<t>.<body>" with the secret's bytes. */
-        char signed_text[640];
-        int64_t t = p->at / 1000000;
-        int n =
-            snprintf(signed_text, sizeof(signed_text), "%lld.%s", (long long)t, body);
-        EVP_MAC_CTX *ctx = p->bad_signature ? g->mac_forged : g->mac_valid;
-        unsigned char mac[32];
-        size_t mlen = 0;
-        if (!EVP_MAC_init(ctx, NULL, 0, NULL) ||
-            !EVP_MAC_update(ctx, (unsigned char *)signed_text, (size_t)n) ||
-            !EVP_MAC_final(ctx, mac, &mlen, sizeof(mac)))
-            return UST_ENOMEM;
-        char hex[65];
-        ust_hex_encode(mac, 32, hex);
-        snprintf(sigh, sizeof(sigh), ",[\"Stripe-Signature\",\"t=%lld,v1=%s\"]",
-                 (long long)t, hex);
-        put(g, &len, sigh, 0);
+        int rc = sign(g, p, body, &len);
+        if (rc != 0)
+            return rc;
     }
     put(g, &len, "],\"body\":\"", 0);
     put(g, &len, body, 1);
@@ -419,16 +408,20 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
     g.compares_retry_after = compares(o->cfg, "Retry-After");
     g.compares_replayed = compares(o->cfg, "Idempotent-Replayed");
     g.buf = ust_malloc(g.cap = 4096);
-    g.mac_valid = keyed_hmac(g.stripe->secret);
-    g.mac_forged = keyed_hmac("whsec_forged");
+    ust_sig_params sp = {g.stripe->scheme, g.stripe->secret, g.stripe->sig_header,
+                         g.stripe->tolerance_s};
+    int rc = ust_sig_signer_new(&sp, NULL, 0, &g.valid);
+    sp.secret = "whsec_forged";
+    if (rc == 0)
+        rc = ust_sig_signer_new(&sp, NULL, 0, &g.forged);
     int total_weight = 0;
     for (int k = 0; k < UST_GEN_KINDS; k++)
         total_weight += o->mix[k];
-    if (total_weight == 0 || g.buf == NULL || !g.mac_valid || !g.mac_forged) {
+    if (total_weight == 0 || g.buf == NULL || rc != 0) {
         ust_free(g.buf);
-        EVP_MAC_CTX_free(g.mac_valid);
-        EVP_MAC_CTX_free(g.mac_forged);
-        return total_weight ? UST_ENOMEM
+        ust_sig_signer_free(g.valid);
+        ust_sig_signer_free(g.forged);
+        return total_weight ? (rc != 0 ? rc : UST_ENOMEM)
                             : ust_errf(err, UST_EINVAL, "--mix: every weight is 0");
     }
     /* Cases start evenly spread over the span (with jitter); their later
@@ -436,7 +429,6 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
     int64_t planned = 0, seq = 0,
             mean_gap = o->span_us / (o->events > 0 ? o->events : 1);
     int64_t clock = o->start_us;
-    int rc = 0;
     while (rc == 0 && seq < o->events) {
         /* Plan a case unless everything still to be written is planned. */
         if (planned < o->events && (g.h.n == 0 || g.h.v[0].at >= clock)) {
@@ -458,8 +450,8 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
     }
     ust_free(g.h.v);
     ust_free(g.buf);
-    EVP_MAC_CTX_free(g.mac_valid);
-    EVP_MAC_CTX_free(g.mac_forged);
+    ust_sig_signer_free(g.valid);
+    ust_sig_signer_free(g.forged);
     if (written != NULL)
         *written = seq;
     if (rc == UST_EIO)

@@ -91,8 +91,11 @@ static int load_step(const char *file, size_t i, json_t *js, const ust_config *c
         st->sign = (ust_sign_mode)k;
     }
     const char *wid = json_string_value(json_object_get(js, "webhook_id"));
-    if (st->route->scheme == UST_SCHEME_STANDARD_WEBHOOKS && wid == NULL)
-        BAD("webhook_id: a standard-webhooks route needs one");
+    const ust_sig_scheme_info *si = ust_sig_scheme_info_of(st->route->scheme);
+    if (si != NULL && si->needs_msg_id && wid == NULL)
+        return ust_errf(err, UST_ECONFIG,
+                        "%s: steps[%zu].webhook_id: a %s route needs one", file, i,
+                        ust_sig_scheme_name(st->route->scheme));
     st->webhook_id = ust_strdup(wid);
     json_t *copies = json_object_get(js, "copies");
     if (copies != NULL && (!json_is_integer(copies) || json_integer_value(copies) < 1 ||
@@ -180,50 +183,31 @@ static int add_headers(ust_request *r, json_t *headers)
     return 0;
 }
 
-/* Signs r for unix time t according to the step's sign mode. */
+/* Signs r for unix time t according to the step's sign mode, with the
+ * secrets the scheme's entry gives for each mode. */
 static int sign(const ust_step *st, int64_t t, ust_request *r, char **err)
 {
     const ust_route *route = st->route;
-    if (route->scheme == UST_SCHEME_NONE || st->sign == UST_SIGN_NONE)
+    const ust_sig_scheme_info *si = ust_sig_scheme_info_of(route->scheme);
+    if (si == NULL || st->sign == UST_SIGN_NONE)
         return 0;
     if (route->secret == NULL)
         return ust_errf(err, UST_ECONFIG, "%s: the secret for %s is not loaded (%s)",
                         route->path, route->path, route->secret_env);
     ust_sig_params p = {route->scheme, route->secret, route->sig_header,
                         route->tolerance_s};
-    if (st->sign == UST_SIGN_INVALID) {
-        p.secret = route->scheme == UST_SCHEME_STANDARD_WEBHOOKS
-                       ? "whsec_d3Jvbmcgc2VjcmV0IGZvciB0ZXN0cw=="
-                       : "whsec_a_wrong_secret";
-    }
+    const char *secrets[2] = {route->secret, NULL};
+    size_t n = 1;
+    if (st->sign == UST_SIGN_INVALID)
+        secrets[0] = si->wrong_secret;
     if (st->sign == UST_SIGN_EXPIRED)
         t -= 3600;
-    if (st->sign == UST_SIGN_ROTATED && route->scheme == UST_SCHEME_STRIPE) {
-        ust_request stale;
-        memset(&stale, 0, sizeof(stale));
-        stale.body = r->body;
-        stale.body_len = r->body_len;
-        ust_sig_params old = p;
-        old.secret = "whsec_the_previous_secret";
-        int rc = ust_sig_sign(&old, t, NULL, &stale);
-        ust_request fresh;
-        memset(&fresh, 0, sizeof(fresh));
-        fresh.body = r->body;
-        fresh.body_len = r->body_len;
-        if (rc == 0)
-            rc = ust_sig_sign(&p, t, NULL, &fresh);
-        char *both = rc == 0 ? ust_sprintf("%s,%s", stale.headers[0].value,
-                                           strchr(fresh.headers[0].value, ',') + 1)
-                             : NULL;
-        if (both != NULL)
-            rc = ust_request_add_header(r, stale.headers[0].name, both);
-        ust_free(both);
-        stale.body = fresh.body = NULL;
-        ust_request_clear(&stale);
-        ust_request_clear(&fresh);
-        return rc;
+    if (st->sign == UST_SIGN_ROTATED && si->previous_secret != NULL) {
+        secrets[0] = si->previous_secret;
+        secrets[1] = route->secret;
+        n = 2;
     }
-    return ust_sig_sign(&p, t, st->webhook_id, r);
+    return ust_sig_sign_with(&p, secrets, n, t, st->webhook_id, r);
 }
 
 int ust_step_render(const ust_step *st, int64_t at_us, ust_request *r, char **err)

@@ -1,7 +1,7 @@
 /* Driving scenarios through a live server over real HTTP: real sockets,
  * real concurrency for bursts (a connection and a thread per copy, released
  * together), responses read with http-parser. */
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/alloc.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>

@@ -4,10 +4,9 @@
 #include <understudy/capture.h>
 #include <understudy/error.h>
 #include <understudy/hash.h>
-#include <understudy/report.h>
+#include <understudy/redact.h>
 
 #include "event/event_internal.h"
-#include "sig/sig_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +38,10 @@ int ust_capture_mask(const ust_config *cfg, ust_request *req)
         ust_header *h = &req->headers[i];
         if (h->value == NULL || !is_masked(cfg, h->name) || is_digest(h->value))
             continue;
-        unsigned char mac[UST__SIG_MAC_LEN];
-        ust__slice part = {h->value, strlen(h->value)};
+        unsigned char mac[UST_SHA256_LEN];
         if (cfg->capture.mask_key == NULL ||
-            ust__hmac_sha256(cfg->capture.mask_key, cfg->capture.mask_key_len, &part, 1,
-                             mac) != 0)
+            ust_hmac_sha256(cfg->capture.mask_key, cfg->capture.mask_key_len, h->value,
+                            strlen(h->value), mac) != 0)
             return UST_ENOMEM;
         char hex[UST_MASK_HEX_LEN + 1];
         ust_hex_encode(mac, UST_MASK_HEX_LEN / 2, hex);
@@ -70,13 +68,12 @@ int ust_capture_sampled_out(const ust_route *r, const char *identity,
     return v % 10000 >= (uint64_t)r->sample_bp;
 }
 
-int ust_capture_redact_record(ust_log_record *rec, void *arg)
+int ust_capture_redact(const ust_config *cfg, ust_request *req)
 {
-    const ust_config *cfg = arg;
     const json_t *rules = json_object_get(cfg->root, "redact");
-    int rc = ust_capture_mask(cfg, &rec->req);
-    for (size_t i = 0; rc == 0 && i < rec->req.n_headers; i++) {
-        ust_header *h = &rec->req.headers[i];
+    int rc = ust_capture_mask(cfg, req);
+    for (size_t i = 0; rc == 0 && i < req->n_headers; i++) {
+        ust_header *h = &req->headers[i];
         if (!ust_redact_header(rules, h->name))
             continue;
         char *masked = ust_strdup("[redacted]");
@@ -85,10 +82,10 @@ int ust_capture_redact_record(ust_log_record *rec, void *arg)
         ust_free(h->value);
         h->value = masked;
     }
-    if (rc != 0 || rec->req.body_len == 0)
+    if (rc != 0 || req->body_len == 0)
         return rc;
     json_t *body;
-    if (ust__body_parse(rec->req.body, rec->req.body_len, &body) != 0)
+    if (ust__body_parse(req->body, req->body_len, &body) != 0)
         return UST_ENOMEM;
     /* json_dumps allocates with malloc (jansson's own allocator) */
     char *text = NULL;
@@ -105,8 +102,8 @@ int ust_capture_redact_record(ust_log_record *rec, void *arg)
     free(text);
     if (copy == NULL)
         return UST_ENOMEM;
-    ust_free(rec->req.body);
-    rec->req.body = copy;
-    rec->req.body_len = len;
+    ust_free(req->body);
+    req->body = copy;
+    req->body_len = len;
     return 0;
 }

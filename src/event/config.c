@@ -33,8 +33,7 @@
 #define DEFAULT_RETENTION_EVERY_US 3600000000LL
 
 #define WHAT_SOURCE "a JSON Pointer (\"\" or starting with /) or \"header:NAME\""
-#define WHAT_SCHEME                                                                    \
-    "one of \"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\", \"none\""
+#define WHAT_SCHEME "one of " UST_SIG_SCHEME_CHOICES
 #define WHAT_STATE "one of pending, paid, refunded, cancelled"
 
 /* Validation context: the key path is a stack, so an error reports exactly
@@ -350,7 +349,7 @@ static int parse_signature(vctx *c, json_t *route, ust_route *r)
         pop(c, mark);
         return 0;
     }
-    if (r->scheme != UST_SCHEME_HMAC_SHA256_HEX &&
+    if (!ust_sig_scheme_info_of(r->scheme)->named_header &&
         json_object_get(sig, "header") != NULL) {
         push_key(c, "header");
         return bad(c, "no \"header\" here: it is for scheme \"hmac-sha256-hex\" only");
@@ -1127,10 +1126,7 @@ int ust_config_load_secrets(ust_config *cfg, char **err)
                             "%s: routes[%zu].signature.secret_env: environment "
                             "variable %s is not %s",
                             cfg->file, i, r->secret_env,
-                            r->scheme == UST_SCHEME_STANDARD_WEBHOOKS
-                                ? "a Standard Webhooks secret (whsec_ followed by "
-                                  "base64)"
-                                : "a usable secret");
+                            ust_sig_scheme_info_of(r->scheme)->secret_what);
         char *copy = ust_strdup(v);
         if (copy == NULL)
             return ust_errf(err, UST_ENOMEM, "%s: out of memory", cfg->file);

@@ -4,7 +4,7 @@
  * (descriptors), so answering never waits for a database or a plugin. */
 #include "http/health.h"
 
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/alloc.h>
 
 #include <dirent.h>

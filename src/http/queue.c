@@ -1,6 +1,6 @@
 #include "http/queue.h"
 
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/error.h>
 
 #include <time.h>

@@ -13,7 +13,7 @@
 #include "http/say.h"
 #include "http/writer.h"
 
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>

@@ -7,6 +7,7 @@
 
 #include <understudy/priority.h>
 #include <understudy/alloc.h>
+#include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 

@@ -8,7 +8,7 @@
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
-#include <understudy/codec.h>
+#include <understudy/clock.h>
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/priority.h>

@@ -9,6 +9,7 @@
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
+#include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/compare.h>
 #include <understudy/error.h>

@@ -8,7 +8,6 @@
 
 #include "sig/sig_internal.h"
 
-#include <openssl/crypto.h>
 #include <string.h>
 
 #define PREFIX "sha256="
@@ -16,16 +15,15 @@
 
 static const char *header_name(const ust_sig_params *p)
 {
-    return p->header != NULL && p->header[0] != '\0' ? p->header
-                                                     : UST_SIG_DEFAULT_HEX_HEADER;
+    return ust__sig_named_header(&ust__sig_hmac_hex, p->header);
 }
 
-static int body_mac(const char *secret, const ust_request *req,
+/* The MAC of the body under m; m NULL (the secret could not key one) fails. */
+static int body_mac(ust__sig_mac *m, const ust_request *req,
                     unsigned char mac[UST__SIG_MAC_LEN])
 {
     ust__slice part = {req->body, req->body_len};
-    return ust__hmac_sha256((const unsigned char *)secret, strlen(secret), &part, 1,
-                            mac);
+    return m != NULL ? ust__sig_mac_run(m, &part, 1, mac) : UST_ENOMEM;
 }
 
 static int is_sha256(const char *item, size_t len)
@@ -33,7 +31,7 @@ static int is_sha256(const char *item, size_t len)
     return len >= PREFIX_LEN && memcmp(item, PREFIX, PREFIX_LEN) == 0;
 }
 
-ust_sig_status ust__hmac_hex_verify(const ust_sig_params *p, const ust_request *req)
+static ust_sig_status hex_verify(const ust_sig_params *p, const ust_request *req)
 {
     const char *h = ust_request_header(req, header_name(p));
     if (h == NULL)
@@ -52,32 +50,47 @@ ust_sig_status ust__hmac_hex_verify(const ust_sig_params *p, const ust_request *
         return UST_SIG_INVALID;
 
     unsigned char mac[UST__SIG_MAC_LEN];
-    if (body_mac(p->secret, req, mac) != 0)
+    ust__sig_mac *m = ust__sig_secret_mac(p->secret);
+    int rc = body_mac(m, req, mac);
+    ust__sig_mac_free(m);
+    if (rc != 0)
         return UST_SIG_INVALID;
-    int matched = 0;
-    cur = h;
-    while (!matched && ust__sig_next_item(&cur, ',', &item, &len)) {
-        unsigned char cand[UST__SIG_MAC_LEN];
-        if (is_sha256(item, len) &&
-            ust__sig_hex_decode_mac(item + PREFIX_LEN, len - PREFIX_LEN, cand) == 0 &&
-            CRYPTO_memcmp(cand, mac, sizeof(mac)) == 0)
-            matched = 1;
-    }
-    return matched ? UST_SIG_VERIFIED : UST_SIG_INVALID;
+    return ust__sig_hex_listed(h, PREFIX, mac) ? UST_SIG_VERIFIED : UST_SIG_INVALID;
 }
 
-int ust__hmac_hex_sign(const ust_sig_params *p, ust_request *req)
+static int hex_text(ust__sig_mac *m, const void *msg, char buf[UST__SIG_TEXT_CAP])
 {
     unsigned char mac[UST__SIG_MAC_LEN];
-    char hex[2 * UST__SIG_MAC_LEN + 1];
-    int rc = body_mac(p->secret, req, mac);
-    if (rc != 0)
-        return rc;
-    ust_hex_encode(mac, sizeof(mac), hex);
-    char *value = ust_sprintf(PREFIX "%s", hex);
-    if (value == NULL)
-        return UST_ENOMEM;
-    rc = ust_request_add_header(req, header_name(p), value);
+    int rc = body_mac(m, msg, mac);
+    if (rc == 0)
+        ust_hex_encode(mac, sizeof(mac), buf);
+    return rc;
+}
+
+/* sha256=<hex>[, sha256=<hex>...]: one entry per mac, in order. */
+static int hex_sign(const ust_sig_params *p, ust__sig_mac *const *macs, size_t n_macs,
+                    int64_t timestamp_s, const char *msg_id, ust_request *req)
+{
+    (void)timestamp_s;
+    (void)msg_id;
+    char *value;
+    int rc = ust__sig_join(&value, "", ", ", PREFIX, macs, n_macs, hex_text, req);
+    if (rc == 0)
+        rc = ust_request_add_header(req, header_name(p), value);
     ust_free(value);
     return rc;
 }
+
+const ust__sig_scheme ust__sig_hmac_hex = {
+    .info =
+        {
+            .named_header = 1,
+            .secret_what = "a usable secret",
+            .wrong_secret = "whsec_a_wrong_secret",
+            .previous_secret = NULL, /* the driver has always sent one entry */
+        },
+    .headers = {UST_SIG_DEFAULT_HEX_HEADER, NULL},
+    .key = NULL, /* the secret string's bytes */
+    .verify = hex_verify,
+    .sign = hex_sign,
+};

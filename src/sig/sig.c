@@ -5,6 +5,7 @@
 #include "sig/sig_internal.h"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <string.h>
@@ -16,71 +17,110 @@ static const char *const status_names[] = {
     [UST_SIG_EXPIRED] = "expired",
 };
 
-static const char *const scheme_names[] = {
-    [UST_SCHEME_NONE] = "none",
-    [UST_SCHEME_STRIPE] = "stripe",
-    [UST_SCHEME_STANDARD_WEBHOOKS] = "standard-webhooks",
-    [UST_SCHEME_HMAC_SHA256_HEX] = "hmac-sha256-hex",
+/* The table of schemes, from UST_SIG_SCHEME_MAP: names and implementations. */
+static const char *const scheme_names[] = {[UST_SCHEME_NONE] = "none",
+#define NAME(id, name, impl) [UST_SCHEME_##id] = name,
+                                           UST_SIG_SCHEME_MAP(NAME)
+#undef NAME
+};
+
+static const ust__sig_scheme *const schemes[] = {[UST_SCHEME_NONE] = NULL,
+#define IMPL(id, name, impl) [UST_SCHEME_##id] = &ust__sig_##impl,
+                                                 UST_SIG_SCHEME_MAP(IMPL)
+#undef IMPL
 };
 
 #define N_STATUS (sizeof(status_names) / sizeof(status_names[0]))
 #define N_SCHEME (sizeof(scheme_names) / sizeof(scheme_names[0]))
 
-const char *ust_sig_status_name(ust_sig_status s)
+/* Callers print a name; an out-of-range value must not crash them. */
+static const char *name_at(const char *const *names, size_t n, unsigned i)
 {
-    /* Callers print the result; an out-of-range value must not crash them. */
-    if ((unsigned)s >= N_STATUS)
-        return "unknown";
-    return status_names[s];
+    return i < n ? names[i] : "unknown";
 }
 
-int ust_sig_status_parse(const char *name, ust_sig_status *out)
+static int name_find(const char *const *names, size_t n, const char *name,
+                     unsigned *out)
 {
     if (name == NULL || out == NULL)
         return UST_EINVAL;
-    for (size_t i = 0; i < N_STATUS; i++) {
-        if (strcmp(name, status_names[i]) == 0) {
-            *out = (ust_sig_status)i;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *out = (unsigned)i;
             return 0;
         }
     }
     return UST_EINVAL;
 }
 
-const char *ust_sig_scheme_name(ust_sig_scheme s)
+/* ust_sig_status_name / _parse and ust_sig_scheme_name / _parse: the same
+ * two functions over each name table. */
+#define NAMED_ENUM(type, names, n)                                                     \
+    const char *type##_name(type v)                                                    \
+    {                                                                                  \
+        return name_at(names, n, (unsigned)v);                                         \
+    }                                                                                  \
+    int type##_parse(const char *name, type *out)                                      \
+    {                                                                                  \
+        unsigned i;                                                                    \
+        int rc = name_find(names, n, name, &i);                                        \
+        if (rc == 0)                                                                   \
+            *out = (type)i;                                                            \
+        return rc;                                                                     \
+    }
+NAMED_ENUM(ust_sig_status, status_names, N_STATUS)
+NAMED_ENUM(ust_sig_scheme, scheme_names, N_SCHEME)
+#undef NAMED_ENUM
+
+static const ust__sig_scheme *scheme_of(ust_sig_scheme s)
 {
-    if ((unsigned)s >= N_SCHEME)
-        return "unknown";
-    return scheme_names[s];
+    return (unsigned)s < N_SCHEME ? schemes[s] : NULL;
 }
 
-int ust_sig_scheme_parse(const char *name, ust_sig_scheme *out)
+const ust_sig_scheme_info *ust_sig_scheme_info_of(ust_sig_scheme s)
 {
-    if (name == NULL || out == NULL)
+    const ust__sig_scheme *d = scheme_of(s);
+    return d != NULL ? &d->info : NULL;
+}
+
+const char *ust__sig_named_header(const ust__sig_scheme *d, const char *configured)
+{
+    return configured != NULL && configured[0] != '\0' ? configured : d->headers[0];
+}
+
+/* The HMAC key secret stands for under d, in *key / *key_len (released
+ * with ust__sig_free_key). */
+static int scheme_key(const ust__sig_scheme *d, const char *secret, unsigned char **key,
+                      size_t *key_len)
+{
+    *key = NULL;
+    *key_len = 0;
+    if (secret == NULL || secret[0] == '\0')
         return UST_EINVAL;
-    for (size_t i = 0; i < N_SCHEME; i++) {
-        if (strcmp(name, scheme_names[i]) == 0) {
-            *out = (ust_sig_scheme)i;
-            return 0;
-        }
-    }
-    return UST_EINVAL;
+    if (d->key != NULL)
+        return d->key(secret, key, key_len);
+    *key_len = strlen(secret);
+    *key = ust_memdup(secret, *key_len);
+    return *key != NULL ? 0 : UST_ENOMEM;
+}
+
+void ust__sig_free_key(unsigned char *key, size_t key_len)
+{
+    if (key != NULL)
+        OPENSSL_cleanse(key, key_len);
+    ust_free(key);
 }
 
 int ust_sig_secret_check(ust_sig_scheme scheme, const char *secret)
 {
-    if (secret == NULL || secret[0] == '\0')
+    const ust__sig_scheme *d = scheme_of(scheme);
+    if (d == NULL)
         return UST_EINVAL;
-    switch (scheme) {
-    case UST_SCHEME_STRIPE:
-    case UST_SCHEME_HMAC_SHA256_HEX:
-        return 0; /* keyed with the secret's bytes as they are */
-    case UST_SCHEME_STANDARD_WEBHOOKS:
-        return ust__standard_webhooks_secret_check(secret);
-    case UST_SCHEME_NONE:
-        break;
-    }
-    return UST_EINVAL;
+    unsigned char *key;
+    size_t key_len;
+    int rc = scheme_key(d, secret, &key, &key_len);
+    ust__sig_free_key(key, key_len);
+    return rc;
 }
 
 ust_sig_status ust_sig_verify(const ust_sig_params *p, const ust_request *req)
@@ -93,90 +133,186 @@ ust_sig_status ust_sig_verify(const ust_sig_params *p, const ust_request *req)
         return UST_SIG_INVALID;
     if (p->scheme == UST_SCHEME_NONE)
         return UST_SIG_UNSIGNED;
-    if (req->body == NULL && req->body_len > 0)
+    const ust__sig_scheme *d = scheme_of(p->scheme);
+    if (d == NULL || (req->body == NULL && req->body_len > 0))
         return UST_SIG_INVALID;
-    switch (p->scheme) {
-    case UST_SCHEME_STRIPE:
-        return ust__stripe_verify(p, req);
-    case UST_SCHEME_STANDARD_WEBHOOKS:
-        return ust__standard_webhooks_verify(p, req);
-    case UST_SCHEME_HMAC_SHA256_HEX:
-        return ust__hmac_hex_verify(p, req);
-    case UST_SCHEME_NONE:
-        break;
-    }
-    return UST_SIG_INVALID;
+    return d->verify(p, req);
 }
 
 int ust_sig_reads_header(ust_sig_scheme scheme, const char *hex_header,
                          const char *name)
 {
-    switch (scheme) {
-    case UST_SCHEME_STRIPE:
-        return strcasecmp(name, UST__STRIPE_HEADER) == 0;
-    case UST_SCHEME_STANDARD_WEBHOOKS:
-        return strcasecmp(name, UST__SW_ID_HEADER) == 0 ||
-               strcasecmp(name, UST__SW_TS_HEADER) == 0 ||
-               strcasecmp(name, UST__SW_SIG_HEADER) == 0;
-    case UST_SCHEME_HMAC_SHA256_HEX:
-        return strcasecmp(name, hex_header ? hex_header : UST_SIG_DEFAULT_HEX_HEADER) ==
-               0;
-    case UST_SCHEME_NONE:
-        break;
-    }
+    const ust__sig_scheme *d = scheme_of(scheme);
+    if (d == NULL)
+        return 0;
+    if (d->info.named_header)
+        return strcasecmp(name, ust__sig_named_header(d, hex_header)) == 0;
+    for (size_t i = 0; d->headers[i] != NULL; i++)
+        if (strcasecmp(name, d->headers[i]) == 0)
+            return 1;
     return 0;
+}
+
+struct ust_sig_signer {
+    const ust__sig_scheme *d;
+    ust_sig_params p;
+    size_t n_macs;
+    ust__sig_mac *macs[];
+};
+
+void ust_sig_signer_free(ust_sig_signer *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n_macs; i++)
+        ust__sig_mac_free(s->macs[i]);
+    ust_free(s);
+}
+
+int ust_sig_signer_new(const ust_sig_params *p, const char *const *secrets,
+                       size_t n_secrets, ust_sig_signer **out)
+{
+    *out = NULL;
+    if (p == NULL)
+        return UST_EINVAL;
+    if (n_secrets == 0) {
+        secrets = &p->secret;
+        n_secrets = 1;
+    }
+    const ust__sig_scheme *d = scheme_of(p->scheme);
+    if (d == NULL || secrets == NULL)
+        return UST_EINVAL;
+    ust_sig_signer *s = ust_calloc(1, sizeof(*s) + n_secrets * sizeof(s->macs[0]));
+    if (s == NULL)
+        return UST_ENOMEM;
+    s->d = d;
+    s->p = *p;
+    int rc = 0;
+    for (; rc == 0 && s->n_macs < n_secrets; s->n_macs++) {
+        unsigned char *key;
+        size_t key_len;
+        rc = scheme_key(d, secrets[s->n_macs], &key, &key_len);
+        if (rc == 0)
+            rc = ust__sig_mac_new(key, key_len, &s->macs[s->n_macs]);
+        ust__sig_free_key(key, key_len);
+    }
+    if (rc != 0) {
+        ust_sig_signer_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int ust_sig_signer_sign(ust_sig_signer *s, int64_t timestamp_s, const char *msg_id,
+                        ust_request *req)
+{
+    if (s == NULL || req == NULL || (req->body == NULL && req->body_len > 0))
+        return UST_EINVAL;
+    /* Only timestamps that verify can parse back are signed. */
+    if (timestamp_s < 0 || timestamp_s > UST__SIG_MAX_TIMESTAMP)
+        return UST_EINVAL;
+    if (s->d->info.needs_msg_id && msg_id == NULL)
+        return UST_EINVAL;
+    return s->d->sign(&s->p, s->macs, s->n_macs, timestamp_s, msg_id, req);
+}
+
+int ust_sig_sign_with(const ust_sig_params *p, const char *const *secrets,
+                      size_t n_secrets, int64_t timestamp_s, const char *msg_id,
+                      ust_request *req)
+{
+    if (p == NULL || req == NULL || secrets == NULL || n_secrets == 0)
+        return UST_EINVAL;
+    /* The cheap refusals first, so they do not depend on keying. */
+    const ust_sig_scheme_info *info = ust_sig_scheme_info_of(p->scheme);
+    if (info == NULL || (req->body == NULL && req->body_len > 0) || timestamp_s < 0 ||
+        timestamp_s > UST__SIG_MAX_TIMESTAMP || (info->needs_msg_id && msg_id == NULL))
+        return UST_EINVAL;
+    ust_sig_signer *s;
+    int rc = ust_sig_signer_new(p, secrets, n_secrets, &s);
+    if (rc == 0)
+        rc = ust_sig_signer_sign(s, timestamp_s, msg_id, req);
+    ust_sig_signer_free(s);
+    return rc;
 }
 
 int ust_sig_sign(const ust_sig_params *p, int64_t timestamp_s, const char *msg_id,
                  ust_request *req)
 {
-    if (p == NULL || req == NULL || p->secret == NULL || p->secret[0] == '\0')
+    if (p == NULL)
         return UST_EINVAL;
-    if (req->body == NULL && req->body_len > 0)
-        return UST_EINVAL;
-    /* Only timestamps that verify can parse back are signed. */
-    if (timestamp_s < 0 || timestamp_s > UST__SIG_MAX_TIMESTAMP)
-        return UST_EINVAL;
-    switch (p->scheme) {
-    case UST_SCHEME_STRIPE:
-        return ust__stripe_sign(p, timestamp_s, req);
-    case UST_SCHEME_STANDARD_WEBHOOKS:
-        return ust__standard_webhooks_sign(p, timestamp_s, msg_id, req);
-    case UST_SCHEME_HMAC_SHA256_HEX:
-        return ust__hmac_hex_sign(p, req);
-    case UST_SCHEME_NONE:
-        break;
-    }
-    return UST_EINVAL;
+    return ust_sig_sign_with(p, &p->secret, 1, timestamp_s, msg_id, req);
 }
 
-int ust__hmac_sha256(const unsigned char *key, size_t key_len, const ust__slice *parts,
-                     size_t n_parts, unsigned char out[UST__SIG_MAC_LEN])
+int ust__sig_join(char **value, const char *head, const char *sep, const char *tag,
+                  ust__sig_mac *const *macs, size_t n_macs, ust__sig_text_fn text,
+                  const void *msg)
+{
+    char *v = ust_strdup(head);
+    for (size_t i = 0; v != NULL && i < n_macs; i++) {
+        char buf[UST__SIG_TEXT_CAP];
+        int rc = text(macs[i], msg, buf);
+        if (rc != 0) {
+            ust_free(v);
+            return rc;
+        }
+        char *longer = ust_sprintf("%s%s%s%s", v, i > 0 ? sep : "", tag, buf);
+        ust_free(v);
+        v = longer;
+    }
+    *value = v;
+    return v != NULL ? 0 : UST_ENOMEM;
+}
+
+void ust__sig_mac_free(ust__sig_mac *m)
+{
+    EVP_MAC_CTX_free(m);
+}
+
+int ust__sig_mac_new(const unsigned char *key, size_t key_len, ust__sig_mac **out)
 {
     /* EVP_MAC streams the parts, so the body is never copied next to its
      * prefix; the HMAC_* functions are deprecated on OpenSSL 3. */
+    *out = NULL;
+    if (key_len == 0)
+        return UST_EINVAL;
     char digest[] = "SHA256";
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
         OSSL_PARAM_construct_end(),
     };
-    int rc = UST_ENOMEM;
-    size_t out_len = 0;
     EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     EVP_MAC_CTX *ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
-    if (ctx == NULL || key_len == 0 || !EVP_MAC_init(ctx, key, key_len, params))
-        goto done;
+    EVP_MAC_free(mac); /* the context holds its own reference */
+    if (ctx == NULL || !EVP_MAC_init(ctx, key, key_len, params)) {
+        EVP_MAC_CTX_free(ctx);
+        return UST_ENOMEM;
+    }
+    *out = ctx;
+    return 0;
+}
+
+ust__sig_mac *ust__sig_secret_mac(const char *secret)
+{
+    ust__sig_mac *m = NULL;
+    ust__sig_mac_new((const unsigned char *)secret, strlen(secret), &m);
+    return m;
+}
+
+int ust__sig_mac_run(ust__sig_mac *m, const ust__slice *parts, size_t n_parts,
+                     unsigned char out[UST__SIG_MAC_LEN])
+{
+    /* A NULL key re-initialises with the key and digest set at creation. */
+    size_t out_len = 0;
+    if (!EVP_MAC_init(m, NULL, 0, NULL))
+        return UST_ENOMEM;
     for (size_t i = 0; i < n_parts; i++)
-        if (parts[i].len > 0 && !EVP_MAC_update(ctx, parts[i].ptr, parts[i].len))
-            goto done;
-    if (!EVP_MAC_final(ctx, out, &out_len, UST__SIG_MAC_LEN) ||
+        if (parts[i].len > 0 && !EVP_MAC_update(m, parts[i].ptr, parts[i].len))
+            return UST_ENOMEM;
+    if (!EVP_MAC_final(m, out, &out_len, UST__SIG_MAC_LEN) ||
         out_len != UST__SIG_MAC_LEN)
-        goto done;
-    rc = 0;
-done:
-    EVP_MAC_CTX_free(ctx);
-    EVP_MAC_free(mac);
-    return rc;
+        return UST_ENOMEM;
+    return 0;
 }
 
 int ust__sig_parse_timestamp(const char *s, size_t len, int64_t *out)
@@ -236,6 +372,22 @@ int ust__sig_hex_decode_mac(const char *s, size_t len,
         out[i] = (unsigned char)(hi << 4 | lo);
     }
     return 0;
+}
+
+int ust__sig_hex_listed(const char *list, const char *tag,
+                        const unsigned char mac[UST__SIG_MAC_LEN])
+{
+    size_t tag_len = strlen(tag), len;
+    const char *cur = list, *item;
+    int matched = 0;
+    while (!matched && ust__sig_next_item(&cur, ',', &item, &len)) {
+        unsigned char cand[UST__SIG_MAC_LEN];
+        if (len >= tag_len && memcmp(item, tag, tag_len) == 0 &&
+            ust__sig_hex_decode_mac(item + tag_len, len - tag_len, cand) == 0 &&
+            CRYPTO_memcmp(cand, mac, UST__SIG_MAC_LEN) == 0)
+            matched = 1;
+    }
+    return matched;
 }
 
 void ust__sig_drop_headers(ust_request *req, size_t n_headers)

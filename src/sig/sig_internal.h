@@ -1,7 +1,6 @@
 /* Shared by the signature schemes: one HMAC-SHA256 over a list of byte
  * slices (so "<t>.<body>" is never copied), timestamp and hex parsing, the
- * tolerance check, and the per-scheme entry points ust_sig_verify and
- * ust_sig_sign dispatch to. */
+ * tolerance check, and the table entry each scheme defines. */
 #ifndef UNDERSTUDY_SIG_INTERNAL_H
 #define UNDERSTUDY_SIG_INTERNAL_H
 
@@ -13,21 +12,10 @@
 
 #define UST__SIG_MAC_LEN ((size_t)32)
 
-/* The headers each scheme reads (ust_sig_reads_header answers from these). */
-#define UST__STRIPE_HEADER "Stripe-Signature"
-#define UST__SW_ID_HEADER "webhook-id"
-#define UST__SW_TS_HEADER "webhook-timestamp"
-#define UST__SW_SIG_HEADER "webhook-signature"
-
 typedef struct ust__slice {
     const void *ptr;
     size_t len;
 } ust__slice;
-
-/* HMAC-SHA256 of the concatenation of parts under key. key_len must be > 0.
- * 0, or UST_ENOMEM when OpenSSL fails (it only fails to allocate). */
-int ust__hmac_sha256(const unsigned char *key, size_t key_len, const ust__slice *parts,
-                     size_t n_parts, unsigned char out[UST__SIG_MAC_LEN]);
 
 /* A unix timestamp in seconds: 1 to 18 ASCII digits, nothing else (no sign,
  * no spaces), so it always fits an int64_t. 0 or UST_EPARSE. */
@@ -40,6 +28,11 @@ int ust__sig_expired(const ust_sig_params *p, const ust_request *req, int64_t t)
 /* Hex (either case) of exactly UST__SIG_MAC_LEN bytes. 0 or UST_EPARSE. */
 int ust__sig_hex_decode_mac(const char *s, size_t len,
                             unsigned char out[UST__SIG_MAC_LEN]);
+
+/* 1 when an item of the comma-separated list is tag followed by the hex of
+ * mac (compared in constant time). */
+int ust__sig_hex_listed(const char *list, const char *tag,
+                        const unsigned char mac[UST__SIG_MAC_LEN]);
 
 /* Frees the headers added to req after it had n_headers of them, so a sign
  * that fails half way leaves req as it was. */
@@ -54,20 +47,61 @@ int ust__sig_next_item(const char **cursor, char sep, const char **item, size_t 
 /* Largest timestamp ust__sig_parse_timestamp accepts; sign refuses larger. */
 #define UST__SIG_MAX_TIMESTAMP INT64_C(999999999999999999)
 
-/* The schemes. p and req are not NULL and the body is consistent. verify
- * answers INVALID for a NULL or unusable secret (after its MISSING check);
- * sign gets a non-empty secret and a timestamp in [0, MAX]. */
-ust_sig_status ust__stripe_verify(const ust_sig_params *p, const ust_request *req);
-int ust__stripe_sign(const ust_sig_params *p, int64_t timestamp_s, ust_request *req);
+/* An HMAC-SHA256 keyed once (OpenSSL's EVP_MAC_CTX): signing many messages
+ * reuses the key and the digest lookup. */
+typedef struct evp_mac_ctx_st ust__sig_mac;
 
-ust_sig_status ust__standard_webhooks_verify(const ust_sig_params *p,
-                                             const ust_request *req);
-/* 0 when secret decodes to a key, UST_EINVAL, UST_ENOMEM. */
-int ust__standard_webhooks_secret_check(const char *secret);
-int ust__standard_webhooks_sign(const ust_sig_params *p, int64_t timestamp_s,
-                                const char *msg_id, ust_request *req);
+/* 0, UST_EINVAL for an empty key, UST_ENOMEM. Freed with ust__sig_mac_free. */
+int ust__sig_mac_new(const unsigned char *key, size_t key_len, ust__sig_mac **out);
+void ust__sig_mac_free(ust__sig_mac *m);
+/* A MAC keyed with the bytes of secret (not NULL, not empty), or NULL when
+ * it cannot be made (out of memory). */
+ust__sig_mac *ust__sig_secret_mac(const char *secret);
+/* The MAC of the concatenation of parts. 0 or UST_ENOMEM. */
+int ust__sig_mac_run(ust__sig_mac *m, const ust__slice *parts, size_t n_parts,
+                     unsigned char out[UST__SIG_MAC_LEN]);
 
-ust_sig_status ust__hmac_hex_verify(const ust_sig_params *p, const ust_request *req);
-int ust__hmac_hex_sign(const ust_sig_params *p, ust_request *req);
+/* Cleanses and frees a key from ust__sig_scheme.key (NULL is fine). */
+void ust__sig_free_key(unsigned char *key, size_t key_len);
+
+/* The text of one signature (hex, base64) of msg under m, in buf. 0 or
+ * UST_ENOMEM. */
+#define UST__SIG_TEXT_CAP 96
+typedef int (*ust__sig_text_fn)(ust__sig_mac *m, const void *msg,
+                                char buf[UST__SIG_TEXT_CAP]);
+
+/* *value = head, then for each mac: sep (not before the first), tag and
+ * text(mac, msg). The caller frees *value. 0 or UST_ENOMEM. */
+int ust__sig_join(char **value, const char *head, const char *sep, const char *tag,
+                  ust__sig_mac *const *macs, size_t n_macs, ust__sig_text_fn text,
+                  const void *msg);
+
+/* One scheme: its entry in UST_SIG_SCHEME_MAP points at one of these.
+ * verify and sign get p and req not NULL and a consistent body. */
+typedef struct ust__sig_scheme {
+    ust_sig_scheme_info info;
+    /* The headers the scheme reads (NULL-terminated); with info.named_header
+     * the first is the default the route's "header" replaces. */
+    const char *headers[4];
+    /* The HMAC key a secret stands for, in *key (ust_free'd, cleansed by the
+     * caller); NULL: the secret's bytes as they are. 0, UST_EINVAL (the
+     * secret cannot key the scheme), UST_ENOMEM. */
+    int (*key)(const char *secret, unsigned char **key, size_t *key_len);
+    /* Answers INVALID for a NULL or unusable secret, after its MISSING check. */
+    ust_sig_status (*verify)(const ust_sig_params *p, const ust_request *req);
+    /* Adds the header(s) carrying one signature per mac, in order; on failure
+     * req is left as it was. timestamp_s is in [0, MAX]; msg_id is not NULL
+     * when info.needs_msg_id. */
+    int (*sign)(const ust_sig_params *p, ust__sig_mac *const *macs, size_t n_macs,
+                int64_t timestamp_s, const char *msg_id, ust_request *req);
+} ust__sig_scheme;
+
+#define UST__SIG_DECLARE(id, name, impl) extern const ust__sig_scheme ust__sig_##impl;
+UST_SIG_SCHEME_MAP(UST__SIG_DECLARE)
+#undef UST__SIG_DECLARE
+
+/* The header p's scheme reads when it names one (the default for an unset
+ * or empty p->header). */
+const char *ust__sig_named_header(const ust__sig_scheme *d, const char *configured);
 
 #endif

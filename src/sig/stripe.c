@@ -8,7 +8,6 @@
 #include "sig/sig_internal.h"
 
 #include <inttypes.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,20 +29,23 @@ static int key_is(const char *item, size_t key_len, const char *key)
     return key_len == strlen(key) && memcmp(item, key, key_len) == 0;
 }
 
-static int stripe_mac(const char *secret, int64_t t, const ust_request *req,
+#define HEADER "Stripe-Signature"
+
+/* The MAC of "<t>.<body>" under m; m NULL (the secret could not key one)
+ * fails. */
+static int stripe_mac(ust__sig_mac *m, int64_t t, const ust_request *req,
                       unsigned char mac[UST__SIG_MAC_LEN])
 {
     /* The signed "<t>" is the parsed number, as Stripe's libraries format it. */
     char prefix[32];
     int n = snprintf(prefix, sizeof(prefix), "%" PRId64 ".", t);
     ust__slice parts[] = {{prefix, (size_t)n}, {req->body, req->body_len}};
-    return ust__hmac_sha256((const unsigned char *)secret, strlen(secret), parts, 2,
-                            mac);
+    return m != NULL ? ust__sig_mac_run(m, parts, 2, mac) : UST_ENOMEM;
 }
 
-ust_sig_status ust__stripe_verify(const ust_sig_params *p, const ust_request *req)
+static ust_sig_status stripe_verify(const ust_sig_params *p, const ust_request *req)
 {
-    const char *h = ust_request_header(req, UST__STRIPE_HEADER);
+    const char *h = ust_request_header(req, HEADER);
     if (h == NULL)
         return UST_SIG_MISSING;
     if (p->secret == NULL || p->secret[0] == '\0')
@@ -72,37 +74,59 @@ ust_sig_status ust__stripe_verify(const ust_sig_params *p, const ust_request *re
         return UST_SIG_INVALID;
 
     unsigned char mac[UST__SIG_MAC_LEN];
-    if (stripe_mac(p->secret, t, req, mac) != 0)
+    ust__sig_mac *m = ust__sig_secret_mac(p->secret);
+    int rc = stripe_mac(m, t, req, mac);
+    ust__sig_mac_free(m);
+    if (rc != 0)
         return UST_SIG_INVALID;
 
     /* Match before time: a forged signature with an old t is INVALID. */
-    int matched = 0;
-    cur = h;
-    while (!matched && ust__sig_next_item(&cur, ',', &item, &len)) {
-        unsigned char cand[UST__SIG_MAC_LEN];
-        if (split_kv(item, len, &val, &val_len, &key_len) &&
-            key_is(item, key_len, "v1") &&
-            ust__sig_hex_decode_mac(val, val_len, cand) == 0 &&
-            CRYPTO_memcmp(cand, mac, sizeof(mac)) == 0)
-            matched = 1;
-    }
-    if (!matched)
+    if (!ust__sig_hex_listed(h, "v1=", mac))
         return UST_SIG_INVALID;
     return ust__sig_expired(p, req, t) ? UST_SIG_EXPIRED : UST_SIG_VERIFIED;
 }
 
-int ust__stripe_sign(const ust_sig_params *p, int64_t timestamp_s, ust_request *req)
+typedef struct signed_msg {
+    int64_t t;
+    const ust_request *req;
+} signed_msg;
+
+static int hex_text(ust__sig_mac *m, const void *msg, char buf[UST__SIG_TEXT_CAP])
 {
+    const signed_msg *sm = msg;
     unsigned char mac[UST__SIG_MAC_LEN];
-    char hex[2 * UST__SIG_MAC_LEN + 1];
-    int rc = stripe_mac(p->secret, timestamp_s, req, mac);
-    if (rc != 0)
-        return rc;
-    ust_hex_encode(mac, sizeof(mac), hex);
-    char *value = ust_sprintf("t=%" PRId64 ",v1=%s", timestamp_s, hex);
-    if (value == NULL)
-        return UST_ENOMEM;
-    rc = ust_request_add_header(req, UST__STRIPE_HEADER, value);
+    int rc = stripe_mac(m, sm->t, sm->req, mac);
+    if (rc == 0)
+        ust_hex_encode(mac, sizeof(mac), buf);
+    return rc;
+}
+
+/* t=<t>,v1=<hex>[,v1=<hex>...]: one v1 per mac, in order. */
+static int stripe_sign(const ust_sig_params *p, ust__sig_mac *const *macs,
+                       size_t n_macs, int64_t timestamp_s, const char *msg_id,
+                       ust_request *req)
+{
+    (void)p;
+    (void)msg_id;
+    char head[32], *value;
+    snprintf(head, sizeof(head), "t=%" PRId64 ",", timestamp_s);
+    signed_msg sm = {timestamp_s, req};
+    int rc = ust__sig_join(&value, head, ",", "v1=", macs, n_macs, hex_text, &sm);
+    if (rc == 0)
+        rc = ust_request_add_header(req, HEADER, value);
     ust_free(value);
     return rc;
 }
+
+const ust__sig_scheme ust__sig_stripe = {
+    .info =
+        {
+            .secret_what = "a usable secret",
+            .wrong_secret = "whsec_a_wrong_secret",
+            .previous_secret = "whsec_the_previous_secret",
+        },
+    .headers = {HEADER, NULL},
+    .key = NULL, /* the secret string's bytes, whsec_ kept */
+    .verify = stripe_verify,
+    .sign = stripe_sign,
+};

@@ -10,6 +10,18 @@ void ust_sha256(const void *data, size_t len, unsigned char out[UST_SHA256_LEN])
     EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
 }
 
+int ust_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                    unsigned char out[UST_SHA256_LEN])
+{
+    size_t n = 0;
+    if (key_len == 0 ||
+        EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, key_len, data, len, out,
+                  UST_SHA256_LEN, &n) == NULL ||
+        n != UST_SHA256_LEN)
+        return UST_ENOMEM;
+    return 0;
+}
+
 void ust_hex_encode(const unsigned char *bytes, size_t n, char *hex)
 {
     static const char digits[] = "0123456789abcdef";

@@ -3,13 +3,13 @@
 #define UST_BENCH_COMMON_H
 
 #include <stdlib.h>
-#include <time.h>
 
+#include <understudy/clock.h>
+
+/* Seconds on the monotonic clock. */
 static inline double bench_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)ust_time_mono_us() / 1e6;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

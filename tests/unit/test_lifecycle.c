@@ -5,6 +5,8 @@
 #include "replay_world.h"
 #include "serve_client.h"
 
+#include <understudy/clock.h>
+
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -290,9 +292,7 @@ static void test_replay_keeps_an_existing_run_when_a_plugin_fails(void **state)
 
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return ust_time_mono_us() / 1000;
 }
 
 /* Starts serve on the world's log and run; returns once it listens. */

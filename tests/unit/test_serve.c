@@ -5,6 +5,7 @@
 #include "http/queue.h"
 
 #include <understudy/alloc.h>
+#include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/log.h>

@@ -80,6 +80,24 @@ static ust_sig_params params(ust_sig_scheme scheme, const char *secret)
     return p;
 }
 
+/* Verifies r under p, expects want, and clears r. */
+static void expect(const ust_sig_params *p, ust_request r, ust_sig_status want)
+{
+    assert_int_equal(ust_sig_verify(p, &r), want);
+    ust_request_clear(&r);
+}
+
+/* A secret for every scheme, for the checks that hold for all of them. */
+static const struct {
+    ust_sig_scheme scheme;
+    const char *secret;
+} every_scheme[] = {
+    {UST_SCHEME_STRIPE, ST_SECRET},
+    {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
+    {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
+};
+#define N_SCHEMES (sizeof(every_scheme) / sizeof(every_scheme[0]))
+
 /* ---- names ---------------------------------------------------------------- */
 
 static void test_names_round_trip(void **state)
@@ -138,12 +156,10 @@ static void test_sw_published_vector(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
-    ust_request r = sw_req(SW_SIG, SW_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, sw_req(SW_SIG, SW_TS), UST_SIG_VERIFIED);
 
     /* Header names are case-insensitive. */
-    r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+    ust_request r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
     add(&r, "Webhook-Id", SW_ID);
     add(&r, "WEBHOOK-TIMESTAMP", SW_TS_STR);
     add(&r, "Webhook-Signature", SW_SIG);
@@ -164,9 +180,7 @@ static void test_sw_published_bad_variant(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
-    ust_request r = sw_req(SW_SIG_BAD, SW_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&p, sw_req(SW_SIG_BAD, SW_TS), UST_SIG_INVALID);
 }
 
 static void test_sw_tampering(void **state)
@@ -192,9 +206,7 @@ static void test_sw_tampering(void **state)
     /* A different, well-formed secret. */
     ust_sig_params wrong =
         params(UST_SCHEME_STANDARD_WEBHOOKS, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSx");
-    r = sw_req(SW_SIG, SW_TS);
-    assert_int_equal(ust_sig_verify(&wrong, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&wrong, sw_req(SW_SIG, SW_TS), UST_SIG_INVALID);
 }
 
 static void test_sw_secret_prefix_optional(void **state)
@@ -202,54 +214,50 @@ static void test_sw_secret_prefix_optional(void **state)
     (void)state;
     /* The reference libraries accept the secret with or without whsec_. */
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET + 6);
-    ust_request r = sw_req(SW_SIG, SW_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, sw_req(SW_SIG, SW_TS), UST_SIG_VERIFIED);
+}
+
+/* The default tolerance, both ways, for a request made by make with the
+ * signature header value sig signed at ts. */
+static void expect_tolerance(const ust_sig_params *p,
+                             ust_request (*make)(const char *, int64_t),
+                             const char *sig, int64_t ts)
+{
+    const struct {
+        int64_t received_s;
+        ust_sig_status want;
+    } cases[] = {
+        {ts + 300, UST_SIG_VERIFIED},       {ts - 300, UST_SIG_VERIFIED},
+        {ts + 301, UST_SIG_EXPIRED},        {ts - 301, UST_SIG_EXPIRED},
+        {ts + 86400 * 30, UST_SIG_EXPIRED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        expect(p, make(sig, cases[i].received_s), cases[i].want);
 }
 
 static void test_sw_time(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
-    const struct {
-        int64_t received_s;
-        ust_sig_status want;
-    } cases[] = {
-        {SW_TS + 300, UST_SIG_VERIFIED},       {SW_TS - 300, UST_SIG_VERIFIED},
-        {SW_TS + 301, UST_SIG_EXPIRED},        {SW_TS - 301, UST_SIG_EXPIRED},
-        {SW_TS + 86400 * 30, UST_SIG_EXPIRED},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ust_request r = sw_req(SW_SIG, cases[i].received_s);
-        assert_int_equal(ust_sig_verify(&p, &r), cases[i].want);
-        ust_request_clear(&r);
-    }
+    expect_tolerance(&p, sw_req, SW_SIG, SW_TS);
     /* Match first, then time: a forged signature on an old message is
      * INVALID, not EXPIRED. */
-    ust_request r = sw_req(SW_SIG_BAD, SW_TS + 86400);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&p, sw_req(SW_SIG_BAD, SW_TS + 86400), UST_SIG_INVALID);
     /* A configured tolerance replaces the default. */
     p.tolerance_s = 10;
-    r = sw_req(SW_SIG, SW_TS + 11);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_EXPIRED);
-    ust_request_clear(&r);
-    r = sw_req(SW_SIG, SW_TS + 10);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, sw_req(SW_SIG, SW_TS + 11), UST_SIG_EXPIRED);
+    expect(&p, sw_req(SW_SIG, SW_TS + 10), UST_SIG_VERIFIED);
 }
 
 static void test_sw_rotation(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
-    ust_request r = sw_req(SW_SIG_BAD " v2,whatever v1a,xyz  " SW_SIG, SW_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, sw_req(SW_SIG_BAD " v2,whatever v1a,xyz  " SW_SIG, SW_TS),
+           UST_SIG_VERIFIED);
     /* Only v1 entries count: the right MAC under another version does not. */
-    r = sw_req("v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", SW_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&p, sw_req("v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", SW_TS),
+           UST_SIG_INVALID);
 }
 
 static void test_sw_missing(void **state)
@@ -284,9 +292,7 @@ static void test_sw_malformed(void **state)
                              "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", "v1,",
                              "v1:g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="};
     for (size_t i = 0; i < sizeof(bad_sig) / sizeof(bad_sig[0]); i++) {
-        ust_request r = sw_req(bad_sig[i], SW_TS);
-        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-        ust_request_clear(&r);
+        expect(&p, sw_req(bad_sig[i], SW_TS), UST_SIG_INVALID);
     }
 }
 
@@ -296,11 +302,9 @@ static void test_sw_bad_secret(void **state)
     const char *bad[] = {"whsec_not*base64!", "whsec_abc", "whsec_", ""};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, bad[i]);
-        ust_request r = sw_req(SW_SIG, SW_TS);
-        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-        ust_request_clear(&r);
+        expect(&p, sw_req(SW_SIG, SW_TS), UST_SIG_INVALID);
         /* Sign refuses and leaves the request untouched. */
-        r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
+        ust_request r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
         add(&r, "Content-Type", "application/json");
         assert_int_equal(ust_sig_sign(&p, SW_TS, SW_ID, &r), UST_EINVAL);
         assert_int_equal(r.n_headers, 1);
@@ -332,12 +336,10 @@ static void test_stripe_vector(void **state)
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
     /* The hard-coded header, computed by the openssl CLI, verifies. */
-    ust_request r = st_req(ST_HEADER_VALUE, ST_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, st_req(ST_HEADER_VALUE, ST_TS), UST_SIG_VERIFIED);
 
     /* And signing produces that exact header. */
-    r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+    ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
     assert_int_equal(ust_sig_sign(&p, ST_TS, NULL, &r), 0);
     assert_int_equal(r.n_headers, 1);
     assert_string_equal(ust_request_header(&r, "stripe-signature"), ST_HEADER_VALUE);
@@ -345,11 +347,11 @@ static void test_stripe_vector(void **state)
     ust_request_clear(&r);
 
     /* Upper-case hex and spaces after commas are accepted. */
-    r = st_req("t=1700000000, "
-               "v1=90C539043289E4774FD1EC570EDE4FC0946C05A72B117297366C0FD2E5DC5F8F",
-               ST_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p,
+           st_req("t=1700000000, "
+                  "v1=90C539043289E4774FD1EC570EDE4FC0946C05A72B117297366C0FD2E5DC5F8F",
+                  ST_TS),
+           UST_SIG_VERIFIED);
 }
 
 static void test_stripe_tampering(void **state)
@@ -362,40 +364,22 @@ static void test_stripe_tampering(void **state)
     assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
     ust_request_clear(&r);
 
-    r = st_req("t=1700000001,v1=" ST_HEX, ST_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&p, st_req("t=1700000001,v1=" ST_HEX, ST_TS), UST_SIG_INVALID);
 
     ust_sig_params wrong =
         params(UST_SCHEME_STRIPE, "whsec_understudy_test_secret_0002");
-    r = st_req(ST_HEADER_VALUE, ST_TS);
-    assert_int_equal(ust_sig_verify(&wrong, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&wrong, st_req(ST_HEADER_VALUE, ST_TS), UST_SIG_INVALID);
 
     /* The key is the whole secret string: dropping whsec_ changes it. */
     ust_sig_params stripped = params(UST_SCHEME_STRIPE, ST_SECRET + 6);
-    r = st_req(ST_HEADER_VALUE, ST_TS);
-    assert_int_equal(ust_sig_verify(&stripped, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&stripped, st_req(ST_HEADER_VALUE, ST_TS), UST_SIG_INVALID);
 }
 
 static void test_stripe_time(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
-    const struct {
-        int64_t received_s;
-        ust_sig_status want;
-    } cases[] = {
-        {ST_TS + 300, UST_SIG_VERIFIED},      {ST_TS - 300, UST_SIG_VERIFIED},
-        {ST_TS + 301, UST_SIG_EXPIRED},       {ST_TS - 301, UST_SIG_EXPIRED},
-        {ST_TS + 86400 * 3, UST_SIG_EXPIRED},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ust_request r = st_req(ST_HEADER_VALUE, cases[i].received_s);
-        assert_int_equal(ust_sig_verify(&p, &r), cases[i].want);
-        ust_request_clear(&r);
-    }
+    expect_tolerance(&p, st_req, ST_HEADER_VALUE, ST_TS);
     /* received_at is in microseconds and floored to the second. */
     ust_request r = st_req(ST_HEADER_VALUE, ST_TS);
     r.received_at_us = (int64_t)(ST_TS + 300) * 1000000 + 999999;
@@ -404,27 +388,20 @@ static void test_stripe_time(void **state)
     assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_EXPIRED);
     ust_request_clear(&r);
     /* Forged signature with an old timestamp: INVALID, not EXPIRED. */
-    r = st_req("t=1700000000,v1=" WRONG_HEX, ST_TS + 86400);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&p, st_req("t=1700000000,v1=" WRONG_HEX, ST_TS + 86400), UST_SIG_INVALID);
     p.tolerance_s = 10;
-    r = st_req(ST_HEADER_VALUE, ST_TS - 11);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_EXPIRED);
-    ust_request_clear(&r);
+    expect(&p, st_req(ST_HEADER_VALUE, ST_TS - 11), UST_SIG_EXPIRED);
 }
 
 static void test_stripe_rotation(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
-    ust_request r =
-        st_req("t=1700000000,v1=" WRONG_HEX ",v0=" ST_HEX ",v1=" ST_HEX, ST_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, st_req("t=1700000000,v1=" WRONG_HEX ",v0=" ST_HEX ",v1=" ST_HEX, ST_TS),
+           UST_SIG_VERIFIED);
     /* Only v1 counts: the right MAC under v0 alone is not enough. */
-    r = st_req("t=1700000000,v0=" ST_HEX ",v1=" WRONG_HEX, ST_TS);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&p, st_req("t=1700000000,v0=" ST_HEX ",v1=" WRONG_HEX, ST_TS),
+           UST_SIG_INVALID);
 }
 
 static void test_stripe_missing(void **state)
@@ -459,9 +436,7 @@ static void test_stripe_malformed(void **state)
         "t=1700000000,v1=zz" ST_HEX,            /* not hex */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ust_request r = st_req(bad[i], ST_TS);
-        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-        ust_request_clear(&r);
+        expect(&p, st_req(bad[i], ST_TS), UST_SIG_INVALID);
     }
 }
 
@@ -478,15 +453,13 @@ static void test_hex_published_vector(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
-    ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 1700000000);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 1700000000),
+           UST_SIG_VERIFIED);
 
-    r = gh_req("x-hub-signature-256", "sha256=" GH_HEX_UPPER, 1700000000);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p, gh_req("x-hub-signature-256", "sha256=" GH_HEX_UPPER, 1700000000),
+           UST_SIG_VERIFIED);
 
-    r = make_req(GH_BODY, strlen(GH_BODY), 0);
+    ust_request r = make_req(GH_BODY, strlen(GH_BODY), 0);
     assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), 0);
     assert_int_equal(r.n_headers, 1);
     assert_string_equal(r.headers[0].name, UST_SIG_DEFAULT_HEX_HEADER);
@@ -505,9 +478,7 @@ static void test_hex_tampering(void **state)
 
     ust_sig_params wrong =
         params(UST_SCHEME_HMAC_SHA256_HEX, "It's a secret to everybody");
-    r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0);
-    assert_int_equal(ust_sig_verify(&wrong, &r), UST_SIG_INVALID);
-    ust_request_clear(&r);
+    expect(&wrong, gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0), UST_SIG_INVALID);
 }
 
 static void test_hex_no_timestamp(void **state)
@@ -519,9 +490,8 @@ static void test_hex_no_timestamp(void **state)
     p.tolerance_s = 1;
     const int64_t when[] = {0, 1, 1700000000, 4102444800};
     for (size_t i = 0; i < 4; i++) {
-        ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, when[i]);
-        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-        ust_request_clear(&r);
+        expect(&p, gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, when[i]),
+               UST_SIG_VERIFIED);
     }
 }
 
@@ -530,13 +500,9 @@ static void test_hex_custom_header(void **state)
     (void)state;
     ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
     p.header = "X-Signature";
-    ust_request r = gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_MISSING);
-    ust_request_clear(&r);
-    r = gh_req("x-signature", "sha256=" GH_HEX, 0);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
-    r = make_req(GH_BODY, strlen(GH_BODY), 0);
+    expect(&p, gh_req("X-Hub-Signature-256", "sha256=" GH_HEX, 0), UST_SIG_MISSING);
+    expect(&p, gh_req("x-signature", "sha256=" GH_HEX, 0), UST_SIG_VERIFIED);
+    ust_request r = make_req(GH_BODY, strlen(GH_BODY), 0);
     assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), 0);
     assert_string_equal(r.headers[0].name, "X-Signature");
     ust_request_clear(&r);
@@ -546,19 +512,17 @@ static void test_hex_rotation(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
-    ust_request r = gh_req("X-Hub-Signature-256",
-                           "sha256=" WRONG_HEX ", sha1=abc, sha256=" GH_HEX, 0);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    expect(&p,
+           gh_req("X-Hub-Signature-256",
+                  "sha256=" WRONG_HEX ", sha1=abc, sha256=" GH_HEX, 0),
+           UST_SIG_VERIFIED);
 }
 
 static void test_hex_missing_and_malformed(void **state)
 {
     (void)state;
     ust_sig_params p = params(UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET);
-    ust_request r = gh_req("X-Hub-Signature", "sha1=0123", 0);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_MISSING);
-    ust_request_clear(&r);
+    expect(&p, gh_req("X-Hub-Signature", "sha1=0123", 0), UST_SIG_MISSING);
     const char *bad[] = {
         "",
         GH_HEX,               /* no prefix */
@@ -569,9 +533,7 @@ static void test_hex_missing_and_malformed(void **state)
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e1g",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        r = gh_req("X-Hub-Signature-256", bad[i], 0);
-        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
-        ust_request_clear(&r);
+        expect(&p, gh_req("X-Hub-Signature-256", bad[i], 0), UST_SIG_INVALID);
     }
 }
 
@@ -660,18 +622,12 @@ static void round_trip(ust_sig_scheme scheme, const char *secret, const void *bo
 static void test_round_trip_all_schemes(void **state)
 {
     (void)state;
-    const struct {
-        ust_sig_scheme scheme;
-        const char *secret;
-    } s[] = {
-        {UST_SCHEME_STRIPE, ST_SECRET},
-        {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
-        {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
-    };
-    for (size_t i = 0; i < 3; i++) {
-        round_trip(s[i].scheme, s[i].secret, binary_body, sizeof(binary_body));
-        round_trip(s[i].scheme, s[i].secret, ST_BODY, strlen(ST_BODY));
-        round_trip(s[i].scheme, s[i].secret, NULL, 0);
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        round_trip(every_scheme[i].scheme, every_scheme[i].secret, binary_body,
+                   sizeof(binary_body));
+        round_trip(every_scheme[i].scheme, every_scheme[i].secret, ST_BODY,
+                   strlen(ST_BODY));
+        round_trip(every_scheme[i].scheme, every_scheme[i].secret, NULL, 0);
     }
 }
 
@@ -679,16 +635,8 @@ static void test_binary_body_after_nul(void **state)
 {
     (void)state;
     /* Flip a byte after the first NUL: every scheme must notice. */
-    const struct {
-        ust_sig_scheme scheme;
-        const char *secret;
-    } s[] = {
-        {UST_SCHEME_STRIPE, ST_SECRET},
-        {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
-        {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
-    };
-    for (size_t i = 0; i < 3; i++) {
-        ust_sig_params p = params(s[i].scheme, s[i].secret);
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
         ust_request r = make_req(binary_body, sizeof(binary_body), 1750000000);
         assert_int_equal(ust_sig_sign(&p, 1750000000, "msg_1", &r), 0);
         r.body[8] = 'X'; /* after the first NUL */
@@ -723,16 +671,8 @@ static void *failing_realloc(void *ptr, size_t size)
 static void test_allocation_failures(void **state)
 {
     (void)state;
-    const struct {
-        ust_sig_scheme scheme;
-        const char *secret;
-    } s[] = {
-        {UST_SCHEME_STRIPE, ST_SECRET},
-        {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
-        {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
-    };
-    for (size_t i = 0; i < 3; i++) {
-        ust_sig_params p = params(s[i].scheme, s[i].secret);
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
         int rc = UST_ENOMEM;
         for (long n = 0; rc == UST_ENOMEM; n++) {
             assert_true(n < 100);
@@ -783,6 +723,117 @@ static void test_secret_check(void **state)
     assert_int_equal(ust_sig_secret_check(UST_SCHEME_NONE, "x"), UST_EINVAL);
 }
 
+/* ---- the table ------------------------------------------------------------- */
+
+/* Every scheme has an entry whose driver secrets key it, and the choices
+ * string config errors print names them all. */
+static void test_scheme_table(void **state)
+{
+    (void)state;
+    assert_null(ust_sig_scheme_info_of(UST_SCHEME_NONE));
+    assert_null(ust_sig_scheme_info_of((ust_sig_scheme)99));
+    assert_string_equal(
+        UST_SIG_SCHEME_CHOICES,
+        "\"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\", \"none\"");
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        const ust_sig_scheme_info *si = ust_sig_scheme_info_of(every_scheme[i].scheme);
+        assert_non_null(si);
+        assert_non_null(si->secret_what);
+        assert_int_equal(ust_sig_secret_check(every_scheme[i].scheme, si->wrong_secret),
+                         0);
+        if (si->previous_secret != NULL)
+            assert_int_equal(
+                ust_sig_secret_check(every_scheme[i].scheme, si->previous_secret), 0);
+    }
+    assert_true(ust_sig_scheme_info_of(UST_SCHEME_STANDARD_WEBHOOKS)->needs_msg_id);
+    assert_true(ust_sig_scheme_info_of(UST_SCHEME_HMAC_SHA256_HEX)->named_header);
+    assert_false(ust_sig_scheme_info_of(UST_SCHEME_STRIPE)->named_header);
+}
+
+static void test_reads_header(void **state)
+{
+    (void)state;
+    assert_true(ust_sig_reads_header(UST_SCHEME_STRIPE, NULL, "stripe-signature"));
+    assert_false(ust_sig_reads_header(UST_SCHEME_STRIPE, NULL, "webhook-id"));
+    assert_true(ust_sig_reads_header(UST_SCHEME_STANDARD_WEBHOOKS, NULL, "Webhook-Id"));
+    assert_true(
+        ust_sig_reads_header(UST_SCHEME_STANDARD_WEBHOOKS, NULL, "webhook-timestamp"));
+    assert_true(
+        ust_sig_reads_header(UST_SCHEME_STANDARD_WEBHOOKS, NULL, "webhook-signature"));
+    assert_true(
+        ust_sig_reads_header(UST_SCHEME_HMAC_SHA256_HEX, NULL, "x-hub-signature-256"));
+    assert_false(ust_sig_reads_header(UST_SCHEME_HMAC_SHA256_HEX, "X-Sig",
+                                      "x-hub-signature-256"));
+    assert_true(ust_sig_reads_header(UST_SCHEME_HMAC_SHA256_HEX, "X-Sig", "x-sig"));
+    assert_false(ust_sig_reads_header(UST_SCHEME_NONE, NULL, "stripe-signature"));
+}
+
+/* One signature per secret, in order: each secret verifies on its own (a
+ * receiver on either side of a rotation), a third does not. */
+static void test_sign_with_several_secrets(void **state)
+{
+    (void)state;
+    const char *previous[] = {"whsec_previous_stripe", "whsec_cHJldmlvdXMga2V5",
+                              "previous hex secret"};
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        const char *secrets[] = {previous[i], every_scheme[i].secret};
+        ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+        assert_int_equal(ust_sig_sign_with(&p, secrets, 2, ST_TS, "msg_1", &r), 0);
+        assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
+        ust_sig_params old = params(every_scheme[i].scheme, previous[i]);
+        assert_int_equal(ust_sig_verify(&old, &r), UST_SIG_VERIFIED);
+        ust_sig_params other = params(every_scheme[i].scheme,
+                                      ust_sig_scheme_info_of(p.scheme)->wrong_secret);
+        assert_int_equal(ust_sig_verify(&other, &r), UST_SIG_INVALID);
+        ust_request_clear(&r);
+    }
+    /* Stripe's header: one t, then the v1 entries in the secrets' order. */
+    ust_sig_params p = params(UST_SCHEME_STRIPE, ST_SECRET);
+    const char *two[] = {ST_SECRET, "whsec_previous_stripe"};
+    ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+    assert_int_equal(ust_sig_sign_with(&p, two, 2, ST_TS, NULL, &r), 0);
+    const char *h = ust_request_header(&r, "Stripe-Signature");
+    assert_non_null(h);
+    assert_int_equal(strncmp(h, ST_HEADER_VALUE ",v1=", strlen(ST_HEADER_VALUE) + 4),
+                     0);
+    assert_int_equal(strlen(h), strlen(ST_HEADER_VALUE) + 4 + 64);
+    ust_request_clear(&r);
+    assert_int_equal(ust_sig_sign_with(&p, two, 0, ST_TS, NULL, &r), UST_EINVAL);
+}
+
+/* A signer keyed once gives, message after message, what a one-shot sign
+ * gives. */
+static void test_signer_reuse(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_signer *s = NULL;
+        assert_int_equal(ust_sig_signer_new(&p, NULL, 0, &s), 0);
+        for (int k = 0; k < 3; k++) {
+            const char *body = k == 1 ? GH_BODY : ST_BODY;
+            ust_request a = make_req(body, strlen(body), ST_TS + k);
+            ust_request b = make_req(body, strlen(body), ST_TS + k);
+            assert_int_equal(ust_sig_signer_sign(s, ST_TS + k, "msg_2", &a), 0);
+            assert_int_equal(ust_sig_sign(&p, ST_TS + k, "msg_2", &b), 0);
+            assert_int_equal(a.n_headers, b.n_headers);
+            for (size_t h = 0; h < a.n_headers; h++) {
+                assert_string_equal(a.headers[h].name, b.headers[h].name);
+                assert_string_equal(a.headers[h].value, b.headers[h].value);
+            }
+            expect(&p, a, UST_SIG_VERIFIED);
+            ust_request_clear(&b);
+        }
+        ust_sig_signer_free(s);
+    }
+    /* A secret the scheme cannot key with is refused when keying. */
+    ust_sig_params bad = params(UST_SCHEME_STANDARD_WEBHOOKS, "whsec_not*base64!");
+    ust_sig_signer *s = (ust_sig_signer *)&bad;
+    assert_int_equal(ust_sig_signer_new(&bad, NULL, 0, &s), UST_EINVAL);
+    assert_null(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -817,6 +868,10 @@ int main(void)
         cmocka_unit_test(test_binary_body_after_nul),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_secret_check),
+        cmocka_unit_test(test_scheme_table),
+        cmocka_unit_test(test_reads_header),
+        cmocka_unit_test(test_sign_with_several_secrets),
+        cmocka_unit_test(test_signer_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

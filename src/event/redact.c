@@ -2,7 +2,7 @@
  * shows. */
 #include <understudy/alloc.h>
 #include <understudy/event.h>
-#include <understudy/report.h>
+#include <understudy/redact.h>
 
 #include <string.h>
 #include <strings.h>
