@@ -208,19 +208,20 @@ int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned 
     return 0;
 }
 
+/* Frees a derived field the event owns (its strings; the route is the
+ * config's). */
+#define FREE_TEXT(m) ust_free(ev->m);
+#define FREE_ROUTE(m)
+#define FREE_SHA(m)
+#define FREE_SIG(m)
+#define FREE_AMOUNT(m)
+#define FREE_CONFIG(m)
+#define FREE(kind, m, column, wire, wire_at, export) FREE_##kind(m)
+
 void ust_event_clear(ust_event *ev)
 {
     if (ev == NULL)
         return;
-    ust_free(ev->provider);
-    ust_free(ev->event_id);
-    ust_free(ev->event_type);
-    ust_free(ev->transaction_id);
-    ust_free(ev->target_status);
-    ust_free(ev->currency);
-    ust_free(ev->intent);
-    ust_free(ev->idem_key);
-    ust_free(ev->tenant);
-    ust_free(ev->identity);
+    UST_EVENT_FIELDS(FREE)
     memset(ev, 0, sizeof(*ev));
 }

@@ -1,4 +1,5 @@
 #include "plugin/wire.h"
+#include "plugin/event_abi.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
@@ -6,6 +7,30 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A derived field of the event as the protocol sends it, under its wire key. */
+#define WIRE_OUT_TEXT(m, key) ust_jsonw_member_string(w, #key, ev->m);
+#define WIRE_OUT_SHA(m, key) ust_jsonw_member_string(w, #key, ev->m);
+#define WIRE_OUT_ROUTE(m, key)                                                         \
+    ust_jsonw_member_string(w, #key "_kind", ust__route_kind_name(ev->m));             \
+    ust_jsonw_member_string(w, #key, ev->m ? ev->m->path : NULL);
+#define WIRE_OUT_AMOUNT(m, key)                                                        \
+    ust_jsonw_key(w, #key);                                                            \
+    if (ev->has_##m)                                                                   \
+        ust_jsonw_int(w, ev->m);                                                       \
+    else                                                                               \
+        ust_jsonw_null(w);
+/* The fields sent in table order, then those sent after them. */
+#define WIRE_FIRST_WIRE(kind, m, key) WIRE_OUT_##kind(m, key)
+#define WIRE_FIRST_WIRE_END(kind, m, key)
+#define WIRE_FIRST_NONE(kind, m, key)
+#define WIRE_FIRST(kind, m, column, wire, wire_at, export)                             \
+    WIRE_FIRST_##wire_at(kind, m, wire)
+#define WIRE_LAST_WIRE(kind, m, key)
+#define WIRE_LAST_WIRE_END(kind, m, key) WIRE_OUT_##kind(m, key)
+#define WIRE_LAST_NONE(kind, m, key)
+#define WIRE_LAST(kind, m, column, wire, wire_at, export)                              \
+    WIRE_LAST_##wire_at(kind, m, wire)
 
 void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
 {
@@ -15,25 +40,8 @@ void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
     ust_jsonw_object(w);
     ust_jsonw_member_int(w, "seq", ev->seq);
     ust_jsonw_member_int(w, "received_at_us", ev->received_at_us);
-    ust_jsonw_member_string(
-        w, "route_kind",
-        ev->route ? ev->route->kind == UST_ROUTE_API ? "api" : "webhook" : NULL);
-    ust_jsonw_member_string(w, "route", ev->route ? ev->route->path : NULL);
-    ust_jsonw_member_string(w, "provider", ev->provider);
-    ust_jsonw_member_string(w, "event_id", ev->event_id);
-    ust_jsonw_member_string(w, "event_type", ev->event_type);
-    ust_jsonw_member_string(w, "transaction_id", ev->transaction_id);
-    ust_jsonw_member_string(w, "target_status", ev->target_status);
-    ust_jsonw_key(w, "amount");
-    if (ev->has_amount)
-        ust_jsonw_int(w, ev->amount);
-    else
-        ust_jsonw_null(w);
-    ust_jsonw_member_string(w, "currency", ev->currency);
-    ust_jsonw_member_string(w, "intent", ev->intent);
-    ust_jsonw_member_string(w, "idempotency_key", ev->idem_key);
-    ust_jsonw_member_string(w, "tenant", ev->tenant);
-    ust_jsonw_member_string(w, "request_sha256", ev->request_sha256);
+    UST_EVENT_FIELDS(WIRE_FIRST)
+    UST_EVENT_FIELDS(WIRE_LAST)
     if (req == NULL) { /* the plugin declined the raw request */
         ust_jsonw_end_object(w);
         ust_jsonw_end_object(w);
@@ -79,6 +87,36 @@ static char *borrow(json_t *j, const char *key)
     return (char *)json_string_value(json_object_get(j, key));
 }
 
+/* A derived field of the event read from its wire key; strings borrowed. */
+#define WIRE_IN_TEXT(m, key) ev->m = borrow(j, #key);
+#define WIRE_IN_SHA(m, key) wire_hex(ev->m, sizeof(ev->m), borrow(j, #key));
+#define WIRE_IN_ROUTE(m, key) ev->m = wire_route(j, #key, #key "_kind", route);
+#define WIRE_IN_AMOUNT(m, key)                                                         \
+    ev->has_##m = json_is_integer(json_object_get(j, #key));                           \
+    ev->m = json_integer_value(json_object_get(j, #key));
+#define WIRE_IN_WIRE(kind, m, key) WIRE_IN_##kind(m, key)
+#define WIRE_IN_WIRE_END(kind, m, key) WIRE_IN_##kind(m, key)
+#define WIRE_IN_NONE(kind, m, key)
+#define WIRE_IN(kind, m, column, wire, wire_at, export) WIRE_IN_##wire_at(kind, m, wire)
+
+static void wire_hex(char *out, size_t cap, const char *hex)
+{
+    snprintf(out, cap, "%s", hex ? hex : "");
+}
+
+/* The route from its path and kind, into the caller's route. */
+static const ust_route *wire_route(json_t *j, const char *key, const char *kind_key,
+                                   ust_route *route)
+{
+    const char *path = json_string_value(json_object_get(j, key));
+    const char *kind = json_string_value(json_object_get(j, kind_key));
+    if (path == NULL)
+        return NULL;
+    route->path = (char *)path;
+    route->kind = kind && strcmp(kind, "api") == 0 ? UST_ROUTE_API : UST_ROUTE_WEBHOOK;
+    return route;
+}
+
 int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route *route)
 {
     memset(ev, 0, sizeof(*ev));
@@ -89,28 +127,7 @@ int ust__wire_event_parse(json_t *j, ust_event *ev, ust_request *req, ust_route 
     ev->seq = json_integer_value(json_object_get(j, "seq"));
     ev->received_at_us = json_integer_value(json_object_get(j, "received_at_us"));
     req->received_at_us = ev->received_at_us;
-    const char *path = json_string_value(json_object_get(j, "route"));
-    const char *kind = json_string_value(json_object_get(j, "route_kind"));
-    if (path != NULL) {
-        route->path = (char *)path;
-        route->kind =
-            kind && strcmp(kind, "api") == 0 ? UST_ROUTE_API : UST_ROUTE_WEBHOOK;
-        ev->route = route;
-    }
-    ev->provider = borrow(j, "provider");
-    ev->event_id = borrow(j, "event_id");
-    ev->event_type = borrow(j, "event_type");
-    ev->transaction_id = borrow(j, "transaction_id");
-    ev->target_status = borrow(j, "target_status");
-    ev->currency = borrow(j, "currency");
-    ev->intent = borrow(j, "intent");
-    ev->idem_key = borrow(j, "idempotency_key");
-    ev->tenant = borrow(j, "tenant");
-    json_t *amount = json_object_get(j, "amount");
-    ev->has_amount = json_is_integer(amount);
-    ev->amount = json_integer_value(amount);
-    const char *sha = json_string_value(json_object_get(j, "request_sha256"));
-    snprintf(ev->request_sha256, sizeof(ev->request_sha256), "%s", sha ? sha : "");
+    UST_EVENT_FIELDS(WIRE_IN)
     json_t *body = json_object_get(j, "body");
     json_t *b64 = json_object_get(j, "body_base64");
     if (json_is_string(body)) {
