@@ -80,7 +80,7 @@ void ust__row_hasher_free(ust__row_hasher *h)
     put_u64(h, rec->has_##m ? (uint64_t)rec->m : UINT64_MAX);                          \
     put_u64(h, (uint64_t)rec->has_##m);
 #define FRAME_CONFIG(m) put_str(h, rec->m);
-#define FRAME(kind, m, column, wire, wire_at, export) FRAME_##kind(m)
+#define FRAME(kind, m, column, wire, wire_at, export, source) FRAME_##kind(m)
 
 /* A field added to UST_EVENT_FIELDS after format 2 would change the digest of
  * every row already written: it needs a framing of its own that leaves those

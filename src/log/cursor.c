@@ -18,7 +18,7 @@ struct ust_log_cursor {
 #define FREE_SIG(m)
 #define FREE_AMOUNT(m)
 #define FREE_CONFIG(m)
-#define FREE(kind, m, column, wire, wire_at, export) FREE_##kind(m)
+#define FREE(kind, m, column, wire, wire_at, export, source) FREE_##kind(m)
 
 void ust_log_record_clear(ust_log_record *rec)
 {
@@ -29,7 +29,7 @@ void ust_log_record_clear(ust_log_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-#define COLUMN_NAME(kind, m, column, wire, wire_at, export) #column,
+#define COLUMN_NAME(kind, m, column, wire, wire_at, export, source) #column,
 static const char *const column_names[UST__LOG_N_COLUMNS] = {
     "seq",    "received_at", "remote", "method",
     "target", "headers",     "body",   UST_EVENT_FIELDS(COLUMN_NAME) "prev_hash",
@@ -103,7 +103,7 @@ static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LE
 #define TYPE_CHECK_SIG(col)
 #define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, SQLITE_INTEGER, 1},
 #define TYPE_CHECK_CONFIG(col)
-#define TYPE_CHECK(kind, m, column, wire, wire_at, export) TYPE_CHECK_##kind(column)
+#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source) TYPE_CHECK_##kind(column)
 
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
  * '12abc' to 12, and the hash would not see the difference. */
@@ -148,7 +148,7 @@ static int sig_column(sqlite3_stmt *st, int col, ust_sig_status *out, char **err
     rec->has_##m = sqlite3_column_type(st, col) != SQLITE_NULL;                        \
     rec->m = sqlite3_column_int64(st, col);
 #define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(st, col, 1, rec->m, err))
-#define DECODE(kind, m, column, wire, wire_at, export)                                 \
+#define DECODE(kind, m, column, wire, wire_at, export, source)                                 \
     DECODE_##kind(UST__COL_##column, m)
 
 int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,

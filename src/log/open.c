@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 /* " route TEXT," and so on: the derived fields' columns. */
-#define COLUMN_DEF(kind, m, column, wire, wire_at, export)                             \
+#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                             \
     " " #column " " UST__LOG_SQL_##kind ","
 
 static const char schema_sql[] =
@@ -66,7 +66,7 @@ static const char upgrade_sql[] =
     "INSERT OR REPLACE INTO meta SELECT 'legacy_prunes', count(*) FROM prunes;";
 
 /* One "?," per derived field: bound by position, in column order. */
-#define PLACEHOLDER(kind, m, column, wire, wire_at, export) "?,"
+#define PLACEHOLDER(kind, m, column, wire, wire_at, export, source) "?,"
 static const char insert_sql[] =
     "INSERT INTO events(" UST__LOG_COLUMNS ") "
     "VALUES(?,?,?,?,?,?,?," UST_EVENT_FIELDS(PLACEHOLDER) "?,?)";
