@@ -103,7 +103,8 @@ static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LE
 #define TYPE_CHECK_SIG(col)
 #define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, SQLITE_INTEGER, 1},
 #define TYPE_CHECK_CONFIG(col)
-#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source) TYPE_CHECK_##kind(column)
+#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source)                     \
+    TYPE_CHECK_##kind(column)
 
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
  * '12abc' to 12, and the hash would not see the difference. */
@@ -148,7 +149,7 @@ static int sig_column(sqlite3_stmt *st, int col, ust_sig_status *out, char **err
     rec->has_##m = sqlite3_column_type(st, col) != SQLITE_NULL;                        \
     rec->m = sqlite3_column_int64(st, col);
 #define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(st, col, 1, rec->m, err))
-#define DECODE(kind, m, column, wire, wire_at, export, source)                                 \
+#define DECODE(kind, m, column, wire, wire_at, export, source)                         \
     DECODE_##kind(UST__COL_##column, m)
 
 int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,

@@ -169,7 +169,7 @@ static int set_text(json_t *o, const char *key, const char *s)
 #define EXPORT_FIELD_EXPORT(kind, m, column)                                           \
     bad |= set_text(o, #column, EXPORT_##kind(m));
 #define EXPORT_FIELD_NO_EXPORT(kind, m, column)
-#define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source)                           \
+#define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source)                   \
     EXPORT_FIELD_##export(kind, m, column)
 
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived)

@@ -50,7 +50,8 @@ enum {
     UST__COL_target,
     UST__COL_headers,
     UST__COL_body,
-#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source) UST__COL_##column,
+#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source)                \
+    UST__COL_##column,
     UST_EVENT_FIELDS(UST__COL_INDEX_)
 #undef UST__COL_INDEX_
         UST__COL_prev_hash,
@@ -58,7 +59,8 @@ enum {
     UST__LOG_N_COLUMNS
 };
 
-#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source) #column ", "
+#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source)          \
+#column ", "
 #define UST__LOG_COLUMNS                                                               \
     "seq, received_at, remote, method, target, headers, body, " UST_EVENT_FIELDS(      \
         UST__LOG_COLUMN_NAME_) "prev_hash, hash"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 /* " route TEXT," and so on: the derived fields' columns. */
-#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                             \
+#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                     \
     " " #column " " UST__LOG_SQL_##kind ","
 
 static const char schema_sql[] =
