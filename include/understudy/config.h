@@ -8,14 +8,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <understudy/event_fields.h>
 #include <understudy/sig.h>
 
 typedef enum ust_route_kind { UST_ROUTE_WEBHOOK = 0, UST_ROUTE_API } ust_route_kind;
 
-/* A field source: a JSON Pointer (RFC 6901) into the body, or "header:NAME". */
+/* A field source: a JSON Pointer (RFC 6901) into the body, or "header:NAME";
+ * NULL when not configured. One for each event field of source FIELDS
+ * (UST_EVENT_FIELDS, event_fields.h), and occurred_at, which no stage reads. */
+#define UST__ROUTE_FIELD_FIELDS(m) char *m;
+#define UST__ROUTE_FIELD_DERIVED(m)
+#define UST__ROUTE_FIELD(kind, m, column, wire, wire_at, export, source)               \
+    UST__ROUTE_FIELD_##source(m)
 typedef struct ust_route_fields {
-    char *event_id, *event_type, *occurred_at, *transaction_id, *amount, *currency,
-        *intent; /* NULL when not configured */
+    UST_EVENT_FIELDS(UST__ROUTE_FIELD)
+    char *occurred_at;
 } ust_route_fields;
 
 typedef struct ust_status_map_entry {

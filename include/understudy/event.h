@@ -8,32 +8,29 @@
 #include <stdint.h>
 
 #include <understudy/config.h>
+#include <understudy/event_fields.h>
 #include <understudy/hash.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
+/* A field's member in ust_event (a row's: UST__ROW_MEMBER, log.h). */
+#define UST__EVENT_MEMBER_TEXT(m) char *m;
+#define UST__EVENT_MEMBER_ROUTE(m) const ust_route *m; /* NULL: unknown route */
+#define UST__EVENT_MEMBER_SHA(m) char m[UST_SHA256_HEX_LEN + 1];
+#define UST__EVENT_MEMBER_SIG(m) ust_sig_status m;
+#define UST__EVENT_MEMBER_AMOUNT(m)                                                    \
+    int64_t m;                                                                         \
+    int has_##m;
+#define UST__EVENT_MEMBER_CONFIG(m)
+#define UST__EVENT_MEMBER(kind, m, column, wire, wire_at, export, source)              \
+    UST__EVENT_MEMBER_##kind(m)
+
 typedef struct ust_event {
     int64_t seq;
     int64_t received_at_us;
-    const ust_route *route; /* borrowed from the config; NULL: unknown route */
-    /* Derived fields, owned (ust_malloc), NULL when absent. */
-    char *provider;
-    char *event_id; /* webhooks: delivery id; api: NULL */
-    char *event_type;
-    char *transaction_id;
-    char *target_status; /* canonical state after mapping, or NULL */
-    char *currency;
-    char *intent;
-    char *idem_key; /* unquoted Idempotency-Key */
-    char *tenant;
-    int64_t amount; /* minor units */
-    int has_amount;
-    /* webhooks: "<provider>:<transaction_id>" (or ":<event_id>" without one);
-     * api: "<path>:<tenant or ->:<key>"; NULL when neither can be formed */
-    char *identity;
-    char request_sha256[UST_SHA256_HEX_LEN + 1];
+    /* The derived fields; strings owned (ust_malloc), NULL when absent. */
+    UST_EVENT_FIELDS(UST__EVENT_MEMBER)
     int body_is_json;
-    ust_sig_status sig;
 } ust_event;
 
 /* Derives ev from req. Never fails on bad input (a non-JSON body leaves the

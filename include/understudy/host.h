@@ -51,16 +51,73 @@ void ust_store_discard(ust_store *s);
 
 /* ---- decisions --------------------------------------------------------- */
 
+/* The decision's fields, declared once. Generated from this table: the
+ * members of ust_decision, a divergence line's decision JSON
+ * (ust_decision_write_json), the child protocol's decision and its parser
+ * (src/plugin/wire.c) and the decision columns of the run and answers
+ * databases (src/runner/decision_row.c). Each encoding keeps the names it
+ * has always had: each is a column here.
+ *
+ * X(kind, member, column, wire, abi, divergence, div_at); the table is
+ * UST_DECISION_FIELDS_WITH(X, a) when X needs an argument a of its own, as
+ * the first (a column prefix: see decision_row.h).
+ *   kind       what the value is, which says how each encoding holds it:
+ *              VERDICT  ust_verdict, by its name (ust_verdict_name)
+ *              STATUS   int, the HTTP status
+ *              TEXT     char *, owned; null when NULL
+ *              ENTITY   a TEXT with no decision column: the run database
+ *                       keeps one entity a row, beside both decisions
+ *              FLAGS    char ** (sorted) with n_<member>; a JSON array, a
+ *                       column NULL when none
+ *              BODY     char *: canonical JSON text of the response body
+ *              HEADERS  json_t *: object name (lower-case) -> value
+ *              REASON   a TEXT left out of the JSON when NULL
+ *              ERROR    a REASON the host sets (why the verdict is error),
+ *                       never sent by a plugin: not on the wire
+ *   member     the name in ust_decision
+ *   column     the column (the run database adds l_ / c_ before it)
+ *   wire       the key in the child protocol's decision
+ *   abi        the member of ust_plugin_decision (plugin.h: a binary
+ *              contract, a new field is appended there by hand)
+ *   divergence the key in a divergence line's decision
+ *   div_at     FIRST: in a divergence line, written before the others (as
+ *              the format has always had it); REST: after them
+ *
+ * The order is that of the columns and of the wire. */
+#define UST_DECISION_FIELDS_WITH(X, a)                                                 \
+    X(a, VERDICT, verdict, verdict, verdict, verdict, verdict, FIRST)                  \
+    X(a, STATUS, http_status, status, status, http_status, status, FIRST)              \
+    /* NULL when the entity had no state */                                            \
+    X(a, TEXT, state_before, state_before, state_before, state_before, state_before,   \
+      REST)                                                                            \
+    X(a, TEXT, state_after, state, state_after, state_after, state, FIRST)             \
+    X(a, ENTITY, entity, _, entity, entity, entity, REST)                              \
+    X(a, FLAGS, flags, flags, flags, flags, flags, REST)                               \
+    X(a, BODY, body, body, body_json, response_body, body, REST)                       \
+    X(a, HEADERS, headers, headers, headers, headers, headers, REST)                   \
+    X(a, REASON, reason, reason, reason, reason, reason, REST)                         \
+    X(a, ERROR, error, error, _, _, error, REST)
+
+#define UST__DECISION_CALL(X, ...) X(__VA_ARGS__)
+#define UST_DECISION_FIELDS(X) UST_DECISION_FIELDS_WITH(UST__DECISION_CALL, X)
+
+#define UST__DECISION_MEMBER_VERDICT(m) ust_verdict m;
+#define UST__DECISION_MEMBER_STATUS(m) int m;
+#define UST__DECISION_MEMBER_TEXT(m) char *m;
+#define UST__DECISION_MEMBER_ENTITY(m) char *m;
+#define UST__DECISION_MEMBER_FLAGS(m)                                                  \
+    char **m;                                                                          \
+    size_t n_##m;
+#define UST__DECISION_MEMBER_BODY(m) char *m;
+#define UST__DECISION_MEMBER_HEADERS(m) json_t *m;
+#define UST__DECISION_MEMBER_REASON(m) char *m;
+#define UST__DECISION_MEMBER_ERROR(m) char *m;
+#define UST__DECISION_MEMBER(kind, m, column, wire, abi, divergence, div_at)           \
+    UST__DECISION_MEMBER_##kind(m)
+
 /* A decision as the host keeps it: validated and owned (ust_malloc). */
 typedef struct ust_decision {
-    ust_verdict verdict;
-    int http_status;
-    char *body;      /* canonical JSON text of the response body, or NULL */
-    json_t *headers; /* object name(lower-case) -> value, NULL if none */
-    char *entity, *state_before, *state_after, *reason;
-    char **flags; /* sorted */
-    size_t n_flags;
-    char *error; /* why verdict is error, NULL otherwise */
+    UST_DECISION_FIELDS(UST__DECISION_MEMBER)
 } ust_decision;
 
 void ust_decision_clear(ust_decision *d);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/event.h>
 #include <understudy/hash.h>
 #include <understudy/progress.h>
 #include <understudy/request.h>
@@ -24,19 +25,28 @@ enum {
 /* One row. On append, the caller fills req and the derived fields (seq and
  * hash are assigned); on read, everything is owned by the record and freed by
  * ust_log_record_clear. Derived strings are NULL when absent. */
+/* A field's member in a row (UST_EVENT_FIELDS, event.h): the route by its
+ * path, the config hash "" when none. */
+#define UST__ROW_MEMBER_TEXT(m) char *m;
+#define UST__ROW_MEMBER_ROUTE(m) char *m;
+#define UST__ROW_MEMBER_SHA(m) char m[UST_SHA256_HEX_LEN + 1];
+#define UST__ROW_MEMBER_SIG(m) ust_sig_status m;
+#define UST__ROW_MEMBER_AMOUNT(m)                                                      \
+    int64_t m;                                                                         \
+    int has_##m;
+#define UST__ROW_MEMBER_CONFIG(m) char m[UST_SHA256_HEX_LEN + 1];
+#define UST__ROW_MEMBER(kind, m, column, wire, wire_at, export, source)                \
+    UST__ROW_MEMBER_##kind(m)
+
+/* One row. On append, the caller fills req and the derived fields (seq and
+ * hash are assigned); on read, everything is owned by the record and freed by
+ * ust_log_record_clear. Derived strings are NULL when absent. The derived
+ * fields are the whole canonical event, so a replay under the same config
+ * need not parse the body again (parsing is most of derivation). */
 typedef struct ust_log_record {
     int64_t seq;
     ust_request req;
-    char *route, *provider, *event_id, *identity;
-    char request_sha256[UST_SHA256_HEX_LEN + 1];
-    ust_sig_status sig;
-    char config_hash[UST_SHA256_HEX_LEN + 1]; /* "" when none */
-    /* The rest of the canonical event, so a replay under the same config
-     * need not parse the body again (parsing is most of derivation). */
-    char *event_type, *transaction_id, *target_status, *currency, *intent, *idem_key,
-        *tenant;
-    int64_t amount;
-    int has_amount;
+    UST_EVENT_FIELDS(UST__ROW_MEMBER)
     unsigned char hash[UST_SHA256_LEN];
 } ust_log_record;
 

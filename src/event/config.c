@@ -365,23 +365,43 @@ static int parse_signature(vctx *c, json_t *route, ust_route *r)
     return 0;
 }
 
+/* A field whose source the route's "fields" names (source FIELDS). */
+#define SOURCE_RANK_FIELDS(m) RANK_##m,
+#define SOURCE_RANK_DERIVED(m)
+#define SOURCE_RANK(kind, m, column, wire, wire_at, export, source)                    \
+    SOURCE_RANK_##source(m)
+#define SOURCE_KNOWN_FIELDS(m, column)                                                 \
+    [RANK_##m + (RANK_##m > RANK_event_type)] = {#column,                              \
+                                                 offsetof(ust_route_fields, m)},
+#define SOURCE_KNOWN_DERIVED(m, column)
+#define SOURCE_KNOWN(kind, m, column, wire, wire_at, export, source)                   \
+    SOURCE_KNOWN_##source(m, column)
+#define SOURCE_OF_FIELDS(m) f->m,
+#define SOURCE_OF_DERIVED(m)
+#define SOURCE_OF(kind, m, column, wire, wire_at, export, source) SOURCE_OF_##source(m)
+#define SOURCE_FREE_FIELDS(m) ust_free(r->fields.m);
+#define SOURCE_FREE_DERIVED(m)
+#define SOURCE_FREE(kind, m, column, wire, wire_at, export, source)                    \
+    SOURCE_FREE_##source(m)
+
 static int parse_fields(vctx *c, json_t *route, ust_route *r)
 {
     json_t *fields;
     int rc = take_object(c, route, "fields", &fields);
     if (rc != 0 || fields == NULL)
         return rc;
+    /* The event's FIELDS-sourced fields by their column names, in table
+     * order; occurred_at keeps its place after event_type (where "known
+     * here" lists have always had it). */
+    enum { UST_EVENT_FIELDS(SOURCE_RANK) N_SOURCES };
     static const struct {
         const char *name;
         size_t off;
-    } known[] = {
-        {"event_id", offsetof(ust_route_fields, event_id)},
-        {"event_type", offsetof(ust_route_fields, event_type)},
-        {"occurred_at", offsetof(ust_route_fields, occurred_at)},
-        {"transaction_id", offsetof(ust_route_fields, transaction_id)},
-        {"amount", offsetof(ust_route_fields, amount)},
-        {"currency", offsetof(ust_route_fields, currency)},
-        {"intent", offsetof(ust_route_fields, intent)},
+    } known[N_SOURCES + 1] = {
+        /* clang-format off */
+        UST_EVENT_FIELDS(SOURCE_KNOWN)
+        [RANK_event_type + 1] = {"occurred_at", offsetof(ust_route_fields, occurred_at)},
+        /* clang-format on */
     };
     size_t mark = push_key(c, "fields");
     if ((rc = check_keys(c, fields, KEYS(known))) != 0)
@@ -721,9 +741,8 @@ static const char *route_reads(const ust_route *r, const char *name)
     if (ust_sig_reads_header(r->scheme, r->sig_header, name))
         return "the signature header";
     const ust_route_fields *f = &r->fields;
-    const char *sources[] = {f->event_id,       f->event_type, f->occurred_at,
-                             f->transaction_id, f->amount,     f->currency,
-                             f->intent,         r->status_from};
+    const char *sources[] = {UST_EVENT_FIELDS(SOURCE_OF) f->occurred_at,
+                             r->status_from};
     for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
         if (sources[i] != NULL &&
             strncmp(sources[i], UST__HEADER_PREFIX, UST__HEADER_PREFIX_LEN) == 0 &&
@@ -1038,13 +1057,8 @@ void ust_config_free(ust_config *cfg)
         ust_free(r->secret_env);
         ust_free(r->sig_header);
         free_secret(r);
-        ust_free(r->fields.event_id);
-        ust_free(r->fields.event_type);
+        UST_EVENT_FIELDS(SOURCE_FREE)
         ust_free(r->fields.occurred_at);
-        ust_free(r->fields.transaction_id);
-        ust_free(r->fields.amount);
-        ust_free(r->fields.currency);
-        ust_free(r->fields.intent);
         ust_free(r->status_from);
         for (size_t j = 0; j < r->n_status_map; j++) {
             ust_free(r->status_map[j].from);

@@ -66,20 +66,20 @@ static int parse_int64(const char *s, int64_t *out)
 /* Minor units as a JSON integer only: a string or a float amount is not
  * trusted to mean minor units, so it leaves has_amount 0. */
 static void field_amount(const char *src, const ust_request *req, json_t *body,
-                         ust_event *ev)
+                         int64_t *amount, int *has_amount)
 {
     if (src == NULL)
         return;
     if (strncmp(src, UST__HEADER_PREFIX, UST__HEADER_PREFIX_LEN) == 0) {
         const char *h = ust_request_header(req, src + UST__HEADER_PREFIX_LEN);
-        if (h != NULL && parse_int64(h, &ev->amount) == 0)
-            ev->has_amount = 1;
+        if (h != NULL && parse_int64(h, amount) == 0)
+            *has_amount = 1;
         return;
     }
     json_t *v = ust_json_pointer(body, src);
     if (json_is_integer(v)) {
-        ev->amount = (int64_t)json_integer_value(v);
-        ev->has_amount = 1;
+        *amount = (int64_t)json_integer_value(v);
+        *has_amount = 1;
     }
 }
 
@@ -153,20 +153,27 @@ static ust_sig_status derive_sig(const ust_route *r, const ust_request *req)
     return ust_sig_verify(&p, req);
 }
 
+/* A field of source FIELDS from where the route's "fields" says (a TEXT or
+ * an AMOUNT); the others are derived below. */
+#define FROM_SOURCE_TEXT(m)                                                            \
+    if (field_text(f->m, req, body, &ev->m) != 0)                                      \
+        return UST_ENOMEM;
+#define FROM_SOURCE_AMOUNT(m) field_amount(f->m, req, body, &ev->m, &ev->has_##m);
+#define FROM_SOURCE_FIELDS(kind, m) FROM_SOURCE_##kind(m)
+#define FROM_SOURCE_DERIVED(kind, m)
+#define FROM_SOURCE(kind, m, column, wire, wire_at, export, source)                    \
+    FROM_SOURCE_##source(kind, m)
+
 static int derive_fields(const ust_route *r, const ust_request *req, json_t *body,
                          ust_event *ev)
 {
     const ust_route_fields *f = &r->fields;
-    if ((ev->provider = ust_strdup(r->provider)) == NULL ||
-        field_text(f->event_id, req, body, &ev->event_id) != 0 ||
-        field_text(f->event_type, req, body, &ev->event_type) != 0 ||
-        field_text(f->transaction_id, req, body, &ev->transaction_id) != 0 ||
-        field_text(f->currency, req, body, &ev->currency) != 0 ||
-        field_text(f->intent, req, body, &ev->intent) != 0 ||
-        derive_status(r, req, body, ev) != 0 || derive_api(r, req, ev) != 0 ||
+    if ((ev->provider = ust_strdup(r->provider)) == NULL)
+        return UST_ENOMEM;
+    UST_EVENT_FIELDS(FROM_SOURCE)
+    if (derive_status(r, req, body, ev) != 0 || derive_api(r, req, ev) != 0 ||
         derive_identity(r, ev) != 0)
         return UST_ENOMEM;
-    field_amount(f->amount, req, body, ev);
     return 0;
 }
 
@@ -208,19 +215,20 @@ int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned 
     return 0;
 }
 
+/* Frees a derived field the event owns (its strings; the route is the
+ * config's). */
+#define FREE_TEXT(m) ust_free(ev->m);
+#define FREE_ROUTE(m)
+#define FREE_SHA(m)
+#define FREE_SIG(m)
+#define FREE_AMOUNT(m)
+#define FREE_CONFIG(m)
+#define FREE(kind, m, column, wire, wire_at, export, source) FREE_##kind(m)
+
 void ust_event_clear(ust_event *ev)
 {
     if (ev == NULL)
         return;
-    ust_free(ev->provider);
-    ust_free(ev->event_id);
-    ust_free(ev->event_type);
-    ust_free(ev->transaction_id);
-    ust_free(ev->target_status);
-    ust_free(ev->currency);
-    ust_free(ev->intent);
-    ust_free(ev->idem_key);
-    ust_free(ev->tenant);
-    ust_free(ev->identity);
+    UST_EVENT_FIELDS(FREE)
     memset(ev, 0, sizeof(*ev));
 }

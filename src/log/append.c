@@ -64,6 +64,21 @@ static void bind_text_or_null(sqlite3_stmt *st, int col, const char *s)
         sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
 }
 
+/* Binds a derived field to its column (1-based: the column index + 1). */
+#define BIND_TEXT(col, m) bind_text_or_null(st, col, rec->m);
+#define BIND_ROUTE(col, m) bind_text_or_null(st, col, rec->m);
+#define BIND_SHA(col, m) sqlite3_bind_text(st, col, rec->m, -1, SQLITE_STATIC);
+#define BIND_SIG(col, m)                                                               \
+    sqlite3_bind_text(st, col, ust_sig_status_name(rec->m), -1, SQLITE_STATIC);
+#define BIND_AMOUNT(col, m)                                                            \
+    if (rec->has_##m)                                                                  \
+        sqlite3_bind_int64(st, col, rec->m);                                           \
+    else                                                                               \
+        sqlite3_bind_null(st, col);
+#define BIND_CONFIG(col, m) bind_text_or_null(st, col, rec->m[0] ? rec->m : NULL);
+#define BIND(kind, m, column, wire, wire_at, export, source)                           \
+    BIND_##kind(UST__COL_##column + 1, m)
+
 static int insert_one(ust_log *log, const ust_log_record *rec,
                       const unsigned char prev[UST_SHA256_LEN],
                       const unsigned char hash[UST_SHA256_LEN], char **err)
@@ -83,26 +98,9 @@ static int insert_one(ust_log *log, const ust_log_record *rec,
     /* an empty body is a zero-length blob, never NULL */
     sqlite3_bind_blob(st, 7, r->body ? (const void *)r->body : "", (int)r->body_len,
                       SQLITE_STATIC);
-    bind_text_or_null(st, 8, rec->route);
-    bind_text_or_null(st, 9, rec->provider);
-    bind_text_or_null(st, 10, rec->event_id);
-    bind_text_or_null(st, 11, rec->identity);
-    sqlite3_bind_text(st, 12, rec->request_sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 13, ust_sig_status_name(rec->sig), -1, SQLITE_STATIC);
-    bind_text_or_null(st, 14, rec->config_hash[0] ? rec->config_hash : NULL);
-    bind_text_or_null(st, 15, rec->event_type);
-    bind_text_or_null(st, 16, rec->transaction_id);
-    bind_text_or_null(st, 17, rec->target_status);
-    if (rec->has_amount)
-        sqlite3_bind_int64(st, 18, rec->amount);
-    else
-        sqlite3_bind_null(st, 18);
-    bind_text_or_null(st, 19, rec->currency);
-    bind_text_or_null(st, 20, rec->intent);
-    bind_text_or_null(st, 21, rec->idem_key);
-    bind_text_or_null(st, 22, rec->tenant);
-    sqlite3_bind_blob(st, 23, prev, UST_SHA256_LEN, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 24, hash, UST_SHA256_LEN, SQLITE_STATIC);
+    UST_EVENT_FIELDS(BIND)
+    sqlite3_bind_blob(st, UST__COL_prev_hash + 1, prev, UST_SHA256_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(st, UST__COL_hash + 1, hash, UST_SHA256_LEN, SQLITE_STATIC);
     int rc =
         sqlite3_step(st) == SQLITE_DONE ? 0 : ust__log_db_error(log, "append", err);
     sqlite3_reset(st);

@@ -11,32 +11,29 @@ struct ust_log_cursor {
     sqlite3_stmt *st;
 };
 
+/* Frees a derived field the row owns (its strings). */
+#define FREE_TEXT(m) ust_free(rec->m);
+#define FREE_ROUTE(m) ust_free(rec->m);
+#define FREE_SHA(m)
+#define FREE_SIG(m)
+#define FREE_AMOUNT(m)
+#define FREE_CONFIG(m)
+#define FREE(kind, m, column, wire, wire_at, export, source) FREE_##kind(m)
+
 void ust_log_record_clear(ust_log_record *rec)
 {
     if (rec == NULL)
         return;
     ust_request_clear(&rec->req);
-    ust_free(rec->route);
-    ust_free(rec->provider);
-    ust_free(rec->event_id);
-    ust_free(rec->identity);
-    ust_free(rec->event_type);
-    ust_free(rec->transaction_id);
-    ust_free(rec->target_status);
-    ust_free(rec->currency);
-    ust_free(rec->intent);
-    ust_free(rec->idem_key);
-    ust_free(rec->tenant);
+    UST_EVENT_FIELDS(FREE)
     memset(rec, 0, sizeof(*rec));
 }
 
-static const char *const column_names[] = {
-    "seq",           "received_at", "remote",     "method",
-    "target",        "headers",     "body",       "route",
-    "provider",      "event_id",    "identity",   "request_sha256",
-    "signature",     "config_hash", "event_type", "transaction_id",
-    "target_status", "amount",      "currency",   "intent",
-    "idem_key",      "tenant",      "prev_hash",  "hash"};
+#define COLUMN_NAME(kind, m, column, wire, wire_at, export, source) #column,
+static const char *const column_names[UST__LOG_N_COLUMNS] = {
+    "seq",    "received_at", "remote", "method",
+    "target", "headers",     "body",   UST_EVENT_FIELDS(COLUMN_NAME) "prev_hash",
+    "hash"};
 
 /* A text column as the hash saw it: TEXT (or NULL where allowed) with no NUL
  * byte. The hash covers a string up to its first NUL, so bytes stored after
@@ -63,24 +60,24 @@ static int text_column(sqlite3_stmt *st, int col, int nullable, const char **out
     return 0;
 }
 
-static int dup_column(sqlite3_stmt *st, int col, char **out, char **err)
+static int dup_column(sqlite3_stmt *st, int col, int nullable, char **out, char **err)
 {
     const char *s;
     size_t n;
     *out = NULL;
-    int rc = text_column(st, col, col >= 7, &s, &n, err);
+    int rc = text_column(st, col, nullable, &s, &n, err);
     if (rc != 0 || s == NULL)
         return rc;
     *out = ust_strndup(s, n);
     return *out ? 0 : UST_ENOMEM;
 }
 
-static int copy_hex(sqlite3_stmt *st, int col, char hex[UST_SHA256_HEX_LEN + 1],
-                    char **err)
+static int copy_hex(sqlite3_stmt *st, int col, int nullable,
+                    char hex[UST_SHA256_HEX_LEN + 1], char **err)
 {
     const char *s;
     size_t n;
-    int rc = text_column(st, col, col == 13, &s, &n, err);
+    int rc = text_column(st, col, nullable, &s, &n, err);
     if (rc != 0)
         return rc;
     if (n > UST_SHA256_HEX_LEN)
@@ -99,17 +96,27 @@ static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LE
         memcpy(out, b, UST_SHA256_LEN);
 }
 
+/* A derived field read as a number, and the type it must have. */
+#define TYPE_CHECK_TEXT(col)
+#define TYPE_CHECK_ROUTE(col)
+#define TYPE_CHECK_SHA(col)
+#define TYPE_CHECK_SIG(col)
+#define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, SQLITE_INTEGER, 1},
+#define TYPE_CHECK_CONFIG(col)
+#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source)                     \
+    TYPE_CHECK_##kind(column)
+
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
  * '12abc' to 12, and the hash would not see the difference. */
 static int check_types(sqlite3_stmt *st, char **err)
 {
     static const struct {
         int col, type, nullable;
-    } want[] = {{0, SQLITE_INTEGER, 0},
-                {1, SQLITE_INTEGER, 0},
-                {5, SQLITE_BLOB, 0},
-                {6, SQLITE_BLOB, 0},
-                {17, SQLITE_INTEGER, 1}};
+    } want[] = {{UST__COL_seq, SQLITE_INTEGER, 0},
+                {UST__COL_received_at, SQLITE_INTEGER, 0},
+                {UST__COL_headers, SQLITE_BLOB, 0},
+                {UST__COL_body, SQLITE_BLOB, 0},
+                UST_EVENT_FIELDS(TYPE_CHECK)};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         int type = sqlite3_column_type(st, want[i].col);
         if (type != want[i].type && !(want[i].nullable && type == SQLITE_NULL))
@@ -119,6 +126,32 @@ static int check_types(sqlite3_stmt *st, char **err)
     return 0;
 }
 
+static int sig_column(sqlite3_stmt *st, int col, ust_sig_status *out, char **err)
+{
+    const char *sig;
+    size_t sig_len;
+    int rc = text_column(st, col, 0, &sig, &sig_len, err);
+    if (rc == 0 && ust_sig_status_parse(sig, out) != 0)
+        *out = UST_SIG_INVALID; /* unreadable: the chain check will say so */
+    return rc;
+}
+
+/* Reads a derived field into the row; a failure goes to fail with rc. */
+#define DECODE_WITH(call)                                                              \
+    if ((rc = (call)) != 0)                                                            \
+        goto fail;
+#define DECODE_TEXT(col, m) DECODE_WITH(dup_column(st, col, 1, &rec->m, err))
+#define DECODE_ROUTE(col, m) DECODE_WITH(dup_column(st, col, 1, &rec->m, err))
+#define DECODE_SHA(col, m) DECODE_WITH(copy_hex(st, col, 0, rec->m, err))
+#define DECODE_SIG(col, m) DECODE_WITH(sig_column(st, col, &rec->m, err))
+/* check_types has seen an INTEGER or NULL */
+#define DECODE_AMOUNT(col, m)                                                          \
+    rec->has_##m = sqlite3_column_type(st, col) != SQLITE_NULL;                        \
+    rec->m = sqlite3_column_int64(st, col);
+#define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(st, col, 1, rec->m, err))
+#define DECODE(kind, m, column, wire, wire_at, export, source)                         \
+    DECODE_##kind(UST__COL_##column, m)
+
 int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
                         unsigned char prev[UST_SHA256_LEN], char **err)
 {
@@ -126,51 +159,31 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
     int rc = check_types(st, err);
     if (rc != 0)
         return rc;
-    rec->seq = sqlite3_column_int64(st, 0);
-    rec->req.received_at_us = sqlite3_column_int64(st, 1);
-    if ((rc = dup_column(st, 2, &rec->req.remote, err)) != 0 ||
-        (rc = dup_column(st, 3, &rec->req.method, err)) != 0 ||
-        (rc = dup_column(st, 4, &rec->req.target, err)) != 0)
+    rec->seq = sqlite3_column_int64(st, UST__COL_seq);
+    rec->req.received_at_us = sqlite3_column_int64(st, UST__COL_received_at);
+    if ((rc = dup_column(st, UST__COL_remote, 0, &rec->req.remote, err)) != 0 ||
+        (rc = dup_column(st, UST__COL_method, 0, &rec->req.method, err)) != 0 ||
+        (rc = dup_column(st, UST__COL_target, 0, &rec->req.target, err)) != 0)
         goto fail;
-    rc = ust__headers_unpack(sqlite3_column_blob(st, 5),
-                             (size_t)sqlite3_column_bytes(st, 5), &rec->req, err);
+    rc = ust__headers_unpack(sqlite3_column_blob(st, UST__COL_headers),
+                             (size_t)sqlite3_column_bytes(st, UST__COL_headers),
+                             &rec->req, err);
     if (rc != 0)
         goto fail;
-    int blen = sqlite3_column_bytes(st, 6);
+    int blen = sqlite3_column_bytes(st, UST__COL_body);
     if (blen > 0) {
-        rec->req.body = ust_memdup(sqlite3_column_blob(st, 6), (size_t)blen);
+        rec->req.body =
+            ust_memdup(sqlite3_column_blob(st, UST__COL_body), (size_t)blen);
         if (rec->req.body == NULL) {
             rc = UST_ENOMEM;
             goto fail;
         }
         rec->req.body_len = (size_t)blen;
     }
-    if ((rc = dup_column(st, 7, &rec->route, err)) != 0 ||
-        (rc = dup_column(st, 8, &rec->provider, err)) != 0 ||
-        (rc = dup_column(st, 9, &rec->event_id, err)) != 0 ||
-        (rc = dup_column(st, 10, &rec->identity, err)) != 0 ||
-        (rc = copy_hex(st, 11, rec->request_sha256, err)) != 0)
-        goto fail;
-    const char *sig;
-    size_t sig_len;
-    if ((rc = text_column(st, 12, 0, &sig, &sig_len, err)) != 0)
-        goto fail;
-    if (ust_sig_status_parse(sig, &rec->sig) != 0)
-        rec->sig = UST_SIG_INVALID; /* unreadable: the chain check will say so */
-    if ((rc = copy_hex(st, 13, rec->config_hash, err)) != 0 ||
-        (rc = dup_column(st, 14, &rec->event_type, err)) != 0 ||
-        (rc = dup_column(st, 15, &rec->transaction_id, err)) != 0 ||
-        (rc = dup_column(st, 16, &rec->target_status, err)) != 0 ||
-        (rc = dup_column(st, 18, &rec->currency, err)) != 0 ||
-        (rc = dup_column(st, 19, &rec->intent, err)) != 0 ||
-        (rc = dup_column(st, 20, &rec->idem_key, err)) != 0 ||
-        (rc = dup_column(st, 21, &rec->tenant, err)) != 0)
-        goto fail;
-    rec->has_amount = sqlite3_column_type(st, 17) != SQLITE_NULL;
-    rec->amount = sqlite3_column_int64(st, 17);
+    UST_EVENT_FIELDS(DECODE)
     if (prev != NULL)
-        copy_hash(st, 22, prev);
-    copy_hash(st, 23, rec->hash);
+        copy_hash(st, UST__COL_prev_hash, prev);
+    copy_hash(st, UST__COL_hash, rec->hash);
     return 0;
 fail:
     ust_log_record_clear(rec);

@@ -13,37 +13,33 @@
 
 #define IMPORT_BATCH 512
 
+static int copy_text(char **to, const char *from)
+{
+    return from != NULL && (*to = ust_strdup(from)) == NULL ? UST_ENOMEM : 0;
+}
+
+/* A derived field from the event into the row. */
+#define FROM_EVENT_TEXT(m)                                                             \
+    if (copy_text(&rec->m, ev->m) != 0)                                                \
+        return UST_ENOMEM;
+#define FROM_EVENT_ROUTE(m)                                                            \
+    if (copy_text(&rec->m, ev->m ? ev->m->path : NULL) != 0)                           \
+        return UST_ENOMEM;
+#define FROM_EVENT_SHA(m) memcpy(rec->m, ev->m, sizeof(rec->m));
+#define FROM_EVENT_SIG(m) rec->m = ev->m;
+#define FROM_EVENT_AMOUNT(m)                                                           \
+    rec->m = ev->m;                                                                    \
+    rec->has_##m = ev->has_##m;
+#define FROM_EVENT_CONFIG(m) memcpy(rec->m, cfg->hash, sizeof(rec->m));
+#define FROM_EVENT(kind, m, column, wire, wire_at, export, source) FROM_EVENT_##kind(m)
+
 /* Borrows the request (shallow copy) and copies the derived fields. */
 static int record_from_event(ust_log_record *rec, const ust_request *req,
                              const ust_event *ev, const ust_config *cfg)
 {
     memset(rec, 0, sizeof(*rec));
     rec->req = *req;
-    rec->sig = ev->sig;
-    memcpy(rec->request_sha256, ev->request_sha256, sizeof(rec->request_sha256));
-    memcpy(rec->config_hash, cfg->hash, sizeof(rec->config_hash));
-    rec->amount = ev->amount;
-    rec->has_amount = ev->has_amount;
-    struct {
-        char **to;
-        const char *from;
-    } copies[] = {
-        {&rec->route, ev->route ? ev->route->path : NULL},
-        {&rec->provider, ev->provider},
-        {&rec->event_id, ev->event_id},
-        {&rec->identity, ev->identity},
-        {&rec->event_type, ev->event_type},
-        {&rec->transaction_id, ev->transaction_id},
-        {&rec->target_status, ev->target_status},
-        {&rec->currency, ev->currency},
-        {&rec->intent, ev->intent},
-        {&rec->idem_key, ev->idem_key},
-        {&rec->tenant, ev->tenant},
-    };
-    for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++)
-        if (copies[i].from != NULL &&
-            (*copies[i].to = ust_strdup(copies[i].from)) == NULL)
-            return UST_ENOMEM;
+    UST_EVENT_FIELDS(FROM_EVENT)
     return 0;
 }
 

@@ -160,6 +160,18 @@ static int set_text(json_t *o, const char *key, const char *s)
     return json_object_set_new(o, b64key, v);
 }
 
+/* A derived field marked EXPORT, as text under its column's name (only kinds
+ * with a text form can be). */
+#define EXPORT_TEXT(m) rec->m
+#define EXPORT_ROUTE(m) rec->m
+#define EXPORT_SHA(m) rec->m
+#define EXPORT_SIG(m) ust_sig_status_name(rec->m)
+#define EXPORT_FIELD_EXPORT(kind, m, column)                                           \
+    bad |= set_text(o, #column, EXPORT_##kind(m));
+#define EXPORT_FIELD_NO_EXPORT(kind, m, column)
+#define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source)                   \
+    EXPORT_FIELD_##export(kind, m, column)
+
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
 {
     const ust_request *r = &rec->req;
@@ -188,13 +200,9 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
         bad |= json_object_set_new(o, "body_base64", b64 ? json_string(b64) : NULL);
         ust_free(b64);
     }
-    if (with_derived)
-        bad |= set_text(o, "route", rec->route) |
-               set_text(o, "provider", rec->provider) |
-               set_text(o, "event_id", rec->event_id) |
-               set_text(o, "identity", rec->identity) |
-               set_text(o, "request_sha256", rec->request_sha256) |
-               set_text(o, "signature", ust_sig_status_name(rec->sig));
+    if (with_derived) {
+        UST_EVENT_FIELDS(EXPORT_FIELD)
+    }
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (text == NULL)

@@ -38,12 +38,40 @@ struct ust_log {
     unsigned char tip_hash[UST_SHA256_LEN];
 };
 
-/* Columns every reader selects, in this order (see ust__log_row_decode). */
+/* The events table's columns, in the order every reader selects them (see
+ * ust__log_row_decode): the request as it arrived, the derived fields of
+ * UST_EVENT_FIELDS (event.h), the chain link. UST__COL_<column> is a
+ * column's index in a row read with UST__LOG_COLUMNS. */
+enum {
+    UST__COL_seq,
+    UST__COL_received_at,
+    UST__COL_remote,
+    UST__COL_method,
+    UST__COL_target,
+    UST__COL_headers,
+    UST__COL_body,
+#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source)                \
+    UST__COL_##column,
+    UST_EVENT_FIELDS(UST__COL_INDEX_)
+#undef UST__COL_INDEX_
+        UST__COL_prev_hash,
+    UST__COL_hash,
+    UST__LOG_N_COLUMNS
+};
+
+#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source)          \
+#column ", "
 #define UST__LOG_COLUMNS                                                               \
-    "seq, received_at, remote, method, target, headers, body, route, "                 \
-    "provider, event_id, identity, request_sha256, signature, config_hash, "           \
-    "event_type, transaction_id, target_status, amount, currency, intent, "            \
-    "idem_key, tenant, prev_hash, hash"
+    "seq, received_at, remote, method, target, headers, body, " UST_EVENT_FIELDS(      \
+        UST__LOG_COLUMN_NAME_) "prev_hash, hash"
+
+/* A derived field's SQL type, by its kind (the schema in open.c). */
+#define UST__LOG_SQL_TEXT "TEXT"
+#define UST__LOG_SQL_ROUTE "TEXT"
+#define UST__LOG_SQL_SHA "TEXT NOT NULL"
+#define UST__LOG_SQL_SIG "TEXT NOT NULL"
+#define UST__LOG_SQL_AMOUNT "INTEGER"
+#define UST__LOG_SQL_CONFIG "TEXT"
 
 /* A row's hash = ust__log_chain_link(prev_hash, ust__log_row_digest(row)). */
 void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
@@ -93,8 +121,9 @@ int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len);
 int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **err);
 
 /* Fills rec from a row selected with UST__LOG_COLUMNS; prev_hash into prev
- * (may be NULL). 0, UST_ENOMEM, UST_EPARSE (a headers column that is not
- * JSON: only possible behind the triggers' back). */
+ * (may be NULL). 0, UST_ENOMEM, UST_EPARSE (a column of the wrong type, or a
+ * headers column that does not unpack as "name\0value\0" pairs: only
+ * possible behind the triggers' back). */
 int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
                         unsigned char prev[UST_SHA256_LEN], char **err);
 

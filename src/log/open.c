@@ -7,6 +7,10 @@
 
 #include <sys/stat.h>
 
+/* " route TEXT," and so on: the derived fields' columns. */
+#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                     \
+    " " #column " " UST__LOG_SQL_##kind ","
+
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     /* A new log is format 2 from the start: no prune record predates the
@@ -17,33 +21,38 @@ static const char schema_sql[] =
     " received_at INTEGER NOT NULL,"
     " remote TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL,"
     " headers BLOB NOT NULL," /* "name\0value\0" pairs, order kept */
-    " body BLOB NOT NULL,"
-    " route TEXT, provider TEXT, event_id TEXT, identity TEXT,"
-    " request_sha256 TEXT NOT NULL, signature TEXT NOT NULL, config_hash TEXT,"
-    " event_type TEXT, transaction_id TEXT, target_status TEXT, amount INTEGER,"
-    " currency TEXT, intent TEXT, idem_key TEXT, tenant TEXT,"
-    " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
-    /* A prune removes a prefix of the chain; the row it leaves behind records
-     * the hash the remaining chain starts from (anchor_hash), and is itself a
-     * link of the chain: it chains from the tip at tip_seq (link_prev) and
-     * from the previous prune record (prev_hash), and the next row appended
-     * chains from its hash. */
-    "CREATE TABLE IF NOT EXISTS prunes("
-    " id INTEGER PRIMARY KEY, pruned_at INTEGER NOT NULL, before INTEGER NOT NULL,"
-    " first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, count INTEGER NOT NULL,"
-    " anchor_hash BLOB NOT NULL, tip_seq INTEGER, link_prev BLOB, prev_hash BLOB,"
-    " hash BLOB);"
-    "CREATE TABLE IF NOT EXISTS prune_guard(active INTEGER NOT NULL);"
-    "INSERT INTO prune_guard SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM prune_guard);"
-    "CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events"
-    " BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;"
-    "CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events"
-    " WHEN (SELECT active FROM prune_guard) IS NOT 1"
-    " BEGIN SELECT RAISE(ABORT, 'the event log is append-only: use log prune'); END;"
-    "CREATE TRIGGER IF NOT EXISTS prunes_no_update BEFORE UPDATE ON prunes"
-    " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;"
-    "CREATE TRIGGER IF NOT EXISTS prunes_no_delete BEFORE DELETE ON prunes"
-    " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;";
+    " body BLOB NOT NULL," UST_EVENT_FIELDS(
+        COLUMN_DEF) " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
+                    /* A prune removes a prefix of the chain; the row it leaves behind
+                     * records the hash the remaining chain starts from (anchor_hash),
+                     * and is itself a link of the chain: it chains from the tip at
+                     * tip_seq (link_prev) and from the previous prune record
+                     * (prev_hash), and the next row appended chains from its hash. */
+                    "CREATE TABLE IF NOT EXISTS prunes("
+                    " id INTEGER PRIMARY KEY, pruned_at INTEGER NOT NULL, before "
+                    "INTEGER NOT NULL,"
+                    " first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, count "
+                    "INTEGER NOT NULL,"
+                    " anchor_hash BLOB NOT NULL, tip_seq INTEGER, link_prev BLOB, "
+                    "prev_hash BLOB,"
+                    " hash BLOB);"
+                    "CREATE TABLE IF NOT EXISTS prune_guard(active INTEGER NOT NULL);"
+                    "INSERT INTO prune_guard SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM "
+                    "prune_guard);"
+                    "CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON "
+                    "events"
+                    " BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;"
+                    "CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON "
+                    "events"
+                    " WHEN (SELECT active FROM prune_guard) IS NOT 1"
+                    " BEGIN SELECT RAISE(ABORT, 'the event log is append-only: use log "
+                    "prune'); END;"
+                    "CREATE TRIGGER IF NOT EXISTS prunes_no_update BEFORE UPDATE ON "
+                    "prunes"
+                    " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;"
+                    "CREATE TRIGGER IF NOT EXISTS prunes_no_delete BEFORE DELETE ON "
+                    "prunes"
+                    " BEGIN SELECT RAISE(ABORT, 'prune records are append-only'); END;";
 
 /* A format-1 log (prune records without a hash) is upgraded on its first
  * writing open: its prune records stay as they are, counted in
@@ -56,10 +65,11 @@ static const char upgrade_sql[] =
     "ALTER TABLE prunes ADD COLUMN hash BLOB;"
     "INSERT OR REPLACE INTO meta SELECT 'legacy_prunes', count(*) FROM prunes;";
 
+/* One "?," per derived field: bound by position, in column order. */
+#define PLACEHOLDER(kind, m, column, wire, wire_at, export, source) "?,"
 static const char insert_sql[] =
     "INSERT INTO events(" UST__LOG_COLUMNS ") "
-    "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
-    "?21,?22,?23,?24)";
+    "VALUES(?,?,?,?,?,?,?," UST_EVENT_FIELDS(PLACEHOLDER) "?,?)";
 
 int ust__log_db_error(ust_log *log, const char *what, char **err)
 {

@@ -3,6 +3,8 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
+#include "plugin/decision_json.h"
+
 #include <string.h>
 
 static const char *const verdict_names[] = {
@@ -33,48 +35,64 @@ int ust_verdict_parse(const char *name, ust_verdict *out)
     return UST_EINVAL;
 }
 
+/* Frees what a decision field owns. */
+#define FREE_VERDICT(m)
+#define FREE_STATUS(m)
+#define FREE_TEXT(m) ust_free(d->m);
+#define FREE_ENTITY(m) ust_free(d->m);
+#define FREE_FLAGS(m)                                                                  \
+    for (size_t i = 0; i < d->n_##m; i++)                                              \
+        ust_free(d->m[i]);                                                             \
+    ust_free(d->m);
+#define FREE_BODY(m) ust_free(d->m);
+#define FREE_HEADERS(m) json_decref(d->m);
+#define FREE_REASON(m) ust_free(d->m);
+#define FREE_ERROR(m) ust_free(d->m);
+#define FREE(kind, m, column, wire, abi, divergence, div_at) FREE_##kind(m)
+
 void ust_decision_clear(ust_decision *d)
 {
     if (d == NULL)
         return;
-    ust_free(d->body);
-    json_decref(d->headers);
-    ust_free(d->entity);
-    ust_free(d->state_before);
-    ust_free(d->state_after);
-    ust_free(d->reason);
-    for (size_t i = 0; i < d->n_flags; i++)
-        ust_free(d->flags[i]);
-    ust_free(d->flags);
-    ust_free(d->error);
+    UST_DECISION_FIELDS(FREE)
     memset(d, 0, sizeof(*d));
 }
+
+/* A decision field as a divergence line writes it, under its divergence key. */
+#define DIV_VERDICT UST__DECISION_JSON_VERDICT
+#define DIV_STATUS UST__DECISION_JSON_STATUS
+#define DIV_TEXT UST__DECISION_JSON_TEXT
+#define DIV_ENTITY UST__DECISION_JSON_ENTITY
+#define DIV_FLAGS UST__DECISION_JSON_FLAGS
+/* The body is compact JSON with sorted keys already (the host made it so
+ * when it took the decision): it goes in as it is. */
+#define DIV_BODY(m, key)                                                               \
+    ust_jsonw_key(w, #key);                                                            \
+    if (d->m != NULL)                                                                  \
+        ust_jsonw_raw(w, d->m, strlen(d->m));                                          \
+    else                                                                               \
+        ust_jsonw_null(w);
+#define DIV_HEADERS(m, key)                                                            \
+    ust_jsonw_key(w, #key);                                                            \
+    if (d->m != NULL)                                                                  \
+        ust_jsonw_value(w, d->m);                                                      \
+    else                                                                               \
+        ust_jsonw_raw(w, "{}", 2);
+#define DIV_REASON UST__DECISION_JSON_REASON
+#define DIV_ERROR UST__DECISION_JSON_REASON
+#define DIV_FIRST_FIRST(kind, m, key) DIV_##kind(m, key)
+#define DIV_FIRST_REST(kind, m, key)
+#define DIV_FIRST(kind, m, column, wire, abi, divergence, div_at)                      \
+    DIV_FIRST_##div_at(kind, m, divergence)
+#define DIV_REST_FIRST(kind, m, key)
+#define DIV_REST_REST(kind, m, key) DIV_##kind(m, key)
+#define DIV_REST(kind, m, column, wire, abi, divergence, div_at)                       \
+    DIV_REST_##div_at(kind, m, divergence)
 
 void ust_decision_write_json(ust_jsonw *w, const ust_decision *d)
 {
     ust_jsonw_object(w);
-    ust_jsonw_member_string(w, "verdict", ust_verdict_name(d->verdict));
-    ust_jsonw_member_int(w, "status", d->http_status);
-    ust_jsonw_member_string(w, "state", d->state_after);
-    ust_jsonw_member_string(w, "state_before", d->state_before);
-    ust_jsonw_member_string(w, "entity", d->entity);
-    ust_jsonw_key(w, "flags");
-    ust_jsonw_strings(w, d->flags, d->n_flags);
-    /* The body is compact JSON with sorted keys already (the host made it so
-     * when it took the decision): it goes in as it is. */
-    ust_jsonw_key(w, "body");
-    if (d->body != NULL)
-        ust_jsonw_raw(w, d->body, strlen(d->body));
-    else
-        ust_jsonw_null(w);
-    ust_jsonw_key(w, "headers");
-    if (d->headers != NULL)
-        ust_jsonw_value(w, d->headers);
-    else
-        ust_jsonw_raw(w, "{}", 2);
-    if (d->reason)
-        ust_jsonw_member_string(w, "reason", d->reason);
-    if (d->error)
-        ust_jsonw_member_string(w, "error", d->error);
+    UST_DECISION_FIELDS(DIV_FIRST)
+    UST_DECISION_FIELDS(DIV_REST)
     ust_jsonw_end_object(w);
 }

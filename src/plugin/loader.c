@@ -8,6 +8,7 @@
 #include <understudy/host.h>
 
 #include "plugin/child.h"
+#include "plugin/event_abi.h"
 #include "plugin/kind.h"
 #include "plugin/wire.h"
 
@@ -208,38 +209,6 @@ static const char *inproc_name(const void *impl)
 static const char *inproc_version(const void *impl)
 {
     return ((const inproc *)impl)->api->version;
-}
-
-static void event_for_plugin(const ust_event *ev, const ust_request *req,
-                             ust_plugin_event *pe, ust_plugin_header *hdrs)
-{
-    memset(pe, 0, sizeof(*pe));
-    pe->size = sizeof(*pe);
-    pe->seq = ev->seq;
-    pe->received_at_us = ev->received_at_us;
-    pe->route_kind =
-        ev->route ? (ev->route->kind == UST_ROUTE_API ? "api" : "webhook") : NULL;
-    pe->route = ev->route ? ev->route->path : NULL;
-    pe->provider = ev->provider;
-    pe->event_id = ev->event_id;
-    pe->event_type = ev->event_type;
-    pe->transaction_id = ev->transaction_id;
-    pe->target_status = ev->target_status;
-    pe->amount = ev->amount;
-    pe->has_amount = ev->has_amount;
-    pe->currency = ev->currency;
-    pe->intent = ev->intent;
-    pe->idempotency_key = ev->idem_key;
-    pe->tenant = ev->tenant;
-    pe->request_sha256 = ev->request_sha256;
-    pe->body = req->body;
-    pe->body_len = req->body_len;
-    for (size_t i = 0; i < req->n_headers; i++) {
-        hdrs[i].name = req->headers[i].name;
-        hdrs[i].value = req->headers[i].value;
-    }
-    pe->headers = hdrs;
-    pe->n_headers = req->n_headers;
 }
 
 static int text_ok(const char *s)
@@ -455,7 +424,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
         return;
     }
     ust_plugin_event pe;
-    event_for_plugin(ev, req, &pe, hdrs);
+    ust__plugin_event_from(ev, req, &pe, hdrs);
     ust_plugin_decision pd;
     memset(&pd, 0, sizeof(pd));
     pd.size = sizeof(pd);

@@ -28,13 +28,32 @@ static void bind_text(sqlite3_stmt *st, int col, const char *s)
         sqlite3_bind_null(st, col);
 }
 
-static void bind_text_copy(sqlite3_stmt *st, int col, const char *s)
+/* Binds a copy of s (free()'d here). */
+static void bind_text_owned(sqlite3_stmt *st, int col, char *s)
 {
     if (s)
         sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, col);
+    free(s);
 }
+
+static char *headers_text(const json_t *headers)
+{
+    return headers ? json_dumps(headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+}
+
+/* Binds a decision field to the next column (c). */
+#define BIND_VERDICT(m) bind_text(st, c++, ust_verdict_name(d->m));
+#define BIND_STATUS(m) sqlite3_bind_int(st, c++, d->m);
+#define BIND_TEXT(m) bind_text(st, c++, d->m);
+#define BIND_ENTITY(m)
+#define BIND_FLAGS(m) bind_text_owned(st, c++, flags_text(d));
+#define BIND_BODY(m) bind_text(st, c++, d->m);
+#define BIND_HEADERS(m) bind_text_owned(st, c++, headers_text(d->m));
+#define BIND_REASON(m) bind_text(st, c++, d->m);
+#define BIND_ERROR(m) bind_text(st, c++, d->m);
+#define BIND(kind, m, column, wire, abi, divergence, div_at) BIND_##kind(m)
 
 void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d)
 {
@@ -43,20 +62,8 @@ void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d)
             sqlite3_bind_null(st, col + i);
         return;
     }
-    char *flags = flags_text(d);
-    char *headers =
-        d->headers ? json_dumps(d->headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    bind_text(st, col, ust_verdict_name(d->verdict));
-    sqlite3_bind_int(st, col + 1, d->http_status);
-    bind_text(st, col + 2, d->state_before);
-    bind_text(st, col + 3, d->state_after);
-    bind_text_copy(st, col + 4, flags);
-    bind_text(st, col + 5, d->body);
-    bind_text_copy(st, col + 6, headers);
-    bind_text(st, col + 7, d->reason);
-    bind_text(st, col + 8, d->error);
-    free(flags);
-    free(headers);
+    int c = col;
+    UST_DECISION_FIELDS(BIND)
 }
 
 static int dup_col(sqlite3_stmt *st, int col, char **out)
@@ -66,33 +73,53 @@ static int dup_col(sqlite3_stmt *st, int col, char **out)
     return t && *out == NULL ? UST_ENOMEM : 0;
 }
 
+/* The flags from their column's JSON (none when NULL). */
+static void read_flags(sqlite3_stmt *st, int col, char ***flags, size_t *n)
+{
+    json_error_t jerr;
+    const char *text = (const char *)sqlite3_column_text(st, col);
+    json_t *fa = text ? json_loads(text, 0, &jerr) : NULL;
+    if (json_array_size(fa) > 0) {
+        *flags = ust_calloc(json_array_size(fa), sizeof(char *));
+        for (size_t i = 0; *flags && i < json_array_size(fa); i++)
+            (*flags)[(*n)++] = ust_strdup(json_string_value(json_array_get(fa, i)));
+    }
+    json_decref(fa);
+}
+
+static json_t *read_headers(sqlite3_stmt *st, int col)
+{
+    json_error_t jerr;
+    const char *text = (const char *)sqlite3_column_text(st, col);
+    return text ? json_loads(text, 0, &jerr) : NULL;
+}
+
+/* Reads a decision field from the next column (c); a failure goes to fail
+ * with rc. */
+#define READ_WITH(call)                                                                \
+    if ((rc = (call)) != 0)                                                            \
+        goto fail;
+#define READ_VERDICT(m)                                                                \
+    {                                                                                  \
+        const char *name = (const char *)sqlite3_column_text(st, c++);                 \
+        READ_WITH(name == NULL || ust_verdict_parse(name, &d->m) != 0 ? UST_EPARSE     \
+                                                                      : 0)             \
+    }
+#define READ_STATUS(m) d->m = sqlite3_column_int(st, c++);
+#define READ_TEXT(m) READ_WITH(dup_col(st, c++, &d->m))
+#define READ_ENTITY(m) d->m = ust_strdup(entity);
+#define READ_FLAGS(m) read_flags(st, c++, &d->m, &d->n_##m);
+#define READ_BODY(m) READ_WITH(dup_col(st, c++, &d->m))
+#define READ_HEADERS(m) d->m = read_headers(st, c++);
+#define READ_REASON(m) READ_WITH(dup_col(st, c++, &d->m))
+#define READ_ERROR(m) READ_WITH(dup_col(st, c++, &d->m))
+#define READ(kind, m, column, wire, abi, divergence, div_at) READ_##kind(m)
+
 int ust__decision_read(sqlite3_stmt *st, int col, const char *entity, ust_decision *d)
 {
     memset(d, 0, sizeof(*d));
-    const char *verdict = (const char *)sqlite3_column_text(st, col);
-    if (verdict == NULL || ust_verdict_parse(verdict, &d->verdict) != 0)
-        return UST_EPARSE;
-    d->http_status = sqlite3_column_int(st, col + 1);
-    int rc = 0;
-    if ((rc = dup_col(st, col + 2, &d->state_before)) != 0 ||
-        (rc = dup_col(st, col + 3, &d->state_after)) != 0 ||
-        (rc = dup_col(st, col + 5, &d->body)) != 0 ||
-        (rc = dup_col(st, col + 7, &d->reason)) != 0 ||
-        (rc = dup_col(st, col + 8, &d->error)) != 0)
-        goto fail;
-    json_error_t jerr;
-    const char *flags = (const char *)sqlite3_column_text(st, col + 4);
-    json_t *fa = flags ? json_loads(flags, 0, &jerr) : NULL;
-    if (json_array_size(fa) > 0) {
-        d->flags = ust_calloc(json_array_size(fa), sizeof(char *));
-        for (size_t i = 0; d->flags && i < json_array_size(fa); i++)
-            d->flags[d->n_flags++] =
-                ust_strdup(json_string_value(json_array_get(fa, i)));
-    }
-    json_decref(fa);
-    const char *headers = (const char *)sqlite3_column_text(st, col + 6);
-    d->headers = headers ? json_loads(headers, 0, &jerr) : NULL;
-    d->entity = ust_strdup(entity);
+    int rc = 0, c = col;
+    UST_DECISION_FIELDS(READ)
     return 0;
 fail:
     ust_decision_clear(d);

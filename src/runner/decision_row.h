@@ -1,6 +1,8 @@
-/* A decision as nine columns of a row: verdict, status, state_before, state,
- * flags (JSON, NULL when none), body, headers (JSON, NULL when none), reason,
- * error. The run database and the live answers database use this layout. */
+/* A decision as columns of a row, one per field of UST_DECISION_FIELDS
+ * (host.h) but the entity: verdict, status, state_before, state, flags
+ * (JSON, NULL when none), body, headers (JSON, NULL when none), reason,
+ * error. The run database (l_ and c_ before each name) and the live answers
+ * database use this layout. */
 #ifndef UST_DECISION_ROW_H
 #define UST_DECISION_ROW_H
 
@@ -8,7 +10,58 @@
 
 #include <understudy/host.h>
 
-#define UST__DECISION_COLUMNS 9
+/* A field's column (the entity has none): its name with prefix p, then
+ * type; after first for the verdict, which opens a list (the first field,
+ * and every decision has one), after ", " for the others. */
+#define UST__DECISION_COLUMN_VERDICT(first, p, c, type)                                \
+    first UST__DECISION_STR(p##c) type
+#define UST__DECISION_COLUMN_ENTITY(first, p, c, type)
+#define UST__DECISION_COLUMN_ANY(first, p, c, type) ", " UST__DECISION_STR(p##c) type
+#define UST__DECISION_COLUMN_STATUS UST__DECISION_COLUMN_ANY
+#define UST__DECISION_COLUMN_TEXT UST__DECISION_COLUMN_ANY
+#define UST__DECISION_COLUMN_FLAGS UST__DECISION_COLUMN_ANY
+#define UST__DECISION_COLUMN_BODY UST__DECISION_COLUMN_ANY
+#define UST__DECISION_COLUMN_HEADERS UST__DECISION_COLUMN_ANY
+#define UST__DECISION_COLUMN_REASON UST__DECISION_COLUMN_ANY
+#define UST__DECISION_COLUMN_ERROR UST__DECISION_COLUMN_ANY
+#define UST__DECISION_SQL_VERDICT " TEXT"
+#define UST__DECISION_SQL_STATUS " INTEGER"
+#define UST__DECISION_SQL_ENTITY
+#define UST__DECISION_SQL_TEXT " TEXT"
+#define UST__DECISION_SQL_FLAGS " TEXT"
+#define UST__DECISION_SQL_BODY " TEXT"
+#define UST__DECISION_SQL_HEADERS " TEXT"
+#define UST__DECISION_SQL_REASON " TEXT"
+#define UST__DECISION_SQL_ERROR " TEXT"
+#define UST__DECISION_STR_(x) #x
+#define UST__DECISION_STR(x) UST__DECISION_STR_(x)
+#define UST__DECISION_NAME_(p, kind, m, column, wire, abi, divergence, div_at)         \
+    UST__DECISION_COLUMN_##kind(, p, column, )
+#define UST__DECISION_DEF_(p, kind, m, column, wire, abi, divergence, div_at)          \
+    UST__DECISION_COLUMN_##kind(", ", p, column, UST__DECISION_SQL_##kind)
+
+/* The columns' names in ust__decision_bind order, "verdict, status, ...",
+ * with p before each (UST__DECISION_COLUMN_NAMES_AS(l_): "l_verdict, ..."). */
+#define UST__DECISION_COLUMN_NAMES_AS(p)                                               \
+    UST_DECISION_FIELDS_WITH(UST__DECISION_NAME_, p)
+#define UST__DECISION_COLUMN_NAMES UST__DECISION_COLUMN_NAMES_AS()
+/* Their definitions for a CREATE TABLE, after a column of its own:
+ * ", l_verdict TEXT, l_status INTEGER, ..." for p l_. */
+#define UST__DECISION_COLUMN_DEFS(p) UST_DECISION_FIELDS_WITH(UST__DECISION_DEF_, p)
+
+#define UST__DECISION_COUNT_(kind, m, column, wire, abi, divergence, div_at)           \
+    +UST__DECISION_COUNT_##kind
+#define UST__DECISION_COUNT_ENTITY 0
+#define UST__DECISION_COUNT_VERDICT 1
+#define UST__DECISION_COUNT_STATUS 1
+#define UST__DECISION_COUNT_TEXT 1
+#define UST__DECISION_COUNT_FLAGS 1
+#define UST__DECISION_COUNT_BODY 1
+#define UST__DECISION_COUNT_HEADERS 1
+#define UST__DECISION_COUNT_REASON 1
+#define UST__DECISION_COUNT_ERROR 1
+/* How many columns a decision takes. */
+#define UST__DECISION_COLUMNS (0 UST_DECISION_FIELDS(UST__DECISION_COUNT_))
 
 /* Binds d (NULL: all NULL) to the columns starting at col. */
 void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d);

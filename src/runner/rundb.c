@@ -1,7 +1,11 @@
 #include "runner/rundb.h"
+#include "runner/decision_row.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+
+/* The two decisions' columns (decision_row.h): ", l_verdict TEXT, ...". */
+#define LEGACY_AND_CANDIDATE UST__DECISION_COLUMN_DEFS(l_) UST__DECISION_COLUMN_DEFS(c_)
 
 static const char schema[] =
     /* Default 4 KiB pages: 16 KiB pages made replay ~6% faster, but the live
@@ -26,11 +30,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS decisions(seq INTEGER PRIMARY KEY,"
     " received_at INTEGER NOT NULL, route TEXT, provider TEXT, event_type TEXT,"
     " entity TEXT, signature TEXT NOT NULL, fed INTEGER NOT NULL,"
-    " diverged INTEGER NOT NULL,"
-    " l_verdict TEXT, l_status INTEGER, l_state_before TEXT, l_state TEXT,"
-    " l_flags TEXT, l_body TEXT, l_headers TEXT, l_reason TEXT, l_error TEXT,"
-    " c_verdict TEXT, c_status INTEGER, c_state_before TEXT, c_state TEXT,"
-    " c_flags TEXT, c_body TEXT, c_headers TEXT, c_reason TEXT, c_error TEXT);"
+    " diverged INTEGER NOT NULL" LEGACY_AND_CANDIDATE ");"
     /* decisions_entity (the report's timelines) is made by the runner at
      * the end of its first step: one sort of the rows there are, rather than
      * a random insert into the index for every event of a long replay. */

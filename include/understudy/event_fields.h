@@ -1,0 +1,59 @@
+#ifndef UNDERSTUDY_EVENT_FIELDS_H
+#define UNDERSTUDY_EVENT_FIELDS_H
+
+/* The canonical event's derived fields, declared once (event.h says what
+ * the event is). Generated from this table: the members of ust_event and
+ * ust_log_record (log.h), a route's field sources (config.h, config.c) and
+ * their extraction (derive.c), the event log's columns (schema, insert,
+ * decode: src/log), the chain framing (src/log/chain.c), `log export
+ * --derived` (src/log/jsonl.c), the child protocol's event and its parser
+ * (src/plugin/wire.c), the conversion to the plugin ABI
+ * (src/plugin/event_abi.c) and a row's event view (src/runner/event_view.c).
+ *
+ * X(kind, member, column, wire, wire_at, export, source)
+ *   kind    what the value is, which says how each encoding holds it:
+ *           TEXT   char *, owned, NULL when absent
+ *           ROUTE  the route: ust_event borrows it from the config, a row
+ *                  holds its path; "route_kind" and "route" on the wire
+ *           SHA    SHA-256 hex (char[65]), always present
+ *           SIG    ust_sig_status, stored and framed by its name
+ *           AMOUNT int64_t with has_<member>; NULL (null) when absent
+ *           CONFIG the hash of the config a row was derived under ("" when
+ *                  none): a field of the row, not of the event
+ *   member  the name in ust_event and ust_log_record
+ *   column  the column of the log's events table (and `log export` key)
+ *   wire    the key in the child protocol's event and the member of
+ *           ust_plugin_event (plugin.h: a binary contract, a new field is
+ *           appended there by hand); _ when not sent
+ *   wire_at WIRE: sent in table order; WIRE_END: sent after the others (as
+ *           protocol 1 placed it); NONE: not sent to plugins
+ *   export  EXPORT: written by `log export --derived`; NO_EXPORT
+ *   source  FIELDS: taken from the body or a header, where the route's
+ *           "fields" object names (config.h: routes[].fields.<column>, a
+ *           TEXT or an AMOUNT); DERIVED: made otherwise (derive.c)
+ *
+ * The order is that of the log's columns and of the chain framing, which a
+ * row's hash covers: it never changes, and a new field goes last (existing
+ * rows were hashed without it: see ust__log_row_digest). */
+#define UST_EVENT_FIELDS(X)                                                            \
+    X(ROUTE, route, route, route, WIRE, EXPORT, DERIVED)                               \
+    X(TEXT, provider, provider, provider, WIRE, EXPORT, DERIVED)                       \
+    X(TEXT, event_id, event_id, event_id, WIRE, EXPORT, FIELDS) /* api: NULL */        \
+    /* webhooks: "<provider>:<transaction_id>" (or ":<event_id>" without one);         \
+     * api: "<path>:<tenant or ->:<key>"; NULL when neither can be formed */           \
+    X(TEXT, identity, identity, _, NONE, EXPORT, DERIVED)                              \
+    X(SHA, request_sha256, request_sha256, request_sha256, WIRE_END, EXPORT, DERIVED)  \
+    X(SIG, sig, signature, _, NONE, EXPORT, DERIVED)                                   \
+    X(CONFIG, config_hash, config_hash, _, NONE, NO_EXPORT, DERIVED)                   \
+    X(TEXT, event_type, event_type, event_type, WIRE, NO_EXPORT, FIELDS)               \
+    X(TEXT, transaction_id, transaction_id, transaction_id, WIRE, NO_EXPORT, FIELDS)   \
+    /* canonical state after mapping */                                                \
+    X(TEXT, target_status, target_status, target_status, WIRE, NO_EXPORT, DERIVED)     \
+    X(AMOUNT, amount, amount, amount, WIRE, NO_EXPORT, FIELDS) /* minor units */       \
+    X(TEXT, currency, currency, currency, WIRE, NO_EXPORT, FIELDS)                     \
+    X(TEXT, intent, intent, intent, WIRE, NO_EXPORT, FIELDS)                           \
+    /* unquoted Idempotency-Key */                                                     \
+    X(TEXT, idem_key, idem_key, idempotency_key, WIRE, NO_EXPORT, DERIVED)             \
+    X(TEXT, tenant, tenant, tenant, WIRE, NO_EXPORT, DERIVED)
+
+#endif
