@@ -255,8 +255,7 @@ static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_s
     snprintf(w->unblock, sizeof(w->unblock), "%s/unblock", w->dir);
     if (plugins != NULL)
         server_write_config_with(w->cfg, plugins);
-    setenv("UNDERSTUDY_STRIPE_SECRET", stripe_secret, 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    ust_test_set_secrets(stripe_secret);
     return w;
 }
 

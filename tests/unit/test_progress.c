@@ -44,18 +44,10 @@ static int setup(void **state)
     ust_test_tmpdir(w->dir);
     ust_test_source_path("scenarios/sample.jsonl", w->sample);
     ust_test_source_path("scenarios/demo.config.json", w->config);
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(w->legacy, sizeof(w->legacy), "%s/src/plugins/legacy/understudy-legacy.so",
-             build ? build : "build");
-    snprintf(w->candidate, sizeof(w->candidate),
-             "%s/src/plugins/candidate/understudy-candidate.so",
-             build ? build : "build");
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_demo_stripe_secret_for_understudy", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
-    char *err = NULL;
-    if (ust_config_load(w->config, &w->cfg, &err) != 0 ||
-        ust_config_load_secrets(w->cfg, &err) != 0)
-        fail_msg("%s", err);
+    ust_test_plugin_path("legacy", w->legacy);
+    ust_test_plugin_path("candidate", w->candidate);
+    ust_test_set_secrets("whsec_demo_stripe_secret_for_understudy");
+    w->cfg = ust_test_load_config(w->config);
     *state = w;
     return 0;
 }
@@ -195,22 +187,14 @@ static int run(pworld *w, const char *sub, const char *args, char *err, size_t c
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The file rel in the world's folder, whole (ust_free'd). */
+/* The file rel in the world's folder, whole (malloc'd). */
 static char *slurp(pworld *w, const char *rel)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%s", w->dir, rel);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (access(path, F_OK) != 0)
         fail_msg("%s: missing", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = ust_malloc((size_t)n + 1);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
+    return ust_test_read_file(path);
 }
 
 static void assert_same_file(pworld *w, const char *a, const char *b)
@@ -218,8 +202,8 @@ static void assert_same_file(pworld *w, const char *a, const char *b)
     char *x = slurp(w, a), *y = slurp(w, b);
     if (strcmp(x, y) != 0)
         fail_msg("%s and %s differ", a, b);
-    ust_free(x);
-    ust_free(y);
+    free(x);
+    free(y);
 }
 
 static void expect_said(const char *err, const char *want)

@@ -13,18 +13,6 @@
 #define REFUNDED "charge.refunded"
 #define HOSTILE "</script><img src=x onerror=alert(1)>"
 
-static int setup(void **state)
-{
-    *state = world_new();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    world_free(*state);
-    return 0;
-}
-
 static void must_contain(const char *text, const char *want)
 {
     if (strstr(text, want) == NULL)
@@ -654,7 +642,7 @@ static void test_metrics_say_when_the_classes_are_partial(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
     const struct CMUnitTest tests[] = {
         T(test_summary_counts_are_exact),
         T(test_html_escapes_and_redacts),

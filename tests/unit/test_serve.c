@@ -770,13 +770,7 @@ static void test_a_backup_while_serving_holds_every_event(void **state)
     assert_int_not_equal(system(cmd), 0); /* never over an existing file */
     ust_free(cmd);
     record_one(w, "evt_after_backup");
-    ust_log *log = NULL;
-    char *err = NULL;
-    assert_int_equal(ust_log_open(copy, UST_LOG_READONLY, &log, &err), 0);
-    ust_log_verify_result res;
-    assert_int_equal(ust_log_verify(log, &res, &err), 0);
-    assert_int_equal(res.checked, 4);
-    ust_log_close(log);
+    ust_test_expect_log_verifies(copy, 4);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
 }
