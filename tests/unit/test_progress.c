@@ -212,6 +212,23 @@ static void expect_said(const char *err, const char *want)
         fail_msg("wanted \"%s\" on stderr, got: %s", want, err);
 }
 
+/* args (freed here) succeed in the folder sub, run plain (mode 0), with
+ * --progress (1) or with --quiet (2): --progress says progress; summary, when
+ * the command has one, stays but with --quiet; nothing else is said. */
+static void expect_mode_says(pworld *w, const char *sub, int mode, char *args,
+                             const char *progress, const char *summary)
+{
+    char err[16384];
+    assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
+    ust_free(args);
+    if (mode == 1)
+        expect_said(err, progress);
+    if (summary == NULL ? mode != 1 : mode == 2)
+        assert_string_equal(err, "");
+    else if (summary != NULL)
+        expect_said(err, summary);
+}
+
 /* The four commands, each plain, with --progress and with --quiet (stderr
  * is a file here, not a terminal): --progress ends with a line of the
  * count, --quiet says nothing at all, and the outputs are the same bytes. */
@@ -224,46 +241,24 @@ static void test_the_commands_show_progress_when_asked(void **state)
     char err[16384];
     for (int m = 0; m < 3; m++) {
         const char *sub = subs[m];
-        char *args = ust_sprintf("log import --config '%s' --log events.db %s '%s'",
-                                 w->config, modes[m], w->sample);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "import: 17 events in ");
-        else
-            assert_string_equal(err, "");
-
-        args = ust_sprintf("replay --config '%s' --log events.db --run run.db"
-                           " --legacy '%s' --candidate '%s' --divergences div.jsonl %s",
-                           w->config, w->legacy, w->candidate, modes[m]);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "replay: 17 events in ");
-        if (m == 2)
-            assert_string_equal(err, "");
-        else
-            expect_said(err, "replayed 17 events"); /* the summary stays */
-
-        args = ust_sprintf("report --run run.db --out report %s", modes[m]);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "report: 7 divergences in ");
-        else
-            assert_string_equal(err, "");
-
-        args = ust_sprintf("gen --config '%s' --events 300 --seed 5 --out gen.jsonl"
-                           " --truth truth.jsonl %s",
-                           w->config, modes[m]);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "gen: 300 events in ");
-        if (m == 2)
-            assert_string_equal(err, "");
-        else
-            expect_said(err, "generated 300 events");
+        expect_mode_says(w, sub, m,
+                         ust_sprintf("log import --config '%s' --log events.db %s '%s'",
+                                     w->config, modes[m], w->sample),
+                         "import: 17 events in ", NULL);
+        expect_mode_says(
+            w, sub, m,
+            ust_sprintf("replay --config '%s' --log events.db --run run.db"
+                        " --legacy '%s' --candidate '%s' --divergences div.jsonl %s",
+                        w->config, w->legacy, w->candidate, modes[m]),
+            "replay: 17 events in ", "replayed 17 events");
+        expect_mode_says(w, sub, m,
+                         ust_sprintf("report --run run.db --out report %s", modes[m]),
+                         "report: 7 divergences in ", NULL);
+        expect_mode_says(w, sub, m,
+                         ust_sprintf("gen --config '%s' --events 300 --seed 5 --out "
+                                     "gen.jsonl --truth truth.jsonl %s",
+                                     w->config, modes[m]),
+                         "gen: 300 events in ", "generated 300 events");
 
         /* The log's events, as bytes, to compare. */
         assert_int_equal(run(w, sub, "log export --log events.db --out export.jsonl",
