@@ -95,6 +95,7 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
 
 #include <understudy/alloc.h>
 #include <understudy/config.h>
+#include <understudy/drive.h>
 #include <understudy/log.h>
 
 /* The signing secrets the test configs name: Stripe's as given, and the
@@ -135,6 +136,20 @@ static inline void ust_test_expect_log_verifies(const char *path, int64_t checke
     assert_int_equal(ust_log_verify(log, &res, &err), 0);
     assert_int_equal(res.checked, checked);
     ust_log_close(log);
+}
+
+/* The scenario rendered from start_us, appended to log. */
+static inline void ust_test_append_scenario(ust_log *log, const ust_config *cfg,
+                                            const ust_scenario *sc, int64_t start_us)
+{
+    ust_request *reqs = NULL;
+    size_t n = 0;
+    char *err = NULL;
+    assert_int_equal(ust_scenario_render(sc, start_us, &reqs, &n, &err), 0);
+    assert_int_equal(ust_log_append_requests(log, cfg, reqs, n, NULL, NULL, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        ust_request_clear(&reqs[i]);
+    ust_free(reqs);
 }
 
 /* For the plugin host's suites (define UST_TEST_STORE before including this

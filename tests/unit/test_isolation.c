@@ -210,14 +210,7 @@ static void matches_the_c_candidate(world *w, const char *interpreter,
         ust_scenario *sc = NULL;
         if (ust_scenario_load(path, w->cfg, &sc, &err) != 0)
             fail_msg("%s", err);
-        ust_request *reqs = NULL;
-        size_t n = 0;
-        assert_int_equal(ust_scenario_render(sc, start, &reqs, &n, &err), 0);
-        assert_int_equal(
-            ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
-        for (size_t i = 0; i < n; i++)
-            ust_request_clear(&reqs[i]);
-        ust_free(reqs);
+        ust_test_append_scenario(log, w->cfg, sc, start);
         ust_scenario_free(sc);
         start += UST_SCENARIO_SPACING_US;
     }

@@ -95,20 +95,10 @@ static void render_and_replay(world *w)
     ust_log *log = NULL;
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log, UST_LOG_CREATE, &log, &err), 0);
-    for (size_t i = 0; i < w->n; i++) {
-        ust_request *reqs = NULL;
-        size_t n = 0;
-        assert_int_equal(ust_scenario_render(w->sc[i],
-                                             1795946400000000LL +
-                                                 (int64_t)i * UST_SCENARIO_SPACING_US,
-                                             &reqs, &n, &err),
-                         0);
-        assert_int_equal(
-            ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
-        for (size_t k = 0; k < n; k++)
-            ust_request_clear(&reqs[k]);
-        ust_free(reqs);
-    }
+    for (size_t i = 0; i < w->n; i++)
+        ust_test_append_scenario(log, w->cfg, w->sc[i],
+                                 1795946400000000LL +
+                                     (int64_t)i * UST_SCENARIO_SPACING_US);
     ust_log_close(log);
     replay(w);
 }
