@@ -435,17 +435,18 @@ static void test_secrets(void **state)
 /* A Standard Webhooks secret is whsec_ and base64: one that is not would
  * make every delivery on its route "invalid", so start refuses it, naming
  * the variable and never the value. */
+static const char *const bad_secrets[] = {
+    "whsec_not-base64!",
+    "whsec_topsecretvalue",
+    "whsec_",
+    "whsec_====",
+    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=",
+    "whsec_MfKQ 9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+};
+
 static void test_standard_secret_must_be_base64(void **state)
 {
     (void)state;
-    static const char *const bad_secrets[] = {
-        "whsec_not-base64!",
-        "whsec_topsecretvalue",
-        "whsec_",
-        "whsec_====",
-        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=",
-        "whsec_MfKQ 9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    };
     ust_config *cfg = load_example();
     setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_stripe", 1);
     for (size_t i = 0; i < sizeof(bad_secrets) / sizeof(bad_secrets[0]); i++) {
