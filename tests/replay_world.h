@@ -53,6 +53,19 @@ static inline void world_free(world *w)
     free(w);
 }
 
+/* A fresh world before each test and its end after it, for cmocka. */
+static inline int world_setup(void **state)
+{
+    *state = world_new();
+    return 0;
+}
+
+static inline int world_teardown(void **state)
+{
+    world_free(*state);
+    return 0;
+}
+
 static inline ust_request *world_request(world *w, double t_s, const char *target,
                                          const char *body)
 {

@@ -160,6 +160,22 @@ static inline int read_response(int fd, char *buf, size_t *len, size_t cap,
 }
 
 /* One request on a fresh connection; the response's status, body in r. */
+/* The answers to a payment, a GET /healthz and a second payment sent on one
+ * connection, in order: 202 with seq 1, 404 (/healthz is on the admin
+ * listener only), 202 with seq 2. buf and *len keep what was read past them. */
+static inline void expect_pipelined_answers(int fd, char *buf, size_t *len, size_t cap)
+{
+    http_resp r;
+    assert_int_equal(read_response(fd, buf, len, cap, &r), 1);
+    assert_int_equal(r.status, 202);
+    assert_non_null(strstr(r.body, "\"seq\":1"));
+    assert_int_equal(read_response(fd, buf, len, cap, &r), 1);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(read_response(fd, buf, len, cap, &r), 1);
+    assert_int_equal(r.status, 202);
+    assert_non_null(strstr(r.body, "\"seq\":2"));
+}
+
 static inline int http_once(int port, const char *raw, size_t raw_len, http_resp *r)
 {
     int fd = http_connect(port);
@@ -255,8 +271,7 @@ static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_s
     snprintf(w->unblock, sizeof(w->unblock), "%s/unblock", w->dir);
     if (plugins != NULL)
         server_write_config_with(w->cfg, plugins);
-    setenv("UNDERSTUDY_STRIPE_SECRET", stripe_secret, 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    ust_test_set_secrets(stripe_secret);
     return w;
 }
 

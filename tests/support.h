@@ -91,6 +91,67 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
     return WEXITSTATUS(status);
 }
 
+/* ---- what several suites set up the same way --------------------------- */
+
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/drive.h>
+#include <understudy/log.h>
+
+/* The signing secrets the test configs name: Stripe's as given, and the
+ * standard-webhooks one every suite shares. */
+static inline void ust_test_set_secrets(const char *stripe)
+{
+    setenv("UNDERSTUDY_STRIPE_SECRET", stripe, 1);
+    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+}
+
+/* The config at path with its secrets; the test fails saying why if not. */
+static inline ust_config *ust_test_load_config(const char *path)
+{
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    if (ust_config_load(path, &cfg, &err) != 0 ||
+        ust_config_load_secrets(cfg, &err) != 0)
+        fail_msg("config: %s", err);
+    return cfg;
+}
+
+/* For a suite whose state is a calloc'd struct that begins with its
+ * temporary directory (char[PATH_MAX]): removes the one, frees the other. */
+static inline int ust_test_tmpdir_teardown(void **state)
+{
+    ust_test_rmdir(*state);
+    free(*state);
+    return 0;
+}
+
+/* The log file at path verifies, with checked events. */
+static inline void ust_test_expect_log_verifies(const char *path, int64_t checked)
+{
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(path, UST_LOG_READONLY, &log, &err), 0);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(log, &res, &err), 0);
+    assert_int_equal(res.checked, checked);
+    ust_log_close(log);
+}
+
+/* The scenario rendered from start_us, appended to log. */
+static inline void ust_test_append_scenario(ust_log *log, const ust_config *cfg,
+                                            const ust_scenario *sc, int64_t start_us)
+{
+    ust_request *reqs = NULL;
+    size_t n = 0;
+    char *err = NULL;
+    assert_int_equal(ust_scenario_render(sc, start_us, &reqs, &n, &err), 0);
+    assert_int_equal(ust_log_append_requests(log, cfg, reqs, n, NULL, NULL, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        ust_request_clear(&reqs[i]);
+    ust_free(reqs);
+}
+
 /* For the plugin host's suites (define UST_TEST_STORE before including this
  * file): the state store on an in-memory database, opened before each test
  * by store_setup and closed after it by store_teardown. */

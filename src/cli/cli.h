@@ -32,8 +32,65 @@ int ust_cli_usage(const char *text, int asked);
  * failure prints why and returns UST_EXIT_USAGE with *cfg NULL. */
 int ust_cli_load_config(const char *cmd, const char *path, int secrets,
                         ust_config **cfg);
-/* Says which option was not understood, shows usage; UST_EXIT_USAGE. */
-int ust_cli_bad_option(const char *cmd, const char *option, const char *usage);
+
+/* ---- options ------------------------------------------------------------ */
+
+/* A command declares its options in a table (ending with UST_CLI_END) and
+ * ust_cli_parse runs getopt on it; --help needs no entry. */
+typedef enum ust_cli_opt_kind {
+    UST_CLI_LAST = 0, /* the end of the table */
+    UST_CLI_VALUE,    /* --name VALUE */
+    UST_CLI_SET,      /* --name: *(int *)text = 1 */
+    UST_CLI_PROGRESS, /* --progress and --quiet, into *(int *)text */
+} ust_cli_opt_kind;
+
+typedef struct ust_cli_opt {
+    const char *name; /* without the dashes */
+    ust_cli_opt_kind kind;
+    /* UST_CLI_VALUE: where the value's text goes (a const char *; NULL when
+     * only conv's result is wanted); else the int the kind sets. */
+    void *text;
+    /* UST_CLI_VALUE: when set, converts the value into *out as it is given;
+     * nonzero is a usage error saying bad. */
+    int (*conv)(const char *value, void *out);
+    void *out;
+    const char *bad;
+} ust_cli_opt;
+
+/* clang-format off */
+#define UST_CLI_STR(name, to) {(name), UST_CLI_VALUE, (to), NULL, NULL, NULL}
+#define UST_CLI_CONV(name, conv, out, bad) {(name), UST_CLI_VALUE, NULL, (conv), (out), (bad)}
+#define UST_CLI_FLAG(name, to) {(name), UST_CLI_SET, (to), NULL, NULL, NULL}
+#define UST_CLI_PROGRESS_FLAGS(to) {"progress", UST_CLI_PROGRESS, (to), NULL, NULL, NULL}
+#define UST_CLI_END {NULL, UST_CLI_LAST, NULL, NULL, NULL, NULL}
+/* The files serve and replay both take, into their options struct o. */
+#define UST_CLI_RUN_FILES(o)                                                  \
+    UST_CLI_STR("log", &(o).log_path), UST_CLI_STR("run", &(o).run_path),     \
+    UST_CLI_STR("legacy", &(o).legacy_path),                                  \
+    UST_CLI_STR("candidate", &(o).candidate_path)
+/* clang-format on */
+
+/* What ust_cli_parse returns when the command goes on. */
+#define UST_CLI_GO_ON (-1)
+
+/* Parses the options of argv (argv[0] is the command's name) by the table,
+ * up to the first operand, which optind then indexes. Returns UST_CLI_GO_ON,
+ * or the status the command exits with: UST_EXIT_OK after --help showed
+ * usage on stdout, UST_EXIT_USAGE after saying what is wrong (an unknown
+ * option, or one without its value, also shows usage on stderr). A NULL
+ * usage leaves both to the caller: the table then declares --help itself. */
+int ust_cli_parse(const char *cmd, int argc, char **argv, const ust_cli_opt *opts,
+                  const char *usage);
+
+/* Converters for UST_CLI_CONV: a count >= 0 (int64_t), a number (uint64_t),
+ * a decimal (double, atof's reading), a duration such as 7d and an RFC 3339
+ * time (int64_t microseconds). */
+int ust_cli_conv_count(const char *value, void *out);
+int ust_cli_conv_u64(const char *value, void *out);
+int ust_cli_conv_double(const char *value, void *out);
+int ust_cli_conv_duration(const char *value, void *out);
+int ust_cli_conv_time(const char *value, void *out);
+
 /* UST_EXIT_USAGE, with a message, when arguments remain after the options. */
 int ust_cli_no_more_args(const char *cmd, int argc, char **argv, int optind_now);
 /* "-" is stdout; NULL (with a message) when the file cannot be opened. */
@@ -42,13 +99,8 @@ void ust_cli_close_output(FILE *f);
 
 /* ---- progress of long work (log import, replay, report, gen) ----------- */
 
-/* --progress and --quiet, for a command's getopt table. */
+/* The values getopt gives --progress and --quiet (UST_CLI_PROGRESS_FLAGS). */
 enum { UST_CLI_OPT_PROGRESS = 0x100, UST_CLI_OPT_QUIET };
-#define UST_CLI_PROGRESS_OPTIONS                                                       \
-    {"progress", no_argument, NULL, UST_CLI_OPT_PROGRESS},                             \
-    {                                                                                  \
-        "quiet", no_argument, NULL, UST_CLI_OPT_QUIET                                  \
-    }
 
 /* The help text for the two, the same in every command's usage. */
 #define UST_CLI_PROGRESS_HELP                                                          \
@@ -69,13 +121,15 @@ typedef struct ust_cli_progress {
  * a usage error (message, UST_EXIT_USAGE), else 0. */
 int ust_cli_progress_flag(const char *cmd, int c, int *flag);
 /* Shows progress on stderr when flag is --progress, or it is neither flag
- * and stderr is a terminal; --quiet shows nothing. */
-void ust_cli_progress_start(ust_cli_progress *p, const char *what, const char *unit,
-                            int flag);
-/* The callback for the library's options. */
-ust_progress ust_cli_progress_sink(ust_cli_progress *p);
-/* Clears a line left in place; after work that succeeded (ok), the closing
- * line: the count, the time taken and the rate. */
-void ust_cli_progress_end(ust_cli_progress *p, int ok);
+ * and stderr is a terminal; --quiet shows nothing. Returns the callback for
+ * the library's options. */
+ust_progress ust_cli_progress_start(ust_cli_progress *p, const char *what,
+                                    const char *unit, int flag);
+/* Clears a line left in place. After work that succeeded (rc 0), the closing
+ * line (the count, the time taken and the rate) and UST_EXIT_OK; else says
+ * *err (then freed, *err NULL) or fallback as ust_cli_fail does and returns
+ * UST_EXIT_USAGE. err is a pointer so that the work's call can be an
+ * argument: *err is read after it. */
+int ust_cli_progress_end(ust_cli_progress *p, int rc, char **err, const char *fallback);
 
 #endif

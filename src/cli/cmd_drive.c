@@ -77,46 +77,20 @@ static int render(ust_scenario *const *sc, size_t n, const char *path)
 
 int ust_cli_drive(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"render", required_argument, NULL, 'r'},
-                                             {"check", required_argument, NULL, 'k'},
-                                             {"target", required_argument, NULL, 't'},
-                                             {"speed", required_argument, NULL, 's'},
-                                             {"live", no_argument, NULL, 'l'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
     const char *config = NULL, *render_to = NULL, *check = NULL, *target = NULL;
     double speed = 1;
     int live = 0;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'r':
-            render_to = optarg;
-            break;
-        case 'k':
-            check = optarg;
-            break;
-        case 't':
-            target = optarg;
-            break;
-        case 's':
-            speed = atof(optarg);
-            break;
-        case 'l':
-            live = 1;
-            break;
-        case 'h':
-            return ust_cli_usage(usage, 1);
-        default:
-            return ust_cli_bad_option("drive", argv[optind - 1], usage);
-        }
-    }
+    const ust_cli_opt opts[] = {
+        UST_CLI_STR("config", &config),
+        UST_CLI_STR("render", &render_to),
+        UST_CLI_STR("check", &check),
+        UST_CLI_STR("target", &target),
+        UST_CLI_CONV("speed", ust_cli_conv_double, &speed, NULL),
+        UST_CLI_FLAG("live", &live),
+        UST_CLI_END};
+    int rc = ust_cli_parse("drive", argc, argv, opts, usage);
+    if (rc != UST_CLI_GO_ON)
+        return rc;
     if ((!!render_to + !!check + !!target) != 1 || optind >= argc)
         return ust_cli_fail(NULL,
                             "drive: need exactly one of --render, --check, --target,"
@@ -130,7 +104,7 @@ int ust_cli_drive(int argc, char **argv)
         return UST_EXIT_USAGE;
     size_t n = (size_t)(argc - optind);
     ust_scenario **sc = ust_calloc(n, sizeof(*sc));
-    int rc = sc ? UST_EXIT_OK : UST_EXIT_USAGE;
+    rc = sc ? UST_EXIT_OK : UST_EXIT_USAGE;
     for (size_t i = 0; rc == UST_EXIT_OK && i < n; i++)
         if (ust_scenario_load(argv[optind + (int)i], cfg, &sc[i], &err) != 0)
             rc = ust_cli_fail(err, "cannot load a scenario");

@@ -26,18 +26,7 @@ static const char usage[] =
 
 int ust_cli_gen(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"events", required_argument, NULL, 'n'},
-                                             {"seed", required_argument, NULL, 's'},
-                                             {"out", required_argument, NULL, 'o'},
-                                             {"truth", required_argument, NULL, 't'},
-                                             {"span", required_argument, NULL, 'p'},
-                                             {"start", required_argument, NULL, 'a'},
-                                             {"mix", required_argument, NULL, 'm'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             UST_CLI_PROGRESS_OPTIONS,
-                                             {NULL, 0, NULL, 0}};
-    const char *config = NULL, *out = NULL, *truth = NULL, *mix = NULL;
+    const char *config = NULL, *out = NULL, *truth = NULL, *mix = NULL, *seed = NULL;
     int progress_flag = 0;
     ust_gen_opts o;
     memset(&o, 0, sizeof(o));
@@ -45,57 +34,25 @@ int ust_cli_gen(int argc, char **argv)
     o.events = -1;
     o.span_us = 7LL * 86400 * 1000000;
     ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
-    int have_seed = 0;
-    optind = 1;
-    opterr = 0;
-    int c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'n':
-            o.events = strtoll(optarg, &end, 10);
-            if (*end || o.events < 0)
-                return ust_cli_fail(NULL, "gen: --events needs a count >= 0");
-            break;
-        case 's':
-            o.seed = strtoull(optarg, &end, 10);
-            if (*end)
-                return ust_cli_fail(NULL, "gen: --seed needs a number");
-            have_seed = 1;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 't':
-            truth = optarg;
-            break;
-        case 'm':
-            mix = optarg;
-            break;
-        case 'p':
-            if (ust_duration_parse(optarg, &o.span_us) != 0)
-                return ust_cli_fail(
-                    NULL, "gen: --span needs a duration such as 7d, 36h, 90m");
-            break;
-        case 'a':
-            if (ust_time_parse(optarg, &o.start_us) != 0)
-                return ust_cli_fail(NULL, "gen: --start needs an RFC 3339 time");
-            break;
-        case 'h':
-            return ust_cli_usage(usage, 1);
-        case UST_CLI_OPT_PROGRESS:
-        case UST_CLI_OPT_QUIET:
-            if (ust_cli_progress_flag("gen", c, &progress_flag) != 0)
-                return UST_EXIT_USAGE;
-            break;
-        default:
-            return ust_cli_bad_option("gen", argv[optind - 1], usage);
-        }
-    }
-    if (out == NULL || o.events < 0 || !have_seed)
+    const ust_cli_opt opts[] = {
+        UST_CLI_STR("config", &config),
+        UST_CLI_CONV("events", ust_cli_conv_count, &o.events,
+                     "gen: --events needs a count >= 0"),
+        {"seed", UST_CLI_VALUE, &seed, ust_cli_conv_u64, &o.seed,
+         "gen: --seed needs a number"},
+        UST_CLI_STR("out", &out),
+        UST_CLI_STR("truth", &truth),
+        UST_CLI_CONV("span", ust_cli_conv_duration, &o.span_us,
+                     "gen: --span needs a duration such as 7d, 36h, 90m"),
+        UST_CLI_CONV("start", ust_cli_conv_time, &o.start_us,
+                     "gen: --start needs an RFC 3339 time"),
+        UST_CLI_STR("mix", &mix),
+        UST_CLI_PROGRESS_FLAGS(&progress_flag),
+        UST_CLI_END};
+    int rc = ust_cli_parse("gen", argc, argv, opts, usage);
+    if (rc != UST_CLI_GO_ON)
+        return rc;
+    if (out == NULL || o.events < 0 || seed == NULL)
         return ust_cli_fail(
             NULL, "gen: need --config, --events, --seed and --out (try --help)");
     char *err = NULL;
@@ -105,7 +62,7 @@ int ust_cli_gen(int argc, char **argv)
     if (ust_cli_no_more_args("gen", argc, argv, optind) != 0 ||
         ust_cli_load_config("gen", config, 1, &cfg) != 0)
         return UST_EXIT_USAGE;
-    int rc = UST_EXIT_USAGE;
+    rc = UST_EXIT_USAGE;
     o.cfg = cfg;
     o.out = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
     o.truth = truth ? fopen(truth, "wb") : NULL;
@@ -116,14 +73,9 @@ int ust_cli_gen(int argc, char **argv)
     }
     int64_t n = 0;
     ust_cli_progress progress;
-    ust_cli_progress_start(&progress, "gen", "events", progress_flag);
-    o.progress = ust_cli_progress_sink(&progress);
-    int failed = ust_gen(&o, &n, &err) != 0;
-    ust_cli_progress_end(&progress, !failed);
-    if (failed) {
-        ust_cli_fail(err, "gen failed");
+    o.progress = ust_cli_progress_start(&progress, "gen", "events", progress_flag);
+    if (ust_cli_progress_end(&progress, ust_gen(&o, &n, &err), &err, "gen failed") != 0)
         goto done;
-    }
     if ((o.out != stdout && fclose(o.out) != 0) || (o.truth && fclose(o.truth) != 0)) {
         o.out = o.truth = NULL;
         ust_cli_fail(NULL, "gen: write failed");

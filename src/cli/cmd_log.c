@@ -47,62 +47,21 @@ struct log_opts {
 
 static int parse_opts(int argc, char **argv, struct log_opts *o)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"log", required_argument, NULL, 'l'},
-                                             {"out", required_argument, NULL, 'o'},
-                                             {"before", required_argument, NULL, 'b'},
-                                             {"anchor", required_argument, NULL, 'a'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"derived", no_argument, NULL, 'd'},
-                                             {"redact", no_argument, NULL, 'r'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             UST_CLI_PROGRESS_OPTIONS,
-                                             {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof(*o));
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            o->config = optarg;
-            break;
-        case 'l':
-            o->log = optarg;
-            break;
-        case 'o':
-            o->out = optarg;
-            break;
-        case 'b':
-            o->before = optarg;
-            break;
-        case 'a':
-            o->anchor = optarg;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'd':
-            o->derived = 1;
-            break;
-        case 'r':
-            o->redact = 1;
-            break;
-        case 'h':
-            o->help = 1;
-            break;
-        case UST_CLI_OPT_PROGRESS:
-        case UST_CLI_OPT_QUIET:
-            if (ust_cli_progress_flag("log", c, &o->progress_flag) != 0)
-                return -1;
-            break;
-        default:
-            fprintf(stderr, "understudy log: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
-            return -1;
-        }
-    }
-    return 0;
+    const ust_cli_opt opts[] = {UST_CLI_STR("config", &o->config),
+                                UST_CLI_STR("log", &o->log),
+                                UST_CLI_STR("out", &o->out),
+                                UST_CLI_STR("before", &o->before),
+                                UST_CLI_STR("anchor", &o->anchor),
+                                UST_CLI_FLAG("json", &o->json),
+                                UST_CLI_FLAG("derived", &o->derived),
+                                UST_CLI_FLAG("redact", &o->redact),
+                                UST_CLI_FLAG("help", &o->help),
+                                UST_CLI_PROGRESS_FLAGS(&o->progress_flag),
+                                UST_CLI_END};
+    /* No usage here: the caller shows it after any error, and --help only
+     * counts once every option parsed. */
+    return ust_cli_parse("log", argc, argv, opts, NULL) != UST_CLI_GO_ON ? -1 : 0;
 }
 
 static int open_log(const char *path, unsigned flags, ust_log **log)
@@ -146,12 +105,11 @@ static int cmd_import(struct log_opts *o, int nargs, char **args)
         goto out;
     int64_t n = 0;
     ust_cli_progress progress;
-    ust_cli_progress_start(&progress, "import", "events", o->progress_flag);
-    ust_progress sink = ust_cli_progress_sink(&progress);
-    int failed = ust_log_import_progress(log, cfg, in, label, &sink, &n, &err) != 0;
-    ust_cli_progress_end(&progress, !failed);
-    if (failed) {
-        ust_cli_fail(err, "import failed");
+    ust_progress sink =
+        ust_cli_progress_start(&progress, "import", "events", o->progress_flag);
+    if (ust_cli_progress_end(
+            &progress, ust_log_import_progress(log, cfg, in, label, &sink, &n, &err),
+            &err, "import failed") != 0) {
         fprintf(stderr, "understudy: nothing from %s was appended\n", label);
         goto out;
     }

@@ -24,54 +24,16 @@ static const char usage[] =
 
 int ust_cli_replay(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"log", required_argument, NULL, 'l'},
-        {"run", required_argument, NULL, 'r'},
-        {"legacy", required_argument, NULL, 'L'},
-        {"candidate", required_argument, NULL, 'C'},
-        {"divergences", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        UST_CLI_PROGRESS_OPTIONS,
-        {NULL, 0, NULL, 0}};
     const char *config = NULL, *div_path = NULL;
     int progress_flag = 0;
     ust_replay_opts o;
     memset(&o, 0, sizeof(o));
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'l':
-            o.log_path = optarg;
-            break;
-        case 'r':
-            o.run_path = optarg;
-            break;
-        case 'L':
-            o.legacy_path = optarg;
-            break;
-        case 'C':
-            o.candidate_path = optarg;
-            break;
-        case 'd':
-            div_path = optarg;
-            break;
-        case 'h':
-            return ust_cli_usage(usage, 1);
-        case UST_CLI_OPT_PROGRESS:
-        case UST_CLI_OPT_QUIET:
-            if (ust_cli_progress_flag("replay", c, &progress_flag) != 0)
-                return UST_EXIT_USAGE;
-            break;
-        default:
-            return ust_cli_bad_option("replay", argv[optind - 1], usage);
-        }
-    }
+    const ust_cli_opt opts[] = {UST_CLI_STR("config", &config), UST_CLI_RUN_FILES(o),
+                                UST_CLI_STR("divergences", &div_path),
+                                UST_CLI_PROGRESS_FLAGS(&progress_flag), UST_CLI_END};
+    int rc = ust_cli_parse("replay", argc, argv, opts, usage);
+    if (rc != UST_CLI_GO_ON)
+        return rc;
     ust_config *cfg = NULL;
     if (ust_cli_no_more_args("replay", argc, argv, optind) != 0 ||
         ust_cli_load_config("replay", config, 0, &cfg) != 0)
@@ -82,7 +44,7 @@ int ust_cli_replay(int argc, char **argv)
         o.log_path = cfg->log_path;
     if (o.run_path == NULL)
         o.run_path = cfg->run_path;
-    int rc = UST_EXIT_USAGE;
+    rc = UST_EXIT_USAGE;
     if (o.log_path == NULL || o.run_path == NULL) {
         ust_cli_fail(
             NULL,
@@ -94,16 +56,10 @@ int ust_cli_replay(int argc, char **argv)
         goto out;
     ust_replay_stats st;
     ust_cli_progress progress;
-    ust_cli_progress_start(&progress, "replay", "events", progress_flag);
-    o.progress = ust_cli_progress_sink(&progress);
-    int failed = ust_replay(&o, &st, &err) != 0;
-    ust_cli_progress_end(&progress, !failed);
-    if (failed) {
-        ust_cli_fail(err, "replay failed");
-        goto out;
-    }
-    rc = UST_EXIT_OK;
-    if (progress.quiet)
+    o.progress = ust_cli_progress_start(&progress, "replay", "events", progress_flag);
+    rc = ust_cli_progress_end(&progress, ust_replay(&o, &st, &err), &err,
+                              "replay failed");
+    if (rc != UST_EXIT_OK || progress.quiet)
         goto out;
     fprintf(
         stderr,

@@ -28,98 +28,61 @@ static const char gate_usage[] =
 
 struct report_opts {
     const char *run, *out, *triage, *log;
-    long max_open;
+    int64_t max_open;
     int progress_flag; /* report only */
+    ust_triage *t;     /* NULL without --triage */
 };
 
-static int parse(const char *cmd, int argc, char **argv, const char *usage,
-                 struct report_opts *o)
+/* What report and gate share: their options (--progress and --quiet only
+ * for report), the two each needs and the triage file. UST_CLI_GO_ON, or
+ * the status to exit with. */
+static int start(const char *cmd, int argc, char **argv, struct report_opts *o)
 {
-    static const struct option longopts[] = {{"run", required_argument, NULL, 'r'},
-                                             {"out", required_argument, NULL, 'o'},
-                                             {"triage", required_argument, NULL, 't'},
-                                             {"max-open", required_argument, NULL, 'm'},
-                                             {"log", required_argument, NULL, 'l'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             UST_CLI_PROGRESS_OPTIONS,
-                                             {NULL, 0, NULL, 0}};
+    int report = strcmp(cmd, "report") == 0;
     memset(o, 0, sizeof(*o));
-    optind = 1;
-    opterr = 0;
-    int c;
-    char *end;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            o->run = optarg;
-            break;
-        case 'o':
-            o->out = optarg;
-            break;
-        case 't':
-            o->triage = optarg;
-            break;
-        case 'l':
-            o->log = optarg;
-            break;
-        case 'm':
-            o->max_open = strtol(optarg, &end, 10);
-            if (*end != '\0' || o->max_open < 0)
-                return ust_cli_fail(NULL,
-                                    "--max-open needs a number of divergences >= 0");
-            break;
-        case 'h':
-            ust_cli_usage(usage, 1);
-            return -1; /* help given: the caller exits 0 */
-        case UST_CLI_OPT_PROGRESS:
-        case UST_CLI_OPT_QUIET:
-            if (strcmp(cmd, "report") != 0)
-                return ust_cli_bad_option(cmd, argv[optind - 1], usage);
-            if (ust_cli_progress_flag(cmd, c, &o->progress_flag) != 0)
-                return UST_EXIT_USAGE;
-            break;
-        default:
-            return ust_cli_bad_option(cmd, argv[optind - 1], usage);
-        }
-    }
+    const ust_cli_opt opts[] = {
+        UST_CLI_STR("run", &o->run),
+        UST_CLI_STR("out", &o->out),
+        UST_CLI_STR("triage", &o->triage),
+        UST_CLI_CONV("max-open", ust_cli_conv_count, &o->max_open,
+                     "--max-open needs a number of divergences >= 0"),
+        UST_CLI_STR("log", &o->log),
+        report ? (ust_cli_opt)UST_CLI_PROGRESS_FLAGS(&o->progress_flag)
+               : (ust_cli_opt)UST_CLI_END,
+        UST_CLI_END};
+    int rc = ust_cli_parse(cmd, argc, argv, opts, report ? report_usage : gate_usage);
+    if (rc != UST_CLI_GO_ON)
+        return rc;
     if (optind < argc)
         return ust_cli_fail(ust_sprintf("unexpected argument \"%s\"", argv[optind]),
                             NULL);
-    return 0;
-}
-
-static int load_triage(const char *path, ust_triage **t)
-{
+    if (o->run == NULL || (report ? o->out : o->triage) == NULL)
+        return ust_cli_fail(ust_sprintf("%s: --run DB and %s are required (try --help)",
+                                        cmd, report ? "--out DIR" : "--triage FILE"),
+                            NULL);
     char *err = NULL;
-    *t = NULL;
-    if (path != NULL && ust_triage_load(path, t, &err) != 0)
+    if (o->triage != NULL && ust_triage_load(o->triage, &o->t, &err) != 0)
         return ust_cli_fail(err, "cannot load the triage file");
-    return 0;
+    return UST_CLI_GO_ON;
 }
 
 int ust_cli_report(int argc, char **argv)
 {
     struct report_opts o;
-    int rc = parse("report", argc, argv, report_usage, &o);
-    if (rc != 0)
-        return rc < 0 ? UST_EXIT_OK : rc;
-    if (o.run == NULL || o.out == NULL)
-        return ust_cli_fail(NULL,
-                            "report: --run DB and --out DIR are required (try --help)");
-    ust_triage *t = NULL;
-    if (load_triage(o.triage, &t) != 0)
-        return UST_EXIT_USAGE;
+    int rc = start("report", argc, argv, &o);
+    if (rc != UST_CLI_GO_ON)
+        return rc;
     ust_report_opts ro = {
-        .run_path = o.run, .out_dir = o.out, .log_path = o.log, .triage = t};
+        .run_path = o.run, .out_dir = o.out, .log_path = o.log, .triage = o.t};
     ust_cli_progress progress;
-    ust_cli_progress_start(&progress, "report", "divergences", o.progress_flag);
-    ro.progress = ust_cli_progress_sink(&progress);
+    ro.progress =
+        ust_cli_progress_start(&progress, "report", "divergences", o.progress_flag);
     char *err = NULL;
-    rc = ust_report_write(&ro, &err);
-    ust_cli_progress_end(&progress, rc == 0);
-    ust_triage_free(t);
-    if (rc != 0)
-        return ust_cli_fail(err, "report failed");
+    rc = ust_cli_progress_end(&progress, ust_report_write(&ro, &err), &err,
+                              "report failed");
+    ust_triage_free(o.t);
+    if (rc != UST_EXIT_OK)
+        return rc;
     printf("report written to %s/index.html (also summary.md, divergences.jsonl)\n",
            o.out);
     return UST_EXIT_OK;
@@ -127,21 +90,15 @@ int ust_cli_report(int argc, char **argv)
 
 int ust_cli_gate(int argc, char **argv)
 {
-    struct report_opts o;
-    int rc = parse("gate", argc, argv, gate_usage, &o);
-    if (rc != 0)
-        return rc < 0 ? UST_EXIT_OK : rc;
-    if (o.run == NULL || o.triage == NULL)
-        return ust_cli_fail(
-            NULL, "gate: --run DB and --triage FILE are required (try --help)");
-    ust_triage *t = NULL;
-    if (load_triage(o.triage, &t) != 0)
-        return UST_EXIT_USAGE;
     ust_gate_result res;
+    struct report_opts o;
+    int rc = start("gate", argc, argv, &o);
+    if (rc != UST_CLI_GO_ON)
+        return rc;
     char *err = NULL;
-    rc = ust_gate_check(o.run, o.log, t, &res, &err);
+    rc = ust_gate_check(o.run, o.log, o.t, &res, &err);
     if (rc != 0) {
-        ust_triage_free(t);
+        ust_triage_free(o.t);
         return ust_cli_fail(err, "gate failed");
     }
     for (size_t i = 0; i < res.n; i++) {
@@ -163,6 +120,6 @@ int ust_cli_gate(int argc, char **argv)
            (long long)res.open_divergences, res.open_classes,
            o.max_open ? " (budget given with --max-open)" : "");
     ust_gate_result_clear(&res);
-    ust_triage_free(t);
+    ust_triage_free(o.t);
     return pass ? UST_EXIT_OK : UST_EXIT_FINDING;
 }

@@ -40,59 +40,19 @@ static const char usage[] =
 
 int ust_cli_serve(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"listen", required_argument, NULL, 'L'},
-        {"admin-listen", required_argument, NULL, 'A'},
-        {"log", required_argument, NULL, 'l'},
-        {"run", required_argument, NULL, 'r'},
-        {"respond", required_argument, NULL, 'R'},
-        {"legacy", required_argument, NULL, 'g'},
-        {"candidate", required_argument, NULL, 'C'},
-        {"divergences", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     const char *config = NULL, *respond = "ack", *div_path = NULL;
     ust_serve_opts o;
     memset(&o, 0, sizeof(o));
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'L':
-            o.listen = optarg;
-            break;
-        case 'A':
-            o.admin_listen = optarg;
-            break;
-        case 'l':
-            o.log_path = optarg;
-            break;
-        case 'r':
-            o.run_path = optarg;
-            break;
-        case 'R':
-            respond = optarg;
-            break;
-        case 'g':
-            o.legacy_path = optarg;
-            break;
-        case 'C':
-            o.candidate_path = optarg;
-            break;
-        case 'd':
-            div_path = optarg;
-            break;
-        case 'h':
-            return ust_cli_usage(usage, 1);
-        default:
-            return ust_cli_bad_option("serve", argv[optind - 1], usage);
-        }
-    }
+    const ust_cli_opt opts[] = {UST_CLI_STR("config", &config),
+                                UST_CLI_STR("listen", &o.listen),
+                                UST_CLI_STR("admin-listen", &o.admin_listen),
+                                UST_CLI_RUN_FILES(o),
+                                UST_CLI_STR("respond", &respond),
+                                UST_CLI_STR("divergences", &div_path),
+                                UST_CLI_END};
+    int parsed = ust_cli_parse("serve", argc, argv, opts, usage);
+    if (parsed != UST_CLI_GO_ON)
+        return parsed;
     if (ust_cli_no_more_args("serve", argc, argv, optind) != 0)
         return UST_EXIT_USAGE;
     if (strcmp(respond, "ack") != 0 && strcmp(respond, "legacy") != 0)

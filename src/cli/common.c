@@ -1,11 +1,12 @@
-/* What every subcommand does the same way: the config, the extra-argument
- * check, an output file, the progress of long work. */
+/* What every subcommand does the same way: its options, the config, the
+ * extra-argument check, an output file, the progress of long work. */
 #include "cli/cli.h"
 
 #include <understudy/alloc.h>
 #include <understudy/clock.h>
 #include <understudy/host.h>
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,11 +61,93 @@ void ust_cli_close_output(FILE *f)
         fclose(f);
 }
 
-int ust_cli_bad_option(const char *cmd, const char *option, const char *usage)
+/* ---- options ------------------------------------------------------------ */
+
+/* getopt's value for table entry i; below it are --help, --progress and
+ * --quiet. */
+#define OPT_HELP 0x1ff
+#define OPT_VAL(i) (0x200 + (int)(i))
+#define MAX_OPTS 32 /* a command's table is far smaller */
+
+int ust_cli_parse(const char *cmd, int argc, char **argv, const ust_cli_opt *opts,
+                  const char *usage)
 {
-    fprintf(stderr, "understudy %s: unknown or incomplete option \"%s\"\n", cmd,
-            option);
-    return ust_cli_usage(usage, 0);
+    struct option longopts[MAX_OPTS + 1];
+    int *progress = NULL;
+    size_t n = 0;
+    for (size_t i = 0; opts[i].kind != UST_CLI_LAST && n + 3 < MAX_OPTS; i++) {
+        if (opts[i].kind == UST_CLI_PROGRESS) {
+            progress = opts[i].text;
+            longopts[n++] =
+                (struct option){"progress", no_argument, NULL, UST_CLI_OPT_PROGRESS};
+            longopts[n++] =
+                (struct option){"quiet", no_argument, NULL, UST_CLI_OPT_QUIET};
+            continue;
+        }
+        int has_arg = opts[i].kind == UST_CLI_VALUE ? required_argument : no_argument;
+        longopts[n++] = (struct option){opts[i].name, has_arg, NULL, OPT_VAL(i)};
+    }
+    if (usage != NULL)
+        longopts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        if (c == UST_CLI_OPT_PROGRESS || c == UST_CLI_OPT_QUIET) {
+            if (ust_cli_progress_flag(cmd, c, progress) != 0)
+                return UST_EXIT_USAGE;
+            continue;
+        }
+        if (c == OPT_HELP)
+            return ust_cli_usage(usage, 1);
+        if (c < OPT_VAL(0)) {
+            fprintf(stderr, "understudy %s: unknown or incomplete option \"%s\"\n", cmd,
+                    argv[optind - 1]);
+            return usage ? ust_cli_usage(usage, 0) : UST_EXIT_USAGE;
+        }
+        const ust_cli_opt *o = &opts[c - OPT_VAL(0)];
+        if (o->kind == UST_CLI_SET) {
+            *(int *)o->text = 1;
+            continue;
+        }
+        if (o->text != NULL)
+            *(const char **)o->text = optarg;
+        if (o->conv != NULL && o->conv(optarg, o->out) != 0)
+            return ust_cli_fail(NULL, o->bad);
+    }
+    return UST_CLI_GO_ON;
+}
+
+int ust_cli_conv_count(const char *value, void *out)
+{
+    char *end;
+    long long n = strtoll(value, &end, 10);
+    *(int64_t *)out = n;
+    return *end != '\0' || n < 0;
+}
+
+int ust_cli_conv_u64(const char *value, void *out)
+{
+    char *end;
+    *(uint64_t *)out = strtoull(value, &end, 10);
+    return *end != '\0';
+}
+
+int ust_cli_conv_double(const char *value, void *out)
+{
+    *(double *)out = atof(value);
+    return 0;
+}
+
+int ust_cli_conv_duration(const char *value, void *out)
+{
+    return ust_duration_parse(value, out) != 0;
+}
+
+int ust_cli_conv_time(const char *value, void *out)
+{
+    return ust_time_parse(value, out) != 0;
 }
 
 /* ---- progress ------------------------------------------------------------ */
@@ -83,21 +166,6 @@ int ust_cli_progress_flag(const char *cmd, int c, int *flag)
             NULL);
     *flag = c;
     return 0;
-}
-
-void ust_cli_progress_start(ust_cli_progress *p, const char *what, const char *unit,
-                            int flag)
-{
-    memset(p, 0, sizeof(*p));
-    p->what = what;
-    p->unit = unit;
-    p->quiet = flag == UST_CLI_OPT_QUIET;
-    int tty = isatty(2);
-    if (flag == UST_CLI_OPT_PROGRESS || (flag == 0 && tty))
-        p->show = tty ? 1 : 2;
-    p->start_us = ust_time_mono_us();
-    p->next_us = p->start_us + (p->show == 1 ? PROGRESS_TTY_US : PROGRESS_LINES_US);
-    p->fraction = -1;
 }
 
 /* n with a comma between groups of three digits: "412,000". */
@@ -163,18 +231,34 @@ static void tell(void *data, int64_t done, double fraction)
     draw(p, now);
 }
 
-ust_progress ust_cli_progress_sink(ust_cli_progress *p)
+ust_progress ust_cli_progress_start(ust_cli_progress *p, const char *what,
+                                    const char *unit, int flag)
 {
+    memset(p, 0, sizeof(*p));
+    p->what = what;
+    p->unit = unit;
+    p->quiet = flag == UST_CLI_OPT_QUIET;
+    int tty = isatty(2);
+    if (flag == UST_CLI_OPT_PROGRESS || (flag == 0 && tty))
+        p->show = tty ? 1 : 2;
+    p->start_us = ust_time_mono_us();
+    p->next_us = p->start_us + (p->show == 1 ? PROGRESS_TTY_US : PROGRESS_LINES_US);
+    p->fraction = -1;
     return (ust_progress){tell, p};
 }
 
-void ust_cli_progress_end(ust_cli_progress *p, int ok)
+int ust_cli_progress_end(ust_cli_progress *p, int rc, char **err, const char *fallback)
 {
     if (p->drawn)
         fputs("\r\033[K", stderr);
     p->drawn = 0;
-    if (p->show == 0 || !ok)
-        return;
+    if (rc != 0) {
+        char *msg = *err;
+        *err = NULL;
+        return ust_cli_fail(msg, fallback);
+    }
+    if (p->show == 0)
+        return UST_EXIT_OK;
     double elapsed = (double)(ust_time_mono_us() - p->start_us) / 1e6;
     char count[32], took[32], rate[32];
     grouped(p->done, count);
@@ -182,4 +266,5 @@ void ust_cli_progress_end(ust_cli_progress *p, int ok)
     grouped(elapsed > 0 ? (int64_t)((double)p->done / elapsed + 0.5) : 0, rate);
     fprintf(stderr, "%s: %s %s in %s (%s/s)\n", p->what, count, p->unit, took, rate);
     fflush(stderr);
+    return UST_EXIT_OK;
 }

@@ -27,40 +27,40 @@ static uint64_t next_rand(void)
     return rng;
 }
 
+/* A JSON POST of body (taken) to target from remote, at at_us. */
+static void json_post(ust_request *r, int64_t at_us, char *body, const char *remote,
+                      const char *target)
+{
+    memset(r, 0, sizeof(*r));
+    r->body = (unsigned char *)body;
+    r->body_len = strlen(body);
+    r->received_at_us = at_us;
+    r->remote = ust_strdup(remote);
+    r->method = ust_strdup("POST");
+    r->target = ust_strdup(target);
+    ust_request_add_header(r, "Content-Type", "application/json");
+}
+
 static void stripe(ust_request *r, int64_t at_us, long evt, const char *type, long pi,
                    long order, long amount)
 {
-    memset(r, 0, sizeof(*r));
     char *body = ust_sprintf(
         "{\"id\":\"evt_%ld\",\"object\":\"event\",\"type\":\"%s\",\"created\":%lld,"
         "\"livemode\":true,\"data\":{\"object\":{\"id\":\"pi_%ld\",\"object\":"
         "\"payment_intent\",\"amount\":%ld,\"currency\":\"eur\",\"status\":\"ok\","
         "\"customer\":\"cus_%ld\",\"metadata\":{\"order_id\":\"order_%ld\"}}}}",
         evt, type, (long long)(at_us / 1000000), pi, amount, order % 9973, order);
-    r->body = (unsigned char *)body;
-    r->body_len = strlen(body);
-    r->received_at_us = at_us;
-    r->remote = ust_strdup("203.0.113.7:443");
-    r->method = ust_strdup("POST");
-    r->target = ust_strdup("/webhooks/stripe");
-    ust_request_add_header(r, "Content-Type", "application/json");
+    json_post(r, at_us, body, "203.0.113.7:443", "/webhooks/stripe");
     ust_sig_params p = {UST_SCHEME_STRIPE, SECRET, NULL, 300};
     ust_sig_sign(&p, at_us / 1000000, NULL, r);
 }
 
 static void api(ust_request *r, int64_t at_us, long key, long order, long amount)
 {
-    memset(r, 0, sizeof(*r));
     char *body = ust_sprintf("{\"order_id\":\"order_%ld\",\"amount\":%ld,\"currency\":"
                              "\"eur\",\"description\":\"checkout\"}",
                              order, amount);
-    r->body = (unsigned char *)body;
-    r->body_len = strlen(body);
-    r->received_at_us = at_us;
-    r->remote = ust_strdup("198.51.100.2:50000");
-    r->method = ust_strdup("POST");
-    r->target = ust_strdup("/payments");
-    ust_request_add_header(r, "Content-Type", "application/json");
+    json_post(r, at_us, body, "198.51.100.2:50000", "/payments");
     ust_request_add_header(r, "X-Tenant-Id", key % 2 ? "tenant-a" : "tenant-b");
     char k[32];
     snprintf(k, sizeof(k), "key-%ld", key);

@@ -35,6 +35,16 @@
     "for line in sys.stdin:\n"                                                         \
     "    seq = json.loads(line)['event']['seq']\n" each
 
+/* pc as the candidate: the .so at path, or pc->exec when path is NULL. */
+static ust_plugin *open_candidate(ust_plugin_config *pc, const char *path)
+{
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    if (ust_plugin_open(pc, path, "candidate", 0, store, &p, &err) != 0)
+        fail_msg("open: %s", err);
+    return p;
+}
+
 static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
                                const char *arg, int64_t timeout_ms)
 {
@@ -47,11 +57,7 @@ static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
     memset(pc, 0, sizeof(*pc));
     pc->exec = argv;
     pc->timeout_ms = timeout_ms;
-    ust_plugin *p = NULL;
-    char *err = NULL;
-    if (ust_plugin_open(pc, NULL, "candidate", 0, store, &p, &err) != 0)
-        fail_msg("open: %s", err);
-    return p;
+    return open_candidate(pc, NULL);
 }
 
 static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
@@ -62,11 +68,7 @@ static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
     memset(pc, 0, sizeof(*pc));
     pc->isolate = 1;
     pc->timeout_ms = timeout_ms;
-    ust_plugin *p = NULL;
-    char *err = NULL;
-    if (ust_plugin_open(pc, path, "candidate", 0, store, &p, &err) != 0)
-        fail_msg("open: %s", err);
-    return p;
+    return open_candidate(pc, path);
 }
 
 static void decide(ust_plugin *p, int64_t seq, ust_decision *d)
@@ -117,6 +119,15 @@ static void expect_answer_to(const ust_decision *d, int64_t seq)
         fail_msg("event %lld: expected the answer %s, got %s %s (%s)", (long long)seq,
                  want, ust_verdict_name(d->verdict), d->body ? d->body : "",
                  d->error ? d->error : "");
+}
+
+/* p asked to decide seq answers it. */
+static void expect_decides(ust_plugin *p, int64_t seq)
+{
+    ust_decision d;
+    decide(p, seq, &d);
+    expect_answer_to(&d, seq);
+    ust_decision_clear(&d);
 }
 
 /* The script's child fails its first event with cause. */
@@ -174,16 +185,12 @@ static void test_an_answer_to_another_seq_is_a_protocol_error(void **state)
         "send(hello)\n" PY_LOOP("    send(answer(seq if seq != 2 else 99))\n");
     ust_plugin_config pc;
     ust_plugin *p = open_script(&pc, wrong_seq, NULL, 10000);
+    expect_decides(p, 1);
     ust_decision d;
-    decide(p, 1, &d);
-    expect_answer_to(&d, 1);
-    ust_decision_clear(&d);
     decide(p, 2, &d);
     expect_error(&d, "protocol error: an answer to seq 99 while seq 2 was asked");
     ust_decision_clear(&d);
-    decide(p, 3, &d);
-    expect_answer_to(&d, 3);
-    ust_decision_clear(&d);
+    expect_decides(p, 3);
     ust_plugin_unload(p);
 
     static const char no_seq[] = PY_PROLOGUE
@@ -414,8 +421,7 @@ static void expect_scrubbed(const char *env_file)
 static void test_secrets_do_not_reach_a_child(void **state)
 {
     (void)state;
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_not_for_plugins", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    ust_test_set_secrets("whsec_not_for_plugins");
     setenv("UNDERSTUDY_TEST_PLAIN", "visible", 1);
     char cfg_path[PATH_MAX], dir[PATH_MAX], env_file[PATH_MAX];
     ust_test_source_path("tests/data/config.json", cfg_path);
@@ -544,10 +550,7 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
     ust_plugin_set_stderr_sink(sink, NULL);
     ust_plugin_config pc;
     ust_plugin *p = open_script(&pc, floods, NULL, 60000);
-    ust_decision d;
-    decide(p, 1, &d);
-    expect_answer_to(&d, 1);
-    ust_decision_clear(&d);
+    expect_decides(p, 1);
     ust_plugin_unload(p);
     ust_plugin_set_stderr_sink(NULL, NULL);
     ust_plugin_stderr_stats_get(&after);

@@ -174,10 +174,14 @@ static void test_defaults(void **state)
 #define R0 "{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED "}"
 #define ROUTES(x) "{\"routes\":[" x "]}"
 
-static const struct {
+/* A config text and what its refusal says. */
+typedef struct refused_case {
     const char *text;
-    const char *expect; /* substring of the message */
-} broken[] = {
+    const char *expect;
+} refused_case;
+
+/* expect: a substring of the message. */
+static const refused_case broken[] = {
     /* Its microseconds must fit the arithmetic of /healthz. */
     {"{\"routes\":[" R0 "],\"health\":{\"max_lag_s\":9223372036855}}",
      "cfg.json: health.max_lag_s: expected at most 1000000000 seconds"},
@@ -266,14 +270,20 @@ static void expect_refused(const char *name, const char *text, const char *expec
     ust_free(err);
 }
 
+/* Each case refused; failures name the case as "<label> <index>". */
+static void expect_all_refused(const char *label, const refused_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        (void)snprintf(name, sizeof(name), "%s %zu", label, i);
+        expect_refused(name, cases[i].text, cases[i].expect);
+    }
+}
+
 static void test_broken_configs(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
-        char name[32];
-        (void)snprintf(name, sizeof(name), "case %zu", i);
-        expect_refused(name, broken[i].text, broken[i].expect);
-    }
+    expect_all_refused("case", broken, sizeof(broken) / sizeof(broken[0]));
 }
 
 /* A key understudy does not know is a mistake, not an extension: a
@@ -284,10 +294,8 @@ static void test_broken_configs(void **state)
            "\"signature\":{\"scheme\":\"stripe\",\"secret_env\":\"S\"" extra "}}")
 #define WITH(x) "{\"routes\":[" R0 "]," x "}"
 
-static const struct {
-    const char *text;
-    const char *expect; /* the whole message */
-} misspelled[] = {
+/* expect: the whole message. */
+static const refused_case misspelled[] = {
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\","
             "\"signatur\":{\"scheme\":\"stripe\",\"secret_env\":\"S\"}}"),
      "cfg.json: unknown key \"routes[0].signatur\" (did you mean \"signature\"?)"},
@@ -335,11 +343,8 @@ static const struct {
 static void test_unknown_keys(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(misspelled) / sizeof(misspelled[0]); i++) {
-        char name[32];
-        (void)snprintf(name, sizeof(name), "misspelling %zu", i);
-        expect_refused(name, misspelled[i].text, misspelled[i].expect);
-    }
+    expect_all_refused("misspelling", misspelled,
+                       sizeof(misspelled) / sizeof(misspelled[0]));
     /* A plugin's own "config" is the plugin's business: any key passes. */
     const char *t = WITH("\"plugins\":{\"candidate\":{\"path\":\"c.so\","
                          "\"config\":{\"timout_ms\":1,\"x\":{\"y\":2}}}}");
@@ -430,17 +435,18 @@ static void test_secrets(void **state)
 /* A Standard Webhooks secret is whsec_ and base64: one that is not would
  * make every delivery on its route "invalid", so start refuses it, naming
  * the variable and never the value. */
+static const char *const bad_secrets[] = {
+    "whsec_not-base64!",
+    "whsec_topsecretvalue",
+    "whsec_",
+    "whsec_====",
+    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=",
+    "whsec_MfKQ 9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+};
+
 static void test_standard_secret_must_be_base64(void **state)
 {
     (void)state;
-    static const char *const bad_secrets[] = {
-        "whsec_not-base64!",
-        "whsec_topsecretvalue",
-        "whsec_",
-        "whsec_====",
-        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw=",
-        "whsec_MfKQ 9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    };
     ust_config *cfg = load_example();
     setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_stripe", 1);
     for (size_t i = 0; i < sizeof(bad_secrets) / sizeof(bad_secrets[0]); i++) {

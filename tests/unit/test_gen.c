@@ -22,17 +22,8 @@ static int setup(void **state)
 {
     world *w = calloc(1, sizeof(*w));
     ust_test_tmpdir(w->dir);
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_gen_test", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    ust_test_set_secrets("whsec_gen_test");
     *state = w;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    world *w = *state;
-    ust_test_rmdir(w->dir);
-    free(w);
     return 0;
 }
 
@@ -40,12 +31,7 @@ static ust_config *load(const char *rel)
 {
     char path[PATH_MAX];
     ust_test_source_path(rel, path);
-    ust_config *cfg = NULL;
-    char *err = NULL;
-    if (ust_config_load(path, &cfg, &err) != 0 ||
-        ust_config_load_secrets(cfg, &err) != 0)
-        fail_msg("%s", err);
-    return cfg;
+    return ust_test_load_config(path);
 }
 
 static void generate(const ust_config *cfg, uint64_t seed, int64_t n, const char *out,
@@ -177,13 +163,12 @@ static void test_bad_mix_is_refused(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, ust_test_tmpdir_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_same_seed_same_bytes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_replay_finds_exactly_the_truth, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_truth_follows_the_compared_headers, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_bad_mix_is_refused, setup, teardown),
+        T(test_same_seed_same_bytes),
+        T(test_replay_finds_exactly_the_truth),
+        T(test_truth_follows_the_compared_headers),
+        T(test_bad_mix_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,9 @@
 
 #include <unistd.h>
 
-static int setup(void **state)
+/* 240 API requests, each a new key, recorded; the candidate isolated with a
+ * 200 ms timeout. */
+static world *fault_world(void)
 {
     world *w = world_new();
     w->cfg->candidate.isolate = 1;
@@ -21,13 +23,12 @@ static int setup(void **state)
         world_api(w, i, key, "t1", order, 100 + i);
     }
     world_record(w);
-    *state = w;
-    return 0;
+    return w;
 }
 
-static int teardown(void **state)
+static int setup(void **state)
 {
-    world_free(*state);
+    *state = fault_world();
     return 0;
 }
 
@@ -38,11 +39,8 @@ static int replay_candidate(world *w, const char *plugin, char **err)
     char lp[PATH_MAX], cp[PATH_MAX];
     ust_test_plugin_path("legacy", lp);
     snprintf(cp, sizeof(cp), "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), plugin);
-    ust_replay_opts o = {.cfg = w->cfg,
-                         .log_path = w->log_path,
-                         .run_path = w->run_path,
-                         .legacy_path = lp,
-                         .candidate_path = cp};
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    o.commit_every = 0; /* the runner's own batches */
     ust_replay_stats st;
     int rc = ust_replay(&o, &st, err);
     if (rc == 0)
@@ -84,44 +82,34 @@ static void expect_faults(world *w, const char *at, int n, const char *cause)
     ust_free(divs);
 }
 
-static void test_a_crash_every_100th_event(void **state)
-{
-    world *w = *state;
-    replay_with(w, "misbehaving_segv_every_100");
-    expect_faults(w, "seq % 100 = 0", 2, "killed by signal 11");
-}
+/* A misbehaving candidate: where its faults fall, how many, their cause. */
+static const struct fault_case {
+    const char *plugin, *at;
+    int n;
+    const char *cause;
+} faults[] = {
+    {"misbehaving_segv_every_100", "seq % 100 = 0", 2, "killed by signal 11"},
+    {"misbehaving_sleep", "seq % 50 = 0", 4, "timeout: no decision within 200 ms"},
+    {"misbehaving_stdout_garbage", "seq % 20 = 0", 12, "bad line: garbage"},
+    /* A child that closes its stdout and lives on is not waited for: it is
+     * killed, and the event gets an error saying its output ended. */
+    {"misbehaving_close_stdout", "seq % 60 = 0", 4, "the plugin closed its output"},
+    /* A child that writes 5 MiB with no end of line: the host stops reading
+     * at its line limit (4 MiB) instead of growing without bound, and the
+     * event gets an error saying so. */
+    {"misbehaving_huge_line", "seq % 120 = 0", 2, "a line over the size limit"},
+};
 
-static void test_a_decide_past_its_timeout(void **state)
+/* Each of them, on a world of its own. */
+static void test_each_fault_is_an_error_decision(void **state)
 {
-    world *w = *state;
-    replay_with(w, "misbehaving_sleep");
-    expect_faults(w, "seq % 50 = 0", 4, "timeout: no decision within 200 ms");
-}
-
-static void test_garbage_on_the_protocol(void **state)
-{
-    world *w = *state;
-    replay_with(w, "misbehaving_stdout_garbage");
-    expect_faults(w, "seq % 20 = 0", 12, "bad line: garbage");
-}
-
-/* A child that closes its stdout and lives on is not waited for: it is
- * killed, and the event gets an error saying its output ended. */
-static void test_a_child_that_closes_its_output(void **state)
-{
-    world *w = *state;
-    replay_with(w, "misbehaving_close_stdout");
-    expect_faults(w, "seq % 60 = 0", 4, "the plugin closed its output");
-}
-
-/* A child that writes 5 MiB with no end of line: the host stops reading at
- * its line limit (4 MiB) instead of growing without bound, and the event
- * gets an error saying so. */
-static void test_a_line_past_the_size_limit(void **state)
-{
-    world *w = *state;
-    replay_with(w, "misbehaving_huge_line");
-    expect_faults(w, "seq % 120 = 0", 2, "a line over the size limit");
+    (void)state;
+    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+        world *w = fault_world();
+        replay_with(w, faults[i].plugin);
+        expect_faults(w, faults[i].at, faults[i].n, faults[i].cause);
+        world_free(w);
+    }
 }
 
 /* This process's resident set in MiB: a forked child starts from it. */
@@ -222,14 +210,7 @@ static void matches_the_c_candidate(world *w, const char *interpreter,
         ust_scenario *sc = NULL;
         if (ust_scenario_load(path, w->cfg, &sc, &err) != 0)
             fail_msg("%s", err);
-        ust_request *reqs = NULL;
-        size_t n = 0;
-        assert_int_equal(ust_scenario_render(sc, start, &reqs, &n, &err), 0);
-        assert_int_equal(
-            ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
-        for (size_t i = 0; i < n; i++)
-            ust_request_clear(&reqs[i]);
-        ust_free(reqs);
+        ust_test_append_scenario(log, w->cfg, sc, start);
         ust_scenario_free(sc);
         start += UST_SCENARIO_SPACING_US;
     }
@@ -238,11 +219,8 @@ static void matches_the_c_candidate(world *w, const char *interpreter,
 
     ust_test_plugin_path("legacy", lp);
     ust_test_plugin_path("candidate", cp);
-    ust_replay_opts o = {.cfg = w->cfg,
-                         .log_path = w->log_path,
-                         .run_path = w->run_path,
-                         .legacy_path = lp,
-                         .candidate_path = cp};
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    o.commit_every = 0; /* the runner's own batches */
     ust_replay_stats st;
     if (ust_replay(&o, &st, &err) != 0)
         fail_msg("replay: %s", err);
@@ -325,14 +303,10 @@ static void test_garbage_is_counted_as_a_protocol_error(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, world_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_a_crash_every_100th_event),
-        T(test_a_decide_past_its_timeout),
-        T(test_garbage_on_the_protocol),
+        cmocka_unit_test(test_each_fault_is_an_error_decision),
         T(test_a_child_over_its_memory_limit),
-        T(test_a_child_that_closes_its_output),
-        T(test_a_line_past_the_size_limit),
         T(test_a_child_that_exits_at_start),
         T(test_a_child_that_cannot_start_again),
         T(test_python_candidate_matches_the_c_one),

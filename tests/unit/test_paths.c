@@ -81,17 +81,8 @@ static int setup(void **state)
     ust_test_write_file(link, config_text);
     ust_test_source_path("scenarios/sample.jsonl", w->sample);
     /* The sample traffic is signed with the demo secrets. */
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_demo_stripe_secret_for_understudy", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    ust_test_set_secrets("whsec_demo_stripe_secret_for_understudy");
     *state = w;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    paths_world *w = *state;
-    ust_test_rmdir(w->root);
-    free(w);
     return 0;
 }
 
@@ -277,13 +268,11 @@ static void test_command_line_paths_are_the_working_directory_s(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, ust_test_tmpdir_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_the_loader_resolves_against_the_config_folder, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_the_binary_uses_the_config_paths_from_anywhere, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_command_line_paths_are_the_working_directory_s, setup, teardown),
+        T(test_the_loader_resolves_against_the_config_folder),
+        T(test_the_binary_uses_the_config_paths_from_anywhere),
+        T(test_command_line_paths_are_the_working_directory_s),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,18 +44,10 @@ static int setup(void **state)
     ust_test_tmpdir(w->dir);
     ust_test_source_path("scenarios/sample.jsonl", w->sample);
     ust_test_source_path("scenarios/demo.config.json", w->config);
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(w->legacy, sizeof(w->legacy), "%s/src/plugins/legacy/understudy-legacy.so",
-             build ? build : "build");
-    snprintf(w->candidate, sizeof(w->candidate),
-             "%s/src/plugins/candidate/understudy-candidate.so",
-             build ? build : "build");
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_demo_stripe_secret_for_understudy", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
-    char *err = NULL;
-    if (ust_config_load(w->config, &w->cfg, &err) != 0 ||
-        ust_config_load_secrets(w->cfg, &err) != 0)
-        fail_msg("%s", err);
+    ust_test_plugin_path("legacy", w->legacy);
+    ust_test_plugin_path("candidate", w->candidate);
+    ust_test_set_secrets("whsec_demo_stripe_secret_for_understudy");
+    w->cfg = ust_test_load_config(w->config);
     *state = w;
     return 0;
 }
@@ -195,22 +187,14 @@ static int run(pworld *w, const char *sub, const char *args, char *err, size_t c
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The file rel in the world's folder, whole (ust_free'd). */
+/* The file rel in the world's folder, whole (malloc'd). */
 static char *slurp(pworld *w, const char *rel)
 {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof(path), "%s/%s", w->dir, rel);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    if (access(path, F_OK) != 0)
         fail_msg("%s: missing", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = ust_malloc((size_t)n + 1);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
+    return ust_test_read_file(path);
 }
 
 static void assert_same_file(pworld *w, const char *a, const char *b)
@@ -218,14 +202,31 @@ static void assert_same_file(pworld *w, const char *a, const char *b)
     char *x = slurp(w, a), *y = slurp(w, b);
     if (strcmp(x, y) != 0)
         fail_msg("%s and %s differ", a, b);
-    ust_free(x);
-    ust_free(y);
+    free(x);
+    free(y);
 }
 
 static void expect_said(const char *err, const char *want)
 {
     if (strstr(err, want) == NULL)
         fail_msg("wanted \"%s\" on stderr, got: %s", want, err);
+}
+
+/* args (freed here) succeed in the folder sub, run plain (mode 0), with
+ * --progress (1) or with --quiet (2): --progress says progress; summary, when
+ * the command has one, stays but with --quiet; nothing else is said. */
+static void expect_mode_says(pworld *w, const char *sub, int mode, char *args,
+                             const char *progress, const char *summary)
+{
+    char err[16384];
+    assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
+    ust_free(args);
+    if (mode == 1)
+        expect_said(err, progress);
+    if (summary == NULL ? mode != 1 : mode == 2)
+        assert_string_equal(err, "");
+    else if (summary != NULL)
+        expect_said(err, summary);
 }
 
 /* The four commands, each plain, with --progress and with --quiet (stderr
@@ -240,46 +241,24 @@ static void test_the_commands_show_progress_when_asked(void **state)
     char err[16384];
     for (int m = 0; m < 3; m++) {
         const char *sub = subs[m];
-        char *args = ust_sprintf("log import --config '%s' --log events.db %s '%s'",
-                                 w->config, modes[m], w->sample);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "import: 17 events in ");
-        else
-            assert_string_equal(err, "");
-
-        args = ust_sprintf("replay --config '%s' --log events.db --run run.db"
-                           " --legacy '%s' --candidate '%s' --divergences div.jsonl %s",
-                           w->config, w->legacy, w->candidate, modes[m]);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "replay: 17 events in ");
-        if (m == 2)
-            assert_string_equal(err, "");
-        else
-            expect_said(err, "replayed 17 events"); /* the summary stays */
-
-        args = ust_sprintf("report --run run.db --out report %s", modes[m]);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "report: 7 divergences in ");
-        else
-            assert_string_equal(err, "");
-
-        args = ust_sprintf("gen --config '%s' --events 300 --seed 5 --out gen.jsonl"
-                           " --truth truth.jsonl %s",
-                           w->config, modes[m]);
-        assert_int_equal(run(w, sub, args, err, sizeof(err)), 0);
-        ust_free(args);
-        if (m == 1)
-            expect_said(err, "gen: 300 events in ");
-        if (m == 2)
-            assert_string_equal(err, "");
-        else
-            expect_said(err, "generated 300 events");
+        expect_mode_says(w, sub, m,
+                         ust_sprintf("log import --config '%s' --log events.db %s '%s'",
+                                     w->config, modes[m], w->sample),
+                         "import: 17 events in ", NULL);
+        expect_mode_says(
+            w, sub, m,
+            ust_sprintf("replay --config '%s' --log events.db --run run.db"
+                        " --legacy '%s' --candidate '%s' --divergences div.jsonl %s",
+                        w->config, w->legacy, w->candidate, modes[m]),
+            "replay: 17 events in ", "replayed 17 events");
+        expect_mode_says(w, sub, m,
+                         ust_sprintf("report --run run.db --out report %s", modes[m]),
+                         "report: 7 divergences in ", NULL);
+        expect_mode_says(w, sub, m,
+                         ust_sprintf("gen --config '%s' --events 300 --seed 5 --out "
+                                     "gen.jsonl --truth truth.jsonl %s",
+                                     w->config, modes[m]),
+                         "gen: 300 events in ", "generated 300 events");
 
         /* The log's events, as bytes, to compare. */
         assert_int_equal(run(w, sub, "log export --log events.db --out export.jsonl",

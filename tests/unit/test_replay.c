@@ -13,18 +13,6 @@
 #define REFUNDED "charge.refunded"
 #define CANCELED "payment_intent.canceled"
 
-static int setup(void **state)
-{
-    *state = world_new();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    world_free(*state);
-    return 0;
-}
-
 static void expect_str(char *got, const char *want)
 {
     if (strcmp(got, want) != 0)
@@ -315,11 +303,8 @@ static void test_resume_with_other_plugin_is_refused(void **state)
     world_replay(w, "legacy", "candidate", NULL);
     char lp[PATH_MAX];
     ust_test_plugin_path("legacy", lp);
-    ust_replay_opts o = {.cfg = w->cfg,
-                         .log_path = w->log_path,
-                         .run_path = w->run_path,
-                         .legacy_path = lp,
-                         .candidate_path = lp};
+    ust_replay_opts o = world_opts(w, lp, lp, NULL);
+    o.commit_every = 0; /* the runner's own batches */
     ust_replay_stats st;
     char *err = NULL;
     assert_int_equal(ust_replay(&o, &st, &err), UST_EINVAL);
@@ -512,7 +497,7 @@ static void test_a_failed_step_is_decided_again(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
     const struct CMUnitTest tests[] = {
         T(test_identical_retry),
         T(test_redelivery_with_new_signature),

@@ -14,18 +14,6 @@
 #define REFUNDED "charge.refunded"
 #define HOSTILE "</script><img src=x onerror=alert(1)>"
 
-static int setup(void **state)
-{
-    *state = world_new();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    world_free(*state);
-    return 0;
-}
-
 static void must_contain(const char *text, const char *want)
 {
     if (strstr(text, want) == NULL)
@@ -87,14 +75,21 @@ static void report(world *w, const ust_triage *t, char out[PATH_MAX])
         fail_msg("report: %s", err);
 }
 
+/* The file name of the report written to out, whole (malloc'd). */
+static char *report_text(const char *out, const char *name)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", out, name);
+    return ust_test_read_file(path);
+}
+
 static void test_summary_counts_are_exact(void **state)
 {
     world *w = *state;
     run_story(w);
-    char out[PATH_MAX], path[PATH_MAX];
+    char out[PATH_MAX];
     report(w, NULL, out);
-    snprintf(path, sizeof(path), "%s/summary.md", out);
-    char *md = ust_test_read_file(path);
+    char *md = report_text(out, "summary.md");
     /* 12 events. applied/applied: the first paid and refund of pi_1 and pi_2,
      * and the double click (pi_3, pi_4; the second flagged). applied/rejected:
      * the late paids of pi_1 (twice) and pi_2. applied/duplicate: pi_1's
@@ -111,8 +106,7 @@ static void test_summary_counts_are_exact(void **state)
                  " \\[\"flags\"\\] | **open** |");
     must_contain(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
     free(md);
-    snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
-    char *jsonl = ust_test_read_file(path);
+    char *jsonl = report_text(out, "divergences.jsonl");
     size_t lines = 0;
     for (const char *p = jsonl; *p; p++)
         lines += *p == '\n';
@@ -127,10 +121,9 @@ static void test_html_escapes_and_redacts(void **state)
 {
     world *w = *state;
     run_story(w);
-    char out[PATH_MAX], path[PATH_MAX];
+    char out[PATH_MAX];
     report(w, NULL, out);
-    snprintf(path, sizeof(path), "%s/index.html", out);
-    char *html = ust_test_read_file(path);
+    char *html = report_text(out, "index.html");
     must_not_contain(html, "<img src=x");
     must_not_contain(html, "</script><img");
     must_contain(html, "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;");
@@ -155,16 +148,14 @@ static void test_examples_are_capped_and_in_order(void **state)
     }
     world_record(w);
     world_replay(w, "legacy", "candidate", NULL);
-    char out[PATH_MAX], path[PATH_MAX];
+    char out[PATH_MAX];
     report(w, NULL, out);
-    snprintf(path, sizeof(path), "%s/index.html", out);
-    char *html = ust_test_read_file(path);
+    char *html = report_text(out, "index.html");
     must_contain(html, "example: seq 1,");
     must_contain(html, "example: seq 5,");
     must_not_contain(html, "example: seq 6,");
     free(html);
-    snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
-    char *jsonl = ust_test_read_file(path);
+    char *jsonl = report_text(out, "divergences.jsonl");
     must_contain(jsonl, "\"seq\":8,");
     free(jsonl);
 }
@@ -269,10 +260,9 @@ static int gate_cli(world *w, const char *triage, const char *extra, char **out)
 
 static char *summary_of(world *w, const ust_triage *t)
 {
-    char out[PATH_MAX], path[PATH_MAX];
+    char out[PATH_MAX];
     report(w, t, out);
-    snprintf(path, sizeof(path), "%s/summary.md", out);
-    return ust_test_read_file(path);
+    return report_text(out, "summary.md");
 }
 
 #define ACCEPT_ALL                                                                     \
@@ -589,10 +579,9 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
     replay_erring_candidate(w); /* seq 1: a divergence, whatever its type */
-    char out[PATH_MAX], path[PATH_MAX];
+    char out[PATH_MAX];
     report(w, NULL, out);
-    snprintf(path, sizeof(path), "%s/summary.md", out);
-    char *md = ust_test_read_file(path);
+    char *md = report_text(out, "summary.md");
     must_not_contain(md, "\r");
     must_not_contain(md, "![");
     must_not_contain(md, "\xe2\x80\xae");
@@ -609,14 +598,12 @@ static void test_reports_escape_markdown_and_bidi(void **state)
         bars += *q == '|' && q[-1] != '\\';
     assert_int_equal(bars, 6);
     free(md);
-    snprintf(path, sizeof(path), "%s/index.html", out);
-    char *html = ust_test_read_file(path);
+    char *html = report_text(out, "index.html");
     must_not_contain(html, "\xe2\x80\xae");
     must_not_contain(html, "\xe2\x81\xa6");
     must_contain(html, "{U+202E}fdp.exe{U+2066}");
     free(html);
-    snprintf(path, sizeof(path), "%s/divergences.jsonl", out);
-    char *jsonl = ust_test_read_file(path);
+    char *jsonl = report_text(out, "divergences.jsonl");
     must_not_contain(jsonl, "\xe2\x80\xae");
     must_not_contain(jsonl, "\xe2\x81\xa6");
     must_contain(jsonl, "\\u202Efdp.exe\\u2066");
@@ -676,7 +663,7 @@ static void test_metrics_say_when_the_classes_are_partial(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
     const struct CMUnitTest tests[] = {
         T(test_summary_counts_are_exact),
         T(test_html_escapes_and_redacts),

@@ -40,18 +40,12 @@ static int setup(void **state)
     ust_test_tmpdir(w->dir);
     snprintf(w->log, sizeof(w->log), "%s/events.db", w->dir);
     snprintf(w->run, sizeof(w->run), "%s/run.db", w->dir);
-    snprintf(w->legacy, sizeof(w->legacy), "%s/src/plugins/legacy/understudy-legacy.so",
-             getenv("UST_BUILD_DIR"));
-    snprintf(w->candidate, sizeof(w->candidate),
-             "%s/src/plugins/candidate/understudy-candidate.so",
-             getenv("UST_BUILD_DIR"));
+    ust_test_plugin_path("legacy", w->legacy);
+    ust_test_plugin_path("candidate", w->candidate);
     ust_test_source_path("scenarios/demo.config.json", w->cfg_path);
-    setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_scenario_test", 1);
-    setenv("UNDERSTUDY_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
+    ust_test_set_secrets("whsec_scenario_test");
+    w->cfg = ust_test_load_config(w->cfg_path);
     char *err = NULL;
-    if (ust_config_load(w->cfg_path, &w->cfg, &err) != 0 ||
-        ust_config_load_secrets(w->cfg, &err) != 0)
-        fail_msg("config: %s", err);
     char dir[PATH_MAX];
     ust_test_source_path("scenarios", dir);
     struct dirent **names;
@@ -101,40 +95,43 @@ static void render_and_replay(world *w)
     ust_log *log = NULL;
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log, UST_LOG_CREATE, &log, &err), 0);
-    for (size_t i = 0; i < w->n; i++) {
-        ust_request *reqs = NULL;
-        size_t n = 0;
-        assert_int_equal(ust_scenario_render(w->sc[i],
-                                             1795946400000000LL +
-                                                 (int64_t)i * UST_SCENARIO_SPACING_US,
-                                             &reqs, &n, &err),
-                         0);
-        assert_int_equal(
-            ust_log_append_requests(log, w->cfg, reqs, n, NULL, NULL, &err), 0);
-        for (size_t k = 0; k < n; k++)
-            ust_request_clear(&reqs[k]);
-        ust_free(reqs);
-    }
+    for (size_t i = 0; i < w->n; i++)
+        ust_test_append_scenario(log, w->cfg, w->sc[i],
+                                 1795946400000000LL +
+                                     (int64_t)i * UST_SCENARIO_SPACING_US);
     ust_log_close(log);
     replay(w);
+}
+
+/* ust_scenario_check of the world's run (made live or not) with its report
+ * in dir/check.txt: its return, and *err. */
+static int check_run(world *w, int live, char **err)
+{
+    char out_path[PATH_MAX];
+    snprintf(out_path, sizeof(out_path), "%s/check.txt", w->dir);
+    FILE *out = fopen(out_path, "w");
+    int rc = ust_scenario_check(w->sc, w->n, w->run, live, out, err);
+    fclose(out);
+    return rc;
+}
+
+/* The check passes; else its report is shown and the test fails saying why. */
+static void expect_check_holds(world *w, int live, const char *why)
+{
+    char *err = NULL;
+    if (check_run(w, live, &err) != 0) {
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof(cmd), "cat '%s/check.txt'", w->dir);
+        assert_int_equal(system(cmd), 0);
+        fail_msg("%s", why);
+    }
 }
 
 static void test_rendered_and_replayed_exactly(void **state)
 {
     world *w = *state;
     render_and_replay(w);
-    char *err = NULL;
-    char out_path[PATH_MAX];
-    snprintf(out_path, sizeof(out_path), "%s/check.txt", w->dir);
-    FILE *out = fopen(out_path, "w");
-    int rc = ust_scenario_check(w->sc, w->n, w->run, 0, out, &err);
-    fclose(out);
-    if (rc != 0) {
-        char cmd[PATH_MAX + 8];
-        snprintf(cmd, sizeof(cmd), "cat '%s'", out_path);
-        assert_int_equal(system(cmd), 0);
-        fail_msg("the scenarios' expected outcomes do not hold");
-    }
+    expect_check_holds(w, 0, "the scenarios' expected outcomes do not hold");
 }
 
 /* A read that fails partway (SQLite's integer overflow, from the 4th
@@ -156,13 +153,8 @@ static void test_a_read_error_fails_the_check(void **state)
                      NULL, NULL, NULL),
         SQLITE_OK);
     sqlite3_close(db);
-    char out_path[PATH_MAX];
-    snprintf(out_path, sizeof(out_path), "%s/check.txt", w->dir);
-    FILE *out = fopen(out_path, "w");
     char *err = NULL;
-    int rc = ust_scenario_check(w->sc, w->n, w->run, 0, out, &err);
-    fclose(out);
-    assert_int_equal(rc, UST_EDB);
+    assert_int_equal(check_run(w, 0, &err), UST_EDB);
     assert_non_null(strstr(err, "integer overflow"));
     ust_free(err);
 }
@@ -190,16 +182,7 @@ static void test_live_through_serve(void **state)
     assert_int_equal(sum.s4xx, 3); /* expired, invalid and missing signatures: 401 */
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
-    snprintf(out_path, sizeof(out_path), "%s/check.txt", w->dir);
-    out = fopen(out_path, "w");
-    int rc = ust_scenario_check(w->sc, w->n, w->run, 1, out, &err);
-    fclose(out);
-    if (rc != 0) {
-        char cmd[PATH_MAX + 8];
-        snprintf(cmd, sizeof(cmd), "cat '%s'", out_path);
-        assert_int_equal(system(cmd), 0);
-        fail_msg("the live run does not match the scenarios");
-    }
+    expect_check_holds(w, 1, "the live run does not match the scenarios");
     /* The article's test, scenario 12: five parallel requests with one key.
      * The legacy executed more than once; the candidate exactly once, and
      * answered every other one 409 in_progress or with the replayed answer. */

@@ -239,17 +239,10 @@ static void test_keep_alive_and_pipelining(void **state)
     send_all(fd, all, strlen(all)); /* three requests in one write */
     char buf[8192];
     size_t len = 0;
-    http_resp r;
-    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
-    assert_int_equal(r.status, 202);
-    assert_non_null(strstr(r.body, "\"seq\":1"));
-    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
-    assert_int_equal(r.status, 404); /* /healthz is on the admin listener only */
-    assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
-    assert_int_equal(r.status, 202);
-    assert_non_null(strstr(r.body, "\"seq\":2"));
+    expect_pipelined_answers(fd, buf, &len, sizeof(buf));
     /* and the connection stays open for more */
     send_all(fd, a, strlen(a));
+    http_resp r;
     assert_int_equal(read_response(fd, buf, &len, sizeof(buf), &r), 1);
     assert_non_null(strstr(r.body, "\"seq\":3"));
     close(fd);
@@ -629,27 +622,68 @@ static void read_comm(const char *path, char name[32])
 /* Shadow work yields to the request path: the runner's threads and the
  * candidate's child run at nice 10; the thread that records and answers, at
  * the nice it was started with. */
-/* Whether a thread of pid named name runs at nice. */
-static int thread_shows(pid_t pid, const char *name, long nice)
+/* Calls each(name, nice, data) for every thread of pid; none when /proc
+ * does not show pid. */
+static void each_thread(pid_t pid,
+                        void (*each)(const char *name, long nice, void *data),
+                        void *data)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
     DIR *d = opendir(path);
-    int found = 0;
     struct dirent *e;
-    while (d != NULL && !found && (e = readdir(d)) != NULL) {
+    while (d != NULL && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
         char file[PATH_MAX + 300], comm[32];
         snprintf(file, sizeof(file), "%s/%s/comm", path, e->d_name);
         read_comm(file, comm);
         snprintf(file, sizeof(file), "%s/%s/stat", path, e->d_name);
-        found = strcmp(comm, name) == 0 &&
-                stat_field(file, 19) == nice; /* field 19: nice */
+        each(comm, stat_field(file, 19), data); /* field 19: nice */
     }
     if (d != NULL)
         closedir(d);
-    return found;
+}
+
+struct thread_wanted {
+    const char *name;
+    long nice;
+    int found;
+};
+
+static void look_for(const char *name, long nice, void *data)
+{
+    struct thread_wanted *t = data;
+    t->found |= strcmp(name, t->name) == 0 && nice == t->nice;
+}
+
+/* Whether a thread of pid named name runs at nice. */
+static int thread_shows(pid_t pid, const char *name, long nice)
+{
+    struct thread_wanted t = {name, nice, 0};
+    each_thread(pid, look_for, &t);
+    return t.found;
+}
+
+/* The server's threads by name: the runner and the candidate's link in the
+ * background, the writer and the rest (the loop, libuv's pool) at own. */
+struct thread_census {
+    long own;
+    int background, writers;
+};
+
+static void count_thread(const char *name, long nice, void *data)
+{
+    struct thread_census *c = data;
+    if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
+        assert_int_equal(nice, 10);
+        c->background++;
+    } else if (strcmp(name, "ust-writer") == 0) {
+        assert_int_equal(nice, c->own);
+        c->writers++;
+    } else {
+        assert_int_equal(nice, c->own); /* the loop and libuv's pool */
+    }
 }
 
 static void test_shadow_work_runs_at_background_priority(void **state)
@@ -676,35 +710,16 @@ static void test_shadow_work_runs_at_background_priority(void **state)
     /* The threads, known by their names: the runner and the candidate's
      * link at 10, the writer at the server's own priority. */
     snprintf(path, sizeof(path), "/proc/%d/task", (int)w->srv.pid);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    int background_threads = 0, writers = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char stat[PATH_MAX + 300], name[32];
-        snprintf(stat, sizeof(stat), "%s/%s/comm", path, e->d_name);
-        read_comm(stat, name);
-        snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
-        long nice = stat_field(stat, NICE);
-        if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
-            assert_int_equal(nice, 10);
-            background_threads++;
-        } else if (strcmp(name, "ust-writer") == 0) {
-            assert_int_equal(nice, own);
-            writers++;
-        } else {
-            assert_int_equal(nice, own); /* the loop and libuv's pool */
-        }
-    }
-    closedir(d);
-    assert_true(background_threads >= 2); /* with a link restarting, more */
-    assert_true(writers >= 1); /* and the writer's digest helper is one too */
+    assert_int_equal(access(path, R_OK), 0);
+    struct thread_census census = {own, 0, 0};
+    each_thread(w->srv.pid, count_thread, &census);
+    assert_true(census.background >= 2); /* with a link restarting, more */
+    assert_true(census.writers >= 1);    /* and the writer's digest helper is one too */
     /* The candidate's child (isolated by default) is a child process of the
      * server: found among all processes by its parent. */
     int children = 0, background_children = 0;
-    d = opendir("/proc");
+    DIR *d = opendir("/proc");
+    struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
@@ -773,13 +788,7 @@ static void test_a_backup_while_serving_holds_every_event(void **state)
     assert_int_not_equal(system(cmd), 0); /* never over an existing file */
     ust_free(cmd);
     record_one(w, "evt_after_backup");
-    ust_log *log = NULL;
-    char *err = NULL;
-    assert_int_equal(ust_log_open(copy, UST_LOG_READONLY, &log, &err), 0);
-    ust_log_verify_result res;
-    assert_int_equal(ust_log_verify(log, &res, &err), 0);
-    assert_int_equal(res.checked, 4);
-    ust_log_close(log);
+    ust_test_expect_log_verifies(copy, 4);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
 }

@@ -68,11 +68,10 @@ static const char *semantic_paid(const candidate *cand, pu_call *c)
     return why;
 }
 
-static void decide_webhook(const candidate *cand, pu_call *c)
+static void decide_webhook(const void *instance, pu_call *c)
 {
+    const candidate *cand = instance;
     const ust_plugin_event *ev = c->ev;
-    if (pu_webhook_invalid(c))
-        return;
     const char *state_key = pu_key(c, "state", ev->provider, ev->transaction_id, NULL);
     const char *before = pu_get(c, state_key);
     const char *target = ev->target_status;
@@ -153,11 +152,10 @@ static void executed(const candidate *cand, pu_call *c, const char *body,
                                     : "key claimed: executed");
 }
 
-static void decide_api(const candidate *cand, pu_call *c)
+static void decide_api(const void *instance, pu_call *c)
 {
+    const candidate *cand = instance;
     const ust_plugin_event *ev = c->ev;
-    if (pu_api_invalid(c))
-        return;
     if (pu_absent(ev->idempotency_key)) {
         pu_error_answer(c, UST_VERDICT_INVALID, 400, "idempotency_key_required");
         pu_reason(c, "no Idempotency-Key");
@@ -240,40 +238,4 @@ static int candidate_create(ust_plugin_ctx *ctx, const char *config_json,
     return 0;
 }
 
-static int candidate_decide(void *instance, ust_plugin_ctx *ctx,
-                            const ust_plugin_event *ev, ust_plugin_decision *out)
-{
-    pu_call c;
-    switch (pu_begin(&c, ctx, ev, out)) {
-    case PU_ROUTE_WEBHOOK:
-        decide_webhook(instance, &c);
-        break;
-    case PU_ROUTE_API:
-        decide_api(instance, &c);
-        break;
-    default:
-        break;
-    }
-    return pu_finish(&c);
-}
-
-static void candidate_destroy(void *instance)
-{
-    free(instance);
-}
-
-static const ust_plugin_api candidate_api = {
-    .size = sizeof(ust_plugin_api),
-    .abi_major = UST_PLUGIN_ABI_MAJOR,
-    .name = "candidate",
-    .version = "1.0.0",
-    .create = candidate_create,
-    .decide = candidate_decide,
-    .destroy = candidate_destroy,
-    .flags = UST_PLUGIN_NO_RAW_REQUEST, /* it decides on canonical fields */
-};
-
-UST_PLUGIN_EXPORT const ust_plugin_api *UST_PLUGIN_ENTRY(const ust_host_api *host)
-{
-    return pu_bind_host(host) == 0 ? &candidate_api : NULL;
-}
+PU_PLUGIN("candidate", "1.0.0", candidate_create, decide_webhook, decide_api);

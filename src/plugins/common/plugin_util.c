@@ -24,6 +24,40 @@ int pu_bind_host(const ust_host_api *host)
     return 0;
 }
 
+/* ---- the plugin --------------------------------------------------------- */
+
+static int webhook_invalid(pu_call *c);
+static int api_invalid(pu_call *c);
+
+int pu_decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *ev,
+              ust_plugin_decision *out)
+{
+    pu_call c;
+    switch (pu_begin(&c, ctx, ev, out)) {
+    case PU_ROUTE_WEBHOOK:
+        if (!webhook_invalid(&c))
+            pu_plugin_routes.webhook(instance, &c);
+        break;
+    case PU_ROUTE_API:
+        if (!api_invalid(&c))
+            pu_plugin_routes.api(instance, &c);
+        break;
+    default:
+        break;
+    }
+    return pu_finish(&c);
+}
+
+void pu_destroy(void *instance)
+{
+    free(instance);
+}
+
+UST_PLUGIN_EXPORT const ust_plugin_api *UST_PLUGIN_ENTRY(const ust_host_api *host)
+{
+    return pu_bind_host(host) == 0 ? &pu_plugin_api : NULL;
+}
+
 /* ---- config ------------------------------------------------------------ */
 
 int pu_config_load(ust_plugin_ctx *ctx, const char *config_json,
@@ -373,7 +407,17 @@ static char *host_dup(pu_call *c, const char *s)
     return d;
 }
 
-int pu_webhook_invalid(pu_call *c)
+/* 1 after answering an invalid event 400 with code; 0 when code is NULL. */
+static int refuse(pu_call *c, const char *code, const char *why)
+{
+    if (code == NULL)
+        return 0;
+    pu_error_answer(c, UST_VERDICT_INVALID, 400, code);
+    pu_reason(c, "%s: %s", why, code);
+    return 1;
+}
+
+static int webhook_invalid(pu_call *c)
 {
     const ust_plugin_event *ev = c->ev;
     if (!pu_absent(ev->provider) && !pu_absent(ev->transaction_id))
@@ -390,11 +434,7 @@ int pu_webhook_invalid(pu_call *c)
         code = "target_status_required";
     else if (pu_state_index(ev->target_status) <= 0)
         code = "target_status_unknown";
-    if (code == NULL)
-        return 0;
-    pu_error_answer(c, UST_VERDICT_INVALID, 400, code);
-    pu_reason(c, "the webhook cannot be processed: %s", code);
-    return 1;
+    return refuse(c, code, "the webhook cannot be processed");
 }
 
 /* 1 when s is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF),
@@ -430,7 +470,7 @@ static int utf8_valid(const char *str)
     return 1;
 }
 
-int pu_api_invalid(pu_call *c)
+static int api_invalid(pu_call *c)
 {
     const ust_plugin_event *ev = c->ev;
     if (!pu_absent(ev->idempotency_key))
@@ -447,11 +487,7 @@ int pu_api_invalid(pu_call *c)
         code = "currency_not_utf8";
     else if (ev->intent != NULL && !utf8_valid(ev->intent))
         code = "intent_not_utf8";
-    if (code == NULL)
-        return 0;
-    pu_error_answer(c, UST_VERDICT_INVALID, 400, code);
-    pu_reason(c, "the request cannot be executed: %s", code);
-    return 1;
+    return refuse(c, code, "the request cannot be executed");
 }
 
 /* ---- the decision ------------------------------------------------------ */
@@ -564,18 +600,28 @@ void pu_states(pu_call *c, const char *before, const char *after)
     c->out->state_after = host_dup(c, after);
 }
 
+/* A host-allocated array of n elements of size bytes, one longer: old's
+ * elements copied, old freed. NULL (the call failed) when out of memory. */
+static void *host_grow(pu_call *c, void *old, size_t n, size_t size)
+{
+    void *grown = pu_host->alloc((n + 1) * size);
+    if (grown == NULL) {
+        pu_fail(c, "out of memory");
+        return NULL;
+    }
+    if (n > 0)
+        memcpy(grown, old, n * size);
+    if (old != NULL)
+        pu_host->free(old);
+    return grown;
+}
+
 void pu_header(pu_call *c, const char *name, const char *value)
 {
     ust_plugin_decision *out = c->out;
-    ust_plugin_header *h = pu_host->alloc((out->n_headers + 1) * sizeof *h);
-    if (h == NULL) {
-        pu_fail(c, "out of memory");
+    ust_plugin_header *h = host_grow(c, out->headers, out->n_headers, sizeof *h);
+    if (h == NULL)
         return;
-    }
-    if (out->n_headers > 0)
-        memcpy(h, out->headers, out->n_headers * sizeof *h);
-    if (out->headers != NULL)
-        pu_host->free(out->headers);
     h[out->n_headers].name = host_dup(c, name);
     h[out->n_headers].value = host_dup(c, value);
     out->headers = h;
@@ -585,15 +631,9 @@ void pu_header(pu_call *c, const char *name, const char *value)
 void pu_flag(pu_call *c, const char *flag)
 {
     ust_plugin_decision *out = c->out;
-    char **f = pu_host->alloc((out->n_flags + 1) * sizeof *f);
-    if (f == NULL) {
-        pu_fail(c, "out of memory");
+    char **f = host_grow(c, out->flags, out->n_flags, sizeof *f);
+    if (f == NULL)
         return;
-    }
-    if (out->n_flags > 0)
-        memcpy(f, out->flags, out->n_flags * sizeof *f);
-    if (out->flags != NULL)
-        pu_host->free(out->flags);
     f[out->n_flags] = host_dup(c, flag);
     out->flags = f;
     out->n_flags++;

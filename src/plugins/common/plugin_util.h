@@ -20,6 +20,42 @@ extern const ust_host_api *pu_host;
 /* 0 when host speaks our ABI major and its table has every function we call. */
 int pu_bind_host(const ust_host_api *host);
 
+/* ---- the plugin --------------------------------------------------------- */
+
+typedef struct pu_call pu_call;
+
+/* The ABI's table of a reference plugin (both decide on canonical fields
+ * only) and the functions its decide calls by the event's route; defined
+ * once, in the plugin's own file, by PU_PLUGIN. plugin_util.c's entry point
+ * returns the table; its destroy frees the instance create made. decide
+ * first makes the checks both plugins share, so they refuse the same events
+ * (400 answered) and set the same entity: a webhook needs provider, event
+ * id, transaction id and a known target status (entity
+ * "<provider>:<transaction_id>"); an API request amount and currency (the
+ * key is each plugin's business; entity "<route>:<tenant or ->:<key>" when
+ * it has one). webhook and api see only the events that pass. */
+typedef struct pu_routes {
+    void (*webhook)(const void *instance, pu_call *c);
+    void (*api)(const void *instance, pu_call *c);
+} pu_routes;
+
+extern const ust_plugin_api pu_plugin_api;
+extern const pu_routes pu_plugin_routes;
+
+int pu_decide(void *instance, ust_plugin_ctx *ctx, const ust_plugin_event *ev,
+              ust_plugin_decision *out);
+void pu_destroy(void *instance);
+
+/* clang-format off */
+#define PU_PLUGIN(NAME, VERSION, CREATE, WEBHOOK, API)                        \
+    const pu_routes pu_plugin_routes = {(WEBHOOK), (API)};                    \
+    const ust_plugin_api pu_plugin_api = {                                    \
+        .size = sizeof(ust_plugin_api), .abi_major = UST_PLUGIN_ABI_MAJOR,    \
+        .name = (NAME), .version = (VERSION), .create = (CREATE),             \
+        .decide = pu_decide, .destroy = pu_destroy,                           \
+        .flags = UST_PLUGIN_NO_RAW_REQUEST}
+/* clang-format on */
+
 /* ---- config ------------------------------------------------------------ */
 
 /* One integer key of the plugin's config object. */
@@ -39,7 +75,7 @@ int pu_config_load(ust_plugin_ctx *ctx, const char *config_json,
 
 typedef struct pu_block pu_block;
 
-typedef struct pu_call {
+struct pu_call {
     ust_plugin_ctx *ctx;
     const ust_plugin_event *ev;
     ust_plugin_decision *out;
@@ -48,7 +84,7 @@ typedef struct pu_call {
     size_t used;       /* scratch arena: mem, then malloc'd blocks */
     pu_block *blocks;
     char mem[1024];
-} pu_call;
+};
 
 enum pu_route { PU_ROUTE_INVALID = 0, PU_ROUTE_WEBHOOK, PU_ROUTE_API };
 
@@ -97,15 +133,6 @@ int64_t pu_field_i64(pu_call *c, pu_field f);
 int pu_absent(const char *s);
 /* 0 none (NULL), 1 pending, 2 paid, 3 refunded, 4 cancelled, -1 unknown. */
 int pu_state_index(const char *state);
-
-/* Webhook checks shared by both plugins so they refuse the same events:
- * 1 when invalid (400 answered), 0 when provider, event id, transaction id
- * and a known target status are present. Also sets the entity. */
-int pu_webhook_invalid(pu_call *c);
-/* API checks: amount and currency present (the key is each plugin's
- * business). 1 when invalid (400 answered). Sets the entity when the event
- * has a key: "<route>:<tenant or ->:<key>". */
-int pu_api_invalid(pu_call *c);
 
 /* ---- the decision ------------------------------------------------------ */
 

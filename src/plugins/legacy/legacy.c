@@ -25,11 +25,10 @@ typedef struct legacy {
     int64_t op_latency_us;
 } legacy;
 
-static void decide_webhook(pu_call *c)
+static void decide_webhook(const void *instance, pu_call *c)
 {
+    (void)instance; /* the legacy keeps no webhook settings */
     const ust_plugin_event *ev = c->ev;
-    if (pu_webhook_invalid(c))
-        return;
     const char *state_key = pu_key(c, "state", ev->provider, ev->transaction_id, NULL);
     const char *before = pu_get(c, state_key);
 
@@ -47,11 +46,10 @@ static void decide_webhook(pu_call *c)
     pu_reason(c, "new event %s: state set to %s", ev->event_id, ev->target_status);
 }
 
-static void decide_api(const legacy *l, pu_call *c)
+static void decide_api(const void *instance, pu_call *c)
 {
+    const legacy *l = instance;
     const ust_plugin_event *ev = c->ev;
-    if (pu_api_invalid(c))
-        return;
     if (pu_absent(ev->idempotency_key)) {
         /* Nothing to look up: it just runs, every time. */
         pu_answer(c, UST_VERDICT_APPLIED, 201, pu_payment_body(c));
@@ -106,40 +104,4 @@ static int legacy_create(ust_plugin_ctx *ctx, const char *config_json, void **in
     return 0;
 }
 
-static int legacy_decide(void *instance, ust_plugin_ctx *ctx,
-                         const ust_plugin_event *ev, ust_plugin_decision *out)
-{
-    pu_call c;
-    switch (pu_begin(&c, ctx, ev, out)) {
-    case PU_ROUTE_WEBHOOK:
-        decide_webhook(&c);
-        break;
-    case PU_ROUTE_API:
-        decide_api(instance, &c);
-        break;
-    default:
-        break;
-    }
-    return pu_finish(&c);
-}
-
-static void legacy_destroy(void *instance)
-{
-    free(instance);
-}
-
-static const ust_plugin_api legacy_api = {
-    .size = sizeof(ust_plugin_api),
-    .abi_major = UST_PLUGIN_ABI_MAJOR,
-    .name = "legacy",
-    .version = "1.0.0",
-    .create = legacy_create,
-    .decide = legacy_decide,
-    .destroy = legacy_destroy,
-    .flags = UST_PLUGIN_NO_RAW_REQUEST, /* it decides on canonical fields */
-};
-
-UST_PLUGIN_EXPORT const ust_plugin_api *UST_PLUGIN_ENTRY(const ust_host_api *host)
-{
-    return pu_bind_host(host) == 0 ? &legacy_api : NULL;
-}
+PU_PLUGIN("legacy", "1.0.0", legacy_create, decide_webhook, decide_api);
