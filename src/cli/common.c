@@ -4,6 +4,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/clock.h>
+#include <understudy/codec.h>
 #include <understudy/host.h>
 
 #include <stdlib.h>
