@@ -57,10 +57,10 @@ static const char *code_escape(char c)
 
 static void cell(FILE *f, const char *s)
 {
-    rp_put_escaped(f, s, cell_escape, RP_BIDI_VISIBLE);
+    ust__report_put_escaped(f, s, cell_escape, UST__REPORT_BIDI_VISIBLE);
 }
 
-int rp_write_markdown(const rp_model *m, const char *path, char **err)
+int ust__report_write_markdown(const ust__report_model *m, const char *path, char **err)
 {
     FILE *f = fopen(path, "wb");
     if (f == NULL)
@@ -87,20 +87,20 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
                           "candidate_version", "log_head_sha256", "config_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fprintf(f, "- %s: `", keys[i]);
-        rp_put_escaped(f, json_string_value(json_object_get(m->meta, keys[i])),
-                       code_escape, RP_BIDI_VISIBLE);
+        ust__report_put_escaped(f, json_string_value(json_object_get(m->meta, keys[i])),
+                                code_escape, UST__REPORT_BIDI_VISIBLE);
         fputs("`\n", f);
     }
     fputs("\n## Legacy × candidate verdicts\n\n| legacy \\\\ candidate |", f);
-    for (int c = 0; c < RP_VERDICTS; c++)
-        fprintf(f, " %s |", rp_verdict_label(c));
+    for (int c = 0; c < UST__REPORT_VERDICTS; c++)
+        fprintf(f, " %s |", ust__report_verdict_label(c));
     fputs("\n|---|", f);
-    for (int c = 0; c < RP_VERDICTS; c++)
+    for (int c = 0; c < UST__REPORT_VERDICTS; c++)
         fputs("---:|", f);
     fputs("\n", f);
-    for (int l = 0; l < RP_VERDICTS; l++) {
-        fprintf(f, "| %s |", rp_verdict_label(l));
-        for (int c = 0; c < RP_VERDICTS; c++)
+    for (int l = 0; l < UST__REPORT_VERDICTS; l++) {
+        fprintf(f, "| %s |", ust__report_verdict_label(l));
+        for (int c = 0; c < UST__REPORT_VERDICTS; c++)
             fprintf(f, " %lld |", (long long)m->matrix[l][c]);
         fputs("\n", f);
     }
@@ -108,7 +108,7 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
           "|---|---:|---:|---|---|\n",
           f);
     for (size_t i = 0; i < m->n_detailed; i++) {
-        const rp_class *c = &m->classes[i];
+        const ust__report_class *c = &m->classes[i];
         fputs("| ", f);
         cell(f, c->name);
         fprintf(f, " | %lld | %lld | ", (long long)c->count, (long long)c->follow_ons);
