@@ -4,8 +4,12 @@
 #ifndef UST_ANSWERS_H
 #define UST_ANSWERS_H
 
+#include "runner/decision_row.h"
+
 #include <sqlite3.h>
 #include <stdint.h>
+
+#include <understudy/host.h>
 
 /* Opens (creating when writable) the answers database at path. */
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
@@ -15,10 +19,24 @@ int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
 /* The statement that reads one answer: seq -> entity, then the decision
  * columns (see decision_row.h). */
 #define UST__ANSWERS_SELECT                                                            \
-    "SELECT entity, verdict, status, state_before, state, flags, body, headers,"       \
-    " reason, error FROM answers WHERE seq = ?1"
+    "SELECT entity, " UST__DECISION_COLUMN_NAMES " FROM answers WHERE seq = ?1"
+/* seq, entity, then the decision's columns from 3. */
 #define UST__ANSWERS_INSERT                                                            \
-    "INSERT OR REPLACE INTO answers VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+    "INSERT OR REPLACE INTO answers(seq, entity, " UST__DECISION_COLUMN_NAMES          \
+    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
+
+/* The runner's side: the answers read back, never decided twice. */
+typedef struct ust__answers_reader {
+    sqlite3 *db;
+    sqlite3_stmt *get;
+} ust__answers_reader;
+
+/* Opens path read-only. 0 or UST_EDB with *err; a is left to close. */
+int ust__answers_reader_open(ust__answers_reader *a, const char *path, char **err);
+void ust__answers_reader_close(ust__answers_reader *a);
+/* The legacy's decision of seq into *d. 0, UST_EDB when there is none. */
+int ust__answers_reader_get(ust__answers_reader *a, int64_t seq, ust_decision *d,
+                            char **err);
 
 #endif

@@ -9,6 +9,9 @@
 #include <understudy/host.h>
 
 #define UST__DECISION_COLUMNS 9
+/* Their names, in the order ust__decision_bind binds them. */
+#define UST__DECISION_COLUMN_NAMES                                                     \
+    "verdict, status, state_before, state, flags, body, headers, reason, error"
 
 /* Binds d (NULL: all NULL) to the columns starting at col. */
 void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d);
