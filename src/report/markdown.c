@@ -11,49 +11,15 @@
 /* Text in a table cell (or a line of prose): the characters that would end
  * the row or the cell, or start markup (raw HTML, an image fetched from
  * anywhere, a link, an entity), are escaped, so the text reads as it is. */
-static const char *cell_escape(char c)
-{
-    switch (c) {
-    case '|':
-        return "\\|";
-    case '\\':
-        return "\\\\";
-    case '!':
-        return "\\!";
-    case '[':
-        return "\\[";
-    case ']':
-        return "\\]";
-    case '&':
-        return "&amp;";
-    case '<':
-        return "&lt;";
-    case '>':
-        return "&gt;";
-    case '`':
-        return "'";
-    case '\r':
-    case '\n':
-        return " ";
-    default:
-        return NULL;
-    }
-}
+static const char *const cell_escape[256] = {
+    ['|'] = "\\|", ['\\'] = "\\\\", ['!'] = "\\!",  ['['] = "\\[",
+    [']'] = "\\]", ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;",
+    ['`'] = "'",   ['\r'] = " ",    ['\n'] = " ",
+};
 
 /* Text inside a `code span`: nothing is markup there but its backquote,
  * and a line break would end the list item. */
-static const char *code_escape(char c)
-{
-    switch (c) {
-    case '`':
-        return "'";
-    case '\r':
-    case '\n':
-        return " ";
-    default:
-        return NULL;
-    }
-}
+static const char *const code_escape[256] = {['`'] = "'", ['\r'] = " ", ['\n'] = " "};
 
 static void cell(FILE *f, const char *s)
 {

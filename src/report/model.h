@@ -70,10 +70,11 @@ void ust__report_model_clear(ust__report_model *m);
 int ust__report_verdict_index(const char *name);
 const char *ust__report_verdict_label(int index);
 
-/* Writes s with each character that replace() maps to a string written as
- * that string instead (NULL, or no replace: the character as it is), and each
- * bidi control as bidi_format with its code point (one unsigned argument). */
-void ust__report_put_escaped(FILE *f, const char *s, const char *(*replace)(char c),
+/* Writes s with each character that replace (256 entries, by byte) maps to a
+ * string written as that string instead (NULL, or no replace: the character
+ * as it is), and each bidi control as bidi_format with its code point (one
+ * unsigned argument). */
+void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
                              const char *bidi_format);
 
 /* How HTML and Markdown show a bidi control: visible, and inert. */
