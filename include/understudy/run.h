@@ -2,11 +2,12 @@
  * stopped. The runner writes it (runner.h) and alone knows its tables;
  * report, gate and drive read it through these functions.
  *
- * Every reader calls fn once per row, in the order it names; the strings of
- * a row are borrowed for the call. fn returns 0 to go on, anything else
- * stops the read and is returned. A reader returns 0 when it reached the
- * end, or UST_EDB with *err (the path, then SQLite's message): a read that
- * fails part way never ends as if its result were complete. */
+ * A reader of rows calls fn once per row, in the order it names; the
+ * strings of a row are borrowed for the call. fn returns 0 to go on,
+ * anything else stops the read and is returned. A reader returns 0 when it
+ * reached the end, or UST_EDB with *err (the path, then SQLite's message):
+ * a read that fails part way never ends as if its result were complete.
+ * The handle is for one thread at a time. */
 #ifndef UNDERSTUDY_RUN_H
 #define UNDERSTUDY_RUN_H
 
@@ -30,6 +31,10 @@ int ust_run_meta(ust_run *run, const char *key, char **value, char **err);
 int ust_run_meta_each(ust_run *run,
                       int (*fn)(void *ctx, const char *key, const char *value),
                       void *ctx, char **err);
+/* The event log the run read: where it is (its real path), or for a run
+ * made before that was kept, its path as given. 1 found (*path ust_malloc'd),
+ * 0 absent, <0 error. */
+int ust_run_log(ust_run *run, char **path, char **err);
 /* The last seq the run decided and committed. */
 int ust_run_cursor(ust_run *run, int64_t *seq, char **err);
 

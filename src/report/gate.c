@@ -41,10 +41,7 @@ static int log_head(ust_run *run, const char *run_path, const char *log_path,
     char *named = NULL;
     int rc = 0;
     if (log_path == NULL) {
-        /* Where the log was (runs before log_file: as it was given). */
-        rc = ust_run_meta(run, "log_file", &named, err);
-        if (rc == 0)
-            rc = ust_run_meta(run, "log_path", &named, err);
+        rc = ust_run_log(run, &named, err);
         if (rc < 0)
             return rc;
         if (rc == 0)

@@ -322,13 +322,13 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     rc = ust__gate_judge(l.run, o->run_path, o->log_path, o->triage, &m->gate, err);
     if (rc == 0)
         rc = load_meta(&l, m);
-    const char *named = json_string_value(json_object_get(m->meta, "log_file"));
-    const char *log_path =
-        o->log_path ? o->log_path
-        : named     ? named
-                    : json_string_value(json_object_get(m->meta, "log_path"));
+    char *named = NULL;
+    if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
+        rc = 0;
+    const char *log_path = o->log_path ? o->log_path : named;
     if (rc == 0 && log_path != NULL)
         ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
+    ust_free(named);
     if (rc == 0)
         rc = load_counts(&l, m);
     if (rc == 0)

@@ -101,6 +101,13 @@ int ust_run_meta_each(ust_run *run,
     return rc;
 }
 
+int ust_run_log(ust_run *run, char **path, char **err)
+{
+    /* log_file, the real path, came later than log_path, the path given. */
+    int rc = ust_run_meta(run, "log_file", path, err);
+    return rc == 0 ? ust_run_meta(run, "log_path", path, err) : rc;
+}
+
 int ust_run_cursor(ust_run *run, int64_t *seq, char **err)
 {
     return ust__rundb_cursor(run->db, seq, err);
