@@ -16,7 +16,7 @@
 
 typedef struct ust_run ust_run;
 
-/* Opens the run database at path read-only. 0, or UST_EIO with *err. */
+/* Opens the run database at path read-only. 0, or UST_EDB with *err. */
 int ust_run_open(const char *path, ust_run **out, char **err);
 void ust_run_close(ust_run *run);
 

@@ -112,14 +112,10 @@ static int check_complete(ust_run *run, const char *run_path, const char *log_pa
 static int add_class(ust_gate_result *res, size_t *cap, const char *name, int64_t count,
                      const ust_triage *t, unsigned char *used)
 {
-    if (res->n == *cap) {
-        size_t grown_cap = *cap ? *cap * 2 : 16;
-        ust_gate_class *grown = ust_realloc(res->classes, grown_cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        res->classes = grown;
-        *cap = grown_cap;
-    }
+    ust_gate_class *grown = ust__report_grow(res->classes, cap, res->n, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    res->classes = grown;
     ust_gate_class *c = &res->classes[res->n];
     c->class_name = ust_strdup(name ? name : "");
     if (c->class_name == NULL)

@@ -280,14 +280,11 @@ static int add_class(void *ctx, const ust_run_class *rc)
         m->n_classes++;
         return 0;
     }
-    if (m->n_classes == cl->cap) {
-        size_t cap = cl->cap ? cl->cap * 2 : 16;
-        ust__report_class *grown = ust_realloc(m->classes, cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        m->classes = grown;
-        cl->cap = cap;
-    }
+    ust__report_class *grown =
+        ust__report_grow(m->classes, &cl->cap, m->n_classes, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    m->classes = grown;
     ust__report_class *c = &m->classes[m->n_classes++];
     memset(c, 0, sizeof(*c));
     m->n_detailed = m->n_classes;
@@ -338,6 +335,17 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     if (rc != 0)
         ust__report_model_clear(m);
     return rc;
+}
+
+void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return items;
+    size_t grown_cap = *cap ? *cap * 2 : 16;
+    void *grown = ust_realloc(items, grown_cap * size);
+    if (grown != NULL)
+        *cap = grown_cap;
+    return grown;
 }
 
 void ust__report_model_clear(ust__report_model *m)

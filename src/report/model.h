@@ -66,6 +66,11 @@ int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
 void ust__report_model_clear(ust__report_model *m);
 
+/* items (n used of *cap, each size bytes) with room for one more: the same,
+ * or grown to twice its capacity (16 at first), or NULL when that fails
+ * (items unchanged). */
+void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size);
+
 /* Index in the matrix of a verdict name (0 for NULL or unknown). */
 int ust__report_verdict_index(const char *name);
 const char *ust__report_verdict_label(int index);

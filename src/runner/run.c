@@ -22,11 +22,11 @@ int ust_run_open(const char *path, ust_run **out, char **err)
         ust_free(run);
         return UST_ENOMEM;
     }
-    if (sqlite3_open_v2(path, &run->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    int rc = ust__db_open(path, 1, NULL, "run database", &run->db, err);
+    if (rc != 0) {
         ust_run_close(run);
-        return ust_errf(err, UST_EIO, "%s: cannot open run database", path);
+        return rc;
     }
-    sqlite3_busy_timeout(run->db, 10000);
     *out = run;
     return 0;
 }
