@@ -38,13 +38,14 @@ int ust_run_log(ust_run *run, char **path, char **err);
 /* The last seq the run decided and committed. */
 int ust_run_cursor(ust_run *run, int64_t *seq, char **err);
 
-typedef struct ust_run_counts {
+typedef struct ust_run_totals {
     int64_t events, fed;       /* events read; of those, fed to the plugins */
     int64_t first_at, last_at; /* their received_at span, 0 when none */
     int64_t divergences, follow_ons;
-} ust_run_counts;
+} ust_run_totals;
 
-int ust_run_count(ust_run *run, ust_run_counts *out, char **err);
+/* The run's totals, in *out (cleared first). */
+int ust_run_sum(ust_run *run, ust_run_totals *out, char **err);
 
 typedef enum ust_run_group { UST_RUN_BY_ROUTE, UST_RUN_BY_SIGNATURE } ust_run_group;
 

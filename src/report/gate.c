@@ -86,8 +86,8 @@ static int check_complete(ust_run *run, const char *run_path, const char *log_pa
     }
     /* Events whose signature did not verify are recorded and never fed to
      * the plugins: a run of nothing but those compared nothing. */
-    ust_run_counts n;
-    int rc = ust_run_count(run, &n, err);
+    ust_run_totals n;
+    int rc = ust_run_sum(run, &n, err);
     if (rc < 0)
         return rc;
     res->decided = n.events;

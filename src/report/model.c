@@ -68,8 +68,8 @@ static int add_pair(void *ctx, const char *legacy, const char *candidate, int64_
 
 static int load_counts(loader *l, ust__report_model *m)
 {
-    ust_run_counts n;
-    int rc = ust_run_count(l->run, &n, l->err);
+    ust_run_totals n;
+    int rc = ust_run_sum(l->run, &n, l->err);
     if (rc != 0)
         return rc;
     m->events = n.events;

@@ -9,8 +9,6 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#include <understudy/host.h>
-
 /* Opens (creating when writable) the answers database at path. */
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
 /* Its cursor (the last seq decided and committed) is read with
@@ -25,18 +23,5 @@ int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
     "INSERT OR REPLACE INTO answers(seq, entity, " UST__DECISION_COLUMN_NAMES          \
     ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
-
-/* The runner's side: the answers read back, never decided twice. */
-typedef struct ust__answers_reader {
-    sqlite3 *db;
-    sqlite3_stmt *get;
-} ust__answers_reader;
-
-/* Opens path read-only. 0 or UST_EDB with *err; a is left to close. */
-int ust__answers_reader_open(ust__answers_reader *a, const char *path, char **err);
-void ust__answers_reader_close(ust__answers_reader *a);
-/* The legacy's decision of seq into *d. 0, UST_EDB when there is none. */
-int ust__answers_reader_get(ust__answers_reader *a, int64_t seq, ust_decision *d,
-                            char **err);
 
 #endif

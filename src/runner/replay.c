@@ -3,7 +3,7 @@
  * plugin state and the cursor, so a killed replay resumes exactly where its
  * last commit left it. Divergence lines are written after their commit, so
  * the stream never shows what the run database does not hold. */
-#include "runner/answers.h"
+#include "runner/answers_reader.h"
 #include "runner/event_view.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"

@@ -113,7 +113,7 @@ int ust_run_cursor(ust_run *run, int64_t *seq, char **err)
     return ust__rundb_cursor(run->db, seq, err);
 }
 
-int ust_run_count(ust_run *run, ust_run_counts *out, char **err)
+int ust_run_sum(ust_run *run, ust_run_totals *out, char **err)
 {
     memset(out, 0, sizeof(*out));
     sqlite3_stmt *st = NULL;

@@ -683,8 +683,8 @@ static void test_the_run_reads_what_a_filter_selects(void **state)
     ust_run *run = NULL;
     char *err = NULL;
     assert_int_equal(ust_run_open(w->run_path, &run, &err), 0);
-    ust_run_counts n;
-    assert_int_equal(ust_run_count(run, &n, &err), 0);
+    ust_run_totals n;
+    assert_int_equal(ust_run_sum(run, &n, &err), 0);
     assert_int_equal(n.events, 12);
     seen all = {0};
     ust_run_filter f = {0};
