@@ -1,22 +1,19 @@
 /* Checking a run against the scenarios it was made from: each step's
  * verdicts for both plugins, and exactly the divergences each scenario
  * expects, no more. */
-#include "runner/rundb.h"
-
 #include <understudy/alloc.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>
+#include <understudy/run.h>
 
-#include <sqlite3.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct checker {
-    sqlite3 *db;
-    sqlite3_stmt *decision, *divs;
+    ust_run *run;
     FILE *out;
     int live;
     long mismatches;
-    const char *run_path;
     int rc; /* a read that failed: the check stops, it never passes */
     char **err;
 } checker;
@@ -38,22 +35,30 @@ static void mismatch(checker *k, const ust_scenario *s, size_t step, int copy,
     k->mismatches++;
 }
 
+typedef struct side_outcome {
+    const char *side;
+    char *verdict;
+} side_outcome;
+
+static int take_outcome(void *ctx, const ust_run_event *e)
+{
+    side_outcome *o = ctx;
+    const char *v = !e->fed                          ? "not_fed"
+                    : strcmp(o->side, "legacy") == 0 ? e->legacy_verdict
+                                                     : e->candidate_verdict;
+    o->verdict = ust_strdup(v ? v : "?");
+    return 0;
+}
+
 /* The outcome of one side at seq: its verdict, or "not_fed". */
 static char *outcome(checker *k, int64_t seq, const char *side, int *found)
 {
-    sqlite3_reset(k->decision);
-    sqlite3_bind_int64(k->decision, 1, seq);
-    int got = ust__db_step(k->decision, k->run_path, k->err);
+    side_outcome o = {side, NULL};
+    int got = ust_run_event_at(k->run, seq, take_outcome, &o, k->err);
     *found = got == 1;
     if (got < 0)
         k->rc = got;
-    if (!*found)
-        return NULL;
-    int col = strcmp(side, "legacy") == 0 ? 1 : 2;
-    const char *v = sqlite3_column_int(k->decision, 0)
-                        ? (const char *)sqlite3_column_text(k->decision, col)
-                        : "not_fed";
-    return ust_strdup(v ? v : "?");
+    return o.verdict;
 }
 
 static void check_step(checker *k, const ust_scenario *s, size_t i, int64_t first_seq)
@@ -93,6 +98,48 @@ static void check_step(checker *k, const ust_scenario *s, size_t i, int64_t firs
     }
 }
 
+typedef struct divergence_check {
+    checker *k;
+    const ust_scenario *s;
+    const int64_t *step_seq;
+    int *matched;
+} divergence_check;
+
+/* One divergence of the run: expected by the scenario, or a mismatch. */
+static int check_divergence(void *ctx, const ust_run_divergence *d)
+{
+    divergence_check *dc = ctx;
+    checker *k = dc->k;
+    const ust_scenario *s = dc->s;
+    json_t *want = s->divergences;
+    size_t n_want = json_array_size(want);
+    int64_t seq = d->seq;
+    const char *cls = d->class_name, *fields = d->fields;
+    size_t step = 0;
+    while (step + 1 < s->n_steps && dc->step_seq[step + 1] <= seq)
+        step++;
+    int copy = (int)(seq - dc->step_seq[step]);
+    int found = 0;
+    for (size_t w = 0; w < n_want && !found; w++) {
+        json_t *e = json_array_get(want, w);
+        json_t *wcopy = json_object_get(e, "copy");
+        char *wfields = json_dumps(json_object_get(e, "fields"), JSON_COMPACT);
+        if (!dc->matched[w] &&
+            (size_t)json_integer_value(json_object_get(e, "step")) == step &&
+            (wcopy == NULL || json_integer_value(wcopy) == copy || k->live) &&
+            strcmp(json_string_value(json_object_get(e, "class")), cls) == 0 &&
+            wfields && strcmp(wfields, fields) == 0)
+            found = dc->matched[w] = 1;
+        free(wfields);
+    }
+    if (!found && !(k->live && s->steps[step].timing_sensitive)) {
+        char *what = ust_sprintf("unexpected divergence %s %s", cls, fields);
+        mismatch(k, s, step, copy, seq, what ? what : "?");
+        ust_free(what);
+    }
+    return 0;
+}
+
 /* Every expected divergence present (class and fields), nothing else. */
 static void check_divergences(checker *k, const ust_scenario *s,
                               const int64_t *step_seq, int64_t first, int64_t last)
@@ -100,43 +147,19 @@ static void check_divergences(checker *k, const ust_scenario *s,
     json_t *want = s->divergences;
     size_t n_want = json_array_size(want);
     int *matched = ust_calloc(n_want ? n_want : 1, sizeof(int));
-    sqlite3_reset(k->divs);
-    sqlite3_bind_int64(k->divs, 1, first);
-    sqlite3_bind_int64(k->divs, 2, last);
-    int row = 0;
-    while (matched && (row = ust__db_step(k->divs, k->run_path, k->err)) == 1) {
-        int64_t seq = sqlite3_column_int64(k->divs, 0);
-        const char *cls = (const char *)sqlite3_column_text(k->divs, 1);
-        const char *fields = (const char *)sqlite3_column_text(k->divs, 2);
-        size_t step = 0;
-        while (step + 1 < s->n_steps && step_seq[step + 1] <= seq)
-            step++;
-        int copy = (int)(seq - step_seq[step]);
-        int found = 0;
-        for (size_t w = 0; w < n_want && !found; w++) {
-            json_t *d = json_array_get(want, w);
-            json_t *wcopy = json_object_get(d, "copy");
-            char *wfields = json_dumps(json_object_get(d, "fields"), JSON_COMPACT);
-            if (!matched[w] &&
-                (size_t)json_integer_value(json_object_get(d, "step")) == step &&
-                (wcopy == NULL || json_integer_value(wcopy) == copy || k->live) &&
-                strcmp(json_string_value(json_object_get(d, "class")), cls) == 0 &&
-                wfields && strcmp(wfields, fields) == 0)
-                found = matched[w] = 1;
-            free(wfields);
-        }
-        if (!found && !(k->live && s->steps[step].timing_sensitive)) {
-            char *what = ust_sprintf("unexpected divergence %s %s", cls, fields);
-            mismatch(k, s, step, copy, seq, what ? what : "?");
-            ust_free(what);
-        }
+    if (matched == NULL) {
+        k->rc = UST_ENOMEM;
+        return;
     }
-    if (row < 0 || matched == NULL) {
-        k->rc = matched ? row : UST_ENOMEM;
+    divergence_check dc = {k, s, step_seq, matched};
+    ust_run_filter f = {.from = first, .to = last};
+    int row = ust_run_divergences(k->run, &f, check_divergence, &dc, k->err);
+    if (row < 0) {
+        k->rc = row;
         ust_free(matched);
         return;
     }
-    for (size_t w = 0; matched && w < n_want; w++) {
+    for (size_t w = 0; w < n_want; w++) {
         json_t *d = json_array_get(want, w);
         size_t step = (size_t)json_integer_value(json_object_get(d, "step"));
         if (matched[w] || (k->live && s->steps[step].timing_sensitive))
@@ -155,21 +178,10 @@ static void check_divergences(checker *k, const ust_scenario *s,
 int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run_path,
                        int live, FILE *out, char **err)
 {
-    checker k = {.out = out, .live = live, .run_path = run_path, .err = err};
-    if (sqlite3_open_v2(run_path, &k.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k.db,
-                           "SELECT fed, l_verdict, c_verdict FROM decisions"
-                           " WHERE seq = ?1",
-                           -1, &k.decision, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(k.db,
-                           "SELECT seq, class, fields FROM divergences WHERE seq"
-                           " BETWEEN ?1 AND ?2 ORDER BY seq",
-                           -1, &k.divs, NULL) != SQLITE_OK) {
-        int rc = ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
-                          sqlite3_errmsg(k.db));
-        sqlite3_close(k.db);
+    checker k = {.out = out, .live = live, .err = err};
+    int rc = ust_run_open(run_path, &k.run, err);
+    if (rc != 0)
         return rc;
-    }
     int64_t seq = 1;
     size_t steps = 0;
     for (size_t i = 0; k.rc == 0 && i < n; i++) {
@@ -193,8 +205,6 @@ int ust_scenario_check(ust_scenario *const *scenarios, size_t n, const char *run
     if (k.rc == 0)
         fprintf(out, "%zu scenario(s), %zu step(s), %ld mismatch(es)\n", n, steps,
                 k.mismatches);
-    sqlite3_finalize(k.decision);
-    sqlite3_finalize(k.divs);
-    sqlite3_close(k.db);
+    ust_run_close(k.run);
     return k.rc != 0 ? k.rc : k.mismatches ? 1 : 0;
 }

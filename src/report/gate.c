@@ -2,14 +2,14 @@
  * divergence class of it must be accepted by the triage file (or fixed, and
  * then absent from a new run). The report's verdict line is this judgement
  * too, so the two can never disagree. */
-#include "runner/rundb.h"
+#include "report/model.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
 #include <understudy/report.h>
+#include <understudy/run.h>
 
-#include <sqlite3.h>
 #include <string.h>
 
 void ust_gate_result_clear(ust_gate_result *res)
@@ -35,19 +35,15 @@ static int refuse(ust_gate_result *res, char *reason)
 
 /* The head of the log the run read (log_path, else the one its metadata
  * names): a run is complete only when it decided up to there. */
-static int log_head(sqlite3 *db, const char *run_path, const char *log_path,
+static int log_head(ust_run *run, const char *run_path, const char *log_path,
                     int64_t *head, char **err)
 {
     char *named = NULL;
     int rc = 0;
     if (log_path == NULL) {
-        /* Where the log was (runs before log_file: as it was given). */
-        rc = ust__rundb_meta_get(db, "log_file", &named);
-        if (rc == 0)
-            rc = ust__rundb_meta_get(db, "log_path", &named);
+        rc = ust_run_log(run, &named, err);
         if (rc < 0)
-            return ust_errf(err, rc, "%s: cannot read the run's metadata: %s", run_path,
-                            sqlite3_errmsg(db));
+            return rc;
         if (rc == 0)
             return ust_errf(err, UST_EINVAL,
                             "%s: the run does not name the event log it read: pass "
@@ -74,43 +70,36 @@ static int log_head(sqlite3 *db, const char *run_path, const char *log_path,
 
 /* Sets res->refusal when the run cannot be judged: it never started, decided
  * nothing, or stopped short of its log's head. */
-static int check_complete(sqlite3 *db, const char *run_path, const char *log_path,
+static int check_complete(ust_run *run, const char *run_path, const char *log_path,
                           ust_gate_result *res, char **err)
 {
     static const char *const parts[] = {"legacy_name", "candidate_name"};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         char *v = NULL;
-        int rc = ust__rundb_meta_get(db, parts[i], &v);
+        int rc = ust_run_meta(run, parts[i], &v, err);
         ust_free(v);
         if (rc < 0)
-            return ust_errf(err, rc, "%s: cannot read the run's metadata: %s", run_path,
-                            sqlite3_errmsg(db));
+            return rc;
         if (rc == 0)
             return refuse(
                 res, ust_strdup("the run has no plugin metadata (it never started)"));
     }
     /* Events whose signature did not verify are recorded and never fed to
      * the plugins: a run of nothing but those compared nothing. */
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT count(*), coalesce(sum(fed), 0) FROM decisions",
-                           -1, &st, NULL) != SQLITE_OK)
-        return ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
-                        sqlite3_errmsg(db));
-    int rc = ust__db_step(st, run_path, err);
-    res->decided = rc == 1 ? sqlite3_column_int64(st, 0) : 0;
-    int64_t fed = rc == 1 ? sqlite3_column_int64(st, 1) : 0;
-    sqlite3_finalize(st);
+    ust_run_totals n;
+    int rc = ust_run_sum(run, &n, err);
     if (rc < 0)
         return rc;
+    res->decided = n.events;
     if (res->decided == 0)
         return refuse(res, ust_strdup("the run decided no event"));
-    if (fed == 0)
+    if (n.fed == 0)
         return refuse(res, ust_sprintf("the run fed no event to the plugins: none of "
                                        "its %lld had a verified signature (check the "
                                        "routes' secrets)",
                                        (long long)res->decided));
-    if ((rc = ust__rundb_cursor(db, &res->cursor, err)) != 0 ||
-        (rc = log_head(db, run_path, log_path, &res->log_head, err)) != 0)
+    if ((rc = ust_run_cursor(run, &res->cursor, err)) != 0 ||
+        (rc = log_head(run, run_path, log_path, &res->log_head, err)) != 0)
         return rc;
     if (res->cursor != res->log_head)
         return refuse(res,
@@ -123,14 +112,10 @@ static int check_complete(sqlite3 *db, const char *run_path, const char *log_pat
 static int add_class(ust_gate_result *res, size_t *cap, const char *name, int64_t count,
                      const ust_triage *t, unsigned char *used)
 {
-    if (res->n == *cap) {
-        size_t grown_cap = *cap ? *cap * 2 : 16;
-        ust_gate_class *grown = ust_realloc(res->classes, grown_cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        res->classes = grown;
-        *cap = grown_cap;
-    }
+    ust_gate_class *grown = ust__report_grow(res->classes, cap, res->n, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    res->classes = grown;
     ust_gate_class *c = &res->classes[res->n];
     c->class_name = ust_strdup(name ? name : "");
     if (c->class_name == NULL)
@@ -148,24 +133,25 @@ static int add_class(ust_gate_result *res, size_t *cap, const char *name, int64_
     return 0;
 }
 
-static int read_classes(sqlite3 *db, const char *run_path, const ust_triage *t,
-                        ust_gate_result *res, char **err)
+typedef struct class_reader {
+    ust_gate_result *res;
+    size_t cap;
+    const ust_triage *t;
+    unsigned char *used;
+} class_reader;
+
+static int read_class(void *ctx, const ust_run_class *c)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT class, count(*) FROM divergences GROUP BY class"
-                           " ORDER BY 2 DESC, 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return ust_errf(err, UST_EDB, "%s: not a run database (%s)", run_path,
-                        sqlite3_errmsg(db));
+    class_reader *k = ctx;
+    return add_class(k->res, &k->cap, c->name, c->count, k->t, k->used);
+}
+
+static int read_classes(ust_run *run, const ust_triage *t, ust_gate_result *res,
+                        char **err)
+{
     size_t n_entries = t ? t->n : 0;
-    unsigned char *used = ust_calloc(n_entries + 1, 1);
-    size_t cap = 0;
-    int rc = used ? 0 : UST_ENOMEM;
-    while (rc == 0 && (rc = ust__db_step(st, run_path, err)) == 1)
-        rc = add_class(res, &cap, (const char *)sqlite3_column_text(st, 0),
-                       sqlite3_column_int64(st, 1), t, used);
-    sqlite3_finalize(st);
+    class_reader k = {res, 0, t, ust_calloc(n_entries + 1, 1)};
+    int rc = k.used ? ust_run_classes(run, read_class, &k, err) : UST_ENOMEM;
     /* An entry that accepted nothing in this run is stale: the class it was
      * written for is gone (fixed, renamed) or it only ever met error classes
      * it may not accept. */
@@ -173,9 +159,26 @@ static int read_classes(sqlite3 *db, const char *run_path, const ust_triage *t,
         (res->stale = ust_calloc(n_entries, sizeof(*res->stale))) == NULL)
         rc = UST_ENOMEM;
     for (size_t i = 0; rc == 0 && i < n_entries; i++)
-        if (!used[i])
+        if (!k.used[i])
             res->stale[res->n_stale++] = &t->entries[i];
-    ust_free(used);
+    ust_free(k.used);
+    return rc;
+}
+
+int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
+                    const ust_triage *t, ust_gate_result *res, char **err)
+{
+    memset(res, 0, sizeof(*res));
+    /* One read transaction: the classes and the cursor of a live run are
+     * read from the same commit. */
+    int rc = ust_run_begin(run, err);
+    if (rc == 0)
+        rc = read_classes(run, t, res, err);
+    if (rc == 0)
+        rc = check_complete(run, run_path, log_path, res, err);
+    ust_run_end(run);
+    if (rc != 0)
+        ust_gate_result_clear(res);
     return rc;
 }
 
@@ -183,23 +186,10 @@ int ust_gate_check(const char *run_path, const char *log_path, const ust_triage 
                    ust_gate_result *res, char **err)
 {
     memset(res, 0, sizeof(*res));
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(run_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        ust_errf(err, UST_EIO, "%s: cannot open run database", run_path);
-        sqlite3_close(db);
-        return UST_EIO;
-    }
-    sqlite3_busy_timeout(db, 10000);
-    /* One read transaction: the classes and the cursor of a live run are
-     * read from the same commit. */
-    int rc = ust__rundb_exec(db, "BEGIN", err);
+    ust_run *run = NULL;
+    int rc = ust_run_open(run_path, &run, err);
     if (rc == 0)
-        rc = read_classes(db, run_path, t, res, err);
-    if (rc == 0)
-        rc = check_complete(db, run_path, log_path, res, err);
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    sqlite3_close(db);
-    if (rc != 0)
-        ust_gate_result_clear(res);
+        rc = ust__gate_judge(run, run_path, log_path, t, res, err);
+    ust_run_close(run);
     return rc;
 }

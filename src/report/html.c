@@ -11,27 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *html_entity(char c)
-{
-    switch (c) {
-    case '&':
-        return "&amp;";
-    case '<':
-        return "&lt;";
-    case '>':
-        return "&gt;";
-    case '"':
-        return "&quot;";
-    case '\'':
-        return "&#39;";
-    default:
-        return NULL;
-    }
-}
+static const char *const html_entity[256] = {
+    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+};
 
 static void esc(FILE *f, const char *s)
 {
-    rp_put_escaped(f, s, html_entity, RP_BIDI_VISIBLE);
+    ust__report_put_escaped(f, s, html_entity, UST__REPORT_BIDI_VISIBLE);
 }
 
 static void esc_json(FILE *f, const json_t *v)
@@ -62,7 +48,7 @@ static const char style[] =
     "td code{word-break:break-word}.legend span{display:inline-block;width:10px;"
     "height:10px;margin:0 .4em 0 1em}";
 
-static void write_run(FILE *f, const rp_model *m)
+static void write_run(FILE *f, const ust__report_model *m)
 {
     fputs("<h2>Run</h2><table>", f);
     static const char *const keys[] = {
@@ -108,17 +94,17 @@ static void write_run(FILE *f, const rp_model *m)
     }
 }
 
-static void write_matrix(FILE *f, const rp_model *m)
+static void write_matrix(FILE *f, const ust__report_model *m)
 {
     fputs("<h2>Legacy verdict &times; candidate verdict</h2><table><tr><th>legacy \\"
           " candidate</th>",
           f);
-    for (int c = 0; c < RP_VERDICTS; c++)
-        fprintf(f, "<th>%s</th>", rp_verdict_label(c));
+    for (int c = 0; c < UST__REPORT_VERDICTS; c++)
+        fprintf(f, "<th>%s</th>", ust__report_verdict_label(c));
     fputs("</tr>", f);
-    for (int l = 0; l < RP_VERDICTS; l++) {
-        fprintf(f, "<tr><th>%s</th>", rp_verdict_label(l));
-        for (int c = 0; c < RP_VERDICTS; c++)
+    for (int l = 0; l < UST__REPORT_VERDICTS; l++) {
+        fprintf(f, "<tr><th>%s</th>", ust__report_verdict_label(l));
+        for (int c = 0; c < UST__REPORT_VERDICTS; c++)
             fprintf(f, "<td class=\"n%s%s\">%lld</td>", l == c ? " diag" : "",
                     m->matrix[l][c] ? "" : " zero", (long long)m->matrix[l][c]);
         fputs("</tr>", f);
@@ -128,7 +114,7 @@ static void write_matrix(FILE *f, const rp_model *m)
 
 /* Divergences over the run's span: a stacked bar per time bucket, one colour
  * per class among the five largest, the rest together. */
-static void write_chart(FILE *f, const rp_model *m)
+static void write_chart(FILE *f, const ust__report_model *m)
 {
     static const char *const colours[] = {"#d1495b", "#edae49", "#00798c",
                                           "#30638e", "#8f5d9e", "#9aa0ad"};
@@ -186,14 +172,14 @@ static void write_chart(FILE *f, const rp_model *m)
     fputs("</p>", f);
 }
 
-static void write_classes(FILE *f, const rp_model *m)
+static void write_classes(FILE *f, const ust__report_model *m)
 {
     fputs("<h2>Divergence "
           "classes</h2><table><tr><th>class</th><th>count</th><th>follow-on"
           "</th><th>fields</th><th>first</th><th>last</th><th>triage</th></tr>",
           f);
     for (size_t i = 0; i < m->n_detailed; i++) {
-        const rp_class *c = &m->classes[i];
+        const ust__report_class *c = &m->classes[i];
         fprintf(f, "<tr><td><a href=\"#class-%zu\">", i);
         esc(f, c->name);
         fprintf(f, "</a></td><td class=n>%lld</td><td class=n>%lld</td><td>",
@@ -245,7 +231,7 @@ static void write_decision(FILE *f, const char *who, const json_t *d)
     fputs("</pre></div>", f);
 }
 
-static void write_timeline(FILE *f, const rp_timeline *t)
+static void write_timeline(FILE *f, const ust__report_timeline *t)
 {
     fputs("<details><summary>timeline of <code>", f);
     esc(f, t->entity);
@@ -256,7 +242,7 @@ static void write_timeline(FILE *f, const rp_timeline *t)
         "<th></th></tr>",
         t->n, t->n == 1 ? "" : "s", t->truncated ? ", first 100 shown" : "");
     for (size_t i = 0; i < t->n; i++) {
-        const rp_row *r = &t->rows[i];
+        const ust__report_row *r = &t->rows[i];
         fprintf(f, "<tr%s><td class=n>%lld</td><td>",
                 r->follow_on  ? " class=follow"
                 : r->diverged ? " class=div"
@@ -275,15 +261,15 @@ static void write_timeline(FILE *f, const rp_timeline *t)
     fputs("</table></details>", f);
 }
 
-static void write_details(FILE *f, const rp_model *m)
+static void write_details(FILE *f, const ust__report_model *m)
 {
     for (size_t i = 0; i < m->n_detailed; i++) {
-        const rp_class *c = &m->classes[i];
+        const ust__report_class *c = &m->classes[i];
         fprintf(f, "<h3 id=\"class-%zu\">", i);
         esc(f, c->name);
         fprintf(f, " <span class=muted>(%lld)</span></h3>", (long long)c->count);
         for (size_t k = 0; k < c->n_examples; k++) {
-            const rp_example *e = &c->examples[k];
+            const ust__report_example *e = &c->examples[k];
             fprintf(f, "<details%s><summary>example: seq %lld, fields <code>",
                     k == 0 ? " open" : "", (long long)e->seq);
             char *fields =
@@ -306,7 +292,7 @@ static void write_details(FILE *f, const rp_model *m)
 }
 
 /* Triage entries that accepted nothing: the file has drifted from the runs. */
-static void write_stale(FILE *f, const rp_model *m)
+static void write_stale(FILE *f, const ust__report_model *m)
 {
     if (m->gate.n_stale == 0)
         return;
@@ -321,7 +307,7 @@ static void write_stale(FILE *f, const rp_model *m)
     fputs("</ul>", f);
 }
 
-int rp_write_html(const rp_model *m, const char *path, char **err)
+int ust__report_write_html(const ust__report_model *m, const char *path, char **err)
 {
     FILE *f = fopen(path, "wb");
     if (f == NULL)

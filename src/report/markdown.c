@@ -11,56 +11,22 @@
 /* Text in a table cell (or a line of prose): the characters that would end
  * the row or the cell, or start markup (raw HTML, an image fetched from
  * anywhere, a link, an entity), are escaped, so the text reads as it is. */
-static const char *cell_escape(char c)
-{
-    switch (c) {
-    case '|':
-        return "\\|";
-    case '\\':
-        return "\\\\";
-    case '!':
-        return "\\!";
-    case '[':
-        return "\\[";
-    case ']':
-        return "\\]";
-    case '&':
-        return "&amp;";
-    case '<':
-        return "&lt;";
-    case '>':
-        return "&gt;";
-    case '`':
-        return "'";
-    case '\r':
-    case '\n':
-        return " ";
-    default:
-        return NULL;
-    }
-}
+static const char *const cell_escape[256] = {
+    ['|'] = "\\|", ['\\'] = "\\\\", ['!'] = "\\!",  ['['] = "\\[",
+    [']'] = "\\]", ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;",
+    ['`'] = "'",   ['\r'] = " ",    ['\n'] = " ",
+};
 
 /* Text inside a `code span`: nothing is markup there but its backquote,
  * and a line break would end the list item. */
-static const char *code_escape(char c)
-{
-    switch (c) {
-    case '`':
-        return "'";
-    case '\r':
-    case '\n':
-        return " ";
-    default:
-        return NULL;
-    }
-}
+static const char *const code_escape[256] = {['`'] = "'", ['\r'] = " ", ['\n'] = " "};
 
 static void cell(FILE *f, const char *s)
 {
-    rp_put_escaped(f, s, cell_escape, RP_BIDI_VISIBLE);
+    ust__report_put_escaped(f, s, cell_escape, UST__REPORT_BIDI_VISIBLE);
 }
 
-int rp_write_markdown(const rp_model *m, const char *path, char **err)
+int ust__report_write_markdown(const ust__report_model *m, const char *path, char **err)
 {
     FILE *f = fopen(path, "wb");
     if (f == NULL)
@@ -87,20 +53,20 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
                           "candidate_version", "log_head_sha256", "config_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fprintf(f, "- %s: `", keys[i]);
-        rp_put_escaped(f, json_string_value(json_object_get(m->meta, keys[i])),
-                       code_escape, RP_BIDI_VISIBLE);
+        ust__report_put_escaped(f, json_string_value(json_object_get(m->meta, keys[i])),
+                                code_escape, UST__REPORT_BIDI_VISIBLE);
         fputs("`\n", f);
     }
     fputs("\n## Legacy × candidate verdicts\n\n| legacy \\\\ candidate |", f);
-    for (int c = 0; c < RP_VERDICTS; c++)
-        fprintf(f, " %s |", rp_verdict_label(c));
+    for (int c = 0; c < UST__REPORT_VERDICTS; c++)
+        fprintf(f, " %s |", ust__report_verdict_label(c));
     fputs("\n|---|", f);
-    for (int c = 0; c < RP_VERDICTS; c++)
+    for (int c = 0; c < UST__REPORT_VERDICTS; c++)
         fputs("---:|", f);
     fputs("\n", f);
-    for (int l = 0; l < RP_VERDICTS; l++) {
-        fprintf(f, "| %s |", rp_verdict_label(l));
-        for (int c = 0; c < RP_VERDICTS; c++)
+    for (int l = 0; l < UST__REPORT_VERDICTS; l++) {
+        fprintf(f, "| %s |", ust__report_verdict_label(l));
+        for (int c = 0; c < UST__REPORT_VERDICTS; c++)
             fprintf(f, " %lld |", (long long)m->matrix[l][c]);
         fputs("\n", f);
     }
@@ -108,7 +74,7 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
           "|---|---:|---:|---|---|\n",
           f);
     for (size_t i = 0; i < m->n_detailed; i++) {
-        const rp_class *c = &m->classes[i];
+        const ust__report_class *c = &m->classes[i];
         fputs("| ", f);
         cell(f, c->name);
         fprintf(f, " | %lld | %lld | ", (long long)c->count, (long long)c->follow_ons);

@@ -1,78 +1,47 @@
 /* Gathering the report's model from the run database (and the raw requests
  * of the examples from the event log the run read). */
 #include "report/model.h"
-#include "runner/rundb.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
 #include <understudy/log.h>
+#include <understudy/run.h>
 
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define N_BUCKETS 48
 
 typedef struct loader {
-    sqlite3 *db;
+    ust_run *run;
     const ust_report_opts *o;
     ust_log *log; /* NULL when the log cannot be opened */
     char **err;
 } loader;
 
-int rp_verdict_index(const char *name)
+int ust__report_verdict_index(const char *name)
 {
     ust_verdict v;
     return name != NULL && ust_verdict_parse(name, &v) == 0 ? (int)v : 0;
 }
 
-const char *rp_verdict_label(int index)
+const char *ust__report_verdict_label(int index)
 {
     return index == 0 ? "not fed" : ust_verdict_name((ust_verdict)index);
 }
 
-static int db_error(loader *l, const char *what)
+static int add_meta(void *ctx, const char *key, const char *value)
 {
-    return ust_errf(l->err, UST_EDB, "%s: %s: %s", l->o->run_path, what,
-                    sqlite3_errmsg(l->db));
+    json_object_set_new(ctx, key, json_string(value));
+    return 0;
 }
 
-static sqlite3_stmt *prepare(loader *l, const char *sql)
+static int load_meta(loader *l, ust__report_model *m)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        db_error(l, "query");
-        return NULL;
-    }
-    return st;
-}
-
-/* 1 a row, 0 done, <0 a read that failed (with *l->err): never a partial
- * list taken for the whole. */
-static int step(loader *l, sqlite3_stmt *st)
-{
-    return ust__db_step(st, l->o->run_path, l->err);
-}
-
-static char *col_dup(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? ust_strdup((const char *)t) : NULL;
-}
-
-static int load_meta(loader *l, rp_model *m)
-{
-    sqlite3_stmt *st = prepare(l, "SELECT key, value FROM meta ORDER BY key");
-    if (st == NULL)
-        return UST_EDB;
     m->meta = json_object();
-    int rc;
-    while ((rc = step(l, st)) == 1)
-        json_object_set_new(m->meta, (const char *)sqlite3_column_text(st, 0),
-                            json_string((const char *)sqlite3_column_text(st, 1)));
-    sqlite3_finalize(st);
+    int rc = ust_run_meta_each(l->run, add_meta, m->meta, l->err);
     if (rc != 0)
         return rc;
     json_error_t jerr;
@@ -83,66 +52,39 @@ static int load_meta(loader *l, rp_model *m)
     return 0;
 }
 
-static int load_counts(loader *l, rp_model *m)
+static int add_count(void *ctx, const char *key, int64_t count)
 {
-    sqlite3_stmt *st = prepare(l, "SELECT count(*), coalesce(sum(fed), 0),"
-                                  " min(received_at), max(received_at) FROM decisions");
-    if (st == NULL)
-        return UST_EDB;
-    int rc = step(l, st);
-    if (rc == 1) {
-        m->events = sqlite3_column_int64(st, 0);
-        m->fed = sqlite3_column_int64(st, 1);
-        m->first_at = sqlite3_column_int64(st, 2);
-        m->last_at = sqlite3_column_int64(st, 3);
-    }
-    sqlite3_finalize(st);
-    if (rc < 0)
-        return rc;
-    st = prepare(l, "SELECT count(*), coalesce(sum(follow_on), 0) FROM divergences");
-    if (st == NULL)
-        return UST_EDB;
-    rc = step(l, st);
-    if (rc == 1) {
-        m->divergences = sqlite3_column_int64(st, 0);
-        m->follow_ons = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    if (rc < 0)
-        return rc;
-    const char *groups[][2] = {{"route", "by_route"}, {"signature", "by_signature"}};
-    for (size_t g = 0; g < 2; g++) {
-        char *sql =
-            ust_sprintf("SELECT coalesce(%s, '(unrouted)'), count(*) FROM decisions"
-                        " GROUP BY 1 ORDER BY 1",
-                        groups[g][0]);
-        st = sql ? prepare(l, sql) : NULL;
-        ust_free(sql);
-        if (st == NULL)
-            return UST_EDB;
-        json_t *o = json_object();
-        while ((rc = step(l, st)) == 1)
-            json_object_set_new(o, (const char *)sqlite3_column_text(st, 0),
-                                json_integer(sqlite3_column_int64(st, 1)));
-        sqlite3_finalize(st);
-        if (g == 0)
-            m->by_route = o;
-        else
-            m->by_signature = o;
-        if (rc != 0)
-            return rc;
-    }
-    st = prepare(l,
-                 "SELECT l_verdict, c_verdict, count(*) FROM decisions GROUP BY 1, 2");
-    if (st == NULL)
-        return UST_EDB;
-    while ((rc = step(l, st)) == 1) {
-        int a = rp_verdict_index((const char *)sqlite3_column_text(st, 0));
-        int b = rp_verdict_index((const char *)sqlite3_column_text(st, 1));
-        m->matrix[a][b] += sqlite3_column_int64(st, 2);
-    }
-    sqlite3_finalize(st);
+    json_object_set_new(ctx, key, json_integer(count));
+    return 0;
+}
+
+static int add_pair(void *ctx, const char *legacy, const char *candidate, int64_t count)
+{
+    ust__report_model *m = ctx;
+    m->matrix[ust__report_verdict_index(legacy)]
+             [ust__report_verdict_index(candidate)] += count;
+    return 0;
+}
+
+static int load_counts(loader *l, ust__report_model *m)
+{
+    ust_run_totals n;
+    int rc = ust_run_sum(l->run, &n, l->err);
     if (rc != 0)
+        return rc;
+    m->events = n.events;
+    m->fed = n.fed;
+    m->first_at = n.first_at;
+    m->last_at = n.last_at;
+    m->divergences = n.divergences;
+    m->follow_ons = n.follow_ons;
+    m->by_route = json_object();
+    m->by_signature = json_object();
+    if ((rc = ust_run_events_by(l->run, UST_RUN_BY_ROUTE, add_count, m->by_route,
+                                l->err)) != 0 ||
+        (rc = ust_run_events_by(l->run, UST_RUN_BY_SIGNATURE, add_count,
+                                m->by_signature, l->err)) != 0 ||
+        (rc = ust_run_verdict_pairs(l->run, add_pair, m, l->err)) != 0)
         return rc;
     /* Time buckets spread over the run's span, so the chart's right end is
      * its last event whether the run took seconds or a week. */
@@ -153,7 +95,8 @@ static int load_counts(loader *l, rp_model *m)
     return m->total_buckets ? 0 : UST_ENOMEM;
 }
 
-static void bucket_add(const rp_model *m, int64_t *buckets, int64_t at, int64_t n)
+static void bucket_add(const ust__report_model *m, int64_t *buckets, int64_t at,
+                       int64_t n)
 {
     int64_t b = (at - m->first_at) / m->bucket_us;
     if (b < 0)
@@ -164,7 +107,7 @@ static void bucket_add(const rp_model *m, int64_t *buckets, int64_t at, int64_t 
 }
 
 /* The raw request of an event, as JSON for display, redacted. */
-static json_t *raw_request(loader *l, const rp_model *m, int64_t seq)
+static json_t *raw_request(loader *l, const ust__report_model *m, int64_t seq)
 {
     if (l->log == NULL)
         return NULL;
@@ -199,232 +142,216 @@ static json_t *raw_request(loader *l, const rp_model *m, int64_t seq)
     return out;
 }
 
-static int load_examples(loader *l, const rp_model *m, rp_class *c, size_t cap)
+typedef struct class_loader {
+    loader *l;
+    const ust__report_model *m;
+    ust__report_class *c;
+} class_loader;
+
+static int add_example(void *ctx, const ust_run_divergence *d)
 {
-    sqlite3_stmt *st = prepare(l, "SELECT seq, line FROM divergences WHERE class = ?1"
-                                  " ORDER BY seq LIMIT ?2");
-    if (st == NULL)
-        return UST_EDB;
-    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (int64_t)cap);
-    c->examples = ust_calloc(cap, sizeof(*c->examples));
-    if (c->examples == NULL) {
-        sqlite3_finalize(st);
-        return UST_ENOMEM;
-    }
-    int rc = 0;
-    while (c->n_examples < cap && (rc = step(l, st)) == 1) {
-        rp_example *e = &c->examples[c->n_examples++];
-        e->seq = sqlite3_column_int64(st, 0);
-        json_error_t jerr;
-        e->divergence = json_loads((const char *)sqlite3_column_text(st, 1), 0, &jerr);
-        ust_redact_json(
-            json_object_get(json_object_get(e->divergence, "legacy"), "body"),
-            m->redact);
-        ust_redact_json(
-            json_object_get(json_object_get(e->divergence, "candidate"), "body"),
-            m->redact);
-        e->request = raw_request(l, m, e->seq);
-    }
-    sqlite3_finalize(st);
-    return c->n_examples == cap ? 0 : rc;
+    class_loader *cl = ctx;
+    ust__report_example *e = &cl->c->examples[cl->c->n_examples++];
+    e->seq = d->seq;
+    json_error_t jerr;
+    e->divergence = json_loads(d->line, 0, &jerr);
+    ust_redact_json(json_object_get(json_object_get(e->divergence, "legacy"), "body"),
+                    cl->m->redact);
+    ust_redact_json(
+        json_object_get(json_object_get(e->divergence, "candidate"), "body"),
+        cl->m->redact);
+    e->request = raw_request(cl->l, cl->m, e->seq);
+    return 0;
 }
 
-static int load_timeline(loader *l, rp_timeline *t)
+static int load_examples(loader *l, const ust__report_model *m, ust__report_class *c,
+                         size_t cap)
 {
-    enum { MAX_ROWS = 100 };
-    sqlite3_stmt *st =
-        prepare(l, "SELECT d.seq, d.received_at, d.event_type, d.l_verdict, d.l_state, "
-                   "d.c_verdict,"
-                   " d.c_state, d.diverged, coalesce(v.follow_on, 0) FROM decisions d"
-                   " LEFT JOIN divergences v ON v.seq = d.seq WHERE d.entity = ?1"
-                   " ORDER BY d.seq LIMIT ?2");
-    if (st == NULL)
-        return UST_EDB;
-    sqlite3_bind_text(st, 1, t->entity, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, MAX_ROWS + 1);
-    t->rows = ust_calloc(MAX_ROWS, sizeof(*t->rows));
-    if (t->rows == NULL) {
-        sqlite3_finalize(st);
+    c->examples = ust_calloc(cap, sizeof(*c->examples));
+    if (c->examples == NULL)
         return UST_ENOMEM;
+    class_loader cl = {l, m, c};
+    ust_run_filter f = {.class_name = c->name, .limit = cap};
+    return ust_run_divergences(l->run, &f, add_example, &cl, l->err);
+}
+
+enum { MAX_ROWS = 100 };
+
+static int add_row(void *ctx, const ust_run_event *e)
+{
+    ust__report_timeline *t = ctx;
+    if (t->n == MAX_ROWS) {
+        t->truncated = 1;
+        return 1;
     }
-    int rc;
-    while ((rc = step(l, st)) == 1) {
-        if (t->n == MAX_ROWS) {
-            t->truncated = 1;
-            rc = 0;
-            break;
-        }
-        rp_row *r = &t->rows[t->n++];
-        r->seq = sqlite3_column_int64(st, 0);
-        r->at = sqlite3_column_int64(st, 1);
-        r->event_type = col_dup(st, 2);
-        r->lv = col_dup(st, 3);
-        r->ls = col_dup(st, 4);
-        r->cv = col_dup(st, 5);
-        r->cs = col_dup(st, 6);
-        r->diverged = sqlite3_column_int(st, 7);
-        r->follow_on = sqlite3_column_int(st, 8);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    ust__report_row *r = &t->rows[t->n++];
+    r->seq = e->seq;
+    r->at = e->received_at;
+    r->event_type = ust_strdup(e->event_type);
+    r->lv = ust_strdup(e->legacy_verdict);
+    r->ls = ust_strdup(e->legacy_state);
+    r->cv = ust_strdup(e->candidate_verdict);
+    r->cs = ust_strdup(e->candidate_state);
+    r->diverged = e->diverged;
+    r->follow_on = e->follow_on;
+    return 0;
+}
+
+static int add_timeline(void *ctx, const char *entity)
+{
+    class_loader *cl = ctx;
+    ust__report_timeline *t = &cl->c->timelines[cl->c->n_timelines++];
+    t->entity = ust_strdup(entity);
+    t->rows = ust_calloc(MAX_ROWS, sizeof(*t->rows));
+    if (t->rows == NULL)
+        return UST_ENOMEM;
+    int rc =
+        ust_run_timeline(cl->l->run, t->entity, MAX_ROWS + 1, add_row, t, cl->l->err);
+    return rc == 1 ? 0 : rc;
 }
 
 /* The entities where the class's divergences started (not follow-ons). */
-static int load_timelines(loader *l, rp_class *c, size_t cap)
+static int load_timelines(loader *l, ust__report_class *c, size_t cap)
 {
-    sqlite3_stmt *st =
-        prepare(l, "SELECT entity FROM divergences WHERE class = ?1 AND"
-                   " entity IS NOT NULL GROUP BY entity ORDER BY min(seq)"
-                   " LIMIT ?2");
-    if (st == NULL)
-        return UST_EDB;
-    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (int64_t)cap);
     c->timelines = ust_calloc(cap, sizeof(*c->timelines));
-    int rc = c->timelines ? 0 : UST_ENOMEM;
-    while (rc == 0 && c->n_timelines < cap && (rc = step(l, st)) == 1) {
-        rp_timeline *t = &c->timelines[c->n_timelines++];
-        t->entity = col_dup(st, 0);
-        rc = load_timeline(l, t);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    if (c->timelines == NULL)
+        return UST_ENOMEM;
+    class_loader cl = {l, NULL, c};
+    return ust_run_class_entities(l->run, c->name, cap, add_timeline, &cl, l->err);
 }
 
-static int load_class_details(loader *l, rp_model *m, rp_class *c)
+static int add_field_set(void *ctx, const char *fields)
 {
-    sqlite3_stmt *st =
-        prepare(l, "SELECT DISTINCT fields FROM divergences WHERE class = ?1"
-                   " LIMIT 5");
-    if (st == NULL)
-        return UST_EDB;
-    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
+    json_error_t jerr;
+    json_t *f = json_loads(fields, 0, &jerr);
+    if (f != NULL)
+        json_array_append_new(ctx, f);
+    return 0;
+}
+
+typedef struct bucket_loader {
+    const ust__report_model *m;
+    int64_t *buckets;
+} bucket_loader;
+
+static int add_bucket(void *ctx, int64_t at, int64_t n)
+{
+    bucket_loader *b = ctx;
+    bucket_add(b->m, b->buckets, at, n);
+    return 0;
+}
+
+static int load_buckets(loader *l, const ust__report_model *m, const char *cls,
+                        int64_t *buckets)
+{
+    bucket_loader b = {m, buckets};
+    return ust_run_divergence_buckets(l->run, cls, m->first_at, m->bucket_us,
+                                      add_bucket, &b, l->err);
+}
+
+static int load_class_details(loader *l, ust__report_model *m, ust__report_class *c)
+{
     c->field_sets = json_array();
-    int rc;
-    while ((rc = step(l, st)) == 1) {
-        json_error_t jerr;
-        json_t *f = json_loads((const char *)sqlite3_column_text(st, 0), 0, &jerr);
-        if (f != NULL)
-            json_array_append_new(c->field_sets, f);
-    }
-    sqlite3_finalize(st);
+    int rc =
+        ust_run_class_fields(l->run, c->name, 5, add_field_set, c->field_sets, l->err);
     if (rc != 0)
         return rc;
-    st = prepare(l, "SELECT received_at, count(*) FROM divergences WHERE class = ?1"
-                    " GROUP BY (received_at - ?2) / ?3");
-    if (st == NULL)
-        return UST_EDB;
-    sqlite3_bind_text(st, 1, c->name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, m->first_at);
-    sqlite3_bind_int64(st, 3, m->bucket_us);
     c->buckets = ust_calloc(m->n_buckets, sizeof(int64_t));
-    rc = c->buckets ? 1 : UST_ENOMEM;
-    while (rc == 1 && (rc = step(l, st)) == 1)
-        bucket_add(m, c->buckets, sqlite3_column_int64(st, 0),
-                   sqlite3_column_int64(st, 1));
-    sqlite3_finalize(st);
-    if (rc != 0)
-        return rc;
-    rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
+    rc = c->buckets ? load_buckets(l, m, c->name, c->buckets) : UST_ENOMEM;
+    if (rc == 0)
+        rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
     if (rc == 0)
         rc = load_timelines(l, c, l->o->max_timelines ? l->o->max_timelines : 10);
     return rc;
 }
 
-static int load_classes(loader *l, rp_model *m)
+typedef struct classes_loader {
+    loader *l;
+    ust__report_model *m;
+    size_t detail, cap;
+} classes_loader;
+
+static int add_class(void *ctx, const ust_run_class *rc)
 {
-    size_t detail = l->o->max_classes ? l->o->max_classes : 100;
-    sqlite3_stmt *st = prepare(l, "SELECT class, count(*), min(received_at),"
-                                  " max(received_at), sum(follow_on) FROM divergences"
-                                  " GROUP BY class ORDER BY 2 DESC, 1");
-    if (st == NULL)
-        return UST_EDB;
-    size_t cap = 0;
-    int rc = 0;
-    while (rc == 0 && (rc = step(l, st)) == 1) {
-        rc = 0;
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        int64_t count = sqlite3_column_int64(st, 1);
-        const ust_triage_entry *acc = ust_triage_match(l->o->triage, name ? name : "");
-        /* Beyond the cap a class is counted, not kept: bounded memory. */
-        if (m->n_classes >= detail) {
-            m->n_classes++;
-            continue;
-        }
-        if (m->n_classes == cap) {
-            cap = cap ? cap * 2 : 16;
-            rp_class *grown = ust_realloc(m->classes, cap * sizeof(*grown));
-            if (grown == NULL) {
-                rc = UST_ENOMEM;
-                break;
-            }
-            m->classes = grown;
-        }
-        rp_class *c = &m->classes[m->n_classes++];
-        memset(c, 0, sizeof(*c));
-        m->n_detailed = m->n_classes;
-        c->name = ust_strdup(name);
-        c->count = count;
-        c->first_at = sqlite3_column_int64(st, 2);
-        c->last_at = sqlite3_column_int64(st, 3);
-        c->follow_ons = sqlite3_column_int64(st, 4);
-        c->accepted = acc;
-        if (c->name == NULL)
-            rc = UST_ENOMEM;
+    classes_loader *cl = ctx;
+    ust__report_model *m = cl->m;
+    /* Beyond the cap a class is counted, not kept: bounded memory. */
+    if (m->n_classes >= cl->detail) {
+        m->n_classes++;
+        return 0;
     }
-    sqlite3_finalize(st);
+    ust__report_class *grown =
+        ust__report_grow(m->classes, &cl->cap, m->n_classes, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    m->classes = grown;
+    ust__report_class *c = &m->classes[m->n_classes++];
+    memset(c, 0, sizeof(*c));
+    m->n_detailed = m->n_classes;
+    c->name = ust_strdup(rc->name);
+    c->count = rc->count;
+    c->first_at = rc->first_at;
+    c->last_at = rc->last_at;
+    c->follow_ons = rc->follow_ons;
+    c->accepted = ust_triage_match(cl->l->o->triage, rc->name ? rc->name : "");
+    return c->name ? 0 : UST_ENOMEM;
+}
+
+static int load_classes(loader *l, ust__report_model *m)
+{
+    classes_loader cl = {l, m, l->o->max_classes ? l->o->max_classes : 100, 0};
+    int rc = ust_run_classes(l->run, add_class, &cl, l->err);
     for (size_t i = 0; rc == 0 && i < m->n_detailed; i++)
         rc = load_class_details(l, m, &m->classes[i]);
     if (rc != 0)
         return rc;
-    st = prepare(l, "SELECT received_at, count(*) FROM divergences"
-                    " GROUP BY (received_at - ?1) / ?2");
-    if (st == NULL)
-        return UST_EDB;
-    sqlite3_bind_int64(st, 1, m->first_at);
-    sqlite3_bind_int64(st, 2, m->bucket_us);
-    while ((rc = step(l, st)) == 1)
-        bucket_add(m, m->total_buckets, sqlite3_column_int64(st, 0),
-                   sqlite3_column_int64(st, 1));
-    sqlite3_finalize(st);
-    return rc;
+    return load_buckets(l, m, NULL, m->total_buckets);
 }
 
-int rp_model_load(const ust_report_opts *o, rp_model *m, char **err)
+int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err)
 {
     memset(m, 0, sizeof(*m));
     loader l = {.o = o, .err = err};
-    if (sqlite3_open_v2(o->run_path, &l.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        sqlite3_close(l.db);
-        return ust_errf(err, UST_EIO, "%s: cannot open run database", o->run_path);
-    }
+    int rc = ust_run_open(o->run_path, &l.run, err);
+    if (rc != 0)
+        return rc;
     /* The verdict is the gate's own judgement, read first. */
-    int rc = ust_gate_check(o->run_path, o->log_path, o->triage, &m->gate, err);
+    rc = ust__gate_judge(l.run, o->run_path, o->log_path, o->triage, &m->gate, err);
     if (rc == 0)
         rc = load_meta(&l, m);
-    const char *named = json_string_value(json_object_get(m->meta, "log_file"));
-    const char *log_path =
-        o->log_path ? o->log_path
-        : named     ? named
-                    : json_string_value(json_object_get(m->meta, "log_path"));
+    char *named = NULL;
+    if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
+        rc = 0;
+    const char *log_path = o->log_path ? o->log_path : named;
     if (rc == 0 && log_path != NULL)
         ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
+    ust_free(named);
     if (rc == 0)
         rc = load_counts(&l, m);
     if (rc == 0)
         rc = load_classes(&l, m);
     ust_log_close(l.log);
-    sqlite3_close(l.db);
+    ust_run_close(l.run);
     if (rc != 0)
-        rp_model_clear(m);
+        ust__report_model_clear(m);
     return rc;
 }
 
-void rp_model_clear(rp_model *m)
+void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return items;
+    size_t grown_cap = *cap ? *cap * 2 : 16;
+    void *grown = ust_realloc(items, grown_cap * size);
+    if (grown != NULL)
+        *cap = grown_cap;
+    return grown;
+}
+
+void ust__report_model_clear(ust__report_model *m)
 {
     for (size_t i = 0; i < m->n_detailed; i++) {
-        rp_class *c = &m->classes[i];
+        ust__report_class *c = &m->classes[i];
         ust_free(c->name);
         json_decref(c->field_sets);
         for (size_t k = 0; k < c->n_examples; k++) {
@@ -433,7 +360,7 @@ void rp_model_clear(rp_model *m)
         }
         ust_free(c->examples);
         for (size_t k = 0; k < c->n_timelines; k++) {
-            rp_timeline *t = &c->timelines[k];
+            ust__report_timeline *t = &c->timelines[k];
             for (size_t r = 0; r < t->n; r++) {
                 ust_free(t->rows[r].event_type);
                 ust_free(t->rows[r].lv);

@@ -8,72 +8,85 @@
 #include <stdint.h>
 
 #include <understudy/report.h>
+#include <understudy/run.h>
 
 /* Verdict columns of the matrix: 0 is "not fed", 1..7 the verdicts. */
-#define RP_VERDICTS 8
+#define UST__REPORT_VERDICTS 8
 
-typedef struct rp_row {
+typedef struct ust__report_row {
     int64_t seq, at;
     char *event_type, *lv, *ls, *cv, *cs;
     int diverged, follow_on;
-} rp_row;
+} ust__report_row;
 
-typedef struct rp_timeline {
+typedef struct ust__report_timeline {
     char *entity;
-    rp_row *rows;
+    ust__report_row *rows;
     size_t n;
     int truncated;
-} rp_timeline;
+} ust__report_timeline;
 
-typedef struct rp_example {
+typedef struct ust__report_example {
     int64_t seq;
     json_t *divergence; /* the divergence line, redacted */
     json_t *request; /* the raw request from the log, redacted; NULL if unavailable */
-} rp_example;
+} ust__report_example;
 
-typedef struct rp_class {
+typedef struct ust__report_class {
     char *name;
     int64_t count, first_at, last_at, follow_ons;
     json_t *field_sets; /* distinct "fields" arrays, at most 5 */
     const ust_triage_entry *accepted;
-    rp_example *examples;
+    ust__report_example *examples;
     size_t n_examples;
-    rp_timeline *timelines;
+    ust__report_timeline *timelines;
     size_t n_timelines;
     int64_t *buckets; /* divergences per time bucket */
-} rp_class;
+} ust__report_class;
 
-typedef struct rp_model {
+typedef struct ust__report_model {
     json_t *meta;
     json_t *redact;
     int64_t events, fed, divergences, follow_ons;
     json_t *by_route, *by_signature;
-    int64_t matrix[RP_VERDICTS][RP_VERDICTS];
-    rp_class *classes; /* by count, descending; detailed up to the cap */
+    int64_t matrix[UST__REPORT_VERDICTS][UST__REPORT_VERDICTS];
+    ust__report_class *classes; /* by count, descending; detailed up to the cap */
     size_t n_classes, n_detailed;
     ust_gate_result gate; /* the verdict: the gate's judgement of the run */
     int64_t first_at, last_at, bucket_us;
     size_t n_buckets;
     int64_t *total_buckets;
-} rp_model;
+} ust__report_model;
 
-int rp_model_load(const ust_report_opts *o, rp_model *m, char **err);
-void rp_model_clear(rp_model *m);
+/* ust_gate_check on a run already open (the report reads its verdict and
+ * its model from one connection). */
+int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
+                    const ust_triage *t, ust_gate_result *res, char **err);
+
+int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
+void ust__report_model_clear(ust__report_model *m);
+
+/* items (n used of *cap, each size bytes) with room for one more: the same,
+ * or grown to twice its capacity (16 at first), or NULL when that fails
+ * (items unchanged). */
+void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size);
 
 /* Index in the matrix of a verdict name (0 for NULL or unknown). */
-int rp_verdict_index(const char *name);
-const char *rp_verdict_label(int index);
+int ust__report_verdict_index(const char *name);
+const char *ust__report_verdict_label(int index);
 
-/* Writes s with each character that replace() maps to a string written as
- * that string instead (NULL, or no replace: the character as it is), and each
- * bidi control as bidi_format with its code point (one unsigned argument). */
-void rp_put_escaped(FILE *f, const char *s, const char *(*replace)(char c),
-                    const char *bidi_format);
+/* Writes s with each character that replace (256 entries, by byte) maps to a
+ * string written as that string instead (NULL, or no replace: the character
+ * as it is), and each bidi control as bidi_format with its code point (one
+ * unsigned argument). */
+void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
+                             const char *bidi_format);
 
 /* How HTML and Markdown show a bidi control: visible, and inert. */
-#define RP_BIDI_VISIBLE "{U+%04X}"
+#define UST__REPORT_BIDI_VISIBLE "{U+%04X}"
 
-int rp_write_html(const rp_model *m, const char *path, char **err);
-int rp_write_markdown(const rp_model *m, const char *path, char **err);
+int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
+int ust__report_write_markdown(const ust__report_model *m, const char *path,
+                               char **err);
 
 #endif

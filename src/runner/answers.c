@@ -10,7 +10,7 @@ static const char schema[] =
     "PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " last_seq INTEGER NOT NULL);"
-    "INSERT OR IGNORE INTO cursor VALUES(1, 0);"
+    "INSERT OR IGNORE INTO cursor(id, last_seq) VALUES(1, 0);"
     "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY, entity TEXT,"
     " verdict TEXT NOT NULL, status INTEGER NOT NULL, state_before TEXT, state TEXT,"
     " flags TEXT, body TEXT, headers TEXT, reason TEXT, error TEXT);";

@@ -4,6 +4,8 @@
 #ifndef UST_ANSWERS_H
 #define UST_ANSWERS_H
 
+#include "runner/decision_row.h"
+
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -17,10 +19,11 @@ int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
 /* The statement that reads one answer: seq -> entity, then the decision
  * columns (see decision_row.h). */
 #define UST__ANSWERS_SELECT                                                            \
-    "SELECT entity, verdict, status, state_before, state, flags, body, headers,"       \
-    " reason, error FROM answers WHERE seq = ?1"
+    "SELECT entity, " UST__DECISION_COLUMN_NAMES " FROM answers WHERE seq = ?1"
+/* seq, entity, then the decision's columns from 3. */
 #define UST__ANSWERS_INSERT                                                            \
-    "INSERT OR REPLACE INTO answers VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+    "INSERT OR REPLACE INTO answers(seq, entity, " UST__DECISION_COLUMN_NAMES          \
+    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
 
 /* RUN.answers beside the run database at run_path (ust_malloc'd). */

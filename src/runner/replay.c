@@ -3,9 +3,9 @@
  * plugin state and the cursor, so a killed replay resumes exactly where its
  * last commit left it. Divergence lines are written after their commit, so
  * the stream never shows what the run database does not hold. */
-#include "runner/answers.h"
-#include "runner/decision_row.h"
+#include "runner/answers_reader.h"
 #include "runner/event_view.h"
+#include "runner/run_write.h"
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
@@ -26,13 +26,11 @@
 struct ust_runner {
     const ust_replay_opts *o;
     ust_log *log;
-    sqlite3 *run;
+    ust__run_writer run;
     ust_store *store;
     ust_plugin *legacy, *candidate;
-    sqlite3 *answers; /* serve --respond legacy: the answered decisions */
-    sqlite3_stmt *answer;
-    sqlite3_stmt *ins_decision, *ins_divergence, *set_cursor, *entity_diverged;
-    char **lines; /* divergence lines of the open transaction */
+    ust__answers_reader answers; /* serve --respond legacy: the answered decisions */
+    char **lines;                /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
     char *redact;          /* the config's redact list as JSON text */
     struct batch *batches; /* two: one read and started, one being finished */
@@ -44,24 +42,16 @@ struct ust_runner {
 
 typedef struct ust_runner replay;
 
-static int prepare(replay *r, const char *sql, sqlite3_stmt **st, char **err)
-{
-    if (sqlite3_prepare_v3(r->run, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) ==
-        SQLITE_OK)
-        return 0;
-    return ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
-}
-
 /* A run is one (config, legacy, candidate) triple: resuming it with other
  * parts would mix two experiments in one set of results. */
 static int check_identity(replay *r, const char *key, const char *value, char **err)
 {
     char *stored = NULL;
-    int rc = ust__rundb_meta_get(r->run, key, &stored);
+    int rc = ust__rundb_meta_get(r->run.db, key, &stored);
     if (rc < 0)
         return ust_errf(err, rc, "%s: cannot read run metadata", r->o->run_path);
     if (rc == 0)
-        rc = ust__rundb_meta_set(r->run, key, value);
+        rc = ust__run_writer_meta(&r->run, key, value, err);
     else if (strcmp(stored, value) != 0)
         rc = ust_errf(err, UST_EINVAL,
                       "%s: this run was made with %s %s, not %s: use a new --run "
@@ -110,7 +100,7 @@ static int check_cursor_row(replay *r, int64_t cursor, char **err)
     if (cursor == 0)
         return 0;
     char *want = NULL;
-    int rc = ust__rundb_meta_get(r->run, "cursor_hash", &want);
+    int rc = ust__rundb_meta_get(r->run.db, "cursor_hash", &want);
     if (rc <= 0)
         return ust_errf(err, UST_EINVAL, "%s: cursor without its hash", r->o->run_path);
     ust_log_cursor *cur = NULL;
@@ -144,16 +134,10 @@ static int commit(replay *r, ust_replay_stats *stats, char **err)
     if (rc == 0 && r->last_seq > 0) {
         char hex[UST_SHA256_HEX_LEN + 1];
         ust_hex_encode(r->last_hash, UST_SHA256_LEN, hex);
-        sqlite3_bind_int64(r->set_cursor, 1, r->last_seq);
-        rc = sqlite3_step(r->set_cursor) == SQLITE_DONE ? 0 : UST_EDB;
-        sqlite3_reset(r->set_cursor);
-        if (rc == 0)
-            rc = ust__rundb_meta_set(r->run, "cursor_hash", hex);
-        if (rc != 0)
-            ust_errf(err, rc, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+        rc = ust__run_writer_cursor(&r->run, r->last_seq, hex, err);
     }
     if (rc == 0)
-        rc = ust__rundb_exec(r->run, "COMMIT", err);
+        rc = ust__run_writer_commit(&r->run, err);
     if (rc == 0) {
         r->committed_seq = r->last_seq;
         memcpy(r->committed_hash, r->last_hash, UST_SHA256_LEN);
@@ -188,25 +172,6 @@ static int keep_line(replay *r, char *line)
     return 0;
 }
 
-/* The text must outlive the statement's next step (SQLITE_STATIC). */
-static int bind_text(sqlite3_stmt *st, int col, const char *s)
-{
-    return s ? sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC)
-             : sqlite3_bind_null(st, col);
-}
-
-/* 1 when the entity diverged before, 0 when not, -1 when SQLite could not
- * say (a follow_on guessed wrong would mislead the report). */
-static int entity_has_diverged(replay *r, const char *entity)
-{
-    if (entity == NULL)
-        return 0;
-    sqlite3_bind_text(r->entity_diverged, 1, entity, -1, SQLITE_STATIC);
-    int step = sqlite3_step(r->entity_diverged);
-    sqlite3_reset(r->entity_diverged);
-    return step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -1;
-}
-
 static int write_divergence(replay *r, const ust_event *ev, const char *entity,
                             const ust_decision *l, const ust_decision *c,
                             json_t *fields, char **err)
@@ -215,7 +180,7 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
                        : ev->route    ? ev->route->path
                                       : NULL;
     char *cls = ust_divergence_class(what, l, c);
-    int follow_on = entity_has_diverged(r, entity);
+    int follow_on = ust__run_writer_entity_diverged(&r->run, entity, err);
     char when[32];
     ust_time_format(ev->received_at_us, when);
     char *field_text = json_dumps(fields, JSON_COMPACT);
@@ -238,22 +203,11 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     ust_decision_write_json(&w, c);
     ust_jsonw_end_object(&w);
     char *text = w.error == 0 ? w.buf : NULL;
-    int rc = text && field_text && cls ? 0 : UST_ENOMEM;
-    if (rc == 0 && follow_on < 0)
-        rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+    int rc = follow_on < 0 ? follow_on : text && field_text && cls ? 0 : UST_ENOMEM;
     if (rc == 0) {
-        sqlite3_stmt *st = r->ins_divergence;
-        sqlite3_bind_int64(st, 1, ev->seq);
-        sqlite3_bind_int64(st, 2, ev->received_at_us);
-        bind_text(st, 3, cls);
-        bind_text(st, 4, field_text);
-        bind_text(st, 5, entity);
-        sqlite3_bind_int(st, 6, follow_on);
-        bind_text(st, 7, text);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path,
-                          sqlite3_errmsg(r->run));
-        sqlite3_reset(st);
+        ust_run_divergence d = {ev->seq, ev->received_at_us, cls, field_text,
+                                entity,  follow_on,          text};
+        rc = ust__run_writer_divergence(&r->run, &d, err);
     }
     if (rc == 0)
         rc = keep_line(r, ust_strdup(text));
@@ -263,27 +217,6 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     return rc;
 }
 
-/* Live with --respond legacy, the legacy decided on the request path: its
- * decision is read back, never made twice. */
-static int answered_decision(replay *r, int64_t seq, ust_decision *d, char **err)
-{
-    sqlite3_reset(r->answer);
-    sqlite3_bind_int64(r->answer, 1, seq);
-    if (sqlite3_step(r->answer) != SQLITE_ROW)
-        return ust_errf(err, UST_EDB, "answers: no legacy decision for seq %lld",
-                        (long long)seq);
-    int rc = ust__decision_read(r->answer, 1,
-                                (const char *)sqlite3_column_text(r->answer, 0), d);
-    /* Reset now: a statement left on a row keeps its read snapshot, and the
-     * next step would not see the responder's newer answers. */
-    sqlite3_reset(r->answer);
-    return rc;
-}
-
-/* Under the config a row was derived with, the event is a view of the row's
- * stored fields, with no body to parse (parsing is most of the cost of
- * derivation); under another config it is derived again from the raw
- * request, as the design promises. */
 /* Events are decided in batches: the candidate gets a whole batch at once
  * (a plugin in a child process then costs one round trip per batch, not per
  * event); the legacy, the comparison and the writes follow event by event. */
@@ -336,8 +269,10 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     int rc = 0;
     if (it->fed) {
         int64_t t0 = ust_time_mono_us();
-        if (r->answers != NULL)
-            rc = answered_decision(r, ev->seq, &l, err);
+        /* Live with --respond legacy, the legacy decided on the request
+         * path: its decision is read back, never made twice. */
+        if (r->answers.db != NULL)
+            rc = ust__answers_reader_get(&r->answers, ev->seq, &l, err);
         else
             ust_plugin_decide(r->legacy, ev, &it->rec.req, &l);
         int64_t took = ust_time_mono_us() - t0;
@@ -352,21 +287,10 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     } else {
         stats->not_fed++;
     }
-    sqlite3_stmt *st = r->ins_decision;
-    sqlite3_bind_int64(st, 1, ev->seq);
-    sqlite3_bind_int64(st, 2, ev->received_at_us);
-    bind_text(st, 3, ev->route ? ev->route->path : NULL);
-    bind_text(st, 4, ev->provider);
-    bind_text(st, 5, ev->event_type);
-    bind_text(st, 6, entity);
-    bind_text(st, 7, ust_sig_status_name(ev->sig));
-    sqlite3_bind_int(st, 8, it->fed);
-    sqlite3_bind_int(st, 9, fields != NULL && json_array_size(fields) > 0);
-    ust__decision_bind(st, 10, it->fed ? &l : NULL);
-    ust__decision_bind(st, 19, it->fed ? &it->c : NULL);
-    if (rc == 0 && sqlite3_step(st) != SQLITE_DONE)
-        rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
-    sqlite3_reset(st);
+    if (rc == 0)
+        rc = ust__run_writer_decision(&r->run, ev, entity, it->fed,
+                                      fields != NULL && json_array_size(fields) > 0, &l,
+                                      &it->c, err);
     if (rc == 0 && fields != NULL && json_array_size(fields) > 0)
         rc = write_divergence(r, ev, entity, &l, &it->c, fields, err);
     json_decref(fields);
@@ -439,8 +363,8 @@ static int open_parts(replay *r, char **err)
     unsigned background = o->background ? UST_PLUGIN_BACKGROUND : 0;
     int rc;
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
-        (rc = ust__rundb_open(o->run_path, &r->run, err)) != 0 ||
-        (rc = ust_store_open(r->run, &r->store, err)) != 0 ||
+        (rc = ust__run_writer_open(&r->run, o->run_path, err)) != 0 ||
+        (rc = ust_store_open(r->run.db, &r->store, err)) != 0 ||
         (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", background,
                               r->store, &r->legacy, err)) != 0 ||
         /* Both must start and say hello before the first event: a candidate
@@ -449,25 +373,8 @@ static int open_parts(replay *r, char **err)
         (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate",
                               background, r->store, &r->candidate, err)) != 0)
         return rc;
-    if (o->legacy_answers != NULL &&
-        ((rc = ust__answers_open(o->legacy_answers, 1, &r->answers, err)) != 0 ||
-         sqlite3_prepare_v2(r->answers, UST__ANSWERS_SELECT, -1, &r->answer, NULL) !=
-             SQLITE_OK))
-        return rc ? rc
-                  : ust_errf(err, UST_EDB, "%s: %s", o->legacy_answers,
-                             sqlite3_errmsg(r->answers));
-    if ((rc = prepare(
-             r,
-             "INSERT INTO decisions VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-             "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27)",
-             &r->ins_decision, err)) != 0 ||
-        (rc = prepare(r, "INSERT INTO divergences VALUES(?1,?2,?3,?4,?5,?6,?7)",
-                      &r->ins_divergence, err)) != 0 ||
-        (rc = prepare(r, "UPDATE cursor SET last_seq = ?1 WHERE id = 1", &r->set_cursor,
-                      err)) != 0 ||
-        (rc = prepare(r, "SELECT 1 FROM divergences WHERE entity = ?1 LIMIT 1",
-                      &r->entity_diverged, err)) != 0)
-        return rc;
+    if (o->legacy_answers != NULL)
+        return ust__answers_reader_open(&r->answers, o->legacy_answers, err);
     return 0;
 }
 
@@ -478,16 +385,11 @@ static void close_parts(replay *r)
     ust_free(r->lines);
     ust_free(r->batches);
     free(r->redact);
-    sqlite3_finalize(r->ins_decision);
-    sqlite3_finalize(r->ins_divergence);
-    sqlite3_finalize(r->set_cursor);
-    sqlite3_finalize(r->entity_diverged);
-    sqlite3_finalize(r->answer);
-    sqlite3_close(r->answers);
+    ust__answers_reader_close(&r->answers);
     ust_plugin_unload(r->legacy);
     ust_plugin_unload(r->candidate);
     ust_store_close(r->store);
-    sqlite3_close(r->run);
+    ust__run_writer_close(&r->run);
     ust_log_close(r->log);
 }
 
@@ -501,12 +403,12 @@ static int record_log_head(replay *r, char **err)
     /* log_path as given (the report shows it, the same from any folder);
      * log_file where it is, for gate and report run from another folder. */
     char *where = realpath(r->o->log_path, NULL);
-    if (rc == 0 &&
-        (ust__rundb_meta_set(r->run, "log_head_seq", num) != 0 ||
-         ust__rundb_meta_set(r->run, "log_head_sha256", hex) != 0 ||
-         ust__rundb_meta_set(r->run, "log_path", r->o->log_path) != 0 ||
-         ust__rundb_meta_set(r->run, "log_file", where ? where : r->o->log_path) != 0))
-        rc = ust_errf(err, UST_EDB, "%s: %s", r->o->run_path, sqlite3_errmsg(r->run));
+    const char *meta[][2] = {{"log_head_seq", num},
+                             {"log_head_sha256", hex},
+                             {"log_path", r->o->log_path},
+                             {"log_file", where ? where : r->o->log_path}};
+    for (size_t i = 0; rc == 0 && i < sizeof(meta) / sizeof(meta[0]); i++)
+        rc = ust__run_writer_meta(&r->run, meta[i][0], meta[i][1], err);
     free(where); /* realpath's, from malloc */
     return rc;
 }
@@ -534,19 +436,19 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
     int fresh = access(o->run_path, F_OK) != 0;
     int rc = open_parts(r, err);
     if (rc == 0)
-        rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
+        rc = ust__run_writer_begin(&r->run, err);
     if (rc == 0)
         rc = record_identity(r, err);
     int64_t cursor = 0;
     if (rc == 0)
-        rc = ust__rundb_cursor(r->run, &cursor, err);
+        rc = ust__rundb_cursor(r->run.db, &cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0)
-        rc = ust__rundb_exec(r->run, "COMMIT", err);
+        rc = ust__run_writer_commit(&r->run, err);
     if (rc != 0) {
-        if (r->run != NULL)
-            ust__rundb_exec(r->run, "ROLLBACK", NULL);
+        if (r->run.db != NULL)
+            ust__run_writer_rollback(&r->run);
         close_parts(r);
         ust_free(r);
         if (fresh)
@@ -565,7 +467,7 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
  * step decides those events again exactly as a resumed run would. */
 static void roll_back_step(replay *r)
 {
-    ust__rundb_exec(r->run, "ROLLBACK", NULL);
+    ust__run_writer_rollback(&r->run);
     r->last_seq = r->committed_seq;
     memcpy(r->last_hash, r->committed_hash, UST_SHA256_LEN);
     for (size_t i = 0; i < r->n_lines; i++)
@@ -581,7 +483,7 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     memset(stats, 0, sizeof(*stats));
     int64_t every = r->o->commit_every > 0 ? r->o->commit_every : 1000;
     stats->resumed_after = r->last_seq;
-    int rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
+    int rc = ust__run_writer_begin(&r->run, err);
     ust_log_cursor *cur = NULL;
     /* A fresh cursor each step: it reads the log as of now, new commits too. */
     if (rc == 0)
@@ -591,8 +493,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = UST_ENOMEM;
     /* Live with answers, go no further than the legacy has decided. */
     int64_t limit = INT64_MAX;
-    if (rc == 0 && r->answers != NULL)
-        rc = ust__rundb_cursor(r->answers, &limit, err);
+    if (rc == 0 && r->answers.db != NULL)
+        rc = ust__rundb_cursor(r->answers.db, &limit, err);
     if (r->o->step_events > 0 && limit - r->last_seq > r->o->step_events)
         limit = r->last_seq + r->o->step_events;
     /* Progress: the share of the seqs from the cursor to the head now. */
@@ -654,7 +556,7 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             if (rc == 0 && in_tx >= every) {
                 rc = commit(r, stats, err);
                 if (rc == 0)
-                    rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
+                    rc = ust__run_writer_begin(&r->run, err);
                 in_tx = 0;
             }
             release_batch(in_flight);
@@ -682,12 +584,10 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     if (rc == 0)
         rc = record_log_head(r, err);
     if (rc == 0)
-        rc = ust__rundb_exec(
-            r->run, "CREATE INDEX IF NOT EXISTS decisions_entity ON decisions(entity)",
-            err);
+        rc = ust__run_writer_index(&r->run, err);
     if (rc == 0)
         rc = commit(r, stats, err);
-    if (rc != 0 && r->run != NULL)
+    if (rc != 0 && r->run.db != NULL)
         roll_back_step(r);
     if (rc == 0)
         ust_progress_tell(progress, stats->events, 1);

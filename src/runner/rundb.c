@@ -22,7 +22,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " last_seq INTEGER NOT NULL);"
-    "INSERT OR IGNORE INTO cursor VALUES(1, 0);"
+    "INSERT OR IGNORE INTO cursor(id, last_seq) VALUES(1, 0);"
     /* One row per event read, both decisions side by side (l_ legacy, c_
      * candidate), NULL when the event was not fed to the plugins (`fed` 0).
      * Columns rather than JSON: binding is cheap, encoding JSON per event was
@@ -109,8 +109,8 @@ int ust__rundb_meta_get(sqlite3 *db, const char *key, char **value)
 int ust__rundb_meta_set(sqlite3 *db, const char *key, const char *value)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+                           -1, &st, NULL) != SQLITE_OK)
         return UST_EDB;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);

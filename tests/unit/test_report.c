@@ -6,6 +6,7 @@
 #include "runner/rundb.h"
 
 #include <understudy/report.h>
+#include <understudy/run.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -661,6 +662,65 @@ static void test_metrics_say_when_the_classes_are_partial(void **state)
     ust__class_counts_destroy(&classes);
 }
 
+/* The run's readers (run.h): a filter selects by class, seq range and
+ * count; a callback's nonzero stops a read and is its result. */
+typedef struct seen {
+    int64_t seqs[64];
+    size_t n;
+    int stop_at; /* stop (returning 7) at this many rows; 0: never */
+} seen;
+
+static int see_divergence(void *ctx, const ust_run_divergence *d)
+{
+    seen *s = ctx;
+    s->seqs[s->n++] = d->seq;
+    return s->stop_at != 0 && (int)s->n == s->stop_at ? 7 : 0;
+}
+
+static int see_event(void *ctx, const ust_run_event *e)
+{
+    seen *s = ctx;
+    s->seqs[s->n++] = e->seq;
+    assert_string_equal(e->legacy_verdict, "applied");
+    return 0;
+}
+
+static void test_the_run_reads_what_a_filter_selects(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    ust_run *run = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_run_open(w->run_path, &run, &err), 0);
+    ust_run_totals n;
+    assert_int_equal(ust_run_sum(run, &n, &err), 0);
+    assert_int_equal(n.events, 12);
+    seen all = {0};
+    ust_run_filter f = {0};
+    assert_int_equal(ust_run_divergences(run, &f, see_divergence, &all, &err), 0);
+    assert_int_equal((int64_t)all.n, n.divergences);
+    assert_true(all.n >= 3);
+    seen range = {0};
+    f = (ust_run_filter){.from = all.seqs[1], .to = all.seqs[2]};
+    assert_int_equal(ust_run_divergences(run, &f, see_divergence, &range, &err), 0);
+    assert_int_equal(range.n, 2);
+    assert_int_equal(range.seqs[0], all.seqs[1]);
+    seen one = {0};
+    f = (ust_run_filter){.class_name = "/payments: applied \xe2\x86\x92 invalid",
+                         .limit = 1};
+    assert_int_equal(ust_run_divergences(run, &f, see_divergence, &one, &err), 0);
+    assert_int_equal(one.n, 1);
+    seen stopped = {.stop_at = 2};
+    f = (ust_run_filter){0};
+    assert_int_equal(ust_run_divergences(run, &f, see_divergence, &stopped, &err), 7);
+    assert_int_equal(stopped.n, 2);
+    seen at = {0};
+    assert_int_equal(ust_run_event_at(run, 1, see_event, &at, &err), 1);
+    assert_int_equal(ust_run_event_at(run, 1000, see_event, &at, &err), 0);
+    assert_int_equal(at.n, 1);
+    ust_run_close(run);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
@@ -681,6 +741,7 @@ int main(void)
         T(test_a_cursor_that_cannot_be_read_is_not_a_fresh_run),
         T(test_reports_escape_markdown_and_bidi),
         T(test_metrics_say_when_the_classes_are_partial),
+        T(test_the_run_reads_what_a_filter_selects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

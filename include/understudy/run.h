@@ -1,0 +1,125 @@
+/* Reading a run database: what a run decided, what diverged, and where it
+ * stopped. The runner writes it (runner.h) and alone knows its tables;
+ * report, gate and drive read it through these functions.
+ *
+ * A reader of rows calls fn once per row, in the order it names; the
+ * strings of a row are borrowed for the call. fn returns 0 to go on,
+ * anything else stops the read and is returned. A reader returns 0 when it
+ * reached the end, or UST_EDB with *err (the path, then SQLite's message):
+ * a read that fails part way never ends as if its result were complete.
+ * The handle is for one thread at a time. */
+#ifndef UNDERSTUDY_RUN_H
+#define UNDERSTUDY_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ust_run ust_run;
+
+/* Opens the run database at path read-only. 0, or UST_EDB with *err. */
+int ust_run_open(const char *path, ust_run **out, char **err);
+void ust_run_close(ust_run *run);
+
+/* One read transaction: the reads up to ust_run_end see one commit (a live
+ * run is read as of one commit). */
+int ust_run_begin(ust_run *run, char **err);
+void ust_run_end(ust_run *run);
+
+/* meta key -> value: 1 found (*value ust_malloc'd), 0 absent, <0 error. */
+int ust_run_meta(ust_run *run, const char *key, char **value, char **err);
+/* Every meta entry, by key. */
+int ust_run_meta_each(ust_run *run,
+                      int (*fn)(void *ctx, const char *key, const char *value),
+                      void *ctx, char **err);
+/* The event log the run read: where it is (its real path), or for a run
+ * made before that was kept, its path as given. 1 found (*path ust_malloc'd),
+ * 0 absent, <0 error. */
+int ust_run_log(ust_run *run, char **path, char **err);
+/* The last seq the run decided and committed. */
+int ust_run_cursor(ust_run *run, int64_t *seq, char **err);
+
+typedef struct ust_run_totals {
+    int64_t events, fed;       /* events read; of those, fed to the plugins */
+    int64_t first_at, last_at; /* their received_at span, 0 when none */
+    int64_t divergences, follow_ons;
+} ust_run_totals;
+
+/* The run's totals, in *out (cleared first). */
+int ust_run_sum(ust_run *run, ust_run_totals *out, char **err);
+
+typedef enum ust_run_group { UST_RUN_BY_ROUTE, UST_RUN_BY_SIGNATURE } ust_run_group;
+
+/* Events per route ("(unrouted)" for none) or per signature status, by key. */
+int ust_run_events_by(ust_run *run, ust_run_group by,
+                      int (*fn)(void *ctx, const char *key, int64_t count), void *ctx,
+                      char **err);
+/* Events per pair of verdicts (NULL: the event was not fed). */
+int ust_run_verdict_pairs(ust_run *run,
+                          int (*fn)(void *ctx, const char *legacy,
+                                    const char *candidate, int64_t count),
+                          void *ctx, char **err);
+
+typedef struct ust_run_class {
+    const char *name;
+    int64_t count, first_at, last_at, follow_ons;
+} ust_run_class;
+
+/* Divergence classes by count, descending, then by name. */
+int ust_run_classes(ust_run *run, int (*fn)(void *ctx, const ust_run_class *c),
+                    void *ctx, char **err);
+/* Distinct "fields" arrays (JSON text) of class cls, at most limit. */
+int ust_run_class_fields(ust_run *run, const char *cls, size_t limit,
+                         int (*fn)(void *ctx, const char *fields), void *ctx,
+                         char **err);
+/* The entities where the divergences of cls started, by their first seq, at
+ * most limit. */
+int ust_run_class_entities(ust_run *run, const char *cls, size_t limit,
+                           int (*fn)(void *ctx, const char *entity), void *ctx,
+                           char **err);
+/* Divergences (of cls; NULL: of every class) per time bucket of width_us
+ * counted from origin_us: at is the time of one divergence of the bucket. */
+int ust_run_divergence_buckets(ust_run *run, const char *cls, int64_t origin_us,
+                               int64_t width_us,
+                               int (*fn)(void *ctx, int64_t at, int64_t count),
+                               void *ctx, char **err);
+
+typedef struct ust_run_divergence {
+    int64_t seq, received_at;
+    const char *class_name, *fields, *entity;
+    int follow_on;
+    const char *line; /* the divergence line, as the stream carried it */
+} ust_run_divergence;
+
+/* Which divergences to read: of class_name (NULL: any), with from <= seq
+ * <= to (to 0: no bound), at most limit (0: all). */
+typedef struct ust_run_filter {
+    const char *class_name;
+    int64_t from, to;
+    size_t limit;
+} ust_run_filter;
+
+/* The divergences f selects, in seq order. */
+int ust_run_divergences(ust_run *run, const ust_run_filter *f,
+                        int (*fn)(void *ctx, const ust_run_divergence *d), void *ctx,
+                        char **err);
+
+/* An event as the run decided it: its verdicts and states (NULL when it was
+ * not fed), whether it diverged, and whether that followed an earlier
+ * divergence of its entity. */
+typedef struct ust_run_event {
+    int64_t seq, received_at;
+    const char *event_type;
+    int fed, diverged, follow_on;
+    const char *legacy_verdict, *legacy_state, *candidate_verdict, *candidate_state;
+} ust_run_event;
+
+/* The events of entity, in seq order, at most limit. */
+int ust_run_timeline(ust_run *run, const char *entity, size_t limit,
+                     int (*fn)(void *ctx, const ust_run_event *e), void *ctx,
+                     char **err);
+/* The event at seq: 1 when there is one (after fn returned 0), 0 when not. */
+int ust_run_event_at(ust_run *run, int64_t seq,
+                     int (*fn)(void *ctx, const ust_run_event *e), void *ctx,
+                     char **err);
+
+#endif

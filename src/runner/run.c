@@ -1,0 +1,353 @@
+/* Reading a run database (see run.h): the queries of report, gate and drive,
+ * kept beside the schema they read (rundb.c). */
+#include "runner/rundb.h"
+
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/run.h>
+
+#include <sqlite3.h>
+#include <string.h>
+
+struct ust_run {
+    sqlite3 *db;
+    char *path;
+};
+
+int ust_run_open(const char *path, ust_run **out, char **err)
+{
+    *out = NULL;
+    ust_run *run = ust_calloc(1, sizeof(*run));
+    if (run == NULL || (run->path = ust_strdup(path)) == NULL) {
+        ust_free(run);
+        return UST_ENOMEM;
+    }
+    int rc = ust__db_open(path, 1, NULL, "run database", &run->db, err);
+    if (rc != 0) {
+        ust_run_close(run);
+        return rc;
+    }
+    *out = run;
+    return 0;
+}
+
+void ust_run_close(ust_run *run)
+{
+    if (run == NULL)
+        return;
+    sqlite3_close(run->db);
+    ust_free(run->path);
+    ust_free(run);
+}
+
+int ust_run_begin(ust_run *run, char **err)
+{
+    return ust__rundb_exec(run->db, "BEGIN", err);
+}
+
+void ust_run_end(ust_run *run)
+{
+    sqlite3_exec(run->db, "COMMIT", NULL, NULL, NULL);
+}
+
+static int prepare(ust_run *run, const char *sql, sqlite3_stmt **st, char **err)
+{
+    if (sqlite3_prepare_v2(run->db, sql, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    return ust_errf(err, UST_EDB, "%s: not a run database (%s)", run->path,
+                    sqlite3_errmsg(run->db));
+}
+
+/* 1 a row, 0 done, <0 a read that failed (with *err). */
+static int next(ust_run *run, sqlite3_stmt *st, char **err)
+{
+    return ust__db_step(st, run->path, err);
+}
+
+static const char *text(sqlite3_stmt *st, int col)
+{
+    return (const char *)sqlite3_column_text(st, col);
+}
+
+static int64_t num(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_int64(st, col);
+}
+
+/* A limit of 0 is none (SQLite's LIMIT -1). */
+static int64_t limit_of(size_t limit)
+{
+    return limit ? (int64_t)limit : -1;
+}
+
+int ust_run_meta(ust_run *run, const char *key, char **value, char **err)
+{
+    int rc = ust__rundb_meta_get(run->db, key, value);
+    if (rc < 0)
+        ust_errf(err, rc, "%s: cannot read the run's metadata: %s", run->path,
+                 sqlite3_errmsg(run->db));
+    return rc;
+}
+
+int ust_run_meta_each(ust_run *run,
+                      int (*fn)(void *ctx, const char *key, const char *value),
+                      void *ctx, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run, "SELECT key, value FROM meta ORDER BY key", &st, err);
+    while (rc == 0 && (rc = next(run, st, err)) == 1)
+        rc = fn(ctx, text(st, 0), text(st, 1));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_log(ust_run *run, char **path, char **err)
+{
+    /* log_file, the real path, came later than log_path, the path given. */
+    int rc = ust_run_meta(run, "log_file", path, err);
+    return rc == 0 ? ust_run_meta(run, "log_path", path, err) : rc;
+}
+
+int ust_run_cursor(ust_run *run, int64_t *seq, char **err)
+{
+    return ust__rundb_cursor(run->db, seq, err);
+}
+
+int ust_run_sum(ust_run *run, ust_run_totals *out, char **err)
+{
+    memset(out, 0, sizeof(*out));
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run,
+                     "SELECT count(*), coalesce(sum(fed), 0), min(received_at),"
+                     " max(received_at) FROM decisions",
+                     &st, err);
+    if (rc == 0 && (rc = next(run, st, err)) == 1) {
+        out->events = num(st, 0);
+        out->fed = num(st, 1);
+        out->first_at = num(st, 2);
+        out->last_at = num(st, 3);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc >= 0)
+        rc = prepare(run,
+                     "SELECT count(*), coalesce(sum(follow_on), 0) FROM divergences",
+                     &st, err);
+    if (rc == 0 && (rc = next(run, st, err)) == 1) {
+        out->divergences = num(st, 0);
+        out->follow_ons = num(st, 1);
+    }
+    sqlite3_finalize(st);
+    return rc < 0 ? rc : 0;
+}
+
+int ust_run_events_by(ust_run *run, ust_run_group by,
+                      int (*fn)(void *ctx, const char *key, int64_t count), void *ctx,
+                      char **err)
+{
+    static const char *const sql[] = {
+        [UST_RUN_BY_ROUTE] = "SELECT coalesce(route, '(unrouted)'), count(*) FROM"
+                             " decisions GROUP BY 1 ORDER BY 1",
+        [UST_RUN_BY_SIGNATURE] = "SELECT coalesce(signature, '(unrouted)'), count(*)"
+                                 " FROM decisions GROUP BY 1 ORDER BY 1",
+    };
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run, sql[by], &st, err);
+    while (rc == 0 && (rc = next(run, st, err)) == 1)
+        rc = fn(ctx, text(st, 0), num(st, 1));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_verdict_pairs(ust_run *run,
+                          int (*fn)(void *ctx, const char *legacy,
+                                    const char *candidate, int64_t count),
+                          void *ctx, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(
+        run, "SELECT l_verdict, c_verdict, count(*) FROM decisions GROUP BY 1, 2", &st,
+        err);
+    while (rc == 0 && (rc = next(run, st, err)) == 1)
+        rc = fn(ctx, text(st, 0), text(st, 1), num(st, 2));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_classes(ust_run *run, int (*fn)(void *ctx, const ust_run_class *c),
+                    void *ctx, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc =
+        prepare(run,
+                "SELECT class, count(*), min(received_at), max(received_at),"
+                " sum(follow_on) FROM divergences GROUP BY class ORDER BY 2 DESC, 1",
+                &st, err);
+    while (rc == 0 && (rc = next(run, st, err)) == 1) {
+        ust_run_class c = {text(st, 0), num(st, 1), num(st, 2), num(st, 3), num(st, 4)};
+        rc = fn(ctx, &c);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* A read of one text column for a class, at most limit rows. */
+static int class_texts(ust_run *run, const char *sql, const char *cls, size_t limit,
+                       int (*fn)(void *ctx, const char *s), void *ctx, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run, sql, &st, err);
+    if (rc == 0) {
+        sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, limit_of(limit));
+    }
+    while (rc == 0 && (rc = next(run, st, err)) == 1)
+        rc = fn(ctx, text(st, 0));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_class_fields(ust_run *run, const char *cls, size_t limit,
+                         int (*fn)(void *ctx, const char *fields), void *ctx,
+                         char **err)
+{
+    return class_texts(run,
+                       "SELECT DISTINCT fields FROM divergences WHERE class = ?1"
+                       " LIMIT ?2",
+                       cls, limit, fn, ctx, err);
+}
+
+int ust_run_class_entities(ust_run *run, const char *cls, size_t limit,
+                           int (*fn)(void *ctx, const char *entity), void *ctx,
+                           char **err)
+{
+    return class_texts(run,
+                       "SELECT entity FROM divergences WHERE class = ?1 AND"
+                       " entity IS NOT NULL GROUP BY entity ORDER BY min(seq)"
+                       " LIMIT ?2",
+                       cls, limit, fn, ctx, err);
+}
+
+int ust_run_divergence_buckets(ust_run *run, const char *cls, int64_t origin_us,
+                               int64_t width_us,
+                               int (*fn)(void *ctx, int64_t at, int64_t count),
+                               void *ctx, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc =
+        prepare(run,
+                cls ? "SELECT received_at, count(*) FROM divergences WHERE class = ?1"
+                      " GROUP BY (received_at - ?2) / ?3"
+                    : "SELECT received_at, count(*) FROM divergences"
+                      " GROUP BY (received_at - ?2) / ?3",
+                &st, err);
+    if (rc == 0) {
+        if (cls != NULL)
+            sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, origin_us);
+        sqlite3_bind_int64(st, 3, width_us);
+    }
+    while (rc == 0 && (rc = next(run, st, err)) == 1)
+        rc = fn(ctx, num(st, 0), num(st, 1));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+#define DIVERGENCE_SELECT                                                              \
+    "SELECT seq, received_at, class, fields, entity, follow_on, line FROM divergences"
+#define DIVERGENCE_ORDER " ORDER BY seq LIMIT ?4"
+
+int ust_run_divergences(ust_run *run, const ust_run_filter *f,
+                        int (*fn)(void *ctx, const ust_run_divergence *d), void *ctx,
+                        char **err)
+{
+    /* One statement per shape of filter, so a class's read keeps to its
+     * index (divergences_class) and a range to the primary key. */
+    static const char *const sql[] = {
+        DIVERGENCE_SELECT DIVERGENCE_ORDER,
+        DIVERGENCE_SELECT " WHERE class = ?1" DIVERGENCE_ORDER,
+        DIVERGENCE_SELECT " WHERE seq BETWEEN ?2 AND ?3" DIVERGENCE_ORDER,
+        DIVERGENCE_SELECT
+        " WHERE class = ?1 AND seq BETWEEN ?2 AND ?3" DIVERGENCE_ORDER,
+    };
+    int ranged = f->from > 0 || f->to > 0;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run, sql[(f->class_name != NULL) + 2 * ranged], &st, err);
+    if (rc == 0) {
+        if (f->class_name != NULL)
+            sqlite3_bind_text(st, 1, f->class_name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, f->from);
+        sqlite3_bind_int64(st, 3, f->to > 0 ? f->to : INT64_MAX);
+        sqlite3_bind_int64(st, 4, limit_of(f->limit));
+    }
+    while (rc == 0 && (rc = next(run, st, err)) == 1) {
+        ust_run_divergence d = {num(st, 0),  num(st, 1),  text(st, 2),
+                                text(st, 3), text(st, 4), sqlite3_column_int(st, 5),
+                                text(st, 6)};
+        rc = fn(ctx, &d);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+#define EVENT_SELECT                                                                   \
+    "SELECT d.seq, d.received_at, d.event_type, d.fed, d.diverged,"                    \
+    " coalesce(v.follow_on, 0), d.l_verdict, d.l_state, d.c_verdict, d.c_state"        \
+    " FROM decisions d LEFT JOIN divergences v ON v.seq = d.seq"
+
+/* Reads the events of st (prepared and bound), *n of them: 0 at the end,
+ * fn's value when it stopped, or an error. */
+static int events(ust_run *run, sqlite3_stmt *st,
+                  int (*fn)(void *ctx, const ust_run_event *e), void *ctx, int *n,
+                  char **err)
+{
+    int rc;
+    while ((rc = next(run, st, err)) == 1) {
+        ust_run_event e = {num(st, 0),
+                           num(st, 1),
+                           text(st, 2),
+                           sqlite3_column_int(st, 3),
+                           sqlite3_column_int(st, 4),
+                           sqlite3_column_int(st, 5),
+                           text(st, 6),
+                           text(st, 7),
+                           text(st, 8),
+                           text(st, 9)};
+        ++*n;
+        if ((rc = fn(ctx, &e)) != 0)
+            break;
+    }
+    return rc;
+}
+
+int ust_run_timeline(ust_run *run, const char *entity, size_t limit,
+                     int (*fn)(void *ctx, const ust_run_event *e), void *ctx,
+                     char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int n = 0;
+    int rc = prepare(run, EVENT_SELECT " WHERE d.entity = ?1 ORDER BY d.seq LIMIT ?2",
+                     &st, err);
+    if (rc == 0) {
+        sqlite3_bind_text(st, 1, entity, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, limit_of(limit));
+        rc = events(run, st, fn, ctx, &n, err);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_event_at(ust_run *run, int64_t seq,
+                     int (*fn)(void *ctx, const ust_run_event *e), void *ctx,
+                     char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int n = 0;
+    int rc = prepare(run, EVENT_SELECT " WHERE d.seq = ?1", &st, err);
+    if (rc == 0) {
+        sqlite3_bind_int64(st, 1, seq);
+        rc = events(run, st, fn, ctx, &n, err);
+    }
+    sqlite3_finalize(st);
+    return rc != 0 ? rc : n > 0;
+}
