@@ -16,8 +16,7 @@
 
 #define CANONICAL_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY)
 
-/* The text comes from jansson's allocator (malloc unless someone called
- * json_set_alloc_funcs), hence free(), not ust_free(). */
+/* The text comes from jansson, which allocates through the seam. */
 char *ust_json_canonical(const json_t *v)
 {
     if (v == NULL)

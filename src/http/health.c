@@ -186,6 +186,6 @@ char *ust__health_render(ust__server *s, int *status)
     /* Without memory for the answer it is degraded all the same. */
     *status = n == 0 && text != NULL ? 200 : 503;
     char *out = ust_strdup(text ? text : "{\"status\":\"degraded\"}");
-    free(text);
+    ust_free(text);
     return out;
 }

@@ -200,6 +200,6 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
     if (text == NULL)
         return NULL;
     char *out = ust_strdup(text);
-    free(text);
+    ust_free(text);
     return out;
 }

@@ -427,7 +427,7 @@ static char *canonical_body(const char *text)
     char *dumped = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     json_decref(body);
     char *canon = ust_strdup(dumped);
-    free(dumped);
+    ust_free(dumped);
     if (canon != NULL && len <= BODY_MEMO_MAX) {
         char *t = ust_strdup(text), *c = ust_strdup(canon);
         if (t != NULL && c != NULL) {

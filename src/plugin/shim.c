@@ -21,7 +21,7 @@ static void say(FILE *out, json_t *msg)
     json_decref(msg);
     if (text != NULL)
         fprintf(out, "%s\n", text);
-    free(text);
+    ust_free(text);
     fflush(out);
 }
 

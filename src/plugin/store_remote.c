@@ -52,10 +52,10 @@ static json_t *remote_call(ust_store *s, json_t *msg)
     json_decref(msg);
     if (line == NULL || fprintf(s->remote_out, "%s\n", line) < 0 ||
         fflush(s->remote_out)) {
-        free(line);
+        ust_free(line);
         return NULL;
     }
-    free(line);
+    ust_free(line);
     /* The host may have sent the next events already: they are kept for
      * later, and the reply is the first line that is not a "decide". */
     for (;;) {

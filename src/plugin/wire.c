@@ -70,7 +70,7 @@ char *ust__plugin_config_text(const json_t *config)
 {
     char *text = config ? json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char *copy = ust_strdup(text ? text : "{}");
-    free(text);
+    ust_free(text);
     return copy;
 }
 
@@ -209,7 +209,7 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
     json_t *body = json_object_get(j, "body");
     json_t *body_json = json_object_get(j, "body_json");
     if (json_is_string(body_json))
-        pd.response_body = strdup(json_string_value(body_json));
+        pd.response_body = ust_strdup(json_string_value(body_json));
     else if (body != NULL && !json_is_null(body))
         pd.response_body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
     json_t *headers = json_object_get(j, "headers");
@@ -220,7 +220,7 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
     json_object_foreach(headers, k, val)
     {
         if (nh == 64 || !json_is_string(val)) {
-            free(pd.response_body);
+            ust_free(pd.response_body);
             return "malformed response headers";
         }
         hv[nh].name = k;
@@ -234,7 +234,7 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
     json_array_foreach(json_object_get(j, "flags"), i, f)
     {
         if (nf == 32 || !json_is_string(f)) {
-            free(pd.response_body);
+            ust_free(pd.response_body);
             return "malformed flags";
         }
         flags[nf++] = (char *)json_string_value(f);
@@ -246,7 +246,7 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
     pd.state_after = host_dup(j, "state_after");
     pd.reason = host_dup(j, "reason");
     const char *bad = ust__adopt(&pd, d);
-    free(pd.response_body);
+    ust_free(pd.response_body);
     ust_free(pd.entity);
     ust_free(pd.state_before);
     ust_free(pd.state_after);

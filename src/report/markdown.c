@@ -114,7 +114,7 @@ int rp_write_markdown(const rp_model *m, const char *path, char **err)
         fprintf(f, " | %lld | %lld | ", (long long)c->count, (long long)c->follow_ons);
         char *fs = json_dumps(json_array_get(c->field_sets, 0), JSON_COMPACT);
         cell(f, fs);
-        free(fs);
+        ust_free(fs);
         fputs(" | ", f);
         if (c->accepted) {
             fputs("accepted: ", f);

@@ -47,7 +47,7 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t t
         rp_put_escaped(f, masked ? masked : line, NULL, "\\u%04X");
         if (fputc('\n', f) == EOF || ferror(f))
             rc = ust_errf(err, UST_EIO, "%s: write failed", path);
-        free(masked);
+        ust_free(masked);
         done++;
         ust_progress_tell(&o->progress, done,
                           done >= total ? 1 : (double)done / (double)total);

@@ -55,8 +55,8 @@ void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d)
     bind_text_copy(st, col + 6, headers);
     bind_text(st, col + 7, d->reason);
     bind_text(st, col + 8, d->error);
-    free(flags);
-    free(headers);
+    ust_free(flags);
+    ust_free(headers);
 }
 
 static int dup_col(sqlite3_stmt *st, int col, char **out)

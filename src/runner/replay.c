@@ -257,7 +257,7 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     if (rc == 0)
         rc = keep_line(r, ust_strdup(text));
     ust_jsonw_free(&w);
-    free(field_text);
+    ust_free(field_text);
     ust_free(cls);
     return rc;
 }
@@ -476,7 +476,7 @@ static void close_parts(replay *r)
         ust_free(r->lines[i]);
     ust_free(r->lines);
     ust_free(r->batches);
-    free(r->redact);
+    ust_free(r->redact);
     sqlite3_finalize(r->ins_decision);
     sqlite3_finalize(r->ins_divergence);
     sqlite3_finalize(r->set_cursor);

@@ -105,7 +105,7 @@ static void test_example_loads(void **state)
     char *canon = ust_json_canonical(cfg->root);
     char hex[UST_SHA256_HEX_LEN + 1];
     ust_sha256_hex(canon, strlen(canon), hex);
-    free(canon);
+    ust_free(canon);
     assert_string_equal(cfg->hash, hex);
     ust_config_free(cfg);
 }

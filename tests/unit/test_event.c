@@ -130,12 +130,12 @@ static void test_canonical(void **state)
     assert_non_null(v);
     char *s = ust_json_canonical(v);
     assert_string_equal(s, "{\"a\":[1,2,{\"c\":\"x/\xc3\xa9\",\"d\":null}],\"b\":1}");
-    free(s);
+    ust_free(s);
     json_decref(v);
     json_t *n = json_integer(42);
     s = ust_json_canonical(n);
     assert_string_equal(s, "42");
-    free(s);
+    ust_free(s);
     json_decref(n);
     assert_null(ust_json_canonical(NULL));
 }
@@ -237,8 +237,8 @@ static void test_hash_matches_jansson(void **state)
         ust_sha256_hex(canon, strlen(canon), h2);
         if (strcmp(h1, h2) != 0)
             fail_msg("tree %d differs: %s", i, canon);
-        free(body);
-        free(canon);
+        ust_free(body);
+        ust_free(canon);
         json_decref(tree);
     }
 }
