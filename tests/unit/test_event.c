@@ -14,6 +14,8 @@
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
+#include "support.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,41 +638,20 @@ static void test_derive_header_sources(void **state)
 
 /* Every allocation failure inside derive is UST_ENOMEM with ev cleared and
  * nothing leaked (ASan). */
-static long alloc_budget = -1;
-
-static void *failing_malloc(size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return realloc(p, n);
-}
-
 static void test_derive_out_of_memory(void **state)
 {
     (void)state;
     ust_config *cfg = example();
     ust_request req;
     make_request(&req, "/webhooks/stripe", stripe_body);
-    ust_replace_allocator(failing_malloc, failing_realloc, free);
     int rc = UST_ENOMEM;
     long n;
     for (n = 0; rc == UST_ENOMEM && n < 1000; n++) {
         ust_event ev;
         char *err = NULL;
-        alloc_budget = n;
+        ust_test_alloc_fail(n, 1);
         rc = ust_event_derive(cfg, &req, &ev, &err);
-        alloc_budget = -1;
+        ust_test_alloc_restore();
         if (rc == UST_ENOMEM)
             assert_null(ev.provider);
         else
@@ -678,7 +659,6 @@ static void test_derive_out_of_memory(void **state)
         ust_event_clear(&ev);
         ust_free(err);
     }
-    ust_replace_allocator(malloc, realloc, free);
     assert_int_equal(rc, 0);
     assert_true(n > 5);
     ust_request_clear(&req);
