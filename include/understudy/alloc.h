@@ -34,9 +34,10 @@ char *ust_vsprintf(const char *fmt, va_list ap);
  * json_pack) can be checked by comparing the count before and after. */
 unsigned long ust_alloc_failures(void);
 
-/* json_loadb and json_loads, but a refused allocation always comes back as
- * json_error_out_of_memory: jansson itself reports one inside a parse as a
- * syntax error ("invalid token") or with no error code at all. */
+/* json_loadb and json_loads, but a parse during which an allocation was
+ * refused always fails with json_error_out_of_memory: jansson itself reports
+ * one as a syntax error ("invalid token") or with no error code, or returns
+ * a tree with part of the input missing. */
 struct json_t;
 struct json_error_t;
 struct json_t *ust_json_loadb(const char *buf, size_t len, size_t flags,

@@ -267,7 +267,7 @@ static int start(ust__child *c, char **err)
     json_error_t jerr;
     json_t *init =
         json_pack("{s:s,s:i}", "type", "init", "protocol", UST__PROTOCOL_VERSION);
-    json_object_set_new(init, "config", json_loads(c->config_text, 0, &jerr));
+    json_object_set_new(init, "config", ust_json_loads(c->config_text, 0, &jerr));
     /* A child that knows its namespace starts empty can answer "absent"
      * without asking for every new key (see the protocol). */
     json_object_set_new(init, "state_empty",

@@ -260,7 +260,7 @@ static void deliver_lines(ust__link *l)
         memcpy(line.text, l->rbuf + start, n);
         line.text[n] = '\0';
         json_error_t jerr;
-        line.json = json_loadb(line.text, n, 0, &jerr);
+        line.json = ust_json_loadb(line.text, n, 0, &jerr);
         /* Events are written as soon as they are encoded, before the thread
          * reads again: a line read before the first was encoded answers
          * nothing the host asked. */

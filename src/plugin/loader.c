@@ -421,7 +421,7 @@ static char *canonical_body(const char *text)
             return hit;
     }
     json_error_t jerr;
-    json_t *body = json_loads(text, JSON_DECODE_ANY, &jerr);
+    json_t *body = ust_json_loads(text, JSON_DECODE_ANY, &jerr);
     if (body == NULL)
         return NULL;
     char *dumped = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);

@@ -33,7 +33,7 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
     char *line = NULL;
     size_t cap = 0;
     json_error_t jerr;
-    json_t *init = getline(&line, &cap, in) > 0 ? json_loads(line, 0, &jerr) : NULL;
+    json_t *init = getline(&line, &cap, in) > 0 ? ust_json_loads(line, 0, &jerr) : NULL;
     ust_store *store =
         ust__store_remote(in, out, json_is_true(json_object_get(init, "state_empty")));
     ust_plugin *p = NULL;
@@ -58,7 +58,7 @@ void ust__shim_main(const char *so_path, const char *ns, int in_fd, int out_fd)
         if (deferred == NULL && getline(&line, &cap, in) <= 0)
             break;
         /* A body may hold NUL bytes: they arrive as \u0000. */
-        json_t *msg = json_loads(deferred ? deferred : line, JSON_ALLOW_NUL, &jerr);
+        json_t *msg = ust_json_loads(deferred ? deferred : line, JSON_ALLOW_NUL, &jerr);
         free(deferred);
         ust_event ev = {0};
         ust_request req = {0};

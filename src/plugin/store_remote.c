@@ -66,7 +66,7 @@ static json_t *remote_call(ust_store *s, json_t *msg)
             return NULL;
         }
         json_error_t jerr;
-        json_t *j = json_loads(reply, JSON_ALLOW_NUL, &jerr);
+        json_t *j = ust_json_loads(reply, JSON_ALLOW_NUL, &jerr);
         const char *type = json_string_value(json_object_get(j, "type"));
         if (type != NULL && strcmp(type, "decide") == 0) {
             json_decref(j);

@@ -77,7 +77,7 @@ static int load_meta(loader *l, rp_model *m)
         return rc;
     json_error_t jerr;
     const char *redact = json_string_value(json_object_get(m->meta, "redact"));
-    m->redact = redact ? json_loads(redact, 0, &jerr) : NULL;
+    m->redact = redact ? ust_json_loads(redact, 0, &jerr) : NULL;
     if (m->redact == NULL)
         m->redact = json_array();
     return 0;
@@ -176,12 +176,13 @@ static json_t *raw_request(loader *l, const rp_model *m, int64_t seq)
         ust_log_cursor_next(cur, &rec, NULL) == 1 && rec.seq == seq) {
         char *line = ust_jsonl_format(&rec, 0);
         json_error_t jerr;
-        out = line ? json_loads(line, 0, &jerr) : NULL;
+        out = line ? ust_json_loads(line, 0, &jerr) : NULL;
         ust_free(line);
         /* A JSON body is shown parsed, so its named fields can be masked. */
         json_t *body = json_object_get(out, "body");
-        json_t *parsed =
-            json_is_string(body) ? json_loads(json_string_value(body), 0, &jerr) : NULL;
+        json_t *parsed = json_is_string(body)
+                             ? ust_json_loads(json_string_value(body), 0, &jerr)
+                             : NULL;
         if (parsed != NULL) {
             ust_redact_json(parsed, m->redact);
             json_object_set_new(out, "body", parsed);
@@ -217,7 +218,8 @@ static int load_examples(loader *l, const rp_model *m, rp_class *c, size_t cap)
         rp_example *e = &c->examples[c->n_examples++];
         e->seq = sqlite3_column_int64(st, 0);
         json_error_t jerr;
-        e->divergence = json_loads((const char *)sqlite3_column_text(st, 1), 0, &jerr);
+        e->divergence =
+            ust_json_loads((const char *)sqlite3_column_text(st, 1), 0, &jerr);
         ust_redact_json(
             json_object_get(json_object_get(e->divergence, "legacy"), "body"),
             m->redact);
@@ -304,7 +306,7 @@ static int load_class_details(loader *l, rp_model *m, rp_class *c)
     int rc;
     while ((rc = step(l, st)) == 1) {
         json_error_t jerr;
-        json_t *f = json_loads((const char *)sqlite3_column_text(st, 0), 0, &jerr);
+        json_t *f = ust_json_loads((const char *)sqlite3_column_text(st, 0), 0, &jerr);
         if (f != NULL)
             json_array_append_new(c->field_sets, f);
     }

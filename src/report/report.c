@@ -34,7 +34,7 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t t
         char *masked = NULL;
         if (masking) {
             json_error_t jerr;
-            json_t *d = json_loads(line, 0, &jerr);
+            json_t *d = ust_json_loads(line, 0, &jerr);
             ust_redact_json(json_object_get(json_object_get(d, "legacy"), "body"),
                             redact);
             ust_redact_json(json_object_get(json_object_get(d, "candidate"), "body"),

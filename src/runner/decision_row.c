@@ -82,7 +82,7 @@ int ust__decision_read(sqlite3_stmt *st, int col, const char *entity, ust_decisi
         goto fail;
     json_error_t jerr;
     const char *flags = (const char *)sqlite3_column_text(st, col + 4);
-    json_t *fa = flags ? json_loads(flags, 0, &jerr) : NULL;
+    json_t *fa = flags ? ust_json_loads(flags, 0, &jerr) : NULL;
     if (json_array_size(fa) > 0) {
         d->flags = ust_calloc(json_array_size(fa), sizeof(char *));
         for (size_t i = 0; d->flags && i < json_array_size(fa); i++)
@@ -91,7 +91,7 @@ int ust__decision_read(sqlite3_stmt *st, int col, const char *entity, ust_decisi
     }
     json_decref(fa);
     const char *headers = (const char *)sqlite3_column_text(st, col + 6);
-    d->headers = headers ? json_loads(headers, 0, &jerr) : NULL;
+    d->headers = headers ? ust_json_loads(headers, 0, &jerr) : NULL;
     d->entity = ust_strdup(entity);
     return 0;
 fail:

@@ -72,22 +72,31 @@ static void set_nomem(json_error_t *e)
     e->text[sizeof(e->text) - 1] = (char)json_error_out_of_memory;
 }
 
+/* A parse during which an allocation was refused failed, even when jansson
+ * returned a tree: it can come back with part of the input missing (seen
+ * with jansson 2.14, a body whose hash then differed). */
+static json_t *checked(json_t *v, unsigned long before, json_error_t *e)
+{
+    if (failures == before)
+        return v;
+    json_decref(v);
+    if (e != NULL)
+        set_nomem(e);
+    return NULL;
+}
+
 json_t *ust_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *e)
 {
     unsigned long before = failures;
     json_t *v = json_loadb(buf, len, flags, e);
-    if (v == NULL && failures != before && e != NULL)
-        set_nomem(e);
-    return v;
+    return checked(v, before, e);
 }
 
 json_t *ust_json_loads(const char *text, size_t flags, json_error_t *e)
 {
     unsigned long before = failures;
     json_t *v = json_loads(text, flags, e);
-    if (v == NULL && failures != before && e != NULL)
-        set_nomem(e);
-    return v;
+    return checked(v, before, e);
 }
 
 void ust_free(void *ptr)
