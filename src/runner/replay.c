@@ -578,6 +578,10 @@ static void roll_back_step(replay *r)
 int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
 {
     memset(stats, 0, sizeof(*stats));
+    /* A plugin told "out of memory" by the host answers with an error (or a
+     * jansson call quietly does less): nothing decided while an allocation
+     * was refused is committed, the step fails and is resumed instead. */
+    unsigned long refused = ust_alloc_failures();
     int64_t every = r->o->commit_every > 0 ? r->o->commit_every : 1000;
     stats->resumed_after = r->last_seq;
     int rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
@@ -650,6 +654,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
              * candidate state beyond the cursor, and a resumed run would
              * decide those events twice. The next batch's answers are not
              * read yet, so none of its state is in the store. */
+            if (rc == 0 && ust_alloc_failures() != refused)
+                rc = ust_errf(err, UST_ENOMEM, "out of memory");
             if (rc == 0 && in_tx >= every) {
                 rc = commit(r, stats, err);
                 if (rc == 0)
@@ -684,6 +690,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = ust__rundb_exec(
             r->run, "CREATE INDEX IF NOT EXISTS decisions_entity ON decisions(entity)",
             err);
+    if (rc == 0 && ust_alloc_failures() != refused)
+        rc = ust_errf(err, UST_ENOMEM, "out of memory");
     if (rc == 0)
         rc = commit(r, stats, err);
     if (rc != 0 && r->run != NULL)
