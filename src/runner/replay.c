@@ -531,6 +531,9 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         return UST_ENOMEM;
     r->o = o;
     int fresh = access(o->run_path, F_OK) != 0;
+    /* As in a step: an in-process plugin's jansson reads its config through
+     * the host's allocator, and can come back with a key cut short. */
+    unsigned long refused = ust_alloc_failures();
     int rc = open_parts(r, err);
     if (rc == 0)
         rc = ust__rundb_exec(r->run, "BEGIN IMMEDIATE", err);
@@ -541,6 +544,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         rc = ust__rundb_cursor(r->run, &cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
+    if (rc == 0 && ust_alloc_failures() != refused)
+        rc = ust_errf(err, UST_ENOMEM, "out of memory");
     if (rc == 0)
         rc = ust__rundb_exec(r->run, "COMMIT", err);
     if (rc != 0) {
