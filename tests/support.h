@@ -91,6 +91,75 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
     return WEXITSTATUS(status);
 }
 
+/* ---- Failing the Nth allocation (SQLite's test_malloc) -------------------
+ * After ust_test_alloc_fail(n, persist) the next n allocations through the
+ * seam (ust_malloc, ust_realloc and jansson's, on any thread) succeed, then
+ * one is refused (persist 0) or every later one is (persist 1), until
+ * ust_test_alloc_restore(), which returns how many were refused: a run that
+ * refused none had all the memory it asked for. The usual loop runs an
+ * operation for n = 0, 1, 2, ... until such a run. */
+#include <stdatomic.h>
+#include <understudy/alloc.h>
+
+typedef struct ust_test__alloc_state {
+    atomic_long budget; /* allocations still allowed; -1: not failing */
+    atomic_long refused;
+    int persist;
+} ust_test__alloc_state;
+
+static inline ust_test__alloc_state *ust_test__alloc(void)
+{
+    static ust_test__alloc_state st = {-1, 0, 0};
+    return &st;
+}
+
+static inline int ust_test__alloc_refuse(void)
+{
+    ust_test__alloc_state *st = ust_test__alloc();
+    long v = atomic_load(&st->budget);
+    while (v >= 0) {
+        long next = v > 0 ? v - 1 : (st->persist ? 0 : -1);
+        if (atomic_compare_exchange_weak(&st->budget, &v, next)) {
+            if (v > 0)
+                return 0;
+            atomic_fetch_add(&st->refused, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static inline void *ust_test__failing_malloc(size_t n)
+{
+    return ust_test__alloc_refuse() ? NULL : malloc(n);
+}
+
+static inline void *ust_test__failing_realloc(void *p, size_t n)
+{
+    return ust_test__alloc_refuse() ? NULL : realloc(p, n);
+}
+
+static inline void ust_test_alloc_fail(long n, int persist)
+{
+    ust_test__alloc_state *st = ust_test__alloc();
+    st->persist = persist;
+    atomic_store(&st->refused, 0);
+    atomic_store(&st->budget, n);
+    assert_int_equal(ust_replace_allocator(ust_test__failing_malloc,
+                                           ust_test__failing_realloc, free),
+                     0);
+}
+
+static inline long ust_test_alloc_restore(void)
+{
+    ust_test__alloc_state *st = ust_test__alloc();
+    atomic_store(&st->budget, -1);
+    assert_int_equal(ust_replace_allocator(malloc, realloc, free), 0);
+    return atomic_load(&st->refused);
+}
+/* ---- end of failing the Nth allocation ---------------------------------- */
+
+
 /* ---- what several suites set up the same way --------------------------- */
 
 #include <understudy/alloc.h>

@@ -10,7 +10,11 @@ typedef void *(*ust_malloc_fn)(size_t size);
 typedef void *(*ust_realloc_fn)(void *ptr, size_t size);
 typedef void (*ust_free_fn)(void *ptr);
 
-/* Replace the allocator; all three or none. Returns UST_EINVAL on NULL. */
+/* Replace the allocator; all three or none. Returns UST_EINVAL on NULL.
+ * jansson's allocations go through it as well (json_set_alloc_funcs), so
+ * memory jansson returns is freed with ust_free; a program linking
+ * understudy must not give jansson an allocator of its own. Not thread-safe:
+ * replace before other threads allocate. */
 int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f);
 
 void *ust_malloc(size_t size);
@@ -24,6 +28,21 @@ void *ust_memdup(const void *p, size_t n);
 /* printf into a fresh string owned by the caller; NULL on allocation failure. */
 char *ust_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *ust_vsprintf(const char *fmt, va_list ap);
+
+/* How many allocations through the seam were refused on this thread so far.
+ * Code that cannot report a failure itself (jansson's json_array_append_new,
+ * json_pack) can be checked by comparing the count before and after. */
+unsigned long ust_alloc_failures(void);
+
+/* json_loadb and json_loads, but a parse during which an allocation was
+ * refused always fails with json_error_out_of_memory: jansson itself reports
+ * one as a syntax error ("invalid token") or with no error code, or returns
+ * a tree with part of the input missing. */
+struct json_t;
+struct json_error_t;
+struct json_t *ust_json_loadb(const char *buf, size_t len, size_t flags,
+                              struct json_error_t *e);
+struct json_t *ust_json_loads(const char *text, size_t flags, struct json_error_t *e);
 
 /* Sets *err (when err is not NULL) to a formatted message the caller frees,
  * replacing nothing: an *err already set is kept, so the first cause wins.

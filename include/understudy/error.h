@@ -15,7 +15,9 @@
     XX(NOTFOUND, "not found")                                                          \
     XX(EXISTS, "already exists")                                                       \
     XX(PLUGIN, "plugin failure")                                                       \
-    XX(LIMIT, "limit exceeded")
+    XX(LIMIT, "limit exceeded")                                                        \
+    XX(TIMEOUT, "timed out")                                                           \
+    XX(EOF, "end of file")
 
 typedef enum {
     UST_OK = 0,

@@ -52,7 +52,7 @@ int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned 
 int ust_request_hash(const unsigned char *body, size_t len,
                      char hex[UST_SHA256_HEX_LEN + 1], int *is_json);
 
-/* Canonical JSON text of v (keys sorted, compact), caller frees with free(). */
+/* Canonical JSON text of v (keys sorted, compact), caller frees with ust_free(). */
 char *ust_json_canonical(const json_t *v);
 
 /* RFC 6901 JSON Pointer lookup; borrowed result or NULL. "" is the root. */

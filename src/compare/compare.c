@@ -93,8 +93,8 @@ static void compare_body(const ust_config *cfg, const ust_decision *l,
     if (str_eq(l->body, c->body))
         return;
     json_error_t jerr;
-    json_t *a = l->body ? json_loads(l->body, JSON_DECODE_ANY, &jerr) : json_null();
-    json_t *b = c->body ? json_loads(c->body, JSON_DECODE_ANY, &jerr) : json_null();
+    json_t *a = l->body ? ust_json_loads(l->body, JSON_DECODE_ANY, &jerr) : json_null();
+    json_t *b = c->body ? ust_json_loads(c->body, JSON_DECODE_ANY, &jerr) : json_null();
     if (a && b) {
         apply_ignores(cfg, a);
         apply_ignores(cfg, b);

@@ -130,7 +130,7 @@ static int check_divergence(void *ctx, const ust_run_divergence *d)
             strcmp(json_string_value(json_object_get(e, "class")), cls) == 0 &&
             wfields && strcmp(wfields, fields) == 0)
             found = dc->matched[w] = 1;
-        free(wfields);
+        ust_free(wfields);
     }
     if (!found && !(k->live && s->steps[step].timing_sensitive)) {
         char *what = ust_sprintf("unexpected divergence %s %s", cls, fields);
@@ -170,7 +170,7 @@ static void check_divergences(checker *k, const ust_scenario *s,
                                  wfields ? wfields : "");
         mismatch(k, s, step, 0, step_seq[step], what ? what : "?");
         ust_free(what);
-        free(wfields);
+        ust_free(wfields);
     }
     ust_free(matched);
 }

@@ -66,7 +66,7 @@ static int load_step(const char *file, size_t i, json_t *js, const ust_config *c
         BAD("body_raw: expected a string");
     char *text = raw ? NULL : json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
     st->body = ust_strdup(raw ? json_string_value(raw) : text);
-    free(text);
+    ust_free(text);
     if (st->body == NULL)
         return UST_ENOMEM;
     json_t *headers = json_object_get(js, "headers");

@@ -16,8 +16,7 @@
 
 #define CANONICAL_FLAGS (JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY)
 
-/* The text comes from jansson's allocator (malloc unless someone called
- * json_set_alloc_funcs), hence free(), not ust_free(). */
+/* The text comes from jansson, which allocates through the seam. */
 char *ust_json_canonical(const json_t *v)
 {
     if (v == NULL)
@@ -194,7 +193,7 @@ int ust__body_parse(const unsigned char *body, size_t len, json_t **out)
     if (body == NULL || len == 0)
         return 0;
     json_error_t e;
-    json_t *root = json_loadb((const char *)body, len, 0, &e);
+    json_t *root = ust_json_loadb((const char *)body, len, 0, &e);
     if (root == NULL && json_error_code(&e) == json_error_out_of_memory)
         return UST_ENOMEM;
     *out = root;

@@ -87,7 +87,7 @@ int ust_capture_redact(const ust_config *cfg, ust_request *req)
     json_t *body;
     if (ust__body_parse(req->body, req->body_len, &body) != 0)
         return UST_ENOMEM;
-    /* json_dumps allocates with malloc (jansson's own allocator) */
+    /* json_dumps allocates through the seam (json_set_alloc_funcs) */
     char *text = NULL;
     if (body != NULL) {
         ust_redact_json(body, rules);
@@ -99,7 +99,7 @@ int ust_capture_redact(const ust_config *cfg, ust_request *req)
     unsigned char *copy = out != NULL ? ust_malloc(len) : NULL;
     if (copy != NULL)
         memcpy(copy, out, len);
-    free(text);
+    ust_free(text);
     if (copy == NULL)
         return UST_ENOMEM;
     ust_free(req->body);

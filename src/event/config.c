@@ -876,8 +876,8 @@ int ust_config_parse(const char *text, size_t len, const char *label, ust_config
     if (label == NULL)
         label = "config";
     json_error_t e;
-    json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0,
-                              JSON_REJECT_DUPLICATES, &e);
+    json_t *root = ust_json_loadb(text != NULL ? text : "", text != NULL ? len : 0,
+                                  JSON_REJECT_DUPLICATES, &e);
     if (root == NULL) {
         if (json_error_code(&e) == json_error_out_of_memory)
             return ust_errf(err, UST_ENOMEM, "%s: out of memory", label);

@@ -177,6 +177,6 @@ char *ust__health_render(ust__health *h, int64_t head, int64_t ran, int64_t max_
     /* Without memory for the answer it is degraded all the same. */
     *status = n == 0 && text != NULL ? 200 : 503;
     char *out = ust_strdup(text ? text : "{\"status\":\"degraded\"}");
-    free(text);
+    ust_free(text);
     return out;
 }

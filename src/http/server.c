@@ -174,7 +174,7 @@ static void set_json_error(ust__slot *slot, int status, const char *why)
     char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     set_response(slot, status, "application/json", NULL, body ? body : "{}");
-    free(body);
+    ust_free(body);
 }
 
 static void conn_close(ust__conn *c);

@@ -102,7 +102,10 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
 {
     memset(req, 0, sizeof(*req));
     json_error_t jerr;
-    json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    json_t *obj =
+        ust_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (obj == NULL && json_error_code(&jerr) == json_error_out_of_memory)
+        return ust_errf(err, UST_ENOMEM, "out of memory");
     if (obj == NULL)
         return ust_errf(err, UST_EPARSE, "not JSON: %s (column %d)", jerr.text,
                         jerr.column);
@@ -208,6 +211,6 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
     if (text == NULL)
         return NULL;
     char *out = ust_strdup(text);
-    free(text);
+    ust_free(text);
     return out;
 }

@@ -286,7 +286,7 @@ static int start(ust__child *c, char **err)
     json_error_t jerr;
     json_t *init =
         json_pack("{s:s,s:i}", "type", "init", "protocol", UST__PROTOCOL_VERSION);
-    json_object_set_new(init, "config", json_loads(c->config_text, 0, &jerr));
+    json_object_set_new(init, "config", ust_json_loads(c->config_text, 0, &jerr));
     /* A child that knows its namespace starts empty can answer "absent"
      * without asking for every new key (see the protocol). */
     json_object_set_new(init, "state_empty",
@@ -316,15 +316,15 @@ static int start(ust__child *c, char **err)
                      "its hello says protocol %lld (since 2, every answer carries the"
                      " seq it answers: see include/understudy/protocol.md)",
                      (long long)json_integer_value(json_object_get(hello, "protocol")));
-        reap(c, rc != UST_EIO, why[0] ? NULL : why, sizeof(why));
+        reap(c, rc != UST_EIO && rc != UST_EEOF, why[0] ? NULL : why, sizeof(why));
         if (!why[0] && rc == 0) /* what it said instead */
             snprintf(why, sizeof(why), "bad line: %.80s", line.text ? line.text : "");
         rc = ust_errf(err, UST_EPLUGIN, "did not say hello (protocol %d): %s",
                       UST__PROTOCOL_VERSION,
-                      msg                ? msg
-                      : rc == UST_ELIMIT ? "timeout"
-                      : why[0]           ? why
-                                         : "bad hello");
+                      msg                  ? msg
+                      : rc == UST_ETIMEOUT ? "timeout"
+                      : why[0]             ? why
+                                           : "bad hello");
     }
     ust__line_clear(&line);
     return rc;
@@ -560,7 +560,7 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
     for (;;) {
         ust__line line;
         int rc = ust__link_receive(c->link, deadline, &line);
-        if (rc == UST_ELIMIT) {
+        if (rc == UST_ETIMEOUT) {
             snprintf(cause, cap, "timeout: no decision within %lld ms",
                      (long long)c->pc->timeout_ms);
             reap(c, 1, NULL, 0);
@@ -568,13 +568,14 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
             return 1;
         }
         if (rc != 0) {
-            *kind = reap(c, rc != UST_EIO, cause, cap) ? UST_FAULT_CRASH
-                    : rc == UST_EIO                    ? UST_FAULT_EXIT
-                                                       : UST_FAULT_PROTOCOL;
+            int ended = rc == UST_EEOF || rc == UST_EIO;
+            *kind = reap(c, !ended, cause, cap) ? UST_FAULT_CRASH
+                    : ended                     ? UST_FAULT_EXIT
+                                                : UST_FAULT_PROTOCOL;
             if (!cause[0])
                 snprintf(cause, cap, "%s",
-                         rc == UST_EIO ? "the plugin closed its output"
-                                       : "a line over the size limit");
+                         ended ? "the plugin closed its output"
+                               : "a line over the size limit");
             return 0;
         }
         json_t *j = line.json;

@@ -260,7 +260,7 @@ static void deliver_lines(ust__link *l)
         memcpy(line.text, l->rbuf + start, n);
         line.text[n] = '\0';
         json_error_t jerr;
-        line.json = json_loadb(line.text, n, 0, &jerr);
+        line.json = ust_json_loadb(line.text, n, 0, &jerr);
         /* Events are written as soon as they are encoded, before the thread
          * reads again: a line read before the first was encoded answers
          * nothing the host asked. */
@@ -309,7 +309,7 @@ static int read_some(ust__link *l)
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     if (r <= 0) {
-        end(l, UST_EIO);
+        end(l, r == 0 ? UST_EEOF : UST_EIO);
         return 0;
     }
     l->rlen += (size_t)r;
@@ -466,7 +466,7 @@ static void *run(void *arg)
             for (int i = 0; i < 16 && !l->read_done && read_some(l); i++)
                 ;
             if (!l->read_done)
-                end(l, UST_EIO);
+                end(l, UST_EEOF);
         }
     }
     return NULL;
@@ -536,7 +536,7 @@ int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line)
         if (pthread_cond_timedwait(&l->arrived, &l->mu, &at) == ETIMEDOUT &&
             l->in_head == l->n_in && !l->ended) {
             pthread_mutex_unlock(&l->mu);
-            return UST_ELIMIT;
+            return UST_ETIMEOUT;
         }
     }
     int rc = l->ended;

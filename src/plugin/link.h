@@ -69,10 +69,10 @@ int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *r
 int ust__link_send(ust__link *l, json_t *msg);
 
 /* The next line, waiting until deadline_ms (CLOCK_MONOTONIC): 0 and *line
- * (release with ust__line_clear), UST_ELIMIT at the deadline, UST_EIO once
- * the child's output ended (or could not be read) or the child exited (what
- * it wrote before comes first), UST_EPARSE once a line grew past the size
- * limit. */
+ * (release with ust__line_clear), UST_ETIMEOUT at the deadline, UST_EEOF once
+ * the child's output ended or the child exited (what it wrote before comes
+ * first), UST_EIO once it could not be read, UST_EPARSE once a line grew past
+ * the size limit. */
 int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
 void ust__line_clear(ust__line *line);
 

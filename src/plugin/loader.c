@@ -296,13 +296,13 @@ static char *canonical_body(const char *text)
             return hit;
     }
     json_error_t jerr;
-    json_t *body = json_loads(text, JSON_DECODE_ANY, &jerr);
+    json_t *body = ust_json_loads(text, JSON_DECODE_ANY, &jerr);
     if (body == NULL)
         return NULL;
     char *dumped = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     json_decref(body);
     char *canon = ust_strdup(dumped);
-    free(dumped);
+    ust_free(dumped);
     if (canon != NULL && len <= BODY_MEMO_MAX) {
         char *t = ust_strdup(text), *c = ust_strdup(canon);
         if (t != NULL && c != NULL) {

@@ -25,7 +25,7 @@ static void say(FILE *out, json_t *msg)
     json_decref(msg);
     if (text != NULL)
         fprintf(out, "%s\n", text);
-    free(text);
+    ust_free(text);
     fflush(out);
 }
 
@@ -56,7 +56,7 @@ int ust_plugin_shim_main(int argc, char **argv)
     char *line = NULL;
     size_t cap = 0;
     json_error_t jerr;
-    json_t *init = getline(&line, &cap, in) > 0 ? json_loads(line, 0, &jerr) : NULL;
+    json_t *init = getline(&line, &cap, in) > 0 ? ust_json_loads(line, 0, &jerr) : NULL;
     ust_store *store =
         ust__store_remote(in, out, json_is_true(json_object_get(init, "state_empty")));
     ust_plugin *p = NULL;
@@ -89,7 +89,7 @@ int ust_plugin_shim_main(int argc, char **argv)
         if (deferred == NULL && getline(&line, &cap, in) <= 0)
             break;
         /* A body may hold NUL bytes: they arrive as \u0000. */
-        json_t *msg = json_loads(deferred ? deferred : line, JSON_ALLOW_NUL, &jerr);
+        json_t *msg = ust_json_loads(deferred ? deferred : line, JSON_ALLOW_NUL, &jerr);
         free(deferred);
         ust_event ev = {0};
         ust_request req = {0};

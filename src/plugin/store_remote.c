@@ -59,10 +59,10 @@ static json_t *remote_call(remote *s, json_t *msg)
     char *line = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     if (line == NULL || fprintf(s->out, "%s\n", line) < 0 || fflush(s->out)) {
-        free(line);
+        ust_free(line);
         return NULL;
     }
-    free(line);
+    ust_free(line);
     /* The host may have sent the next events already: they are kept for
      * later, and the reply is the first line that is not a "decide". */
     for (;;) {
@@ -73,7 +73,7 @@ static json_t *remote_call(remote *s, json_t *msg)
             return NULL;
         }
         json_error_t jerr;
-        json_t *j = json_loads(reply, JSON_ALLOW_NUL, &jerr);
+        json_t *j = ust_json_loads(reply, JSON_ALLOW_NUL, &jerr);
         const char *type = json_string_value(json_object_get(j, "type"));
         if (type != NULL && strcmp(type, "decide") == 0) {
             json_decref(j);

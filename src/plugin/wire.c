@@ -79,7 +79,7 @@ char *ust__plugin_config_text(const json_t *config)
 {
     char *text = config ? json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char *copy = ust_strdup(text ? text : "{}");
-    free(text);
+    ust_free(text);
     return copy;
 }
 
@@ -224,12 +224,12 @@ static const char *parse_status(json_t *v, int *out)
 }
 
 /* The body's text under key, or (as a plugin may send it) a JSON value under
- * "body"; free()'d by the caller. */
+ * "body"; ust_free()'d by the caller. */
 static const char *parse_body(json_t *j, const char *key, char **out)
 {
     json_t *text = json_object_get(j, key), *value = json_object_get(j, "body");
     if (json_is_string(text))
-        *out = strdup(json_string_value(text));
+        *out = ust_strdup(json_string_value(text));
     else if (value != NULL && !json_is_null(value))
         *out = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
     return NULL;
@@ -315,7 +315,7 @@ static char *host_dup(json_t *j, const char *key)
     PARSE_2_##kind(abi, wire)
 
 /* What the parse put in pd that is the host's to free. */
-#define UNPARSE_BODY(abi) free(pd.abi);
+#define UNPARSE_BODY(abi) ust_free(pd.abi);
 #define UNPARSE_TEXT(abi) ust_free(pd.abi);
 #define UNPARSE_VERDICT(abi)
 #define UNPARSE_STATUS(abi)

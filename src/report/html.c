@@ -24,7 +24,7 @@ static void esc_json(FILE *f, const json_t *v)
 {
     char *text = v ? json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
     esc(f, text ? text : "null");
-    free(text);
+    ust_free(text);
 }
 
 static void when(FILE *f, int64_t us)
@@ -192,7 +192,7 @@ static void write_classes(FILE *f, const ust__report_model *m)
             fputs("<code>", f);
             esc(f, t);
             fputs("</code> ", f);
-            free(t);
+            ust_free(t);
         }
         fputs("</td><td>", f);
         when(f, c->first_at);
@@ -275,7 +275,7 @@ static void write_details(FILE *f, const ust__report_model *m)
             char *fields =
                 json_dumps(json_object_get(e->divergence, "fields"), JSON_COMPACT);
             esc(f, fields);
-            free(fields);
+            ust_free(fields);
             fputs("</code></summary><div class=side>", f);
             write_decision(f, "legacy", json_object_get(e->divergence, "legacy"));
             write_decision(f, "candidate", json_object_get(e->divergence, "candidate"));

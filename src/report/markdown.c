@@ -80,7 +80,7 @@ int ust__report_write_markdown(const ust__report_model *m, const char *path, cha
         fprintf(f, " | %lld | %lld | ", (long long)c->count, (long long)c->follow_ons);
         char *fs = json_dumps(json_array_get(c->field_sets, 0), JSON_COMPACT);
         cell(f, fs);
-        free(fs);
+        ust_free(fs);
         fputs(" | ", f);
         if (c->accepted) {
             fputs("accepted: ", f);

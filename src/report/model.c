@@ -46,7 +46,7 @@ static int load_meta(loader *l, ust__report_model *m)
         return rc;
     json_error_t jerr;
     const char *redact = json_string_value(json_object_get(m->meta, "redact"));
-    m->redact = redact ? json_loads(redact, 0, &jerr) : NULL;
+    m->redact = redact ? ust_json_loads(redact, 0, &jerr) : NULL;
     if (m->redact == NULL)
         m->redact = json_array();
     return 0;
@@ -119,12 +119,13 @@ static json_t *raw_request(loader *l, const ust__report_model *m, int64_t seq)
         ust_log_cursor_next(cur, &rec, NULL) == 1 && rec.seq == seq) {
         char *line = ust_jsonl_format(&rec, 0);
         json_error_t jerr;
-        out = line ? json_loads(line, 0, &jerr) : NULL;
+        out = line ? ust_json_loads(line, 0, &jerr) : NULL;
         ust_free(line);
         /* A JSON body is shown parsed, so its named fields can be masked. */
         json_t *body = json_object_get(out, "body");
-        json_t *parsed =
-            json_is_string(body) ? json_loads(json_string_value(body), 0, &jerr) : NULL;
+        json_t *parsed = json_is_string(body)
+                             ? ust_json_loads(json_string_value(body), 0, &jerr)
+                             : NULL;
         if (parsed != NULL) {
             ust_redact_json(parsed, m->redact);
             json_object_set_new(out, "body", parsed);
@@ -154,7 +155,7 @@ static int add_example(void *ctx, const ust_run_divergence *d)
     ust__report_example *e = &cl->c->examples[cl->c->n_examples++];
     e->seq = d->seq;
     json_error_t jerr;
-    e->divergence = json_loads(d->line, 0, &jerr);
+    e->divergence = ust_json_loads(d->line, 0, &jerr);
     ust_redact_json(json_object_get(json_object_get(e->divergence, "legacy"), "body"),
                     cl->m->redact);
     ust_redact_json(
@@ -223,7 +224,7 @@ static int load_timelines(loader *l, ust__report_class *c, size_t cap)
 static int add_field_set(void *ctx, const char *fields)
 {
     json_error_t jerr;
-    json_t *f = json_loads(fields, 0, &jerr);
+    json_t *f = ust_json_loads(fields, 0, &jerr);
     if (f != NULL)
         json_array_append_new(ctx, f);
     return 0;

@@ -26,7 +26,7 @@ static int write_line(void *ctx, const ust_run_divergence *d)
     char *masked = NULL;
     if (json_array_size(w->redact) > 0) {
         json_error_t jerr;
-        json_t *doc = json_loads(d->line, 0, &jerr);
+        json_t *doc = ust_json_loads(d->line, 0, &jerr);
         ust_redact_json(json_object_get(json_object_get(doc, "legacy"), "body"),
                         w->redact);
         ust_redact_json(json_object_get(json_object_get(doc, "candidate"), "body"),
@@ -40,7 +40,7 @@ static int write_line(void *ctx, const ust_run_divergence *d)
     int rc = 0;
     if (fputc('\n', w->f) == EOF || ferror(w->f))
         rc = ust_errf(w->err, UST_EIO, "%s: write failed", w->path);
-    free(masked);
+    ust_free(masked);
     w->done++;
     ust_progress_tell(&w->o->progress, w->done,
                       w->done >= w->total ? 1 : (double)w->done / (double)w->total);

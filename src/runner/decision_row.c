@@ -28,14 +28,14 @@ static void bind_text(sqlite3_stmt *st, int col, const char *s)
         sqlite3_bind_null(st, col);
 }
 
-/* Binds a copy of s (free()'d here). */
+/* Binds a copy of s (ust_free()'d here). */
 static void bind_text_owned(sqlite3_stmt *st, int col, char *s)
 {
     if (s)
         sqlite3_bind_text(st, col, s, -1, SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, col);
-    free(s);
+    ust_free(s);
 }
 
 static char *headers_text(const json_t *headers)
@@ -78,7 +78,7 @@ static void read_flags(sqlite3_stmt *st, int col, char ***flags, size_t *n)
 {
     json_error_t jerr;
     const char *text = (const char *)sqlite3_column_text(st, col);
-    json_t *fa = text ? json_loads(text, 0, &jerr) : NULL;
+    json_t *fa = text ? ust_json_loads(text, 0, &jerr) : NULL;
     if (json_array_size(fa) > 0) {
         *flags = ust_calloc(json_array_size(fa), sizeof(char *));
         for (size_t i = 0; *flags && i < json_array_size(fa); i++)
@@ -91,7 +91,7 @@ static json_t *read_headers(sqlite3_stmt *st, int col)
 {
     json_error_t jerr;
     const char *text = (const char *)sqlite3_column_text(st, col);
-    return text ? json_loads(text, 0, &jerr) : NULL;
+    return text ? ust_json_loads(text, 0, &jerr) : NULL;
 }
 
 /* Reads a decision field from the next column (c); a failure goes to fail

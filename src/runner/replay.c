@@ -212,7 +212,7 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     if (rc == 0)
         rc = keep_line(r, ust_strdup(text));
     ust_jsonw_free(&w);
-    free(field_text);
+    ust_free(field_text);
     ust_free(cls);
     return rc;
 }
@@ -384,7 +384,7 @@ static void close_parts(replay *r)
         ust_free(r->lines[i]);
     ust_free(r->lines);
     ust_free(r->batches);
-    free(r->redact);
+    ust_free(r->redact);
     ust__answers_reader_close(&r->answers);
     ust_plugin_unload(r->legacy);
     ust_plugin_unload(r->candidate);
@@ -434,6 +434,9 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         return UST_ENOMEM;
     r->o = o;
     int fresh = access(o->run_path, F_OK) != 0;
+    /* As in a step: an in-process plugin's jansson reads its config through
+     * the host's allocator, and can come back with a key cut short. */
+    unsigned long refused = ust_alloc_failures();
     int rc = open_parts(r, err);
     if (rc == 0)
         rc = ust__run_writer_begin(&r->run, err);
@@ -444,6 +447,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         rc = ust__rundb_cursor(r->run.db, &cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
+    if (rc == 0 && ust_alloc_failures() != refused)
+        rc = ust_errf(err, UST_ENOMEM, "out of memory");
     if (rc == 0)
         rc = ust__run_writer_commit(&r->run, err);
     if (rc != 0) {
@@ -481,6 +486,10 @@ static void roll_back_step(replay *r)
 int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
 {
     memset(stats, 0, sizeof(*stats));
+    /* A plugin told "out of memory" by the host answers with an error (or a
+     * jansson call quietly does less): nothing decided while an allocation
+     * was refused is committed, the step fails and is resumed instead. */
+    unsigned long refused = ust_alloc_failures();
     int64_t every = r->o->commit_every > 0 ? r->o->commit_every : 1000;
     stats->resumed_after = r->last_seq;
     int rc = ust__run_writer_begin(&r->run, err);
@@ -553,6 +562,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
              * candidate state beyond the cursor, and a resumed run would
              * decide those events twice. The next batch's answers are not
              * read yet, so none of its state is in the store. */
+            if (rc == 0 && ust_alloc_failures() != refused)
+                rc = ust_errf(err, UST_ENOMEM, "out of memory");
             if (rc == 0 && in_tx >= every) {
                 rc = commit(r, stats, err);
                 if (rc == 0)
@@ -585,6 +596,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = record_log_head(r, err);
     if (rc == 0)
         rc = ust__run_writer_index(&r->run, err);
+    if (rc == 0 && ust_alloc_failures() != refused)
+        rc = ust_errf(err, UST_ENOMEM, "out of memory");
     if (rc == 0)
         rc = commit(r, stats, err);
     if (rc != 0 && r->run.db != NULL)

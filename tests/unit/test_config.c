@@ -105,7 +105,7 @@ static void test_example_loads(void **state)
     char *canon = ust_json_canonical(cfg->root);
     char hex[UST_SHA256_HEX_LEN + 1];
     ust_sha256_hex(canon, strlen(canon), hex);
-    free(canon);
+    ust_free(canon);
     assert_string_equal(cfg->hash, hex);
     ust_config_free(cfg);
 }
@@ -565,26 +565,6 @@ static void test_states(void **state)
 
 /* Fail the Nth allocation, for every N until the parse succeeds: each
  * failure must come back as UST_ENOMEM with nothing leaked (ASan). */
-static long alloc_budget = -1;
-
-static void *failing_malloc(size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return realloc(p, n);
-}
-
 static void test_parse_out_of_memory(void **state)
 {
     (void)state;
@@ -595,22 +575,20 @@ static void test_parse_out_of_memory(void **state)
     size_t len = fread(text, 1, sizeof(text), f);
     (void)fclose(f);
     ust_free(path);
-    ust_replace_allocator(failing_malloc, failing_realloc, free);
     int rc = UST_ENOMEM;
     long n;
     for (n = 0; rc == UST_ENOMEM && n < 10000; n++) {
         ust_config *cfg = NULL;
         char *err = NULL;
-        alloc_budget = n;
+        ust_test_alloc_fail(n, 1);
         rc = ust_config_parse(text, len, "cfg.json", &cfg, &err);
-        alloc_budget = -1;
+        ust_test_alloc_restore();
         if (rc == 0)
             ust_config_free(cfg);
         else
             assert_int_equal(rc, UST_ENOMEM);
         ust_free(err);
     }
-    ust_replace_allocator(malloc, realloc, free);
     assert_int_equal(rc, 0);
     assert_true(n > 10);
 }

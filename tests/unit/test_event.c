@@ -14,6 +14,8 @@
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
+#include "support.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,12 +132,12 @@ static void test_canonical(void **state)
     assert_non_null(v);
     char *s = ust_json_canonical(v);
     assert_string_equal(s, "{\"a\":[1,2,{\"c\":\"x/\xc3\xa9\",\"d\":null}],\"b\":1}");
-    free(s);
+    ust_free(s);
     json_decref(v);
     json_t *n = json_integer(42);
     s = ust_json_canonical(n);
     assert_string_equal(s, "42");
-    free(s);
+    ust_free(s);
     json_decref(n);
     assert_null(ust_json_canonical(NULL));
 }
@@ -237,8 +239,8 @@ static void test_hash_matches_jansson(void **state)
         ust_sha256_hex(canon, strlen(canon), h2);
         if (strcmp(h1, h2) != 0)
             fail_msg("tree %d differs: %s", i, canon);
-        free(body);
-        free(canon);
+        ust_free(body);
+        ust_free(canon);
         json_decref(tree);
     }
 }
@@ -636,41 +638,20 @@ static void test_derive_header_sources(void **state)
 
 /* Every allocation failure inside derive is UST_ENOMEM with ev cleared and
  * nothing leaked (ASan). */
-static long alloc_budget = -1;
-
-static void *failing_malloc(size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return malloc(n);
-}
-
-static void *failing_realloc(void *p, size_t n)
-{
-    if (alloc_budget == 0)
-        return NULL;
-    if (alloc_budget > 0)
-        alloc_budget--;
-    return realloc(p, n);
-}
-
 static void test_derive_out_of_memory(void **state)
 {
     (void)state;
     ust_config *cfg = example();
     ust_request req;
     make_request(&req, "/webhooks/stripe", stripe_body);
-    ust_replace_allocator(failing_malloc, failing_realloc, free);
     int rc = UST_ENOMEM;
     long n;
     for (n = 0; rc == UST_ENOMEM && n < 1000; n++) {
         ust_event ev;
         char *err = NULL;
-        alloc_budget = n;
+        ust_test_alloc_fail(n, 1);
         rc = ust_event_derive(cfg, &req, &ev, &err);
-        alloc_budget = -1;
+        ust_test_alloc_restore();
         if (rc == UST_ENOMEM)
             assert_null(ev.provider);
         else
@@ -678,7 +659,6 @@ static void test_derive_out_of_memory(void **state)
         ust_event_clear(&ev);
         ust_free(err);
     }
-    ust_replace_allocator(malloc, realloc, free);
     assert_int_equal(rc, 0);
     assert_true(n > 5);
     ust_request_clear(&req);

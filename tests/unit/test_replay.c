@@ -234,7 +234,7 @@ static void test_other_config_derives_again(void **state)
     char *err = NULL;
     assert_int_equal(ust_config_parse(text, strlen(text), "other.json", &other, &err),
                      0);
-    free(text);
+    ust_free(text);
     assert_string_not_equal(other->hash, w->cfg->hash);
     ust_config *recorded = w->cfg;
     w->cfg = other;

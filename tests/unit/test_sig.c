@@ -9,6 +9,8 @@
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
+#include "support.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -648,26 +650,6 @@ static void test_binary_body_after_nul(void **state)
 /* Allocation failures: the Nth ust_malloc / ust_realloc fails. Sign reports
  * UST_ENOMEM and leaves the request as it was (no half-added headers); verify
  * fails closed. ASan checks that nothing leaks on the way out. */
-static long alloc_countdown = -1;
-
-static void *failing_malloc(size_t size)
-{
-    if (alloc_countdown == 0)
-        return NULL;
-    if (alloc_countdown > 0)
-        alloc_countdown--;
-    return malloc(size);
-}
-
-static void *failing_realloc(void *ptr, size_t size)
-{
-    if (alloc_countdown == 0)
-        return NULL;
-    if (alloc_countdown > 0)
-        alloc_countdown--;
-    return realloc(ptr, size);
-}
-
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -678,11 +660,9 @@ static void test_allocation_failures(void **state)
             assert_true(n < 100);
             ust_request r = make_req(binary_body, sizeof(binary_body), 1750000000);
             add(&r, "Content-Type", "application/octet-stream");
-            assert_int_equal(
-                ust_replace_allocator(failing_malloc, failing_realloc, free), 0);
-            alloc_countdown = n;
+            ust_test_alloc_fail(n, 1);
             rc = ust_sig_sign(&p, 1750000000, "msg_1", &r);
-            alloc_countdown = -1;
+            ust_test_alloc_restore();
             if (rc == UST_ENOMEM) {
                 assert_int_equal(r.n_headers, 1);
                 assert_string_equal(r.headers[0].name, "Content-Type");
@@ -691,14 +671,13 @@ static void test_allocation_failures(void **state)
                 /* Now verify with allocations failing: never VERIFIED
                  * unless it could really check. */
                 for (long m = 0; m < 4; m++) {
-                    alloc_countdown = m;
+                    ust_test_alloc_fail(m, 1);
                     ust_sig_status st = ust_sig_verify(&p, &r);
-                    alloc_countdown = -1;
+                    ust_test_alloc_restore();
                     assert_true(st == UST_SIG_VERIFIED || st == UST_SIG_INVALID);
                 }
                 assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
             }
-            assert_int_equal(ust_replace_allocator(malloc, realloc, free), 0);
             ust_request_clear(&r);
         }
     }
