@@ -238,7 +238,7 @@ static int header_value_ok(const char *v)
 /* The cause when n names a header the harness writes itself (the framing of
  * the answer, RFC 9112 6, or a hop-by-hop header, RFC 9110 7.6.1), any case;
  * NULL for one a plugin may send. */
-static const char *owned_header(const char *n)
+const char *ust__owned_header(const char *n)
 {
     static const char *const owned[][2] = {
         {"Content-Length",
@@ -353,7 +353,7 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
                 return "a response header name is not an HTTP token";
             if (!header_value_ok(v))
                 return "a response header value holds CR or LF";
-            const char *owned = owned_header(n);
+            const char *owned = ust__owned_header(n);
             if (owned != NULL)
                 return owned;
             char lower[128];

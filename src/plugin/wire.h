@@ -42,5 +42,9 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d);
 
 /* Validation shared with in-process plugins (loader.c). */
 const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d);
+/* Why a response header named n is the harness's own (framing or
+ * hop-by-hop: Content-Length, Connection, ...), a static text; NULL when a
+ * plugin may answer with it. */
+const char *ust__owned_header(const char *n);
 
 #endif
