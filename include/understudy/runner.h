@@ -3,11 +3,13 @@
 #ifndef UNDERSTUDY_RUNNER_H
 #define UNDERSTUDY_RUNNER_H
 
+#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/host.h>
 #include <understudy/progress.h>
 #include <understudy/histogram.h>
 
@@ -70,5 +72,10 @@ int64_t ust_runner_cursor(const ust_runner *r);
 /* Why the candidate is down (ust_plugin_down), or NULL; between steps. */
 const char *ust_runner_candidate_down(const ust_runner *r);
 void ust_runner_close(ust_runner *r);
+
+/* The plugins' state store over the `state` table of db (a run database, or
+ * any the runner keeps one in): uses, does not own, db; creates the table
+ * when missing. */
+int ust_store_open(sqlite3 *db, ust_store **out, char **err);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <understudy/error.h>
 #include <understudy/alloc.h>
+#include <understudy/runner.h>
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"

@@ -7,6 +7,7 @@
 #include "bench_common.h"
 
 #include <understudy/host.h>
+#include <understudy/runner.h>
 
 #include <stdio.h>
 #include <string.h>
