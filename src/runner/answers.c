@@ -12,9 +12,8 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " last_seq INTEGER NOT NULL);"
     "INSERT OR IGNORE INTO cursor(id, last_seq) VALUES(1, 0);"
-    "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY, entity TEXT,"
-    " verdict TEXT NOT NULL, status INTEGER NOT NULL, state_before TEXT, state TEXT,"
-    " flags TEXT, body TEXT, headers TEXT, reason TEXT, error TEXT);";
+    "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY,"
+    " entity TEXT" UST__DECISION_COLUMN_DEFS_NOT_NULL() ");";
 
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err)
 {

@@ -24,7 +24,7 @@ int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
 /* seq, entity, then the decision's columns from 3. */
 #define UST__ANSWERS_INSERT                                                            \
     "INSERT OR REPLACE INTO answers(seq, entity, " UST__DECISION_COLUMN_NAMES          \
-    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+    ") VALUES(?,?" UST__DECISION_MARKS ")"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
 
 #endif
