@@ -228,6 +228,8 @@ static inline void ust_test_append_scenario(ust_log *log, const ust_config *cfg,
 #include <understudy/host.h>
 #include <understudy/runner.h>
 
+#include <sqlite3.h>
+
 static sqlite3 *db;
 static ust_store *store;
 

@@ -3,7 +3,6 @@
 #ifndef UNDERSTUDY_RUNNER_H
 #define UNDERSTUDY_RUNNER_H
 
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +72,8 @@ int64_t ust_runner_cursor(const ust_runner *r);
 /* Why the candidate is down (ust_plugin_down), or NULL; between steps. */
 const char *ust_runner_candidate_down(const ust_runner *r);
 void ust_runner_close(ust_runner *r);
+
+typedef struct sqlite3 sqlite3; /* <sqlite3.h>'s, for those who have it */
 
 /* The plugins' state store over the `state` table of db (a run database, or
  * any the runner keeps one in): uses, does not own, db; creates the table

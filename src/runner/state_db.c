@@ -7,6 +7,7 @@
 #include <understudy/host.h>
 #include <understudy/runner.h>
 
+#include <sqlite3.h>
 #include <string.h>
 
 /* The state table, made or brought to its current layout. A run database

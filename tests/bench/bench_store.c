@@ -9,6 +9,7 @@
 #include <understudy/host.h>
 #include <understudy/runner.h>
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
