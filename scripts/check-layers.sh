@@ -3,13 +3,13 @@
 # include/understudy/ against the module layering declared by the ust_module()
 # lines of src/CMakeLists.txt, and fails naming the file, the include and the
 # rule it breaks:
-#   1. modules are declared lowest layer first: DEPS and PEEKS name modules
+#   1. modules are declared lowest layer first: DEPS name modules
 #      declared above (so module dependencies cannot form a cycle);
 #   2. every public header belongs to exactly one module (its HEADERS);
 #   3. a file includes public headers only of its own module and of the
 #      modules it depends on, directly or through another (DEPS);
 #   4. a file includes private headers ("module/file.h") only of its own
-#      module (or of one its ust_module() PEEKS at, for now);
+#      module;
 #   5. no include cycle between files of different concepts (a concept: the
 #      .c/.h pair of one name in one module folder; each public header is one
 #      of its own);
@@ -135,14 +135,13 @@ $1 == "MODULE" {
     name = w[1]; declared[name] = ++order; reach[name, name] = 1
     key = ""
     for (i = 2; i <= n; i++) {
-        if (w[i] ~ /^(DEPS|HEADERS|PEEKS|LIBS)$/) { key = w[i]; continue }
-        if (key == "DEPS" || key == "PEEKS") {
+        if (w[i] ~ /^(DEPS|HEADERS|LIBS)$/) { key = w[i]; continue }
+        if (key == "DEPS") {
             if (!(w[i] in declared)) {
                 fail("src/CMakeLists.txt: ust_module(" name ") " key " " w[i] \
                      ": " w[i] " is not declared above it (rule 1: modules are listed lowest layer first)")
                 continue
             }
-            if (key == "PEEKS") { peek[name, w[i]] = 1; continue }
             # What w[i] reaches, name reaches too (w[i] is complete already).
             for (d in declared) if ((w[i] SUBSEP d) in reach) reach[name, d] = 1
         } else if (key == "HEADERS") {
@@ -192,7 +191,7 @@ $1 == "PUBLIC" {
             target = "src/" q
             if (file ~ /^include\//)
                 fail(where ": a public header includes a private one (rule 4)")
-            else if (pm in declared && pm != m && !((m SUBSEP pm) in peek))
+            else if (pm in declared && pm != m)
                 fail(where ": a private header of module " pm " (rule 4: private headers are" \
                      " read by their own module only; use " pm "'"'"'s public header in include/understudy/)")
         } else {

@@ -226,6 +226,9 @@ static inline void ust_test_append_scenario(ust_log *log, const ust_config *cfg,
  * by store_setup and closed after it by store_teardown. */
 #ifdef UST_TEST_STORE
 #include <understudy/host.h>
+#include <understudy/runner.h>
+
+#include <sqlite3.h>
 
 static sqlite3 *db;
 static ust_store *store;

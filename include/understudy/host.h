@@ -5,7 +5,6 @@
 #define UNDERSTUDY_HOST_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,12 +18,44 @@
 /* ---- state store ------------------------------------------------------- */
 
 /* Key/value state of every plugin, one namespace each, cached in memory in
- * front of the run database's `state` table. Writes made during one decide are
+ * front of a table its owner keeps (the runner: the run database's `state`
+ * table, ust_store_open in runner.h). Writes made during one decide are
  * staged and applied together (ust_store_end_call with keep=1) or dropped. */
 typedef struct ust_store ust_store;
 
-/* Uses (does not own) db; creates the table when missing. */
-int ust_store_open(sqlite3 *db, ust_store **out, char **err);
+/* A row of the table: its key is the namespace, the unit separator and the
+ * plugin's key (klen bytes, then a '\0'). */
+typedef struct ust_store_row {
+    const char *key;
+    size_t klen;
+    const char *value; /* NULL: the key is deleted */
+} ust_store_row;
+
+/* The table behind the cache, as its owner reaches it; t is the owner's.
+ * The store knows no more of it than these. */
+typedef struct ust_store_table {
+    /* The value of key: take(ctx, value, its length) once when the table
+     * holds it (the value borrowed for that call) and what take returned;
+     * 0 when it does not; a negative error when the read failed. */
+    int (*get)(void *t, const char *key, size_t klen,
+               int (*take)(void *ctx, const char *value, size_t len), void *ctx);
+    /* fn(ctx, key, klen) for every key the table holds. 0 or negative. */
+    int (*each_key)(void *t, void (*fn)(void *ctx, const char *key, size_t klen),
+                    void *ctx, char **err);
+    /* The rows, in key order and each key once, into the table. 0 or a
+     * negative error (the caller rolls back what was written). */
+    int (*write)(void *t, const ust_store_row *rows, size_t n, char **err);
+    /* 0 when the table holds no key k with lo <= k < hi (text, compared
+     * bytewise); 1 when it does, or cannot tell. */
+    int (*any_key_in)(void *t, const char *lo, const char *hi);
+    /* Frees t. */
+    void (*close)(void *t);
+} ust_store_table;
+
+/* A store caching table t, which it owns from here (closed on failure too).
+ * Every key of the table is read once, to know which keys are new. */
+int ust_store_open_table(const ust_store_table *ops, void *t, ust_store **out,
+                         char **err);
 void ust_store_close(ust_store *s);
 /* Starts a decide call in namespace ns (borrowed, must outlive the call). */
 void ust_store_begin_call(ust_store *s, const char *ns);
@@ -36,17 +67,17 @@ int ust_store_delete(ust_store *s, const char *key);
 int ust_store_claim(ust_store *s, const char *key, const char *value);
 /* keep=1 applies the staged writes, keep=0 drops them. 0 or UST_ENOMEM. */
 int ust_store_end_call(ust_store *s, int keep);
-/* No key of ns in the store (cache or database)? Told to a child at start.
- * This and ust_store_flush are for a store of ust_store_open. */
+/* No key of ns in the store (cache or table)? Told to a child at start.
+ * This and ust_store_flush are for a store of ust_store_open_table. */
 int ust_store_ns_empty(ust_store *s, const char *ns);
 
-/* Writes every applied change to the database. Call inside the transaction
+/* Writes every applied change to the table. Call inside the transaction
  * that also records the decisions they belong to. */
 int ust_store_flush(ust_store *s, char **err);
 
 /* After the caller rolled back the transaction a flush wrote into, or
  * dropped writes it had not flushed: forgets every cached key, so the store
- * holds nothing the database does not. */
+ * holds nothing the table does not. */
 void ust_store_discard(ust_store *s);
 
 /* ---- decisions --------------------------------------------------------- */

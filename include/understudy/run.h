@@ -122,4 +122,25 @@ int ust_run_event_at(ust_run *run, int64_t seq,
                      int (*fn)(void *ctx, const ust_run_event *e), void *ctx,
                      char **err);
 
+/* ---- divergences by class, for the live recorder's /metrics ---------- */
+
+/* Read once for a resumed run at start, then for the seqs each step of the
+ * runner decided, so the counts kept in memory are those of the run's rows.
+ * A connection of its own, read-only, outside any ust_run_begin. */
+typedef struct ust_run_counts ust_run_counts;
+
+/* Opens the run database at run_path for reading. 0, or a negative code
+ * with *err. */
+int ust_run_counts_open(const char *run_path, ust_run_counts **out, char **err);
+
+/* Calls fn(ctx, class, n) once for each class of the divergences whose seq
+ * is in (after, through], with their count. 0 when every class was read,
+ * or a negative code with *err (the calls made stand: the caller then knows
+ * its counts are partial). */
+int ust_run_counts_classes(ust_run_counts *rc, int64_t after, int64_t through,
+                           void (*fn)(void *ctx, const char *cls, int64_t n), void *ctx,
+                           char **err);
+
+void ust_run_counts_close(ust_run_counts *rc);
+
 #endif

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include <understudy/config.h>
+#include <understudy/host.h>
+#include <understudy/log.h>
 #include <understudy/progress.h>
 #include <understudy/histogram.h>
 
@@ -70,5 +72,49 @@ int64_t ust_runner_cursor(const ust_runner *r);
 /* Why the candidate is down (ust_plugin_down), or NULL; between steps. */
 const char *ust_runner_candidate_down(const ust_runner *r);
 void ust_runner_close(ust_runner *r);
+
+typedef struct sqlite3 sqlite3; /* <sqlite3.h>'s, for those who have it */
+
+/* The plugins' state store over the `state` table of db (a run database, or
+ * any the runner keeps one in): uses, does not own, db; creates the table
+ * when missing. */
+int ust_store_open(sqlite3 *db, ust_store **out, char **err);
+
+/* The canonical event of a log row, without parsing the body again: when
+ * rec was derived under cfg (same config hash), fills *ev with pointers into
+ * rec (borrowed: do not ust_event_clear it) and returns 1. Otherwise returns
+ * 0 and the caller derives the event from rec->req. */
+int ust_event_view(const ust_config *cfg, const ust_log_record *rec, ust_event *ev);
+
+/* ---- the answers database of `serve --respond legacy` ------------------ */
+
+/* The legacy's decisions as they were answered, its state, and its cursor:
+ * a file of its own beside the run database, so the runner's long
+ * transactions never hold up an answer. The runner reads it through
+ * ust_replay_opts.legacy_answers. */
+
+/* RUN.answers beside the run database at run_path (ust_malloc'd). */
+char *ust_answers_path(const char *run_path);
+
+/* The responder's side: the answers database open for writing, its
+ * statements prepared and the legacy's state store on the same connection,
+ * so a decision, the state it left and the cursor commit together. */
+typedef struct ust_answers ust_answers;
+int ust_answers_writer_open(const char *path, ust_answers **out, char **err);
+void ust_answers_writer_close(ust_answers *a);
+/* The store the legacy plugin keeps its state in (owned by a). */
+ust_store *ust_answers_store(ust_answers *a);
+/* The last seq decided and committed. */
+int ust_answers_cursor(ust_answers *a, int64_t *seq, char **err);
+/* A transaction: begin, then put each decision, then commit through the
+ * batch's last seq (the store flushed with it; through 0 leaves the
+ * cursor). A failed put leaves the transaction open: roll back. A failed
+ * commit has rolled back already. */
+int ust_answers_begin(ust_answers *a, char **err);
+int ust_answers_put(ust_answers *a, int64_t seq, const char *entity,
+                    const ust_decision *d, char **err);
+int ust_answers_commit(ust_answers *a, int64_t through, char **err);
+/* Rolls the transaction back, and with it what the store cached beyond it. */
+void ust_answers_rollback(ust_answers *a);
 
 #endif

@@ -3,13 +3,13 @@
  * legacy and candidate decide each event soon after it is durable, off the
  * request path. After a restart it resumes from the run's cursor. */
 #include "http/follower.h"
-#include "runner/answers.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
 #include <understudy/priority.h>
+#include <understudy/runner.h>
 
 #include <string.h>
 #include <time.h>
@@ -159,7 +159,7 @@ static void seed_pending(ust__follower *f, int64_t cursor)
 int ust__follower_open(ust__follower *f, char **err)
 {
     ust_replay_opts *ro = &f->runner_opts;
-    char *answers = f->respond_legacy ? ust__answers_path(ro->run_path) : NULL;
+    char *answers = f->respond_legacy ? ust_answers_path(ro->run_path) : NULL;
     if (f->respond_legacy && answers == NULL)
         return UST_ENOMEM;
     ro->legacy_answers = answers;

@@ -4,7 +4,7 @@
 #define UST_HTTP_FOLLOWER_H
 
 #include <stdatomic.h>
-#include <understudy/run_counts.h>
+#include <understudy/run.h>
 #include <understudy/runner.h>
 
 #include "http/health.h"

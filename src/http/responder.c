@@ -5,18 +5,17 @@
  * answer. The candidate is decided later by the runner, off this path, so it
  * can neither change nor delay an answer. */
 #include "http/responder.h"
-#include "runner/answers.h"
-#include "runner/event_view.h"
 
 #include <understudy/priority.h>
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/runner.h>
 
 #include <string.h>
 
 struct ust__responder {
     const ust__responder_opts *o;
-    ust__answers *answers;
+    ust_answers *answers;
     ust_plugin *legacy;
     ust__jobq q;
     pthread_t thread;
@@ -38,15 +37,15 @@ static int decide(ust__responder *rp, const ust_log_record *rec, ust_decision *o
 {
     ust_event ev;
     ust_decision d;
-    int viewed = ust__event_view(rp->o->cfg, rec, &ev);
+    int viewed = ust_event_view(rp->o->cfg, rec, &ev);
     if (!viewed && ust_event_derive_ex(rp->o->cfg, &rec->req, UST_DERIVE_SKIP_SIGNATURE,
                                        &ev, err) != 0)
         return UST_ENOMEM;
     ev.seq = rec->seq;
     ev.sig = rec->sig;
     ust_plugin_decide(rp->legacy, &ev, &rec->req, &d);
-    int rc = ust__answers_put(rp->answers, rec->seq, d.entity ? d.entity : ev.identity,
-                              &d, err);
+    int rc = ust_answers_put(rp->answers, rec->seq, d.entity ? d.entity : ev.identity,
+                             &d, err);
     if (!viewed)
         ust_event_clear(&ev);
     if (out != NULL)
@@ -61,13 +60,13 @@ static int decide(ust__responder *rp, const ust_log_record *rec, ust_decision *o
  * recorded state. */
 static void roll_back(ust__responder *rp)
 {
-    ust__answers_rollback(rp->answers);
+    ust_answers_rollback(rp->answers);
     ust_plugin_discard(rp->legacy);
 }
 
 static int commit_through(ust__responder *rp, int64_t seq, char **err)
 {
-    int rc = ust__answers_commit(rp->answers, seq, err);
+    int rc = ust_answers_commit(rp->answers, seq, err);
     if (rc != 0)
         roll_back(rp);
     return rc;
@@ -83,14 +82,14 @@ static int catch_up(ust__responder *rp, int64_t limit, char **err)
     ust_log_cursor *cur = NULL;
     int64_t from = 0;
     if (rc == 0)
-        rc = ust__answers_cursor(rp->answers, &from, err);
+        rc = ust_answers_cursor(rp->answers, &from, err);
     if (rc == 0)
         rc = ust_log_cursor_open(log, from, &cur, err);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int64_t last = 0;
     if (rc == 0)
-        (void)ust__answers_begin(rp->answers, NULL);
+        (void)ust_answers_begin(rp->answers, NULL);
     while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
         if (rec.seq > limit) {
             rc = 0;
@@ -101,7 +100,7 @@ static int catch_up(ust__responder *rp, int64_t limit, char **err)
     }
     if (rc == 0)
         rc = last > 0 ? commit_through(rp, last, err)
-                      : ((void)ust__answers_commit(rp->answers, 0, NULL), 0);
+                      : ((void)ust_answers_commit(rp->answers, 0, NULL), 0);
     else
         roll_back(rp);
     ust_log_record_clear(&rec);
@@ -128,7 +127,7 @@ static void *responder_main(void *arg)
                 rp->behind = 0;
         }
         if (rc == 0)
-            rc = ust__answers_begin(rp->answers, NULL) == 0 ? 0 : UST_EDB;
+            rc = ust_answers_begin(rp->answers, NULL) == 0 ? 0 : UST_EDB;
         int64_t through = 0;
         for (ust__job *j = batch; j != NULL; j = j->next) {
             if (j->failure != NULL || j->seq == 0)
@@ -143,7 +142,7 @@ static void *responder_main(void *arg)
         if (rc == 0 && through > 0)
             rc = commit_through(rp, through, &err);
         else if (rc == 0)
-            (void)ust__answers_commit(rp->answers, 0, NULL);
+            (void)ust_answers_commit(rp->answers, 0, NULL);
         if (rc != 0) {
             /* The events are durable; the decision is not: answer 503 so the
              * client retries; they are decided before the next batch. */
@@ -167,7 +166,7 @@ static void *responder_main(void *arg)
 static void responder_free(ust__responder *rp)
 {
     ust_plugin_unload(rp->legacy);
-    ust__answers_writer_close(rp->answers);
+    ust_answers_writer_close(rp->answers);
     ust_free(rp);
 }
 
@@ -178,16 +177,16 @@ int ust__responder_start(const ust__responder_opts *o, ust__responder **out, cha
     if (rp == NULL)
         return UST_ENOMEM;
     rp->o = o;
-    char *path = ust__answers_path(o->run_path);
+    char *path = ust_answers_path(o->run_path);
     const ust_plugin_config *pc = &o->cfg->legacy;
-    int rc = path ? ust__answers_writer_open(path, &rp->answers, err) : UST_ENOMEM;
+    int rc = path ? ust_answers_writer_open(path, &rp->answers, err) : UST_ENOMEM;
     ust_free(path);
     if (rc == 0 && o->legacy_path == NULL && pc->path == NULL && pc->exec == NULL)
         rc = ust_errf(err, UST_EINVAL,
                       "--respond legacy: no legacy plugin (plugins.legacy)");
     if (rc == 0)
         rc = ust_plugin_open(pc, o->legacy_path, "legacy", 0,
-                             ust__answers_store(rp->answers), &rp->legacy, err);
+                             ust_answers_store(rp->answers), &rp->legacy, err);
     if (rc == 0)
         rc = catch_up(rp, INT64_MAX, err);
     if (rc == 0 && ust__jobq_init(&rp->q) != 0)

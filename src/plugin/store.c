@@ -1,14 +1,13 @@
-/* The plugins' state store: a hash table in front of the run database.
- * Lookups that miss go to SQLite once and are remembered, absent keys too
+/* The plugins' state store: a hash table in front of a table its owner
+ * keeps (ust_store_table: the runner's run database, src/runner/state_db.c).
+ * Lookups that miss go to the table once and are remembered, absent keys too
  * (most keys a plugin asks about are new). Writes of a decide call are staged
- * and applied at its end, or dropped; applied writes reach SQLite at flush,
- * inside the transaction that records the decisions they belong to. The
- * cache (keys and values in an arena) is emptied after a flush once it holds
- * more than CACHE_MAX entries or CACHE_BYTES_MAX bytes, so memory stays
+ * and applied at its end, or dropped; applied writes reach the table at
+ * flush, inside the transaction that records the decisions they belong to.
+ * The cache (keys and values in an arena) is emptied after a flush once it
+ * holds more than CACHE_MAX entries or CACHE_BYTES_MAX bytes, so memory stays
  * bounded however long the log is. A fixed-size Bloom filter of every key the
- * table holds lets a lookup of a new key (most lookups) skip SQLite; writes
- * reach the table in key order, which keeps them on neighbouring B-tree
- * pages. */
+ * table holds lets a lookup of a new key (most lookups) skip the table. */
 #include "plugin/store_internal.h"
 
 #include <understudy/alloc.h>
@@ -17,60 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The run database behind the cache. */
+/* The table behind the cache, and a Bloom filter of the keys it holds. */
 typedef struct local {
-    sqlite3 *db;
-    sqlite3_stmt *select, *upsert, *upsert_rows, *remove;
+    const ust_store_table *ops;
+    void *table;
     uint64_t *bloom; /* keys that may be in the table */
 } local;
 
-/* A resumed run: every key already in the table goes into the filter. */
-static int bloom_load(local *s, char **err)
+/* Every key already in the table (a resumed run's) goes into the filter. */
+static void bloom_key(void *bloom, const char *key, size_t klen)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT key FROM state", -1, &st, NULL) != SQLITE_OK)
-        return ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW)
-        bloom_add(s->bloom, ust_fnv1a64(sqlite3_column_blob(st, 0),
-                                        (size_t)sqlite3_column_bytes(st, 0)));
-    sqlite3_finalize(st);
-    return step == SQLITE_DONE
-               ? 0
-               : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
-}
-
-/* The state table, made or brought to its current layout. A run database
- * from before the namespace was folded into the key (state(ns, key, value))
- * is converted in one transaction, so a run started then resumes. */
-static int state_table(sqlite3 *db, char **err)
-{
-    static const char create[] =
-        "CREATE TABLE IF NOT EXISTS state(key TEXT NOT NULL PRIMARY KEY,"
-        " value TEXT NOT NULL) WITHOUT ROWID";
-    /* A savepoint: a transaction of its own, or part of the caller's. */
-    static const char convert[] =
-        "SAVEPOINT state_convert;"
-        "ALTER TABLE state RENAME TO state_by_ns;"
-        "CREATE TABLE state(key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL)"
-        " WITHOUT ROWID;"
-        "INSERT INTO state SELECT ns || char(31) || key, value FROM state_by_ns"
-        " ORDER BY 1;"
-        "DROP TABLE state_by_ns;"
-        "RELEASE state_convert";
-    sqlite3_stmt *probe = NULL;
-    int old =
-        sqlite3_prepare_v2(db, "SELECT ns FROM state", -1, &probe, NULL) == SQLITE_OK;
-    sqlite3_finalize(probe);
-    char *msg = NULL;
-    if (sqlite3_exec(db, old ? convert : create, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    ust_errf(err, UST_EDB, "state table: %s", msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    if (old)
-        sqlite3_exec(db, "ROLLBACK TO state_convert; RELEASE state_convert", NULL, NULL,
-                     NULL);
-    return UST_EDB;
+    bloom_add(bloom, ust_fnv1a64(key, klen));
 }
 
 ust_store *ust__store_new(const ust__store_ops *ops, void *backing)
@@ -91,36 +47,31 @@ ust_store *ust__store_new(const ust__store_ops *ops, void *backing)
     return s;
 }
 
-/* Writes at flush go UPSERT_ROWS to a statement: one statement for many
- * rows saves SQLite's per-statement work (bench_store: ~15% of a key's
- * cost). */
-#define UPSERT_ROWS 64
-
-/* An upsert of `rows` rows: (key, value) bound at 2i+1, 2i+2. */
-static int prepare_upsert(local *s, int rows, sqlite3_stmt **st)
-{
-    char sql[64 + UPSERT_ROWS * 6 + 64] = "INSERT INTO state VALUES(?,?)";
-    for (int i = 1; i < rows; i++)
-        strcat(sql, ",(?,?)");
-    strcat(sql, " ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
-}
-
 static void local_close(ust_store *s)
 {
     local *l = s->backing;
     if (l == NULL)
         return;
     ust_free(l->bloom);
-    sqlite3_finalize(l->select);
-    sqlite3_finalize(l->upsert);
-    sqlite3_finalize(l->upsert_rows);
-    sqlite3_finalize(l->remove);
+    l->ops->close(l->table);
     ust_free(l);
 }
 
-/* A miss goes to SQLite, unless the Bloom filter knows the key is not in
- * the table. */
+/* A value the table holds, into the cache's arena. */
+typedef struct miss_value {
+    ust__arena *mem;
+    char *value;
+} miss_value;
+
+static int take_value(void *ctx, const char *value, size_t len)
+{
+    miss_value *m = ctx;
+    m->value = ust__arena_memdup(m->mem, value, len);
+    return m->value ? 0 : UST_ENOMEM;
+}
+
+/* A miss goes to the table, unless the Bloom filter knows the key is not
+ * in it. */
 static int local_miss(ust_store *s, const char *k, size_t klen, uint64_t h,
                       char **value)
 {
@@ -128,18 +79,9 @@ static int local_miss(ust_store *s, const char *k, size_t klen, uint64_t h,
     *value = NULL;
     if (!bloom_may_have(l->bloom, h))
         return 0;
-    sqlite3_bind_text(l->select, 1, k, (int)klen, SQLITE_STATIC);
-    int step = sqlite3_step(l->select);
-    int rc = 0;
-    if (step == SQLITE_ROW) {
-        *value = ust__arena_memdup(&s->cache_mem, sqlite3_column_text(l->select, 0),
-                                   (size_t)sqlite3_column_bytes(l->select, 0));
-        if (*value == NULL)
-            rc = UST_ENOMEM;
-    } else if (step != SQLITE_DONE) {
-        rc = UST_EDB;
-    }
-    sqlite3_reset(l->select);
+    miss_value m = {&s->cache_mem, NULL};
+    int rc = l->ops->get(l->table, k, klen, take_value, &m);
+    *value = m.value;
     return rc;
 }
 
@@ -149,7 +91,7 @@ static int local_end_call(ust_store *s, int keep)
     return 0;
 }
 
-/* The database takes it at the next flush. */
+/* The table takes it at the next flush. */
 static void local_applied(ust_store *s, entry *e)
 {
     if (!e->dirty) {
@@ -159,7 +101,7 @@ static void local_applied(ust_store *s, entry *e)
     }
 }
 
-/* The cache is emptied after a flush, when the database has every write. */
+/* The cache is emptied after a flush, when the table has every write. */
 static void local_after_call(ust_store *s)
 {
     (void)s;
@@ -173,33 +115,21 @@ static const ust__store_ops local_ops = {
     .close = local_close,
 };
 
-int ust_store_open(sqlite3 *db, ust_store **out, char **err)
+int ust_store_open_table(const ust_store_table *ops, void *t, ust_store **out,
+                         char **err)
 {
     *out = NULL;
-    int rc = state_table(db, err);
-    if (rc != 0)
-        return rc;
     local *l = ust_calloc(1, sizeof(*l));
     ust_store *s = l ? ust__store_new(&local_ops, l) : NULL;
     if (s == NULL) {
         ust_free(l);
+        ops->close(t);
         return UST_ENOMEM;
     }
-    l->db = db;
+    l->ops = ops;
+    l->table = t;
     l->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
-    if (l->bloom == NULL ||
-        sqlite3_prepare_v2(db, "SELECT value FROM state WHERE key = ?1", -1, &l->select,
-                           NULL) != SQLITE_OK ||
-        prepare_upsert(l, 1, &l->upsert) != SQLITE_OK ||
-        prepare_upsert(l, UPSERT_ROWS, &l->upsert_rows) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM state WHERE key = ?1", -1, &l->remove,
-                           NULL) != SQLITE_OK) {
-        rc = l->bloom ? ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(db))
-                      : UST_ENOMEM;
-        ust_store_close(s);
-        return rc;
-    }
-    rc = bloom_load(l, err);
+    int rc = l->bloom ? ops->each_key(t, bloom_key, l->bloom, err) : UST_ENOMEM;
     if (rc != 0) {
         ust_store_close(s);
         return rc;
@@ -313,7 +243,7 @@ static entry *insert(ust_store *s, const char *k, size_t klen, uint64_t h, char 
     return e;
 }
 
-/* The cached entry for (ns, key), loading it from SQLite on a miss. */
+/* The cached entry for (ns, key), loading it from the backing on a miss. */
 static int lookup(ust_store *s, const char *k, size_t klen, entry **out)
 {
     uint64_t h = ust_fnv1a64(k, klen);
@@ -435,67 +365,36 @@ int ust_store_end_call(ust_store *s, int keep)
 
 static int by_key(const void *a, const void *b)
 {
-    const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+    const ust_store_row *x = a, *y = b;
     size_t n = x->klen < y->klen ? x->klen : y->klen;
     int c = memcmp(x->key, y->key, n + 1);
     return c != 0 ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
-static int step_done(local *s, sqlite3_stmt *st, char **err)
-{
-    int rc = sqlite3_step(st) == SQLITE_DONE
-                 ? 0
-                 : ust_errf(err, UST_EDB, "state: %s", sqlite3_errmsg(s->db));
-    sqlite3_reset(st);
-    return rc;
-}
-
-static void bind_row(sqlite3_stmt *st, int col, const entry *e)
-{
-    sqlite3_bind_text(st, col, e->key, (int)e->klen, SQLITE_STATIC);
-    sqlite3_bind_text(st, col + 1, e->value, -1, SQLITE_STATIC);
-}
-
+/* The table takes the writes in key order, which keeps them on
+ * neighbouring B-tree pages. */
 int ust_store_flush(ust_store *s, char **err)
 {
     local *l = s->backing;
     size_t n = 0;
     for (entry *e = s->dirty; e != NULL; e = e->next_dirty)
         n++;
-    entry **sorted = ust_malloc((n ? n : 1) * sizeof(*sorted));
-    if (sorted == NULL)
+    ust_store_row *rows = ust_malloc((n ? n : 1) * sizeof(*rows));
+    if (rows == NULL)
         return UST_ENOMEM;
     n = 0;
-    for (entry *e = s->dirty; e != NULL; e = e->next_dirty)
-        sorted[n++] = e;
-    qsort(sorted, n, sizeof(*sorted), by_key);
-    int rc = 0;
-    size_t pending = 0; /* upserts gathered at the end of sorted[0, i) */
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        entry *e = sorted[i];
+    for (entry *e = s->dirty; e != NULL; e = e->next_dirty) {
         e->dirty = 0;
-        if (e->value == NULL) { /* each key is dirty once: order is free */
-            sqlite3_bind_text(l->remove, 1, e->key, (int)e->klen, SQLITE_STATIC);
-            rc = step_done(l, l->remove, err);
-            continue;
-        }
-        bloom_add(l->bloom, e->hash);
-        sorted[pending++] = e;
-        if (pending == UPSERT_ROWS) {
-            for (size_t k = 0; k < pending; k++)
-                bind_row(l->upsert_rows, 2 * (int)k + 1, sorted[k]);
-            rc = step_done(l, l->upsert_rows, err);
-            pending = 0;
-        }
+        if (e->value != NULL)
+            bloom_add(l->bloom, e->hash);
+        rows[n++] = (ust_store_row){e->key, e->klen, e->value};
     }
-    for (size_t k = 0; k < pending && rc == 0; k++) {
-        bind_row(l->upsert, 1, sorted[k]);
-        rc = step_done(l, l->upsert, err);
-    }
-    ust_free(sorted);
+    qsort(rows, n, sizeof(*rows), by_key);
+    int rc = l->ops->write(l->table, rows, n, err);
+    ust_free(rows);
     if (rc != 0) {
-        /* The caller rolls back: what the cache holds beyond the database
-         * is gone with it (entries already marked clean included). */
+        /* The caller rolls back: what the cache holds beyond the table is
+         * gone with it (entries already marked clean included). */
         ust__store_clear_cache(s);
         return rc;
     }
@@ -523,17 +422,7 @@ int ust_store_ns_empty(ust_store *s, const char *ns)
     /* The namespace's keys sort between "ns" NS_SEP and "ns" NS_SEP + 1. */
     char *lo = ust_sprintf("%s%c", ns, NS_SEP),
          *hi = ust_sprintf("%s%c", ns, NS_SEP + 1);
-    sqlite3_stmt *st = NULL;
-    int empty = 0;
-    if (lo != NULL && hi != NULL &&
-        sqlite3_prepare_v2(l->db,
-                           "SELECT 1 FROM state WHERE key >= ?1 AND key < ?2 LIMIT 1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, lo, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, hi, -1, SQLITE_STATIC);
-        empty = sqlite3_step(st) == SQLITE_DONE;
-    }
-    sqlite3_finalize(st);
+    int empty = lo != NULL && hi != NULL && !l->ops->any_key_in(l->table, lo, hi);
     ust_free(lo);
     ust_free(hi);
     return empty;

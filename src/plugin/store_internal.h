@@ -1,7 +1,7 @@
 /* The state store's insides: one cache (store.c) in front of one of two
- * backings, a table of operations each: the run database (store.c) or, in
- * a plugin's child process, the parent's store over the protocol
- * (store_remote.c). */
+ * backings, a table of operations each: its owner's table (store.c; the
+ * runner's run database) or, in a plugin's child process, the parent's
+ * store over the protocol (store_remote.c). */
 #ifndef UST_PLUGIN_STORE_INTERNAL_H
 #define UST_PLUGIN_STORE_INTERNAL_H
 
@@ -66,7 +66,7 @@ struct ust_store {
     size_t n_stage, cap_stage;
 };
 
-/* What is behind the cache: the run database (store.c) or, for a plugin
+/* What is behind the cache: its owner's table (store.c) or, for a plugin
  * isolated in a child process, the parent's store over the protocol
  * (store_remote.c). */
 struct ust__store_ops {

@@ -4,6 +4,7 @@
 
 #include <understudy/error.h>
 #include <understudy/alloc.h>
+#include <understudy/runner.h>
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
@@ -11,35 +12,34 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " last_seq INTEGER NOT NULL);"
     "INSERT OR IGNORE INTO cursor(id, last_seq) VALUES(1, 0);"
-    "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY, entity TEXT,"
-    " verdict TEXT NOT NULL, status INTEGER NOT NULL, state_before TEXT, state TEXT,"
-    " flags TEXT, body TEXT, headers TEXT, reason TEXT, error TEXT);";
+    "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY,"
+    " entity TEXT" UST__DECISION_COLUMN_DEFS_NOT_NULL() ");";
 
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err)
 {
     return ust__db_open(path, readonly, schema, "answers database", db, err);
 }
 
-char *ust__answers_path(const char *run_path)
+char *ust_answers_path(const char *run_path)
 {
     return ust_sprintf("%s.answers", run_path);
 }
 
-struct ust__answers {
+struct ust_answers {
     sqlite3 *db;
     ust_store *store;
     sqlite3_stmt *insert, *cursor;
 };
 
-static int db_error(ust__answers *a, char **err)
+static int db_error(ust_answers *a, char **err)
 {
     return ust_errf(err, UST_EDB, "answers: %s", sqlite3_errmsg(a->db));
 }
 
-int ust__answers_writer_open(const char *path, ust__answers **out, char **err)
+int ust_answers_writer_open(const char *path, ust_answers **out, char **err)
 {
     *out = NULL;
-    ust__answers *a = ust_calloc(1, sizeof(*a));
+    ust_answers *a = ust_calloc(1, sizeof(*a));
     if (a == NULL)
         return UST_ENOMEM;
     int rc = ust__answers_open(path, 0, &a->db, err);
@@ -50,14 +50,14 @@ int ust__answers_writer_open(const char *path, ust__answers **out, char **err)
          sqlite3_prepare_v2(a->db, UST__ANSWERS_CURSOR, -1, &a->cursor, NULL)))
         rc = db_error(a, err);
     if (rc != 0) {
-        ust__answers_writer_close(a);
+        ust_answers_writer_close(a);
         return rc;
     }
     *out = a;
     return 0;
 }
 
-void ust__answers_writer_close(ust__answers *a)
+void ust_answers_writer_close(ust_answers *a)
 {
     if (a == NULL)
         return;
@@ -68,25 +68,25 @@ void ust__answers_writer_close(ust__answers *a)
     ust_free(a);
 }
 
-ust_store *ust__answers_store(ust__answers *a)
+ust_store *ust_answers_store(ust_answers *a)
 {
     return a->store;
 }
 
-int ust__answers_cursor(ust__answers *a, int64_t *seq, char **err)
+int ust_answers_cursor(ust_answers *a, int64_t *seq, char **err)
 {
     return ust__rundb_cursor(a->db, seq, err);
 }
 
-int ust__answers_begin(ust__answers *a, char **err)
+int ust_answers_begin(ust_answers *a, char **err)
 {
     return sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
                ? 0
                : db_error(a, err);
 }
 
-int ust__answers_put(ust__answers *a, int64_t seq, const char *entity,
-                     const ust_decision *d, char **err)
+int ust_answers_put(ust_answers *a, int64_t seq, const char *entity,
+                    const ust_decision *d, char **err)
 {
     sqlite3_stmt *st = a->insert;
     sqlite3_bind_int64(st, 1, seq);
@@ -100,7 +100,7 @@ int ust__answers_put(ust__answers *a, int64_t seq, const char *entity,
     return rc;
 }
 
-int ust__answers_commit(ust__answers *a, int64_t through, char **err)
+int ust_answers_commit(ust_answers *a, int64_t through, char **err)
 {
     int rc = 0;
     if (through > 0) {
@@ -113,11 +113,11 @@ int ust__answers_commit(ust__answers *a, int64_t through, char **err)
     if (rc == 0 && sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         rc = db_error(a, err);
     if (rc != 0)
-        ust__answers_rollback(a);
+        ust_answers_rollback(a);
     return rc;
 }
 
-void ust__answers_rollback(ust__answers *a)
+void ust_answers_rollback(ust_answers *a)
 {
     sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
     ust_store_discard(a->store);

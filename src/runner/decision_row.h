@@ -39,6 +39,19 @@
     UST__DECISION_COLUMN_##kind(, p, column, )
 #define UST__DECISION_DEF_(p, kind, m, column, wire, abi, divergence, div_at)          \
     UST__DECISION_COLUMN_##kind(", ", p, column, UST__DECISION_SQL_##kind)
+/* What every decision has: NOT NULL in a table whose rows each hold one. */
+#define UST__DECISION_NOT_NULL_VERDICT " NOT NULL"
+#define UST__DECISION_NOT_NULL_STATUS " NOT NULL"
+#define UST__DECISION_NOT_NULL_ENTITY
+#define UST__DECISION_NOT_NULL_TEXT
+#define UST__DECISION_NOT_NULL_FLAGS
+#define UST__DECISION_NOT_NULL_BODY
+#define UST__DECISION_NOT_NULL_HEADERS
+#define UST__DECISION_NOT_NULL_REASON
+#define UST__DECISION_NOT_NULL_ERROR
+#define UST__DECISION_DEF_NOT_NULL_(p, kind, m, column, wire, abi, divergence, div_at) \
+    UST__DECISION_COLUMN_##kind(                                                       \
+        ", ", p, column, UST__DECISION_SQL_##kind UST__DECISION_NOT_NULL_##kind)
 
 /* The columns' names in ust__decision_bind order, "verdict, status, ...",
  * with p before each (UST__DECISION_COLUMN_NAMES_AS(l_): "l_verdict, ..."). */
@@ -48,20 +61,29 @@
 /* Their definitions for a CREATE TABLE, after a column of its own:
  * ", l_verdict TEXT, l_status INTEGER, ..." for p l_. */
 #define UST__DECISION_COLUMN_DEFS(p) UST_DECISION_FIELDS_WITH(UST__DECISION_DEF_, p)
+/* The same, with NOT NULL where every decision has a value (verdict,
+ * status): for a table of decisions only, the answers. */
+#define UST__DECISION_COLUMN_DEFS_NOT_NULL(p)                                          \
+    UST_DECISION_FIELDS_WITH(UST__DECISION_DEF_NOT_NULL_, p)
 
+/* x when the field has a column (every kind but the entity), else nothing. */
+#define UST__DECISION_HAS_COLUMN_ENTITY(x)
+#define UST__DECISION_HAS_COLUMN_VERDICT(x) x
+#define UST__DECISION_HAS_COLUMN_STATUS(x) x
+#define UST__DECISION_HAS_COLUMN_TEXT(x) x
+#define UST__DECISION_HAS_COLUMN_FLAGS(x) x
+#define UST__DECISION_HAS_COLUMN_BODY(x) x
+#define UST__DECISION_HAS_COLUMN_HEADERS(x) x
+#define UST__DECISION_HAS_COLUMN_REASON(x) x
+#define UST__DECISION_HAS_COLUMN_ERROR(x) x
 #define UST__DECISION_COUNT_(kind, m, column, wire, abi, divergence, div_at)           \
-    +UST__DECISION_COUNT_##kind
-#define UST__DECISION_COUNT_ENTITY 0
-#define UST__DECISION_COUNT_VERDICT 1
-#define UST__DECISION_COUNT_STATUS 1
-#define UST__DECISION_COUNT_TEXT 1
-#define UST__DECISION_COUNT_FLAGS 1
-#define UST__DECISION_COUNT_BODY 1
-#define UST__DECISION_COUNT_HEADERS 1
-#define UST__DECISION_COUNT_REASON 1
-#define UST__DECISION_COUNT_ERROR 1
+    UST__DECISION_HAS_COLUMN_##kind(+1)
+#define UST__DECISION_MARK_(kind, m, column, wire, abi, divergence, div_at)            \
+    UST__DECISION_HAS_COLUMN_##kind(",?")
 /* How many columns a decision takes. */
 #define UST__DECISION_COLUMNS (0 UST_DECISION_FIELDS(UST__DECISION_COUNT_))
+/* A placeholder for each, after one of the statement's own: ",?,?,...". */
+#define UST__DECISION_MARKS UST_DECISION_FIELDS(UST__DECISION_MARK_)
 
 /* Binds d (NULL: all NULL) to the columns starting at col. */
 void ust__decision_bind(sqlite3_stmt *st, int col, const ust_decision *d);

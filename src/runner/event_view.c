@@ -1,4 +1,4 @@
-#include "runner/event_view.h"
+#include <understudy/runner.h>
 
 #include <string.h>
 
@@ -13,7 +13,7 @@
 #define VIEW_CONFIG(m) /* the row's, compared above */
 #define VIEW(kind, m, column, wire, wire_at, export, source) VIEW_##kind(m)
 
-int ust__event_view(const ust_config *cfg, const ust_log_record *rec, ust_event *ev)
+int ust_event_view(const ust_config *cfg, const ust_log_record *rec, ust_event *ev)
 {
     if (strcmp(rec->config_hash, cfg->hash) != 0)
         return 0;

@@ -4,7 +4,6 @@
  * last commit left it. Divergence lines are written after their commit, so
  * the stream never shows what the run database does not hold. */
 #include "runner/answers_reader.h"
-#include "runner/event_view.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
 
@@ -235,7 +234,7 @@ typedef struct item {
  * request, as the design promises. */
 static int prepare_item(replay *r, item *it, char **err)
 {
-    it->viewed = ust__event_view(r->o->cfg, &it->rec, &it->ev);
+    it->viewed = ust_event_view(r->o->cfg, &it->rec, &it->ev);
     int rc = it->viewed ? 0
                         : ust_event_derive_ex(r->o->cfg, &it->rec.req,
                                               UST_DERIVE_SKIP_SIGNATURE, &it->ev, err);

@@ -5,7 +5,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
-#include <understudy/run_counts.h>
+#include <understudy/run.h>
 
 struct ust_run_counts {
     sqlite3 *db;

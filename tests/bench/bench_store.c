@@ -7,7 +7,9 @@
 #include "bench_common.h"
 
 #include <understudy/host.h>
+#include <understudy/runner.h>
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -143,7 +143,12 @@ static void test_a_decision_keeps_each_encodings_names(void **state)
         ", l_verdict TEXT, l_status INTEGER, l_state_before TEXT, l_state "
         "TEXT, l_flags TEXT, l_body TEXT, l_headers TEXT, l_reason TEXT, "
         "l_error TEXT");
+    assert_string_equal(
+        UST__DECISION_COLUMN_DEFS_NOT_NULL(),
+        ", verdict TEXT NOT NULL, status INTEGER NOT NULL, state_before TEXT, "
+        "state TEXT, flags TEXT, body TEXT, headers TEXT, reason TEXT, error TEXT");
     assert_int_equal(UST__DECISION_COLUMNS, 9);
+    assert_string_equal(UST__DECISION_MARKS, ",?,?,?,?,?,?,?,?,?");
     json_decref(d.headers);
 }
 

@@ -9,6 +9,7 @@
 #include "http/request_parse.h"
 
 #include <understudy/host.h>
+#include <understudy/runner.h>
 
 #include <jansson.h>
 #include <sqlite3.h>

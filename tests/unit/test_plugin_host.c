@@ -6,6 +6,7 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
+#include <understudy/runner.h>
 
 static void expect_refused(const char *name, const char *why)
 {

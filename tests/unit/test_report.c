@@ -2,7 +2,6 @@
 #include "replay_world.h"
 
 #include "http/metrics.h"
-#include <understudy/run_counts.h>
 #include "runner/rundb.h"
 
 #include <understudy/report.h>
