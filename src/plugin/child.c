@@ -394,11 +394,6 @@ static int child_open(const ust__plugin_start *st, void **impl,
     int rc = identify(pc, so_path, id, err);
     if (rc != 0)
         return rc;
-    /* Writing to a child that just died must be an error to handle, not a
-     * SIGPIPE that ends the host: ignore it unless the program set a handler. */
-    struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
     ust__child *c = ust_calloc(1, sizeof(*c));
     if (c == NULL)
         return UST_ENOMEM;

@@ -12,6 +12,7 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/priority.h>
+#include <understudy/sigpipe.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -416,6 +417,10 @@ static void *run(void *arg)
     if (l->background)
         ust_background_thread(); /* before the name, as the tests see it */
     ust_name_thread("ust-link");
+    /* This thread writes to the child's stdin: a child that has closed it
+     * fails the write with EPIPE, never with a SIGPIPE at the host. */
+    sigset_t old;
+    ust_sigpipe_block(&old);
     for (;;) {
         pthread_mutex_lock(&l->mu);
         if (l->stop) {
@@ -469,6 +474,7 @@ static void *run(void *arg)
                 end(l, UST_EEOF);
         }
     }
+    ust_sigpipe_restore(&old);
     return NULL;
 }
 

@@ -588,6 +588,33 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
     assert_true(forwarded >= 60000 && forwarded < 256 * 1024);
 }
 
+/* A child that closes its stdin and exits while the host writes to it: the
+ * write fails with EPIPE, not a SIGPIPE that ends the host, and the library
+ * leaves SIGPIPE's disposition as the program set it (here the default). */
+static void test_writing_to_a_child_gone_raises_no_sigpipe(void **state)
+{
+    (void)state;
+    static const char closes_stdin[] = PY_PROLOGUE "os.close(0)\n"
+                                                   "send(hello)\n"
+                                                   "import time; time.sleep(0.3)\n";
+    struct sigaction dfl, now;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    assert_int_equal(sigaction(SIGPIPE, &dfl, NULL), 0);
+    ust_plugin_config pc;
+    ust_plugin *p = open_script(&pc, closes_stdin, NULL, 10000);
+    ust_decision ds[64];
+    decide_batch(p, 1, 64, ds);
+    for (int i = 0; i < 64; i++) {
+        assert_int_equal(ds[i].verdict, UST_VERDICT_ERROR);
+        ust_decision_clear(&ds[i]);
+    }
+    ust_plugin_unload(p);
+    assert_int_equal(sigaction(SIGPIPE, NULL, &now), 0);
+    assert_true(now.sa_handler == SIG_DFL);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, store_setup, store_teardown)
@@ -601,6 +628,7 @@ int main(void)
         T(test_secrets_do_not_reach_a_child),
         T(test_an_isolated_plugin_runs_in_a_process_of_its_own),
         T(test_a_flood_on_stderr_is_capped_and_counted),
+        T(test_writing_to_a_child_gone_raises_no_sigpipe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
