@@ -82,6 +82,7 @@ struct ust__link {
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
     int background;
+    ust__body_memo memo; /* the child's answers' bodies */
     uint64_t events_encoded;
     /* stderr: the line being read (cut at STDERR_LINE_MAX), what was cut */
     ust__stderr_budget *budget;
@@ -221,7 +222,7 @@ static long rss_mib(ust__link *l)
     return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
 }
 
-static void take_decision(ust__line *line)
+static void take_decision(ust__link *l, ust__line *line)
 {
     json_t *seq = json_object_get(line->json, "seq");
     line->has_seq = json_is_integer(seq);
@@ -230,8 +231,8 @@ static void take_decision(ust__line *line)
     if (type == NULL || strcmp(type, "decision") != 0)
         return;
     line->is_decision = 1;
-    line->bad = ust__wire_decision_parse(json_object_get(line->json, "decision"),
-                                         &line->decision);
+    line->bad = ust__wire_decision_parse_memo(json_object_get(line->json, "decision"),
+                                              &line->decision, &l->memo);
     line->writes = json_incref(json_object_get(line->json, "writes"));
     json_decref(line->json);
     line->json = NULL;
@@ -266,7 +267,7 @@ static void deliver_lines(ust__link *l)
          * reads again: a line read before the first was encoded answers
          * nothing the host asked. */
         line.before_event = l->events_encoded == 0;
-        take_decision(&line);
+        take_decision(l, &line);
         l->lines[n_lines++] = line;
         start += n + 1;
     }
@@ -592,6 +593,7 @@ void ust__link_stop(ust__link *l)
     ust_free(l->lines);
     ust_free(l->wbuf);
     ust_jsonw_free(&l->event);
+    ust__body_memo_free(&l->memo);
     ust_free(l->rbuf);
     ust_free(l);
 }
