@@ -5,6 +5,7 @@
  * stderr, within a budget, and watches for the child's exit (a pidfd): a
  * child whose stdout is still held open by a process it started has ended
  * all the same. */
+#include "plugin/faults.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
@@ -18,7 +19,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,27 +31,6 @@
 #define STDERR_BURST (64 * 1024)
 #define STDERR_PER_MINUTE (64 * 1024)
 #define STDERR_LINE_MAX 4096
-
-static pthread_mutex_t sink_mu = PTHREAD_MUTEX_INITIALIZER;
-static ust_plugin_stderr_fn sink_fn; /* under sink_mu */
-static void *sink_data;
-static _Atomic uint64_t forwarded_lines, forwarded_bytes, dropped_lines, dropped_bytes;
-
-void ust_plugin_set_stderr_sink(ust_plugin_stderr_fn fn, void *data)
-{
-    pthread_mutex_lock(&sink_mu);
-    sink_fn = fn;
-    sink_data = data;
-    pthread_mutex_unlock(&sink_mu);
-}
-
-void ust_plugin_stderr_stats_get(ust_plugin_stderr_stats *out)
-{
-    out->forwarded_lines = atomic_load(&forwarded_lines);
-    out->forwarded_bytes = atomic_load(&forwarded_bytes);
-    out->dropped_lines = atomic_load(&dropped_lines);
-    out->dropped_bytes = atomic_load(&dropped_bytes);
-}
 
 typedef struct outgoing {
     const ust_event *ev; /* an event to encode, or */
@@ -86,6 +65,7 @@ struct ust__link {
     uint64_t events_encoded;
     /* stderr: the line being read (cut at STDERR_LINE_MAX), what was cut */
     ust__stderr_budget *budget;
+    ust_plugin_counters *counters;
     char eline[STDERR_LINE_MAX];
     size_t elen, ecut;
     int err_done, exited;
@@ -335,10 +315,7 @@ static void emit(ust__link *l, const char *text, size_t n)
         return;
     memcpy(buf + head, text, n);
     buf[(size_t)head + n] = '\n';
-    pthread_mutex_lock(&sink_mu);
-    if (sink_fn != NULL)
-        sink_fn(buf, (size_t)head + n + 1, sink_data);
-    pthread_mutex_unlock(&sink_mu);
+    ust__plugin_stderr_emit(l->counters, buf, (size_t)head + n + 1);
 }
 
 /* One line of the child's stderr (n bytes kept, cut more dropped, newline
@@ -356,8 +333,7 @@ static void stderr_line(ust__link *l, const char *s, size_t n, size_t cut, int n
     b->at_ms = now;
     size_t cost = n + (newline ? 1 : 0);
     if (b->tokens < (double)cost) {
-        atomic_fetch_add(&dropped_lines, 1);
-        atomic_fetch_add(&dropped_bytes, cost + cut);
+        ust__plugin_stderr_counted(l->counters, 0, 0, 1, cost + cut);
         if (!b->dropping && (b->told_ms == 0 || now - b->told_ms >= 60000)) {
             b->told_ms = now;
             static const char note[] = "(stderr over its budget of 64 KiB a minute:"
@@ -371,10 +347,7 @@ static void stderr_line(ust__link *l, const char *s, size_t n, size_t cut, int n
     }
     b->tokens -= (double)cost;
     b->dropping = 0;
-    atomic_fetch_add(&forwarded_lines, 1);
-    atomic_fetch_add(&forwarded_bytes, cost);
-    if (cut > 0) /* the line's tail */
-        atomic_fetch_add(&dropped_bytes, cut);
+    ust__plugin_stderr_counted(l->counters, 1, cost, 0, cut); /* cut: the line's tail */
     emit(l, s, n);
 }
 
@@ -491,6 +464,7 @@ int ust__link_start(const ust__link_opts *o, ust__link **out)
     l->err_fd = o->budget != NULL ? o->err_fd : -1;
     l->pid_fd = o->pid_fd;
     l->budget = o->budget;
+    l->counters = o->counters;
     l->statm_fd = -1;
     l->background = o->background;
     snprintf(l->label, sizeof(l->label), "%s", o->label ? o->label : "plugin");

@@ -7,7 +7,7 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
-#include "plugin/child.h"
+#include "plugin/faults.h"
 #include "plugin/event_abi.h"
 #include "plugin/kind.h"
 #include "plugin/wire.h"
@@ -40,6 +40,7 @@ struct inproc {
     void (*log)(void *ctx, int level, const char *msg); /* a ust_log_fn, or NULL */
     void *log_ctx;
     ust__body_memo memo;
+    ust_plugin_counters *counters; /* the config's */
 };
 
 static void host_log(ust_plugin_ctx *ctx, int level, const char *msg)
@@ -134,6 +135,7 @@ static int inproc_open(const ust__plugin_start *st, void **impl,
     p->store = st->store;
     p->log = st->pc->log;
     p->log_ctx = st->pc->log_ctx;
+    p->counters = st->pc->counters;
     int rc = 0;
     if (!st->no_identity && ust_sha256_file_hex(path, id) != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
@@ -412,7 +414,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
         req->n_headers <= 32 ? stack_hdrs : ust_calloc(req->n_headers, sizeof(*hdrs));
     if (hdrs == NULL) {
         make_error(out, "out of memory", NULL);
-        ust__plugin_fault(p->ns, UST_FAULT_INTERNAL);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_INTERNAL);
         return;
     }
     ust_plugin_event pe;
@@ -426,10 +428,10 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
     const char *bad = NULL;
     if (rc != 0) {
         make_error(out, "decide failed", ctx.error ? ctx.error : "no reason given");
-        ust__plugin_fault(p->ns, UST_FAULT_DECIDE);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_DECIDE);
     } else if ((bad = ust__adopt(&pd, out, &p->memo)) != NULL) {
         make_error(out, "plugin returned garbage", bad);
-        ust__plugin_fault(p->ns, UST_FAULT_BAD_DECISION);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_BAD_DECISION);
     }
     release(&pd);
     ust_free(ctx.error);
@@ -437,7 +439,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
         ust_free(hdrs);
     if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0) {
         make_error(out, "state store", "out of memory");
-        ust__plugin_fault(p->ns, UST_FAULT_INTERNAL);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_INTERNAL);
     }
 }
 

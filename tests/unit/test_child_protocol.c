@@ -45,8 +45,9 @@ static ust_plugin *open_candidate(ust_plugin_config *pc, const char *path)
     return p;
 }
 
-static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
-                               const char *arg, int64_t timeout_ms)
+static ust_plugin *open_script_counted(ust_plugin_config *pc, const char *script,
+                                       const char *arg, int64_t timeout_ms,
+                                       ust_plugin_counters *counters)
 {
     static char *argv[5];
     argv[0] = "python3";
@@ -57,7 +58,14 @@ static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
     memset(pc, 0, sizeof(*pc));
     pc->exec = argv;
     pc->timeout_ms = timeout_ms;
+    pc->counters = counters;
     return open_candidate(pc, NULL);
+}
+
+static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
+                               const char *arg, int64_t timeout_ms)
+{
+    return open_script_counted(pc, script, arg, timeout_ms, NULL);
 }
 
 static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
@@ -546,14 +554,15 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
         "    send(answer(seq))\n");
     const uint64_t written = 10001 + 20000 * 100;
     ust_plugin_stderr_stats before, after;
-    ust_plugin_stderr_stats_get(&before);
-    ust_plugin_set_stderr_sink(sink, NULL);
+    ust_plugin_counters *counters = ust_plugin_counters_new(sink, NULL);
+    assert_non_null(counters);
+    ust_plugin_stderr_stats_get(counters, &before);
     ust_plugin_config pc;
-    ust_plugin *p = open_script(&pc, floods, NULL, 60000);
+    ust_plugin *p = open_script_counted(&pc, floods, NULL, 60000, counters);
     expect_decides(p, 1);
     ust_plugin_unload(p);
-    ust_plugin_set_stderr_sink(NULL, NULL);
-    ust_plugin_stderr_stats_get(&after);
+    ust_plugin_stderr_stats_get(counters, &after);
+    ust_plugin_counters_free(counters);
 
     static const char prefix[] = "understudy: candidate[scripted]: ";
     uint64_t forwarded = 0, lines = 0, notes = 0;
