@@ -71,6 +71,10 @@ typedef struct ust_plugin_config {
      * set by the caller (the command line), not the file; NULL drops them. */
     void (*log)(void *ctx, int level, const char *msg);
     void *log_ctx;
+    /* What its faults, restarts and stderr count into, and where its
+     * stderr lines go (ust_plugin_counters_new, host.h): set by the caller,
+     * not the file; NULL counts nothing. Borrowed. */
+    struct ust_plugin_counters *counters;
 } ust_plugin_config;
 
 typedef struct ust_config {

@@ -161,6 +161,8 @@ void ust_decision_write_json(ust_jsonw *w, const ust_decision *d);
 /* ---- plugins ----------------------------------------------------------- */
 
 typedef struct ust_plugin ust_plugin;
+/* The counters plugins count their faults into (see below, and config.h). */
+typedef struct ust_plugin_counters ust_plugin_counters;
 
 #define UST_PLUGIN_MAX_BODY (64 * 1024)
 
@@ -249,22 +251,31 @@ int ust_plugin_shim_main(int argc, char **argv);
 
 /* A child's stderr is read by the host, line by line, each prefixed
  * "understudy: NS[NAME]: " (NS "legacy" or "candidate", NAME from its hello)
- * and passed whole, with its newline, to the sink; a plugin may write at most
- * 64 KiB in a burst and 64 KiB a minute after that (a token bucket per
- * plugin, across restarts), a line at most 4 KiB: what is over is dropped and
- * counted, and a run of dropped lines is told, at most once a minute. The
- * sink is called from the threads that talk to the children, one line at a
- * time (never two at once); without one (the library's default) the lines
- * are discarded. The command line sets one that writes to its stderr. */
+ * and passed whole, with its newline, to the sink of the plugin's counters
+ * (below); a plugin may write at most 64 KiB in a burst and 64 KiB a minute
+ * after that (a token bucket per plugin, across restarts), a line at most
+ * 4 KiB: what is over is dropped and counted, and a run of dropped lines is
+ * told, at most once a minute. The sink is called from the threads that talk
+ * to the children, one line at a time (never two at once); without one the
+ * lines are discarded. The command line sets one that writes to its stderr. */
 typedef void (*ust_plugin_stderr_fn)(const char *text, size_t len, void *data);
-void ust_plugin_set_stderr_sink(ust_plugin_stderr_fn fn, void *data);
 
-/* Totals of this process, over every plugin child (for /metrics). */
+/* What the plugins opened with a config's `counters` (config.h) count into:
+ * their faults, restarts and stderr, and where their stderr lines go. The
+ * caller's (a serve, a replay, a test), so two in one process count apart;
+ * a config without one counts nothing and discards stderr. sink may be
+ * NULL. NULL when out of memory. Free after every plugin using it. */
+ust_plugin_counters *ust_plugin_counters_new(ust_plugin_stderr_fn sink, void *data);
+void ust_plugin_counters_free(ust_plugin_counters *c);
+
+/* Totals of c, over every plugin child counted there (for /metrics); zeros
+ * for NULL. */
 typedef struct ust_plugin_stderr_stats {
     uint64_t forwarded_lines, forwarded_bytes; /* the children's bytes, unprefixed */
     uint64_t dropped_lines, dropped_bytes;     /* bytes of cut lines count here too */
 } ust_plugin_stderr_stats;
-void ust_plugin_stderr_stats_get(ust_plugin_stderr_stats *out);
+void ust_plugin_stderr_stats_get(const ust_plugin_counters *c,
+                                 ust_plugin_stderr_stats *out);
 
 /* ---- plugin faults ------------------------------------------------------ */
 
@@ -285,13 +296,14 @@ typedef enum ust_plugin_fault {
 /* "timeout", "crash", ... as /metrics labels them. */
 const char *ust_plugin_fault_name(ust_plugin_fault f);
 
-/* Totals of this process (for /metrics), by namespace: [0] "legacy",
+/* Totals of c (for /metrics; zeros for NULL), by namespace: [0] "legacy",
  * [1] "candidate" (any other namespace counts there too). A restart is a
  * child started again after a fault, a back-off or a discarded step. */
 typedef struct ust_plugin_fault_stats {
     uint64_t errors[2][UST_FAULT_COUNT];
     uint64_t restarts[2];
 } ust_plugin_fault_stats;
-void ust_plugin_fault_stats_get(ust_plugin_fault_stats *out);
+void ust_plugin_fault_stats_get(const ust_plugin_counters *c,
+                                ust_plugin_fault_stats *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <understudy/codec.h>
 #include <understudy/host.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +18,32 @@ static void cli_log(void *ctx, int level, const char *msg)
     (void)ctx;
     if (level >= UST_LOG_WARN)
         fprintf(stderr, "understudy: %s\n", msg);
+}
+
+/* A plugin child's stderr line, prefixed and within its budget, to ours: one
+ * write, so lines from two children do not interleave. */
+static void plugin_stderr(const char *text, size_t len, void *data)
+{
+    (void)data;
+    while (len > 0) {
+        ssize_t w = write(2, text, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        text += w;
+        len -= (size_t)w;
+    }
+}
+
+/* The command's plugins count into one object, which lives as long as the
+ * process (a command loads one config). */
+static ust_plugin_counters *plugin_counters(void)
+{
+    static ust_plugin_counters *counters;
+    if (counters == NULL)
+        counters = ust_plugin_counters_new(plugin_stderr, NULL);
+    return counters;
 }
 
 int ust_cli_load_config(const char *cmd, const char *path, int secrets,
@@ -30,6 +57,13 @@ int ust_cli_load_config(const char *cmd, const char *path, int secrets,
     if (ust_config_load(path, cfg, &err) != 0)
         return ust_cli_fail(err, "cannot load the config");
     (*cfg)->legacy.log = (*cfg)->candidate.log = cli_log;
+    ust_plugin_counters *counters = plugin_counters();
+    if (counters == NULL) {
+        ust_config_free(*cfg);
+        *cfg = NULL;
+        return ust_cli_fail(NULL, "out of memory");
+    }
+    (*cfg)->legacy.counters = (*cfg)->candidate.counters = counters;
     if (secrets && ust_config_load_secrets(*cfg, &err) != 0) {
         ust_config_free(*cfg);
         *cfg = NULL;

@@ -3,10 +3,8 @@
 #include <understudy/alloc.h>
 #include <understudy/host.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char usage[] =
     "usage: understudy <command> [options]\n"
@@ -38,28 +36,11 @@ int ust_cli_usage(const char *text, int asked)
     return asked ? UST_EXIT_OK : UST_EXIT_USAGE;
 }
 
-/* A plugin child's stderr line, prefixed and within its budget, to ours: one
- * write, so lines from two children do not interleave. */
-static void plugin_stderr(const char *text, size_t len, void *data)
-{
-    (void)data;
-    while (len > 0) {
-        ssize_t w = write(2, text, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        text += w;
-        len -= (size_t)w;
-    }
-}
-
 int main(int argc, char **argv)
 {
     /* Not a command: the host runs its isolated plugins so (host.h). */
     if (argc >= 2 && strcmp(argv[1], UST_PLUGIN_SHIM_COMMAND) == 0)
         return ust_plugin_shim_main(argc, argv);
-    ust_plugin_set_stderr_sink(plugin_stderr, NULL);
     if (argc < 2)
         return ust_cli_usage(usage, 0);
     const char *cmd = argv[1];

@@ -269,7 +269,7 @@ static void render_runner(ust__metrics *m, const ust__metrics_view *v, FILE *f)
             (long long)atomic_load(&m->divergences));
 }
 
-static void render_plugins(FILE *f, ust__metrics *m)
+static void render_plugins(FILE *f, ust__metrics *m, const ust_config *cfg)
 {
     static const char *const roles[2] = {"legacy", "candidate"};
     family(f, "understudy_plugin_decide_duration_seconds", "histogram",
@@ -279,8 +279,14 @@ static void render_plugins(FILE *f, ust__metrics *m)
                         "plugin=\"legacy\"", &m->legacy_decide);
     ust_histogram_write(f, "understudy_plugin_decide_duration_seconds",
                         "plugin=\"candidate\"", &m->candidate_decide);
-    ust_plugin_fault_stats fs;
-    ust_plugin_fault_stats_get(&fs);
+    /* Each plugin's row from its own config's counters; the stderr totals
+     * once per counters (the command line gives both plugins the same). */
+    const ust_plugin_counters *lc = cfg->legacy.counters, *cc = cfg->candidate.counters;
+    ust_plugin_fault_stats fs, cs;
+    ust_plugin_fault_stats_get(lc, &fs);
+    ust_plugin_fault_stats_get(cc, &cs);
+    memcpy(fs.errors[1], cs.errors[1], sizeof(fs.errors[1]));
+    fs.restarts[1] = cs.restarts[1];
     family(f, "understudy_plugin_errors_total", "counter",
            "Decisions that became an error, by plugin and cause (timeout, crash,"
            " exit, protocol, bad_decision, rss, decide, down, start, internal).");
@@ -296,8 +302,11 @@ static void render_plugins(FILE *f, ust__metrics *m)
     for (int r = 0; r < 2; r++)
         fprintf(f, "understudy_plugin_restarts_total{plugin=\"%s\"} %llu\n", roles[r],
                 (unsigned long long)fs.restarts[r]);
-    ust_plugin_stderr_stats es;
-    ust_plugin_stderr_stats_get(&es);
+    ust_plugin_stderr_stats es, more;
+    ust_plugin_stderr_stats_get(lc, &es);
+    ust_plugin_stderr_stats_get(cc != lc ? cc : NULL, &more);
+    es.dropped_bytes += more.dropped_bytes;
+    es.dropped_lines += more.dropped_lines;
     family(f, "understudy_plugin_stderr_dropped_bytes_total", "counter",
            "Bytes plugin children wrote to stderr over their budget.");
     fprintf(f, "understudy_plugin_stderr_dropped_bytes_total %llu\n",
@@ -317,7 +326,7 @@ char *ust__metrics_render(ust__metrics *m, const ust__metrics_view *v)
         return NULL;
     render_recorder(m, v, f);
     render_runner(m, v, f);
-    render_plugins(f, m);
+    render_plugins(f, m, v->cfg);
     render_classes(v->classes, f);
     fclose(f);
     char *out = ust_strdup(buf);

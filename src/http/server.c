@@ -17,9 +17,9 @@
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>
+#include <understudy/sigpipe.h>
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -966,31 +966,6 @@ static void leave_runner(ust__server *s)
                  s->o->log_path, s->o->log_path);
 }
 
-/* A write to a socket the peer closed raises SIGPIPE at the writing thread
- * (libuv writes with write(2)): blocked on this thread, and so on the
- * threads it starts, so the process's disposition does not matter. One
- * raised meanwhile is taken before the mask is put back. */
-static void block_sigpipe(sigset_t *old)
-{
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, old);
-}
-
-static void restore_sigmask(const sigset_t *old)
-{
-    if (!sigismember(old, SIGPIPE)) {
-        sigset_t pipe_only;
-        sigemptyset(&pipe_only);
-        sigaddset(&pipe_only, SIGPIPE);
-        struct timespec now = {0, 0};
-        while (sigtimedwait(&pipe_only, NULL, &now) == SIGPIPE || errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
 static int serve(ust__server *s, char **err)
 {
     const ust_serve_opts *o = s->o;
@@ -1129,10 +1104,13 @@ int ust_serve(const ust_serve_opts *o, char **err)
         return UST_ENOMEM;
     s->o = o;
     s->log = (ust__logger){o->log, o->log_ctx};
+    /* A write to a socket the peer closed raises SIGPIPE at the writing
+     * thread (libuv writes with write(2)): blocked on this thread, and so on
+     * the threads it starts, so the process's disposition does not matter. */
     sigset_t old;
-    block_sigpipe(&old);
+    ust_sigpipe_block(&old);
     int rc = serve(s, err);
-    restore_sigmask(&old);
+    ust_sigpipe_restore(&old);
     if (rc != UST_SERVE_RUNNER_LEFT)
         ust_free(s);
     return rc;

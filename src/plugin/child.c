@@ -2,7 +2,7 @@
  * with a program (exec) or understudy's own shim around an isolated .so on
  * the other end. */
 #define _GNU_SOURCE /* close_range */
-#include "plugin/child.h"
+#include "plugin/faults.h"
 #include "plugin/kind.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
@@ -276,7 +276,8 @@ static int start(ust__child *c, char **err)
                          .measure_rss = c->pc->max_rss_mb > 0,
                          .background = c->background,
                          .budget = &c->budget,
-                         .label = label};
+                         .label = label,
+                         .counters = c->pc->counters};
     c->answered = 0;
     if ((rc = ust__link_start(&lo, &c->link)) != 0) {
         reap(c, 1, NULL, 0);
@@ -394,11 +395,6 @@ static int child_open(const ust__plugin_start *st, void **impl,
     int rc = identify(pc, so_path, id, err);
     if (rc != 0)
         return rc;
-    /* Writing to a child that just died must be an error to handle, not a
-     * SIGPIPE that ends the host: ignore it unless the program set a handler. */
-    struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
     ust__child *c = ust_calloc(1, sizeof(*c));
     if (c == NULL)
         return UST_ENOMEM;
@@ -654,7 +650,7 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
     if (c->skip_events > 0) {
         c->skip_events--;
         snprintf(cause, cap, "%s", c->down_why);
-        ust__plugin_fault(c->ns, UST_FAULT_DOWN);
+        ust__plugin_fault(c->pc->counters, c->ns, UST_FAULT_DOWN);
         return -1;
     }
     char *err = NULL;
@@ -662,10 +658,10 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
         go_down(c, "the plugin is down (restarting)");
         snprintf(cause, cap, "restart failed: %s", err ? err : "?");
         ust_free(err);
-        ust__plugin_fault(c->ns, UST_FAULT_START);
+        ust__plugin_fault(c->pc->counters, c->ns, UST_FAULT_START);
         return -1;
     }
-    ust__plugin_restarted(c->ns);
+    ust__plugin_restarted(c->pc->counters, c->ns);
     return 0;
 }
 
@@ -729,7 +725,7 @@ static void child_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **o
         int timed_out =
             receive_decision(c, b->evs[i]->seq, outs[i], cause, sizeof(cause), &kind);
         if (cause[0])
-            ust__plugin_fault(c->ns, kind);
+            ust__plugin_fault(c->pc->counters, c->ns, kind);
         /* Timeouts in a row take it down: a hung child is restarted after
          * a back-off, and the events meanwhile are answered at once. Once
          * down, one more timeout after its restart sends it down again. */

@@ -176,7 +176,7 @@ int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
         pd.response_body = body_text(a, &why);
     int rc = 0;
     if (why == NULL) {
-        const char *bad = ust__adopt(&pd, d);
+        const char *bad = ust__adopt(&pd, d, NULL);
         if (bad != NULL)
             fail(d, a->status, "the answer is not a decision", bad);
     } else

@@ -5,6 +5,7 @@
  * stderr, within a budget, and watches for the child's exit (a pidfd): a
  * child whose stdout is still held open by a process it started has ended
  * all the same. */
+#include "plugin/faults.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
@@ -12,12 +13,12 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/priority.h>
+#include <understudy/sigpipe.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,27 +31,6 @@
 #define STDERR_BURST (64 * 1024)
 #define STDERR_PER_MINUTE (64 * 1024)
 #define STDERR_LINE_MAX 4096
-
-static pthread_mutex_t sink_mu = PTHREAD_MUTEX_INITIALIZER;
-static ust_plugin_stderr_fn sink_fn; /* under sink_mu */
-static void *sink_data;
-static _Atomic uint64_t forwarded_lines, forwarded_bytes, dropped_lines, dropped_bytes;
-
-void ust_plugin_set_stderr_sink(ust_plugin_stderr_fn fn, void *data)
-{
-    pthread_mutex_lock(&sink_mu);
-    sink_fn = fn;
-    sink_data = data;
-    pthread_mutex_unlock(&sink_mu);
-}
-
-void ust_plugin_stderr_stats_get(ust_plugin_stderr_stats *out)
-{
-    out->forwarded_lines = atomic_load(&forwarded_lines);
-    out->forwarded_bytes = atomic_load(&forwarded_bytes);
-    out->dropped_lines = atomic_load(&dropped_lines);
-    out->dropped_bytes = atomic_load(&dropped_bytes);
-}
 
 typedef struct outgoing {
     const ust_event *ev; /* an event to encode, or */
@@ -81,9 +61,11 @@ struct ust__link {
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
     int background;
+    ust__body_memo memo; /* the child's answers' bodies */
     uint64_t events_encoded;
     /* stderr: the line being read (cut at STDERR_LINE_MAX), what was cut */
     ust__stderr_budget *budget;
+    ust_plugin_counters *counters;
     char eline[STDERR_LINE_MAX];
     size_t elen, ecut;
     int err_done, exited;
@@ -220,7 +202,7 @@ static long rss_mib(ust__link *l)
     return resident * (sysconf(_SC_PAGESIZE) / 1024) / 1024;
 }
 
-static void take_decision(ust__line *line)
+static void take_decision(ust__link *l, ust__line *line)
 {
     json_t *seq = json_object_get(line->json, "seq");
     line->has_seq = json_is_integer(seq);
@@ -229,8 +211,8 @@ static void take_decision(ust__line *line)
     if (type == NULL || strcmp(type, "decision") != 0)
         return;
     line->is_decision = 1;
-    line->bad = ust__wire_decision_parse(json_object_get(line->json, "decision"),
-                                         &line->decision);
+    line->bad = ust__wire_decision_parse_memo(json_object_get(line->json, "decision"),
+                                              &line->decision, &l->memo);
     line->writes = json_incref(json_object_get(line->json, "writes"));
     json_decref(line->json);
     line->json = NULL;
@@ -265,7 +247,7 @@ static void deliver_lines(ust__link *l)
          * reads again: a line read before the first was encoded answers
          * nothing the host asked. */
         line.before_event = l->events_encoded == 0;
-        take_decision(&line);
+        take_decision(l, &line);
         l->lines[n_lines++] = line;
         start += n + 1;
     }
@@ -333,10 +315,7 @@ static void emit(ust__link *l, const char *text, size_t n)
         return;
     memcpy(buf + head, text, n);
     buf[(size_t)head + n] = '\n';
-    pthread_mutex_lock(&sink_mu);
-    if (sink_fn != NULL)
-        sink_fn(buf, (size_t)head + n + 1, sink_data);
-    pthread_mutex_unlock(&sink_mu);
+    ust__plugin_stderr_emit(l->counters, buf, (size_t)head + n + 1);
 }
 
 /* One line of the child's stderr (n bytes kept, cut more dropped, newline
@@ -354,8 +333,7 @@ static void stderr_line(ust__link *l, const char *s, size_t n, size_t cut, int n
     b->at_ms = now;
     size_t cost = n + (newline ? 1 : 0);
     if (b->tokens < (double)cost) {
-        atomic_fetch_add(&dropped_lines, 1);
-        atomic_fetch_add(&dropped_bytes, cost + cut);
+        ust__plugin_stderr_counted(l->counters, 0, 0, 1, cost + cut);
         if (!b->dropping && (b->told_ms == 0 || now - b->told_ms >= 60000)) {
             b->told_ms = now;
             static const char note[] = "(stderr over its budget of 64 KiB a minute:"
@@ -369,10 +347,7 @@ static void stderr_line(ust__link *l, const char *s, size_t n, size_t cut, int n
     }
     b->tokens -= (double)cost;
     b->dropping = 0;
-    atomic_fetch_add(&forwarded_lines, 1);
-    atomic_fetch_add(&forwarded_bytes, cost);
-    if (cut > 0) /* the line's tail */
-        atomic_fetch_add(&dropped_bytes, cut);
+    ust__plugin_stderr_counted(l->counters, 1, cost, 0, cut); /* cut: the line's tail */
     emit(l, s, n);
 }
 
@@ -416,6 +391,10 @@ static void *run(void *arg)
     if (l->background)
         ust_background_thread(); /* before the name, as the tests see it */
     ust_name_thread("ust-link");
+    /* This thread writes to the child's stdin: a child that has closed it
+     * fails the write with EPIPE, never with a SIGPIPE at the host. */
+    sigset_t old;
+    ust_sigpipe_block(&old);
     for (;;) {
         pthread_mutex_lock(&l->mu);
         if (l->stop) {
@@ -469,6 +448,7 @@ static void *run(void *arg)
                 end(l, UST_EEOF);
         }
     }
+    ust_sigpipe_restore(&old);
     return NULL;
 }
 
@@ -484,6 +464,7 @@ int ust__link_start(const ust__link_opts *o, ust__link **out)
     l->err_fd = o->budget != NULL ? o->err_fd : -1;
     l->pid_fd = o->pid_fd;
     l->budget = o->budget;
+    l->counters = o->counters;
     l->statm_fd = -1;
     l->background = o->background;
     snprintf(l->label, sizeof(l->label), "%s", o->label ? o->label : "plugin");
@@ -586,6 +567,7 @@ void ust__link_stop(ust__link *l)
     ust_free(l->lines);
     ust_free(l->wbuf);
     ust_jsonw_free(&l->event);
+    ust__body_memo_free(&l->memo);
     ust_free(l->rbuf);
     ust_free(l);
 }

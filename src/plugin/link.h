@@ -47,10 +47,11 @@ typedef struct ust__link_opts {
     int err_fd;         /* its stderr, read line by line; -1: none */
     int pid_fd;         /* a pidfd of the child: its exit ends the link; -1: none */
     pid_t pid;
-    int measure_rss;            /* lines carry the RSS of pid */
-    int background;             /* the thread runs at background priority */
-    ust__stderr_budget *budget; /* with err_fd; the caller's, outlives the link */
-    const char *label;          /* "candidate[name]": stderr lines are prefixed */
+    int measure_rss;               /* lines carry the RSS of pid */
+    int background;                /* the thread runs at background priority */
+    ust__stderr_budget *budget;    /* with err_fd; the caller's, outlives the link */
+    const char *label;             /* "candidate[name]": stderr lines are prefixed */
+    ust_plugin_counters *counters; /* the stderr's counts and sink, or NULL */
 } ust__link_opts;
 
 /* Starts the thread on the child's pipes, which stay the caller's to close

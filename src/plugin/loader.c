@@ -7,14 +7,13 @@
 #include <understudy/error.h>
 #include <understudy/host.h>
 
-#include "plugin/child.h"
+#include "plugin/faults.h"
 #include "plugin/event_abi.h"
 #include "plugin/kind.h"
 #include "plugin/wire.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +39,8 @@ struct inproc {
     ust_store *store;
     void (*log)(void *ctx, int level, const char *msg); /* a ust_log_fn, or NULL */
     void *log_ctx;
+    ust__body_memo memo;
+    ust_plugin_counters *counters; /* the config's */
 };
 
 static void host_log(ust_plugin_ctx *ctx, int level, const char *msg)
@@ -114,6 +115,7 @@ static void inproc_close(void *impl)
         p->api->destroy(p->instance);
     if (p->handle != NULL)
         dlclose(p->handle);
+    ust__body_memo_free(&p->memo);
     ust_free(p->ns);
     ust_free(p);
 }
@@ -133,6 +135,7 @@ static int inproc_open(const ust__plugin_start *st, void **impl,
     p->store = st->store;
     p->log = st->pc->log;
     p->log_ctx = st->pc->log_ctx;
+    p->counters = st->pc->counters;
     int rc = 0;
     if (!st->no_identity && ust_sha256_file_hex(path, id) != 0) {
         rc = ust_errf(err, UST_EPLUGIN, "%s: cannot read plugin file", path);
@@ -265,36 +268,28 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The canonical text of a response body (sorted keys, compact), or NULL
- * when it is not JSON. Plugins answer with few distinct bodies, so the last
- * ones seen are remembered: parsing and dumping each body again was a tenth
- * of replay's time. The canonical text is a function of the text alone, so
- * the memo changes nothing but the time. (A lock, not thread-local slots:
- * a plugin's link thread ends, and its slots would leak.) */
-#define BODY_MEMO 64
+ * when it is not JSON, from the plugin's memo when it is there (see
+ * ust__body_memo). */
 #define BODY_MEMO_MAX 512 /* longer bodies are not remembered */
 
-/* The memo's lock: the runner's threads share the memo. (An isolated
- * plugin runs in a process of its own, exec'd: no fork of this one ever
- * uses it, so nothing needs guarding across fork.) */
-static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static char *canonical_body(const char *text)
+void ust__body_memo_free(ust__body_memo *m)
 {
-    static struct {
-        char *text, *canon;
-    } memo[BODY_MEMO];
-    size_t len = strlen(text);
-    size_t slot = 0;
-    if (len <= BODY_MEMO_MAX) {
-        slot = ust_fnv1a64(text, len) % BODY_MEMO;
-        pthread_mutex_lock(&memo_lock);
-        char *hit = memo[slot].text != NULL && strcmp(memo[slot].text, text) == 0
-                        ? ust_strdup(memo[slot].canon)
-                        : NULL;
-        pthread_mutex_unlock(&memo_lock);
-        if (hit != NULL)
-            return hit;
+    for (size_t i = 0; i < UST__BODY_MEMO; i++) {
+        ust_free(m->slot[i].text);
+        ust_free(m->slot[i].canon);
     }
+    memset(m, 0, sizeof(*m));
+}
+
+static char *canonical_body(const char *text, ust__body_memo *memo)
+{
+    size_t len = strlen(text);
+    if (len > BODY_MEMO_MAX)
+        memo = NULL;
+    size_t slot = memo != NULL ? ust_fnv1a64(text, len) % UST__BODY_MEMO : 0;
+    if (memo != NULL && memo->slot[slot].text != NULL &&
+        strcmp(memo->slot[slot].text, text) == 0)
+        return ust_strdup(memo->slot[slot].canon);
     json_error_t jerr;
     json_t *body = ust_json_loads(text, JSON_DECODE_ANY, &jerr);
     if (body == NULL)
@@ -303,18 +298,17 @@ static char *canonical_body(const char *text)
     json_decref(body);
     char *canon = ust_strdup(dumped);
     ust_free(dumped);
-    if (canon != NULL && len <= BODY_MEMO_MAX) {
+    if (canon != NULL && memo != NULL) {
         char *t = ust_strdup(text), *c = ust_strdup(canon);
         if (t != NULL && c != NULL) {
-            pthread_mutex_lock(&memo_lock);
-            char *old_t = memo[slot].text, *old_c = memo[slot].canon;
-            memo[slot].text = t;
-            memo[slot].canon = c;
-            pthread_mutex_unlock(&memo_lock);
-            t = old_t, c = old_c;
+            ust_free(memo->slot[slot].text);
+            ust_free(memo->slot[slot].canon);
+            memo->slot[slot].text = t;
+            memo->slot[slot].canon = c;
+        } else {
+            ust_free(t);
+            ust_free(c);
         }
-        ust_free(t);
-        ust_free(c);
     }
     return canon;
 }
@@ -322,7 +316,7 @@ static char *canonical_body(const char *text)
 /* Checks what the plugin returned and takes it into d (its strings move,
  * they are host-allocated); NULL when all is well, else a static
  * description of what is wrong. */
-const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
+const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo *memo)
 {
     if (pd->verdict < UST_VERDICT_APPLIED || pd->verdict >= UST_VERDICT_ERROR)
         return "verdict out of range";
@@ -338,7 +332,7 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d)
     if (pd->response_body != NULL) {
         if (strlen(pd->response_body) > UST_PLUGIN_MAX_BODY)
             return "response body over the size limit";
-        if ((d->body = canonical_body(pd->response_body)) == NULL)
+        if ((d->body = canonical_body(pd->response_body, memo)) == NULL)
             return "response body is not JSON";
     }
     if (pd->n_headers > 64 || (pd->n_headers > 0 && pd->headers == NULL))
@@ -420,7 +414,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
         req->n_headers <= 32 ? stack_hdrs : ust_calloc(req->n_headers, sizeof(*hdrs));
     if (hdrs == NULL) {
         make_error(out, "out of memory", NULL);
-        ust__plugin_fault(p->ns, UST_FAULT_INTERNAL);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_INTERNAL);
         return;
     }
     ust_plugin_event pe;
@@ -434,10 +428,10 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
     const char *bad = NULL;
     if (rc != 0) {
         make_error(out, "decide failed", ctx.error ? ctx.error : "no reason given");
-        ust__plugin_fault(p->ns, UST_FAULT_DECIDE);
-    } else if ((bad = ust__adopt(&pd, out)) != NULL) {
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_DECIDE);
+    } else if ((bad = ust__adopt(&pd, out, &p->memo)) != NULL) {
         make_error(out, "plugin returned garbage", bad);
-        ust__plugin_fault(p->ns, UST_FAULT_BAD_DECISION);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_BAD_DECISION);
     }
     release(&pd);
     ust_free(ctx.error);
@@ -445,7 +439,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
         ust_free(hdrs);
     if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0) {
         make_error(out, "state store", "out of memory");
-        ust__plugin_fault(p->ns, UST_FAULT_INTERNAL);
+        ust__plugin_fault(p->counters, p->ns, UST_FAULT_INTERNAL);
     }
 }
 

@@ -328,6 +328,12 @@ static char *host_dup(json_t *j, const char *key)
 
 const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
 {
+    return ust__wire_decision_parse_memo(j, d, NULL);
+}
+
+const char *ust__wire_decision_parse_memo(json_t *j, ust_decision *d,
+                                          ust__body_memo *memo)
+{
     memset(d, 0, sizeof(*d));
     if (!json_is_object(j))
         return "the decision is not an object";
@@ -338,7 +344,7 @@ const char *ust__wire_decision_parse(json_t *j, ust_decision *d)
     const char *bad = NULL;
     UST_DECISION_FIELDS(PARSE_1)
     UST_DECISION_FIELDS(PARSE_2)
-    bad = ust__adopt(&pd, d);
+    bad = ust__adopt(&pd, d, memo);
     if (bad != NULL)
         ust_decision_clear(d);
 done:

@@ -36,12 +36,29 @@ void ust__wire_event_release(ust_event *ev, ust_request *req);
 void ust__wire_decision(ust_jsonw *w, int64_t seq, const ust_decision *d,
                         const char *writes);
 
+/* The canonical texts of the response bodies a plugin answered with last:
+ * plugins answer with few distinct bodies, and parsing and dumping each body
+ * again was a tenth of replay's time. One plugin's, used by the one thread
+ * that takes its answers (so it needs no lock): zeroed to start, emptied with
+ * ust__body_memo_free. The canonical text is a function of the text alone,
+ * so a memo changes nothing but the time. */
+#define UST__BODY_MEMO 64
+typedef struct ust__body_memo {
+    struct {
+        char *text, *canon;
+    } slot[UST__BODY_MEMO];
+} ust__body_memo;
+void ust__body_memo_free(ust__body_memo *m);
+
 /* Parses a "decision" object and validates it as an in-process plugin's
- * answer is validated. NULL on success, else a static reason. */
+ * answer is validated. NULL on success, else a static reason. memo: the
+ * plugin's, or NULL for none (ust__wire_decision_parse). */
+const char *ust__wire_decision_parse_memo(json_t *j, ust_decision *d,
+                                          ust__body_memo *memo);
 const char *ust__wire_decision_parse(json_t *j, ust_decision *d);
 
-/* Validation shared with in-process plugins (loader.c). */
-const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d);
+/* Validation shared with in-process plugins (loader.c); memo as above. */
+const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo *memo);
 /* Why a response header named n is the harness's own (framing or
  * hop-by-hop: Content-Length, Connection, ...), a static text; NULL when a
  * plugin may answer with it. */

@@ -45,8 +45,9 @@ static ust_plugin *open_candidate(ust_plugin_config *pc, const char *path)
     return p;
 }
 
-static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
-                               const char *arg, int64_t timeout_ms)
+static ust_plugin *open_script_counted(ust_plugin_config *pc, const char *script,
+                                       const char *arg, int64_t timeout_ms,
+                                       ust_plugin_counters *counters)
 {
     static char *argv[5];
     argv[0] = "python3";
@@ -57,7 +58,14 @@ static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
     memset(pc, 0, sizeof(*pc));
     pc->exec = argv;
     pc->timeout_ms = timeout_ms;
+    pc->counters = counters;
     return open_candidate(pc, NULL);
+}
+
+static ust_plugin *open_script(ust_plugin_config *pc, const char *script,
+                               const char *arg, int64_t timeout_ms)
+{
+    return open_script_counted(pc, script, arg, timeout_ms, NULL);
 }
 
 static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
@@ -546,14 +554,15 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
         "    send(answer(seq))\n");
     const uint64_t written = 10001 + 20000 * 100;
     ust_plugin_stderr_stats before, after;
-    ust_plugin_stderr_stats_get(&before);
-    ust_plugin_set_stderr_sink(sink, NULL);
+    ust_plugin_counters *counters = ust_plugin_counters_new(sink, NULL);
+    assert_non_null(counters);
+    ust_plugin_stderr_stats_get(counters, &before);
     ust_plugin_config pc;
-    ust_plugin *p = open_script(&pc, floods, NULL, 60000);
+    ust_plugin *p = open_script_counted(&pc, floods, NULL, 60000, counters);
     expect_decides(p, 1);
     ust_plugin_unload(p);
-    ust_plugin_set_stderr_sink(NULL, NULL);
-    ust_plugin_stderr_stats_get(&after);
+    ust_plugin_stderr_stats_get(counters, &after);
+    ust_plugin_counters_free(counters);
 
     static const char prefix[] = "understudy: candidate[scripted]: ";
     uint64_t forwarded = 0, lines = 0, notes = 0;
@@ -588,6 +597,33 @@ static void test_a_flood_on_stderr_is_capped_and_counted(void **state)
     assert_true(forwarded >= 60000 && forwarded < 256 * 1024);
 }
 
+/* A child that closes its stdin and exits while the host writes to it: the
+ * write fails with EPIPE, not a SIGPIPE that ends the host, and the library
+ * leaves SIGPIPE's disposition as the program set it (here the default). */
+static void test_writing_to_a_child_gone_raises_no_sigpipe(void **state)
+{
+    (void)state;
+    static const char closes_stdin[] = PY_PROLOGUE "os.close(0)\n"
+                                                   "send(hello)\n"
+                                                   "import time; time.sleep(0.3)\n";
+    struct sigaction dfl, now;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    assert_int_equal(sigaction(SIGPIPE, &dfl, NULL), 0);
+    ust_plugin_config pc;
+    ust_plugin *p = open_script(&pc, closes_stdin, NULL, 10000);
+    ust_decision ds[64];
+    decide_batch(p, 1, 64, ds);
+    for (int i = 0; i < 64; i++) {
+        assert_int_equal(ds[i].verdict, UST_VERDICT_ERROR);
+        ust_decision_clear(&ds[i]);
+    }
+    ust_plugin_unload(p);
+    assert_int_equal(sigaction(SIGPIPE, NULL, &now), 0);
+    assert_true(now.sa_handler == SIG_DFL);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, store_setup, store_teardown)
@@ -601,6 +637,7 @@ int main(void)
         T(test_secrets_do_not_reach_a_child),
         T(test_an_isolated_plugin_runs_in_a_process_of_its_own),
         T(test_a_flood_on_stderr_is_capped_and_counted),
+        T(test_writing_to_a_child_gone_raises_no_sigpipe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
