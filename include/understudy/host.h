@@ -191,6 +191,9 @@ enum {
 };
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
                     unsigned flags, ust_store *store, ust_plugin **out, char **err);
+/* Whether pc (with path replacing its library, when not NULL) names a
+ * plugin of some kind: what ust_plugin_open would start. */
+int ust_plugin_configured(const ust_plugin_config *pc, const char *path);
 const char *ust_plugin_name(const ust_plugin *p);
 /* Why a plugin in a child process is down (in back-off after timeouts in a
  * row, or a start that failed), as a static text; NULL while it is up, and
@@ -230,12 +233,6 @@ void ust_plugin_batch_finish(ust_plugin *p, ust_plugin_batch *b, ust_decision **
 void ust_plugin_decide_batch(ust_plugin *p, const ust_event *const *evs,
                              const ust_request *const *reqs, size_t n,
                              ust_decision **outs);
-
-/* A callback for what the library has to say (a plugin's log lines, named
- * "plugin NAME: ..."): level is UST_LOG_DEBUG .. UST_LOG_ERROR (plugin.h),
- * msg without a newline, borrowed for the call. The library never prints;
- * the command line passes one that writes warnings and errors to stderr. */
-typedef void (*ust_log_fn)(void *ctx, int level, const char *msg);
 
 /* ---- the shim ------------------------------------------------------------ */
 

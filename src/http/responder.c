@@ -181,7 +181,7 @@ int ust__responder_start(const ust__responder_opts *o, ust__responder **out, cha
     const ust_plugin_config *pc = &o->cfg->legacy;
     int rc = path ? ust_answers_writer_open(path, &rp->answers, err) : UST_ENOMEM;
     ust_free(path);
-    if (rc == 0 && o->legacy_path == NULL && pc->path == NULL && pc->exec == NULL)
+    if (rc == 0 && !ust_plugin_configured(pc, o->legacy_path))
         rc = ust_errf(err, UST_EINVAL,
                       "--respond legacy: no legacy plugin (plugins.legacy)");
     if (rc == 0)

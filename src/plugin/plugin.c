@@ -24,6 +24,11 @@ static const ust__plugin_kind *kind_for(const ust_plugin_config *pc, const char 
     return NULL;
 }
 
+int ust_plugin_configured(const ust_plugin_config *pc, const char *path)
+{
+    return kind_for(pc, path != NULL ? path : pc->path) != NULL;
+}
+
 int ust__plugin_open_kind(const ust__plugin_kind *kind, const ust__plugin_start *st,
                           ust_plugin **out, char **err)
 {

@@ -350,9 +350,8 @@ static void release_batch(batch *b)
 static int open_parts(replay *r, char **err)
 {
     const ust_replay_opts *o = r->o;
-    int has_legacy = o->legacy_path || o->cfg->legacy.path || o->cfg->legacy.exec;
-    int has_candidate =
-        o->candidate_path || o->cfg->candidate.path || o->cfg->candidate.exec;
+    int has_legacy = ust_plugin_configured(&o->cfg->legacy, o->legacy_path);
+    int has_candidate = ust_plugin_configured(&o->cfg->candidate, o->candidate_path);
     if (!has_legacy || !has_candidate)
         return ust_errf(err, UST_EINVAL,
                         "%s: no %s plugin: set plugins.%s.path (or exec) or pass --%s",
