@@ -43,6 +43,8 @@ struct json_error_t;
 struct json_t *ust_json_loadb(const char *buf, size_t len, size_t flags,
                               struct json_error_t *e);
 struct json_t *ust_json_loads(const char *text, size_t flags, struct json_error_t *e);
+struct json_t *ust_json_load_file(const char *path, size_t flags,
+                                  struct json_error_t *e);
 
 /* Sets *err (when err is not NULL) to a formatted message the caller frees,
  * replacing nothing: an *err already set is kept, so the first cause wins.

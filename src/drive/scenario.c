@@ -120,7 +120,7 @@ int ust_scenario_load(const char *path, const ust_config *cfg, ust_scenario **ou
 {
     *out = NULL;
     json_error_t jerr;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *doc = ust_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (doc == NULL)
         return ust_errf(err, UST_ECONFIG, "%s:%d:%d: %s", path, jerr.line, jerr.column,
                         jerr.text);

@@ -102,7 +102,7 @@ int ust_triage_load(const char *path, ust_triage **out, char **err)
 {
     *out = NULL;
     json_error_t jerr;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *doc = ust_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (doc == NULL)
         return ust_errf(err, UST_ECONFIG, "%s:%d:%d: %s", path, jerr.line, jerr.column,
                         jerr.text);

@@ -99,6 +99,13 @@ json_t *ust_json_loads(const char *text, size_t flags, json_error_t *e)
     return checked(v, before, e);
 }
 
+json_t *ust_json_load_file(const char *path, size_t flags, json_error_t *e)
+{
+    unsigned long before = failures;
+    json_t *v = json_load_file(path, flags, e);
+    return checked(v, before, e);
+}
+
 void ust_free(void *ptr)
 {
     if (ptr != NULL)
