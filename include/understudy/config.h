@@ -54,6 +54,13 @@ typedef struct ust_route {
     int sample_bp;
 } ust_route;
 
+/* A callback for what the library has to say (a plugin's log lines, named
+ * "plugin NAME: ...", the server's messages): level is UST_LOG_DEBUG ..
+ * UST_LOG_ERROR (plugin.h), msg one line without its newline, borrowed for
+ * the call; called from any of the library's threads. The library never
+ * prints: the command line passes one that writes to stderr. */
+typedef void (*ust_log_fn)(void *ctx, int level, const char *msg);
+
 typedef struct ust_plugin_config {
     char *path;     /* shared library, NULL if exec is used */
     char **exec;    /* argv of a child process plugin, NULL-terminated, or NULL */
@@ -67,9 +74,9 @@ typedef struct ust_plugin_config {
     /* The config file's folder (borrowed), where an exec program runs;
      * NULL for a config from memory: the working directory is inherited. */
     const char *dir;
-    /* Where the plugin's log lines go, a ust_log_fn (host.h) with its ctx:
-     * set by the caller (the command line), not the file; NULL drops them. */
-    void (*log)(void *ctx, int level, const char *msg);
+    /* Where the plugin's log lines go, with its ctx: set by the caller
+     * (the command line), not the file; NULL drops them. */
+    ust_log_fn log;
     void *log_ctx;
     /* What its faults, restarts and stderr count into, and where its
      * stderr lines go (ust_plugin_counters_new, host.h): set by the caller,

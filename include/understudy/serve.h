@@ -8,14 +8,6 @@
 #include <understudy/config.h>
 #include <understudy/plugin.h> /* enum ust_log_level */
 
-#ifndef UST_LOG_FN_DEFINED
-#define UST_LOG_FN_DEFINED
-/* A message of the library for the caller to show (or not): level is an
- * enum ust_log_level, msg one line without its newline, valid for the
- * call. Called from any of the server's threads. */
-typedef void (*ust_log_fn)(void *ctx, int level, const char *msg);
-#endif
-
 /* A running server, for ust_serve_stop. */
 typedef struct ust_server ust_server;
 
