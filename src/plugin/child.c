@@ -464,14 +464,6 @@ static const char *child_version(const void *impl)
     return ((const ust__child *)impl)->version;
 }
 
-static void fail(ust_decision *out, const char *cause)
-{
-    ust_decision_clear(out);
-    out->verdict = UST_VERDICT_ERROR;
-    out->http_status = 500;
-    out->error = ust_strdup(cause);
-}
-
 /* A state operation from the child, answered from the host's store. */
 static int serve_op(ust__child *c, const char *type, json_t *msg)
 {
@@ -714,7 +706,7 @@ static void child_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **o
         if (i >= b->sent) {
             if (ensure_up(c, cause, sizeof(cause)) != 0) {
                 memset(outs[i], 0, sizeof(*outs[i]));
-                fail(outs[i++], cause);
+                ust__decision_error(outs[i++], 500, cause, NULL);
                 continue;
             }
             send_from(c, b, i);
@@ -734,7 +726,7 @@ static void child_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **o
             go_down(c, "the plugin is down after " UST__STR(
                            TIMEOUTS_DOWN) " timeouts in a row (restarting)");
         if (cause[0])
-            fail(outs[i], cause);
+            ust__decision_error(outs[i], 500, cause, NULL);
         else
             c->backoff = 1;
         ust_store_end_call(c->store, outs[i]->verdict != UST_VERDICT_ERROR);

@@ -4,6 +4,7 @@
 #include <understudy/host.h>
 
 #include "plugin/decision_json.h"
+#include "plugin/wire.h"
 
 #include <string.h>
 
@@ -95,4 +96,13 @@ void ust_decision_write_json(ust_jsonw *w, const ust_decision *d)
     UST_DECISION_FIELDS(DIV_FIRST)
     UST_DECISION_FIELDS(DIV_REST)
     ust_jsonw_end_object(w);
+}
+
+void ust__decision_error(ust_decision *d, int status, const char *why,
+                         const char *detail)
+{
+    ust_decision_clear(d);
+    d->verdict = UST_VERDICT_ERROR;
+    d->http_status = status;
+    d->error = detail ? ust_sprintf("%s: %s", why, detail) : ust_strdup(why);
 }

@@ -107,14 +107,6 @@ static char *body_text(const ust_http_answer *a, const char **why)
     return text;
 }
 
-static void fail(ust_decision *d, int status, const char *why, const char *detail)
-{
-    ust_decision_clear(d);
-    d->verdict = UST_VERDICT_ERROR;
-    d->http_status = status;
-    d->error = detail ? ust_sprintf("%s: %s", why, detail) : ust_strdup(why);
-}
-
 int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
                            ust_decision *d)
 {
@@ -178,9 +170,9 @@ int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
     if (why == NULL) {
         const char *bad = ust__adopt(&pd, d, NULL);
         if (bad != NULL)
-            fail(d, a->status, "the answer is not a decision", bad);
+            ust__decision_error(d, a->status, "the answer is not a decision", bad);
     } else
-        fail(d, a->status, why, NULL);
+        ust__decision_error(d, a->status, why, NULL);
     if (d->verdict == UST_VERDICT_ERROR && d->error == NULL)
         rc = UST_ENOMEM;
     ust_free(pd.response_body);

@@ -37,7 +37,7 @@ struct inproc {
     void *instance;
     char *ns;
     ust_store *store;
-    void (*log)(void *ctx, int level, const char *msg); /* a ust_log_fn, or NULL */
+    ust_log_fn log; /* or NULL */
     void *log_ctx;
     ust__body_memo memo;
     ust_plugin_counters *counters; /* the config's */
@@ -396,14 +396,6 @@ static void release(ust_plugin_decision *pd)
     ust_free(pd->reason);
 }
 
-static void make_error(ust_decision *d, const char *why, const char *detail)
-{
-    ust_decision_clear(d);
-    d->verdict = UST_VERDICT_ERROR;
-    d->http_status = 500;
-    d->error = detail ? ust_sprintf("%s: %s", why, detail) : ust_strdup(why);
-}
-
 static void inproc_decide(void *impl, const ust_event *ev, const ust_request *req,
                           ust_decision *out)
 {
@@ -413,7 +405,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
     ust_plugin_header *hdrs =
         req->n_headers <= 32 ? stack_hdrs : ust_calloc(req->n_headers, sizeof(*hdrs));
     if (hdrs == NULL) {
-        make_error(out, "out of memory", NULL);
+        ust__decision_error(out, 500, "out of memory", NULL);
         ust__plugin_fault(p->counters, p->ns, UST_FAULT_INTERNAL);
         return;
     }
@@ -427,10 +419,11 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
     int rc = p->api->decide(p->instance, &ctx, &pe, &pd);
     const char *bad = NULL;
     if (rc != 0) {
-        make_error(out, "decide failed", ctx.error ? ctx.error : "no reason given");
+        ust__decision_error(out, 500, "decide failed",
+                            ctx.error ? ctx.error : "no reason given");
         ust__plugin_fault(p->counters, p->ns, UST_FAULT_DECIDE);
     } else if ((bad = ust__adopt(&pd, out, &p->memo)) != NULL) {
-        make_error(out, "plugin returned garbage", bad);
+        ust__decision_error(out, 500, "plugin returned garbage", bad);
         ust__plugin_fault(p->counters, p->ns, UST_FAULT_BAD_DECISION);
     }
     release(&pd);
@@ -438,7 +431,7 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
     if (hdrs != stack_hdrs)
         ust_free(hdrs);
     if (ust_store_end_call(p->store, out->verdict != UST_VERDICT_ERROR) != 0) {
-        make_error(out, "state store", "out of memory");
+        ust__decision_error(out, 500, "state store", "out of memory");
         ust__plugin_fault(p->counters, p->ns, UST_FAULT_INTERNAL);
     }
 }
