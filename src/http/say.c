@@ -1,5 +1,7 @@
 #include "http/say.h"
 
+#include <understudy/alloc.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -7,9 +9,18 @@ void ust__say(const ust__logger *l, int level, const char *fmt, ...)
 {
     if (l == NULL || l->fn == NULL)
         return;
-    /* On the stack: a message must reach the log when memory is short. */
-    char msg[1024];
     va_list ap;
+    va_start(ap, fmt);
+    char *whole = ust_vsprintf(fmt, ap);
+    va_end(ap);
+    if (whole != NULL) {
+        l->fn(l->ctx, level, whole);
+        ust_free(whole);
+        return;
+    }
+    /* Memory is short: the message still reaches the log, cut to what the
+     * stack holds. */
+    char msg[1024];
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
