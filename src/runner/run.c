@@ -22,10 +22,14 @@ int ust_run_open(const char *path, ust_run **out, char **err)
         ust_free(run);
         return UST_ENOMEM;
     }
-    int rc = ust__db_open(path, 1, NULL, "run database", &run->db, err);
+    char *why = NULL;
+    int rc = ust__db_open(path, 1, NULL, "run database", &run->db, &why);
+    ust_free(why);
     if (rc != 0) {
+        /* The words report and gate have always used for a run that is not
+         * there. */
         ust_run_close(run);
-        return rc;
+        return ust_errf(err, UST_EIO, "%s: cannot open run database", path);
     }
     *out = run;
     return 0;
