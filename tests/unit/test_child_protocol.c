@@ -425,7 +425,7 @@ static void expect_scrubbed(const char *env_file)
 }
 
 /* A child's environment holds no variable a route names as secret_env,
- * exec'd or forked, and every other variable. */
+ * a program or understudy's shim around a .so, and every other variable. */
 static void test_secrets_do_not_reach_a_child(void **state)
 {
     (void)state;
