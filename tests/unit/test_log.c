@@ -198,7 +198,8 @@ static const struct tamper_case {
                    " event_id, identity, request_sha256, signature,"
                    " config_hash, event_type, transaction_id, target_status,"
                    " amount, currency, intent, idem_key, tenant, prev_hash,"
-                   " hash FROM events WHERE seq = 1",
+                   " hash, response_status, response_headers, response_body"
+                   " FROM events WHERE seq = 1",
      4},
     /* Rows reordered. */
     {5,
@@ -213,7 +214,7 @@ static const struct tamper_case {
      " headers, CAST('forged' AS BLOB), route, provider, event_id,"
      " identity, request_sha256, signature, config_hash, event_type,"
      " transaction_id, target_status, amount, currency, intent, idem_key,"
-     " tenant, hash, hash"
+     " tenant, hash, hash, response_status, response_headers, response_body"
      " FROM events WHERE seq = 3",
      4},
     /* The hash covers a string up to its first NUL: bytes after one in a TEXT
