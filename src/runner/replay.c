@@ -274,7 +274,8 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
         if (r->answers.db != NULL)
             rc = ust__answers_reader_get(&r->answers, ev->seq, &l, err);
         else
-            ust_plugin_decide(r->legacy, ev, &it->rec.req, &l);
+            ust_plugin_decide_answered(r->legacy, ev, &it->rec.req, &it->rec.response,
+                                       &l);
         int64_t took = ust_time_mono_us() - t0;
         stats->legacy_decide_us += took;
         if (r->o->legacy_decide != NULL)
@@ -351,7 +352,8 @@ static void release_batch(batch *b)
 static int open_parts(replay *r, char **err)
 {
     const ust_replay_opts *o = r->o;
-    int has_legacy = o->legacy_path || o->cfg->legacy.path || o->cfg->legacy.exec;
+    int has_legacy = o->legacy_path || o->cfg->legacy.path || o->cfg->legacy.exec ||
+                     o->cfg->legacy.recorded;
     int has_candidate =
         o->candidate_path || o->cfg->candidate.path || o->cfg->candidate.exec;
     if (!has_legacy || !has_candidate)
