@@ -264,11 +264,54 @@ static void test_the_recorded_kind_and_its_config(void **state)
     ust_config_free(cfg);
 }
 
+/* log export --redact masks a recorded answer as it masks the request: the
+ * headers the config's "redact" names and the fields of a JSON body. */
+static void test_export_redact_masks_the_answer(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    char src[PATH_MAX], cfg[PATH_MAX], in[PATH_MAX], out[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    snprintf(cfg, sizeof(cfg), "%s/config.json", w->dir);
+    snprintf(in, sizeof(in), "%s/in.jsonl", w->dir);
+    snprintf(out, sizeof(out), "%s/out.jsonl", w->dir);
+    json_t *doc = json_load_file(src, 0, NULL);
+    assert_non_null(doc);
+    json_object_set_new(doc, "redact",
+                        json_pack("[s,s]", "receipt_email", "x-customer"));
+    assert_int_equal(json_dump_file(doc, cfg, 0), 0);
+    json_decref(doc);
+    ust_test_write_file(
+        in, "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"method\":\"POST\","
+            "\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\",\"response\":"
+            "{\"status\":201,\"headers\":[[\"X-Customer\",\"cust_77\"]],\"body\":"
+            "\"{\\\"receipt_email\\\":\\\"payer@example.com\\\",\\\"id\\\":\\\"pay_"
+            "1\\\"}\"}}\n");
+    char *cmd = ust_sprintf("'%s' log import --quiet --config '%s' --log '%s' '%s' &&"
+                            " '%s' log export --log '%s' --redact --config '%s'"
+                            " --out '%s'",
+                            getenv("UST_BIN"), cfg, w->log_path, in, getenv("UST_BIN"),
+                            w->log_path, cfg, out);
+    assert_int_equal(system(cmd), 0);
+    ust_free(cmd);
+    FILE *f = fopen(out, "rb");
+    char line[4096] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_null(strstr(line, "cust_77"));
+    assert_null(strstr(line, "payer@example.com"));
+    assert_non_null(strstr(line, "[\"X-Customer\",\"[redacted]\"]"));
+    assert_non_null(strstr(line, "\\\"receipt_email\\\":\\\"[redacted]\\\""));
+    assert_non_null(strstr(line, "pay_1"));
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_recorded_legacy_decides_with_the_answers),
         cmocka_unit_test(test_the_recorded_kind_and_its_config),
+        cmocka_unit_test(test_export_redact_masks_the_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
