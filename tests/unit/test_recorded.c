@@ -4,6 +4,7 @@
 #include "replay_world.h"
 
 #include <understudy/host.h>
+#include <understudy/report.h>
 
 #define PAID "payment_intent.succeeded"
 
@@ -306,12 +307,44 @@ static void test_export_redact_masks_the_answer(void **state)
     world_free(w);
 }
 
+/* The report shows a recorded answer as the legacy's decision, redacted,
+ * and nowhere in clear (not among the raw request's fields either). */
+static void test_the_report_never_shows_an_answer_in_clear(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    json_object_set_new(w->cfg->root, "redact", json_pack("[s]", "receipt_email"));
+    w->cfg->redact = ust_calloc(2, sizeof(char *));
+    w->cfg->redact[0] = ust_strdup("receipt_email");
+    w->cfg->n_redact = 1;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    ust_response a = answer(409, "{\"receipt_email\":\"payer@example.com\"}", NULL);
+    record_with(w, &a);
+    ust_response_clear(&a);
+    replay_recorded(w, NULL);
+    expect_str(world_verdicts(w, "legacy"), "in_progress");
+    char out[PATH_MAX];
+    snprintf(out, sizeof(out), "%s/report", w->dir);
+    ust_report_opts o = {.run_path = w->run_path, .out_dir = out};
+    char *err = NULL;
+    if (ust_report_write(&o, &err) != 0)
+        fail_msg("report: %s", err);
+    char *cmd = ust_sprintf("grep -rq 'receipt_email' '%s'", out);
+    assert_int_equal(system(cmd), 0); /* the example is there... */
+    ust_free(cmd);
+    cmd = ust_sprintf("grep -rq 'payer@example.com' '%s'", out);
+    assert_int_not_equal(system(cmd), 0); /* ...but not its value */
+    ust_free(cmd);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_recorded_legacy_decides_with_the_answers),
         cmocka_unit_test(test_the_recorded_kind_and_its_config),
         cmocka_unit_test(test_export_redact_masks_the_answer),
+        cmocka_unit_test(test_the_report_never_shows_an_answer_in_clear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
