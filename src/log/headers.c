@@ -109,8 +109,10 @@ int ust__headers_pack(ust_log *log, const ust_header *headers, size_t n_headers,
 
 int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **err)
 {
+    if (len == 0)
+        return 0; /* SQLite gives NULL for an empty blob: no pointer to offset */
     const char *p = blob, *end = p + len;
-    if (len > 0 && end[-1] != '\0')
+    if (end[-1] != '\0')
         return ust_errf(err, UST_EPARSE, "headers column is not packed pairs");
     size_t count = 0;
     for (const char *q = p; q < end; q++)
