@@ -338,6 +338,66 @@ static void test_the_report_never_shows_an_answer_in_clear(void **state)
     world_free(w);
 }
 
+/* The command line end to end: a capture with answers imported, exported and
+ * imported again into another log has the same head; the answer changed in
+ * the file makes `log verify` exit 1 naming its seq. */
+static void test_log_verify_catches_a_changed_answer(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    char cfg[PATH_MAX], in[PATH_MAX], out[PATH_MAX], db2[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", cfg);
+    snprintf(in, sizeof(in), "%s/in.jsonl", w->dir);
+    snprintf(out, sizeof(out), "%s/out.jsonl", w->dir);
+    snprintf(db2, sizeof(db2), "%s/second.db", w->dir);
+    ust_test_write_file(
+        in, "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"method\":\"POST\","
+            "\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\"}\n"
+            "{\"v\":1,\"received_at\":\"2026-11-29T10:00:01Z\",\"method\":\"POST\","
+            "\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\",\"response\":"
+            "{\"status\":201,\"headers\":[[\"Understudy-Verdict\",\"applied\"]],"
+            "\"body\":\"{\\\"id\\\":\\\"pay_1\\\"}\"}}\n");
+    char *args = ust_sprintf("log import --quiet --config '%s' --log '%s' '%s'", cfg,
+                             w->log_path, in);
+    assert_int_equal(ust_test_run_cli(w->dir, args, NULL), 0);
+    ust_free(args);
+    args = ust_sprintf("log export --log '%s' --out '%s'", w->log_path, out);
+    assert_int_equal(ust_test_run_cli(w->dir, args, NULL), 0);
+    ust_free(args);
+    args =
+        ust_sprintf("log import --quiet --config '%s' --log '%s' '%s'", cfg, db2, out);
+    assert_int_equal(ust_test_run_cli(w->dir, args, NULL), 0);
+    ust_free(args);
+    char *first = NULL, *second = NULL;
+    args = ust_sprintf("log verify --log '%s'", w->log_path);
+    assert_int_equal(ust_test_run_cli(w->dir, args, &first), 0);
+    ust_free(args);
+    args = ust_sprintf("log verify --log '%s'", db2);
+    assert_int_equal(ust_test_run_cli(w->dir, args, &second), 0);
+    ust_free(args);
+    assert_string_equal(first, second); /* same count, head seq and hash */
+    ust_free(first);
+    ust_free(second);
+
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(db2, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "DROP TRIGGER events_no_update;"
+                                  " UPDATE events SET response_body ="
+                                  " CAST('{\"id\":\"pay_2\"}' AS BLOB) WHERE seq = 2",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    char *said = NULL;
+    args = ust_sprintf("log verify --log '%s'", db2);
+    assert_int_equal(ust_test_run_cli(w->dir, args, &said), 1);
+    ust_free(args);
+    if (strstr(said, "seq 2") == NULL)
+        fail_msg("verify does not name seq 2: %s", said);
+    ust_free(said);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_the_recorded_kind_and_its_config),
         cmocka_unit_test(test_export_redact_masks_the_answer),
         cmocka_unit_test(test_the_report_never_shows_an_answer_in_clear),
+        cmocka_unit_test(test_log_verify_catches_a_changed_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
