@@ -122,14 +122,14 @@ static int check_types(sqlite3_stmt *st, char **err)
 {
     static const struct {
         int col, type, nullable;
-    } want[] = {
-        {UST__COL_seq, SQLITE_INTEGER, 0},
-        {UST__COL_received_at, SQLITE_INTEGER, 0},
-        {UST__COL_headers, SQLITE_BLOB, 0},
-        {UST__COL_body, SQLITE_BLOB, 0},
-        UST_EVENT_FIELDS(TYPE_CHECK){UST__COL_response_status, SQLITE_INTEGER, 1},
-        {UST__COL_response_headers, SQLITE_BLOB, 1},
-        {UST__COL_response_body, SQLITE_BLOB, 1}};
+    } want[] = {{UST__COL_seq, SQLITE_INTEGER, 0},
+                {UST__COL_received_at, SQLITE_INTEGER, 0},
+                {UST__COL_headers, SQLITE_BLOB, 0},
+                {UST__COL_body, SQLITE_BLOB, 0},
+                {UST__COL_response_status, SQLITE_INTEGER, 1},
+                {UST__COL_response_headers, SQLITE_BLOB, 1},
+                {UST__COL_response_body, SQLITE_BLOB, 1},
+                UST_EVENT_FIELDS(TYPE_CHECK)};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         int type = sqlite3_column_type(st, want[i].col);
         if (type != want[i].type && !(want[i].nullable && type == SQLITE_NULL))

@@ -17,7 +17,8 @@ struct ust_plugin {
 /* The kind a config asks for, or NULL when it names no plugin. */
 static const ust__plugin_kind *kind_for(const ust_plugin_config *pc, const char *path)
 {
-    if (pc->recorded)
+    /* --legacy SO names a library in place of the config's plugin */
+    if (pc->recorded && path == NULL)
         return &ust__plugin_kind_recorded;
     if (path != NULL && !pc->isolate)
         return &ust__plugin_kind_inproc;

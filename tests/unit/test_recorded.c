@@ -62,7 +62,10 @@ static void record_with(world *w, const ust_response *answers)
  * reference candidate. */
 static void replay_recorded(world *w, const char *verdicts)
 {
+    /* as a config with "recorded": true has it: no path, no exec */
     w->cfg->legacy.recorded = 1;
+    ust_free(w->cfg->legacy.path);
+    w->cfg->legacy.path = NULL;
     json_decref(w->cfg->legacy.verdicts);
     w->cfg->legacy.verdicts = verdicts ? json_loads(verdicts, 0, NULL) : NULL;
     char cp[PATH_MAX];
@@ -219,6 +222,13 @@ static void test_the_recorded_kind_and_its_config(void **state)
     ust_response_clear(&a);
     char first_id[UST_SHA256_HEX_LEN + 1];
     memcpy(first_id, ust_plugin_file_sha256(p), sizeof(first_id));
+    ust_plugin_unload(p);
+
+    /* A library named on the command line (--legacy SO) takes its place. */
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    assert_int_equal(ust_plugin_open(&pc, lp, "legacy", 0, NULL, &p, &err), 0);
+    assert_string_not_equal(ust_plugin_name(p), "recorded");
     ust_plugin_unload(p);
 
     /* Another verdicts map is another legacy; a bad one is named. */
