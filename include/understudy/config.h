@@ -66,6 +66,10 @@ typedef struct ust_plugin_config {
     char **exec;    /* argv of a child process plugin, NULL-terminated, or NULL */
     json_t *config; /* the plugin's own config object (owned reference) */
     int isolate;    /* run a .so in a child process */
+    int recorded;   /* decide with each event's recorded answer (a legacy only) */
+    /* "verdicts": HTTP status to verdict, read as answer.h's ust_verdict_map
+     * when the plugin opens (owned reference, NULL when absent) */
+    json_t *verdicts;
     int64_t timeout_ms;
     int64_t max_rss_mb;
     /* Variables its child process does not inherit, NULL-terminated: every

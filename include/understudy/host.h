@@ -210,6 +210,12 @@ const char *ust_plugin_file_sha256(const ust_plugin *p);
  * are kept only when the decision is not an error. */
 void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *req,
                        ust_decision *out);
+/* The same, with the answer req was given when it was recorded (the log's
+ * ust_log_record.response; NULL or status 0: none), which a "recorded"
+ * legacy decides with; other kinds ignore it. */
+void ust_plugin_decide_answered(ust_plugin *p, const ust_event *ev,
+                                const ust_request *req, const ust_response *a,
+                                ust_decision *out);
 /* A batch of events to decide in order, as if one by one. The arrays are the
  * caller's and must stay valid until ust_plugin_batch_finish returns. */
 typedef struct ust_plugin_batch {

@@ -48,6 +48,9 @@ typedef struct ust_log_record {
     ust_request req;
     UST_EVENT_FIELDS(UST__ROW_MEMBER)
     unsigned char hash[UST_SHA256_LEN];
+    /* The answer the request was given (production's, imported or recorded
+     * in line), status 0 when none; inside the row's hash like the request. */
+    ust_response response;
 } ust_log_record;
 
 void ust_log_record_clear(ust_log_record *rec);
@@ -138,8 +141,13 @@ int ust_log_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
 /* Interchange JSONL. Parses one line (without its newline) into *req. 0, or
  * UST_EPARSE with *err saying which field is wrong. */
 int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err);
+/* The same, and the line's optional "response" (production's answer) into
+ * *resp (status 0 when the line has none); both cleared on an error. */
+int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
+                             ust_response *resp, char **err);
 /* One line, no newline, ust_free'd by the caller; NULL on allocation failure.
- * with_derived adds provider, event_id, identity, request_sha256, signature. */
+ * with_derived adds provider, event_id, identity, request_sha256, signature;
+ * a recorded answer is written as "response". */
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived);
 
 /* Reads JSONL from in, derives each event under cfg and appends all of it in
@@ -159,6 +167,11 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
 int ust_log_append_requests(ust_log *log, const ust_config *cfg, ust_request *reqs,
                             size_t n, int64_t *first_seq, ust_sig_status *sigs,
                             char **err);
+/* The same, each request with the answer it was given: resps[i] (borrowed;
+ * status 0 for none) is kept beside reqs[i]. resps may be NULL (none). */
+int ust_log_append_exchanges(ust_log *log, const ust_config *cfg, ust_request *reqs,
+                             const ust_response *resps, size_t n, int64_t *first_seq,
+                             ust_sig_status *sigs, char **err);
 
 /* Derives req under cfg into rec for ust_log_append: rec->req is a shallow
  * copy (the request stays the caller's), the derived fields are rec's own

@@ -22,6 +22,21 @@ typedef struct ust_request {
     size_t body_len;
 } ust_request;
 
+/* The answer a request was given (production's, recorded with it): what
+ * the event log keeps beside the request, and what a "recorded" legacy
+ * decides with. */
+typedef struct ust_response {
+    int status; /* 0: no recorded answer */
+    ust_header *headers;
+    size_t n_headers; /* in order, as sent */
+    unsigned char *body;
+    size_t body_len;
+} ust_response;
+
+/* Frees everything the response owns (ust_malloc'd) and zeroes it. NULL is
+ * a no-op. */
+void ust_response_clear(ust_response *r);
+
 /* Frees everything the request owns (all fields come from ust_malloc) and
  * zeroes it; the struct itself is the caller's. NULL is a no-op. */
 void ust_request_clear(ust_request *req);

@@ -123,10 +123,24 @@ out:
     return rc;
 }
 
-/* log export --redact: each row's request as capture and reports redact it. */
+/* log export --redact: each row's request as capture and reports redact it,
+ * and its recorded answer the same way (headers and body). */
 static int redact_record(ust_log_record *rec, void *cfg)
 {
-    return ust_capture_redact(cfg, &rec->req);
+    int rc = ust_capture_redact(cfg, &rec->req);
+    ust_response *a = &rec->response;
+    if (rc != 0 || a->status == 0)
+        return rc;
+    ust_request held = {.headers = a->headers,
+                        .n_headers = a->n_headers,
+                        .body = a->body,
+                        .body_len = a->body_len};
+    rc = ust_capture_redact(cfg, &held);
+    a->headers = held.headers;
+    a->n_headers = held.n_headers;
+    a->body = held.body;
+    a->body_len = held.body_len;
+    return rc;
 }
 
 static int cmd_export(struct log_opts *o)

@@ -583,8 +583,9 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
     if (rc != 0)
         return rc;
     /* "config" is the plugin's own: passed on whole, its keys unchecked. */
-    static const char *const plugin_keys[] = {"path",    "exec",       "config",
-                                              "isolate", "timeout_ms", "max_rss_mb"};
+    static const char *const plugin_keys[] = {"path",     "exec",       "config",
+                                              "isolate",  "timeout_ms", "max_rss_mb",
+                                              "recorded", "verdicts"};
     json_t *conf = obj != NULL ? json_object_get(obj, "config") : NULL;
     size_t mark = push_key(c, key);
     if (obj != NULL && (rc = check_keys(c, obj, KEYS(plugin_keys))) != 0)
@@ -601,10 +602,26 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
         pop(c, mark);
         return 0;
     }
+    if ((rc = take_bool(c, obj, "recorded", 0, &p->recorded)) != 0)
+        return rc;
+    /* Only production's answers were recorded: a candidate decides itself. */
+    if (p->recorded && strcmp(key, "candidate") == 0) {
+        push_key(c, "recorded");
+        return bad(c, "no \"recorded\" here: only the legacy can decide with the"
+                      " recorded answers; give the candidate \"path\" or \"exec\"");
+    }
+    json_t *verdicts = json_object_get(obj, "verdicts");
+    if (verdicts != NULL && !json_is_object(verdicts)) {
+        push_key(c, "verdicts");
+        return bad(c, "an object of HTTP status to verdict, such as"
+                      " {\"404\": \"invalid\"}");
+    }
+    p->verdicts = json_incref(verdicts);
     int has_path = json_object_get(obj, "path") != NULL;
     int has_exec = json_object_get(obj, "exec") != NULL;
-    if (has_path == has_exec)
-        return bad(c, "exactly one of \"path\" (a shared library) or \"exec\" (argv)");
+    if (has_path + has_exec + p->recorded != 1)
+        return bad(c, "exactly one of \"path\" (a shared library), \"exec\" (argv)"
+                      " or \"recorded\": true (production's recorded answers)");
     if ((rc = take_string(c, obj, "path", 0, "a non-empty string", nonempty,
                           &p->path)) != 0 ||
         (rc = take_string_array(c, obj, "exec", 1, "a non-empty array of strings",
@@ -1044,6 +1061,7 @@ static void free_plugin(ust_plugin_config *p)
     ust_free(p->path);
     free_strv(p->exec);
     json_decref(p->config);
+    json_decref(p->verdicts);
 }
 
 void ust_config_free(ust_config *cfg)

@@ -84,10 +84,25 @@ static int insert_one(ust_log *log, const ust_log_record *rec,
                       const unsigned char hash[UST_SHA256_LEN], char **err)
 {
     const ust_request *r = &rec->req;
-    size_t headers_len;
-    if (ust__headers_pack(log, r, &headers_len) != 0)
-        return UST_ENOMEM;
+    const ust_response *resp = &rec->response;
     sqlite3_stmt *st = log->insert;
+    size_t headers_len;
+    /* The answer's headers first, copied by SQLite (TRANSIENT): the pack
+     * buffer is the request's next. Columns left unbound are NULL. */
+    if (resp->status != 0) {
+        if (ust__headers_pack(log, resp->headers, resp->n_headers, &headers_len) != 0)
+            return UST_ENOMEM;
+        sqlite3_bind_int(st, UST__COL_response_status + 1, resp->status);
+        sqlite3_bind_blob(st, UST__COL_response_headers + 1, log->pack ? log->pack : "",
+                          (int)headers_len, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st, UST__COL_response_body + 1,
+                          resp->body ? (const void *)resp->body : "",
+                          (int)resp->body_len, SQLITE_STATIC);
+    }
+    if (ust__headers_pack(log, r->headers, r->n_headers, &headers_len) != 0) {
+        sqlite3_clear_bindings(st);
+        return UST_ENOMEM;
+    }
     sqlite3_bind_int64(st, 1, rec->seq);
     sqlite3_bind_int64(st, 2, r->received_at_us);
     sqlite3_bind_text(st, 3, r->remote, -1, SQLITE_STATIC);
@@ -117,6 +132,15 @@ static int check_records(ust_log *log, const ust_log_record *recs, size_t n, cha
                             "%s: record without remote, method or target", log->path);
         if (r->body_len > INT32_MAX)
             return ust_errf(err, UST_ELIMIT, "%s: body over 2 GiB", log->path);
+        const ust_response *a = &recs[i].response;
+        if (a->status != 0 && (a->status < 100 || a->status > 599))
+            return ust_errf(err, UST_EINVAL,
+                            "%s: a recorded answer's status %d is not"
+                            " an HTTP status (100 to 599)",
+                            log->path, a->status);
+        if (a->body_len > INT32_MAX)
+            return ust_errf(err, UST_ELIMIT, "%s: recorded answer's body over 2 GiB",
+                            log->path);
     }
     return 0;
 }

@@ -85,7 +85,29 @@ void ust__row_hasher_free(ust__row_hasher *h)
 /* A field added to UST_EVENT_FIELDS after format 2 would change the digest of
  * every row already written: it needs a framing of its own that leaves those
  * rows' bytes as they are (e.g. framed only when present, tagged), and a
- * format number, before it can be appended here. */
+ * format number, before it can be appended here, as the recorded answer
+ * (format 3) is below. */
+
+/* The recorded answer, after every format-2 field and only when there is
+ * one: a row without it frames exactly the bytes it always has. The tag
+ * keeps a row with an answer from framing like any row without one (a
+ * format-2 frame is length-prefixed throughout, so it ends where its last
+ * field does; these bytes come after that end). */
+static void frame_response(ust__row_hasher *h, const ust_response *a)
+{
+    if (a->status == 0)
+        return;
+    put(h, "understudy-response-1", 21);
+    put_u64(h, (uint64_t)a->status);
+    put_u64(h, a->n_headers);
+    for (size_t i = 0; i < a->n_headers; i++) {
+        put_str(h, a->headers[i].name);
+        put_str(h, a->headers[i].value);
+    }
+    put_u64(h, a->body_len);
+    put(h, a->body, a->body_len);
+}
+
 void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
                          unsigned char out[UST_SHA256_LEN])
 {
@@ -106,6 +128,7 @@ void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
     put_u64(h, r->body_len);
     size_t body_at = h->len; /* the body is hashed in place, not copied */
     UST_EVENT_FIELDS(FRAME)
+    frame_response(h, &rec->response);
     if (h->failed || !hasher_ready(h)) {
         /* Cannot hash: an all-zero digest never verifies, so nothing is hidden. */
         memset(out, 0, UST_SHA256_LEN);

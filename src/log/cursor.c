@@ -25,15 +25,25 @@ void ust_log_record_clear(ust_log_record *rec)
     if (rec == NULL)
         return;
     ust_request_clear(&rec->req);
+    ust_response_clear(&rec->response);
     UST_EVENT_FIELDS(FREE)
     memset(rec, 0, sizeof(*rec));
 }
 
 #define COLUMN_NAME(kind, m, column, wire, wire_at, export, source) #column,
 static const char *const column_names[UST__LOG_N_COLUMNS] = {
-    "seq",    "received_at", "remote", "method",
-    "target", "headers",     "body",   UST_EVENT_FIELDS(COLUMN_NAME) "prev_hash",
-    "hash"};
+    "seq",
+    "received_at",
+    "remote",
+    "method",
+    "target",
+    "headers",
+    "body",
+    UST_EVENT_FIELDS(COLUMN_NAME) "prev_hash",
+    "hash",
+    "response_status",
+    "response_headers",
+    "response_body"};
 
 /* A text column as the hash saw it: TEXT (or NULL where allowed) with no NUL
  * byte. The hash covers a string up to its first NUL, so bytes stored after
@@ -116,6 +126,9 @@ static int check_types(sqlite3_stmt *st, char **err)
                 {UST__COL_received_at, SQLITE_INTEGER, 0},
                 {UST__COL_headers, SQLITE_BLOB, 0},
                 {UST__COL_body, SQLITE_BLOB, 0},
+                {UST__COL_response_status, SQLITE_INTEGER, 1},
+                {UST__COL_response_headers, SQLITE_BLOB, 1},
+                {UST__COL_response_body, SQLITE_BLOB, 1},
                 UST_EVENT_FIELDS(TYPE_CHECK)};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         int type = sqlite3_column_type(st, want[i].col);
@@ -134,6 +147,43 @@ static int sig_column(sqlite3_stmt *st, int col, ust_sig_status *out, char **err
     if (rc == 0 && ust_sig_status_parse(sig, out) != 0)
         *out = UST_SIG_INVALID; /* unreadable: the chain check will say so */
     return rc;
+}
+
+/* The recorded answer: all three columns NULL (none), or a status with
+ * headers and a body (check_types has seen their types). */
+static int decode_response(sqlite3_stmt *st, ust_response *a, char **err)
+{
+    int nulls = 0;
+    for (int col = UST__COL_response_status; col <= UST__COL_response_body; col++)
+        nulls += sqlite3_column_type(st, col) == SQLITE_NULL;
+    if (nulls == 3)
+        return 0;
+    if (nulls != 0)
+        return ust_errf(err, UST_EPARSE,
+                        "the response columns are neither all NULL nor all set");
+    int64_t status = sqlite3_column_int64(st, UST__COL_response_status);
+    if (status < 100 || status > 599)
+        return ust_errf(err, UST_EPARSE,
+                        "column response_status is not an HTTP status");
+    ust_request held; /* the unpacker fills a request's headers */
+    memset(&held, 0, sizeof(held));
+    int rc = ust__headers_unpack(
+        sqlite3_column_blob(st, UST__COL_response_headers),
+        (size_t)sqlite3_column_bytes(st, UST__COL_response_headers), &held, err);
+    a->status = (int)status;
+    a->headers = held.headers;
+    a->n_headers = held.n_headers;
+    if (rc != 0)
+        return rc;
+    int blen = sqlite3_column_bytes(st, UST__COL_response_body);
+    if (blen > 0) {
+        a->body =
+            ust_memdup(sqlite3_column_blob(st, UST__COL_response_body), (size_t)blen);
+        if (a->body == NULL)
+            return UST_ENOMEM;
+        a->body_len = (size_t)blen;
+    }
+    return 0;
 }
 
 /* Reads a derived field into the row; a failure goes to fail with rc. */
@@ -181,6 +231,8 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
         rec->req.body_len = (size_t)blen;
     }
     UST_EVENT_FIELDS(DECODE)
+    if ((rc = decode_response(st, &rec->response, err)) != 0)
+        goto fail;
     if (prev != NULL)
         copy_hash(st, UST__COL_prev_hash, prev);
     copy_hash(st, UST__COL_hash, rec->hash);
@@ -198,13 +250,14 @@ int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
     if (cur == NULL)
         return UST_ENOMEM;
     cur->log = log;
-    if (sqlite3_prepare_v2(log->db,
-                           "SELECT " UST__LOG_COLUMNS
-                           " FROM events WHERE seq > ?1 ORDER BY seq",
-                           -1, &cur->st, NULL) != SQLITE_OK) {
+    char *sql = ust_sprintf("%s WHERE seq > ?1 ORDER BY seq", ust__log_select(log));
+    if (sql == NULL ||
+        sqlite3_prepare_v2(log->db, sql, -1, &cur->st, NULL) != SQLITE_OK) {
+        ust_free(sql);
         ust_free(cur);
-        return ust__log_db_error(log, "read events", err);
+        return sql == NULL ? UST_ENOMEM : ust__log_db_error(log, "read events", err);
     }
+    ust_free(sql);
     sqlite3_bind_int64(cur->st, 1, after_seq);
     *out = cur;
     return 0;

@@ -27,14 +27,14 @@ static json_t *header_text(const char *s)
     return o;
 }
 
-json_t *ust__headers_json(const ust_request *req)
+json_t *ust__headers_json(const ust_header *headers, size_t n)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; arr != NULL && i < req->n_headers; i++) {
+    for (size_t i = 0; arr != NULL && i < n; i++) {
         json_t *pair = json_array();
         int bad = pair == NULL ||
-                  json_array_append_new(pair, header_text(req->headers[i].name)) != 0 ||
-                  json_array_append_new(pair, header_text(req->headers[i].value)) != 0;
+                  json_array_append_new(pair, header_text(headers[i].name)) != 0 ||
+                  json_array_append_new(pair, header_text(headers[i].value)) != 0;
         if (bad)
             json_decref(pair);
         if (bad || json_array_append_new(arr, pair) != 0) { /* it takes pair */
@@ -83,11 +83,12 @@ int ust__headers_load(json_t *array, ust_request *req, char **err)
     return 0;
 }
 
-int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len)
+int ust__headers_pack(ust_log *log, const ust_header *headers, size_t n_headers,
+                      size_t *len)
 {
     size_t need = 0;
-    for (size_t i = 0; i < req->n_headers; i++)
-        need += strlen(req->headers[i].name) + strlen(req->headers[i].value) + 2;
+    for (size_t i = 0; i < n_headers; i++)
+        need += strlen(headers[i].name) + strlen(headers[i].value) + 2;
     if (need > log->pack_cap) {
         char *grown = ust_realloc(log->pack, need);
         if (grown == NULL)
@@ -96,11 +97,10 @@ int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len)
         log->pack_cap = need;
     }
     char *p = log->pack;
-    for (size_t i = 0; i < req->n_headers; i++) {
-        size_t n = strlen(req->headers[i].name) + 1,
-               v = strlen(req->headers[i].value) + 1;
-        memcpy(p, req->headers[i].name, n);
-        memcpy(p + n, req->headers[i].value, v);
+    for (size_t i = 0; i < n_headers; i++) {
+        size_t n = strlen(headers[i].name) + 1, v = strlen(headers[i].value) + 1;
+        memcpy(p, headers[i].name, n);
+        memcpy(p + n, headers[i].value, v);
         p += n + v;
     }
     *len = need;
@@ -109,8 +109,10 @@ int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len)
 
 int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **err)
 {
+    if (len == 0)
+        return 0; /* SQLite gives NULL for an empty blob: no pointer to offset */
     const char *p = blob, *end = p + len;
-    if (len > 0 && end[-1] != '\0')
+    if (end[-1] != '\0')
         return ust_errf(err, UST_EPARSE, "headers column is not packed pairs");
     size_t count = 0;
     for (const char *q = p; q < end; q++)

@@ -46,6 +46,7 @@ static int record_from_event(ust_log_record *rec, const ust_request *req,
 static void clear_derived(ust_log_record *rec)
 {
     memset(&rec->req, 0, sizeof(rec->req)); /* borrowed, not ours to free */
+    memset(&rec->response, 0, sizeof(rec->response));
     ust_log_record_clear(rec);
 }
 
@@ -75,6 +76,13 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, ust_request *re
                             size_t n, int64_t *first_seq, ust_sig_status *sigs,
                             char **err)
 {
+    return ust_log_append_exchanges(log, cfg, reqs, NULL, n, first_seq, sigs, err);
+}
+
+int ust_log_append_exchanges(ust_log *log, const ust_config *cfg, ust_request *reqs,
+                             const ust_response *resps, size_t n, int64_t *first_seq,
+                             ust_sig_status *sigs, char **err)
+{
     ust_log_record *recs = ust_calloc(n ? n : 1, sizeof(*recs));
     if (recs == NULL)
         return UST_ENOMEM;
@@ -82,6 +90,8 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, ust_request *re
     size_t built = 0;
     for (; rc == 0 && built < n; built++) {
         rc = ust_log_record_derive(cfg, &reqs[built], &recs[built], err);
+        if (rc == 0 && resps != NULL)
+            recs[built].response = resps[built]; /* borrowed, as the request */
         if (rc == 0 && sigs != NULL)
             sigs[built] = recs[built].sig;
     }
@@ -93,12 +103,14 @@ int ust_log_append_requests(ust_log *log, const ust_config *cfg, ust_request *re
     return rc;
 }
 
-static int flush(ust_log *log, const ust_config *cfg, ust_request *batch, size_t *n,
-                 char **err)
+static int flush(ust_log *log, const ust_config *cfg, ust_request *batch,
+                 ust_response *answers, size_t *n, char **err)
 {
-    int rc = ust_log_append_requests(log, cfg, batch, *n, NULL, NULL, err);
-    for (size_t i = 0; i < *n; i++)
+    int rc = ust_log_append_exchanges(log, cfg, batch, answers, *n, NULL, NULL, err);
+    for (size_t i = 0; i < *n; i++) {
         ust_request_clear(&batch[i]);
+        ust_response_clear(&answers[i]);
+    }
     *n = 0;
     return rc;
 }
@@ -139,8 +151,12 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         *n_out = 0;
     int64_t bytes = 0, size = progress != NULL ? input_size(in, &bytes) : -1;
     ust_request *batch = ust_calloc(IMPORT_BATCH, sizeof(*batch));
-    if (batch == NULL)
+    ust_response *answers = ust_calloc(IMPORT_BATCH, sizeof(*answers));
+    if (batch == NULL || answers == NULL) {
+        ust_free(batch);
+        ust_free(answers);
         return UST_ENOMEM;
+    }
     int rc = ust_log_begin(log, err);
     size_t n = 0, lineno = 0;
     int64_t total = 0;
@@ -155,7 +171,7 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         if (len == 0)
             continue; /* blank lines carry nothing */
         char *why = NULL;
-        rc = ust_jsonl_parse(line, (size_t)len, &batch[n], &why);
+        rc = ust_jsonl_parse_exchange(line, (size_t)len, &batch[n], &answers[n], &why);
         if (rc != 0) {
             rc = ust_errf(err, rc, "%s:%zu: %s", label, lineno,
                           why ? why : ust_strerror(rc));
@@ -164,17 +180,20 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         }
         n++;
         total++;
-        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, &n, err)) == 0)
+        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
             tell(progress, total, bytes, size);
     }
     free(line);
     if (rc == 0 && ferror(in))
         rc = ust_errf(err, UST_EIO, "%s: read error", label);
-    if (rc == 0 && (rc = flush(log, cfg, batch, &n, err)) == 0)
+    if (rc == 0 && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
         tell(progress, total, size, size); /* at the end: all of it read */
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         ust_request_clear(&batch[i]);
+        ust_response_clear(&answers[i]);
+    }
     ust_free(batch);
+    ust_free(answers);
     if (rc == 0)
         rc = ust_log_commit(log, err);
     else

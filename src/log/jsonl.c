@@ -68,39 +68,107 @@ static int text_field(json_t *obj, const char *key, int required, char **out,
     return ust__jsonl_text_load(text ? text : b64, b64 != NULL, what, out, err);
 }
 
-static int parse_body(json_t *obj, ust_request *req, char **err)
+/* "body" or "body_base64" (exactly one) of obj into *body; where prefixes
+ * the field's name in errors ("" or "response."). Absent: an empty body
+ * when optional, else an error. */
+static int parse_body(json_t *obj, const char *where, int required,
+                      unsigned char **body, size_t *body_len, char **err)
 {
     json_t *text = json_object_get(obj, "body");
     json_t *b64 = json_object_get(obj, "body_base64");
     if (text != NULL && b64 != NULL)
         return ust_errf(err, UST_EPARSE,
-                        "both \"body\" and \"body_base64\": expected one");
+                        "both \"%sbody\" and \"%sbody_base64\": expected one", where,
+                        where);
     if (text == NULL && b64 == NULL)
-        return ust_errf(err, UST_EPARSE, "missing field \"body\" (or \"body_base64\")");
+        return required ? ust_errf(err, UST_EPARSE,
+                                   "missing field \"%sbody\" (or \"%sbody_base64\")",
+                                   where, where)
+                        : 0;
     if (text != NULL) {
         if (!json_is_string(text))
-            return ust_errf(err, UST_EPARSE, "field \"body\": expected a string");
+            return ust_errf(err, UST_EPARSE, "field \"%sbody\": expected a string",
+                            where);
         size_t n = json_string_length(text);
         if (n > 0) {
-            req->body = ust_memdup(json_string_value(text), n);
-            if (req->body == NULL)
+            *body = ust_memdup(json_string_value(text), n);
+            if (*body == NULL)
                 return UST_ENOMEM;
         }
-        req->body_len = n;
+        *body_len = n;
         return 0;
     }
     if (!json_is_string(b64))
-        return ust_errf(err, UST_EPARSE, "field \"body_base64\": expected a string");
-    int rc = ust_base64_decode(json_string_value(b64), json_string_length(b64),
-                               &req->body, &req->body_len);
+        return ust_errf(err, UST_EPARSE, "field \"%sbody_base64\": expected a string",
+                        where);
+    int rc = ust_base64_decode(json_string_value(b64), json_string_length(b64), body,
+                               body_len);
     if (rc == UST_EPARSE)
-        return ust_errf(err, rc, "field \"body_base64\": not valid base64");
+        return ust_errf(err, rc, "field \"%sbody_base64\": not valid base64", where);
     return rc;
+}
+
+/* The optional "response": {"status", "headers", "body" | "body_base64"},
+ * production's answer to the request. Checked whole: an unknown key is a
+ * typo, not something to drop. */
+static int parse_response(json_t *obj, ust_response *resp, char **err)
+{
+    json_t *r = json_object_get(obj, "response");
+    if (r == NULL || json_is_null(r))
+        return 0;
+    if (!json_is_object(r))
+        return ust_errf(err, UST_EPARSE,
+                        "field \"response\": expected an object with \"status\","
+                        " \"headers\" and \"body\" (or \"body_base64\")");
+    const char *key;
+    json_t *v;
+    json_object_foreach(r, key, v)
+    {
+        if (strcmp(key, "status") != 0 && strcmp(key, "headers") != 0 &&
+            strcmp(key, "body") != 0 && strcmp(key, "body_base64") != 0)
+            return ust_errf(err, UST_EPARSE,
+                            "field \"response\": unknown key \"%s\" (expected"
+                            " status, headers, body or body_base64)",
+                            key);
+    }
+    json_t *status = json_object_get(r, "status");
+    if (!json_is_integer(status) || json_integer_value(status) < 100 ||
+        json_integer_value(status) > 599)
+        return ust_errf(err, UST_EPARSE,
+                        "field \"response.status\": expected an HTTP"
+                        " status, an integer from 100 to 599");
+    resp->status = (int)json_integer_value(status);
+    json_t *headers = json_object_get(r, "headers");
+    if (headers != NULL) {
+        ust_request held; /* the loader fills a request's headers */
+        memset(&held, 0, sizeof(held));
+        char *why = NULL;
+        int rc = ust__headers_load(headers, &held, &why);
+        resp->headers = held.headers;
+        resp->n_headers = held.n_headers;
+        if (rc != 0) {
+            rc = ust_errf(err, rc, "response.%s", why ? why : ust_strerror(rc));
+            ust_free(why);
+            return rc;
+        }
+    }
+    return parse_body(r, "response.", 0, &resp->body, &resp->body_len, err);
 }
 
 int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
 {
+    ust_response resp;
+    memset(&resp, 0, sizeof(resp));
+    int rc = ust_jsonl_parse_exchange(line, len, req, &resp, err);
+    ust_response_clear(&resp);
+    return rc;
+}
+
+int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
+                             ust_response *resp, char **err)
+{
     memset(req, 0, sizeof(*req));
+    memset(resp, 0, sizeof(*resp));
     json_error_t jerr;
     json_t *obj =
         ust_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
@@ -140,12 +208,16 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
             rc = ust_errf(err, UST_EPARSE, "missing field \"headers\"");
         else if ((rc = ust__headers_load(json_object_get(obj, "headers"), req, err)) ==
                  0)
-            rc = parse_body(obj, req, err);
+            rc = parse_body(obj, "", 1, &req->body, &req->body_len, err);
+        if (rc == 0)
+            rc = parse_response(obj, resp, err);
     }
     ust_free(received_at);
     json_decref(obj);
-    if (rc != 0)
+    if (rc != 0) {
         ust_request_clear(req);
+        ust_response_clear(resp);
+    }
     return rc;
 }
 
@@ -175,13 +247,46 @@ static int set_text(json_t *o, const char *key, const char *s)
 #define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source)                   \
     EXPORT_FIELD_##export(kind, m, column)
 
+/* "body", or "body_base64" when the bytes are not UTF-8. Nonzero when out
+ * of memory. */
+static int set_body(json_t *o, const unsigned char *body, size_t len)
+{
+    if (ust_utf8_valid(body, len))
+        return json_object_set_new(o, "body",
+                                   json_stringn(body ? (const char *)body : "", len));
+    char *b64 = ust_base64_encode(body, len);
+    int bad = json_object_set_new(o, "body_base64", b64 ? json_string(b64) : NULL);
+    ust_free(b64);
+    return bad;
+}
+
+/* The recorded answer as "response" (none: nothing). Nonzero when out of
+ * memory. */
+static int set_response(json_t *o, const ust_response *a)
+{
+    if (a->status == 0)
+        return 0;
+    json_t *r = json_object();
+    if (r == NULL)
+        return -1;
+    int bad =
+        json_object_set_new(r, "status", json_integer(a->status)) |
+        json_object_set_new(r, "headers", ust__headers_json(a->headers, a->n_headers)) |
+        set_body(r, a->body, a->body_len);
+    if (bad) {
+        json_decref(r);
+        return -1;
+    }
+    return json_object_set_new(o, "response", r);
+}
+
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
 {
     const ust_request *r = &rec->req;
     char when[32];
     ust_time_format(r->received_at_us, when);
     json_t *o = json_object();
-    json_t *harr = ust__headers_json(r);
+    json_t *harr = ust__headers_json(r->headers, r->n_headers);
     if (o == NULL || harr == NULL) {
         json_decref(o);
         json_decref(harr);
@@ -195,14 +300,7 @@ char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
               set_text(o, "remote", r->remote ? r->remote : "-") |
               set_text(o, "method", r->method) | set_text(o, "target", r->target) |
               json_object_set_new(o, "headers", harr);
-    const char *body = r->body ? (const char *)r->body : "";
-    if (ust_utf8_valid(r->body, r->body_len)) {
-        bad |= json_object_set_new(o, "body", json_stringn(body, r->body_len));
-    } else {
-        char *b64 = ust_base64_encode(r->body, r->body_len);
-        bad |= json_object_set_new(o, "body_base64", b64 ? json_string(b64) : NULL);
-        ust_free(b64);
-    }
+    bad |= set_body(o, r->body, r->body_len) | set_response(o, &rec->response);
     if (with_derived) {
         UST_EVENT_FIELDS(EXPORT_FIELD)
     }

@@ -14,13 +14,15 @@ typedef struct ust__row_hasher {
     int failed;
 } ust__row_hasher;
 
-/* meta.format; a format-1 log is upgraded on its first writing open. */
-#define UST__LOG_FORMAT "understudy-log-2"
+/* meta.format; a format-1 log is upgraded on its first writing open, a
+ * format-2 one (no response columns) too. */
+#define UST__LOG_FORMAT "understudy-log-3"
 
 struct ust_log {
     sqlite3 *db;
     char *path;
     int prune_chain;      /* prunes has the chain columns (format 2) */
+    int responses;        /* events has the response columns (format 3) */
     int in_outer_tx;      /* ust_log_begin is active */
     sqlite3_stmt *insert; /* prepared once, reused for every append */
     char *pack;           /* reusable buffer for packed headers */
@@ -56,6 +58,9 @@ enum {
 #undef UST__COL_INDEX_
         UST__COL_prev_hash,
     UST__COL_hash,
+    UST__COL_response_status,
+    UST__COL_response_headers,
+    UST__COL_response_body,
     UST__LOG_N_COLUMNS
 };
 
@@ -64,6 +69,13 @@ enum {
 #define UST__LOG_COLUMNS                                                               \
     "seq, received_at, remote, method, target, headers, body, " UST_EVENT_FIELDS(      \
         UST__LOG_COLUMN_NAME_) "prev_hash, hash"
+/* The recorded answer (format 3), last: ALTER TABLE adds them there to a
+ * format-2 log. NULL when a row has none. */
+#define UST__LOG_RESPONSE_COLUMNS "response_status, response_headers, response_body"
+
+/* "SELECT <every column> FROM events": a format-2 log opened read-only has
+ * no response columns, and reads NULL in their place. */
+const char *ust__log_select(const ust_log *log);
 
 /* A derived field's SQL type, by its kind (the schema in open.c). */
 #define UST__LOG_SQL_TEXT "TEXT"
@@ -112,11 +124,11 @@ int ust__jsonl_text_load(json_t *v, int is_base64, const char *what, char **out,
                          char **err);
 
 /* Headers as a JSON array of [name, value] pairs (interchange format). */
-json_t *ust__headers_json(const ust_request *req);
+json_t *ust__headers_json(const ust_header *headers, size_t n);
 /* Parses such an array into req's headers. 0 or UST_EPARSE with *err. */
 int ust__headers_load(json_t *array, ust_request *req, char **err);
-/* Packs req's headers into log->pack ("name\0value\0" pairs). */
-int ust__headers_pack(ust_log *log, const ust_request *req, size_t *len);
+/* Packs n headers into log->pack ("name\0value\0" pairs). */
+int ust__headers_pack(ust_log *log, const ust_header *headers, size_t n, size_t *len);
 /* Unpacks a headers column into req. 0, UST_EPARSE, UST_ENOMEM. */
 int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **err);
 

@@ -11,6 +11,10 @@
 #define COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                     \
     " " #column " " UST__LOG_SQL_##kind ","
 
+/* The recorded answer, last (where ALTER TABLE puts it in a format-2 log). */
+#define RESPONSE_DEF                                                                   \
+    " response_status INTEGER, response_headers BLOB, response_body BLOB"
+
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     /* A new log is format 2 from the start: no prune record predates the
@@ -22,7 +26,7 @@ static const char schema_sql[] =
     " remote TEXT NOT NULL, method TEXT NOT NULL, target TEXT NOT NULL,"
     " headers BLOB NOT NULL," /* "name\0value\0" pairs, order kept */
     " body BLOB NOT NULL," UST_EVENT_FIELDS(
-        COLUMN_DEF) " prev_hash BLOB NOT NULL, hash BLOB NOT NULL);"
+        COLUMN_DEF) " prev_hash BLOB NOT NULL, hash BLOB NOT NULL," RESPONSE_DEF ");"
                     /* A prune removes a prefix of the chain; the row it leaves behind
                      * records the hash the remaining chain starts from (anchor_hash),
                      * and is itself a link of the chain: it chains from the tip at
@@ -65,11 +69,26 @@ static const char upgrade_sql[] =
     "ALTER TABLE prunes ADD COLUMN hash BLOB;"
     "INSERT OR REPLACE INTO meta SELECT 'legacy_prunes', count(*) FROM prunes;";
 
+/* A format-2 log gains the response columns on its first writing open
+ * (in the open's transaction): its rows keep their bytes and their hashes,
+ * NULL in the new columns framing exactly as before (chain.c). */
+static const char responses_sql[] =
+    "ALTER TABLE events ADD COLUMN response_status INTEGER;"
+    "ALTER TABLE events ADD COLUMN response_headers BLOB;"
+    "ALTER TABLE events ADD COLUMN response_body BLOB;";
+
 /* One "?," per derived field: bound by position, in column order. */
 #define PLACEHOLDER(kind, m, column, wire, wire_at, export, source) "?,"
 static const char insert_sql[] =
-    "INSERT INTO events(" UST__LOG_COLUMNS ") "
-    "VALUES(?,?,?,?,?,?,?," UST_EVENT_FIELDS(PLACEHOLDER) "?,?)";
+    "INSERT INTO events(" UST__LOG_COLUMNS ", " UST__LOG_RESPONSE_COLUMNS ") "
+    "VALUES(?,?,?,?,?,?,?," UST_EVENT_FIELDS(PLACEHOLDER) "?,?,?,?,?)";
+
+const char *ust__log_select(const ust_log *log)
+{
+    return log->responses ? "SELECT " UST__LOG_COLUMNS ", " UST__LOG_RESPONSE_COLUMNS
+                            " FROM events"
+                          : "SELECT " UST__LOG_COLUMNS ", NULL, NULL, NULL FROM events";
+}
 
 int ust__log_db_error(ust_log *log, const char *what, char **err)
 {
@@ -90,13 +109,22 @@ int ust__log_exec(ust_log *log, const char *sql, char **err)
 
 static void record_head(ust_log *log);
 
-static int has_prune_chain(ust_log *log)
+static int has_column(ust_log *log, const char *probe_sql)
 {
     sqlite3_stmt *probe = NULL;
-    int ok = sqlite3_prepare_v2(log->db, "SELECT hash FROM prunes LIMIT 0", -1, &probe,
-                                NULL) == SQLITE_OK;
+    int ok = sqlite3_prepare_v2(log->db, probe_sql, -1, &probe, NULL) == SQLITE_OK;
     sqlite3_finalize(probe);
     return ok;
+}
+
+static int has_prune_chain(ust_log *log)
+{
+    return has_column(log, "SELECT hash FROM prunes LIMIT 0");
+}
+
+static int has_responses(ust_log *log)
+{
+    return has_column(log, "SELECT response_status FROM events LIMIT 0");
 }
 
 int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
@@ -132,6 +160,8 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
         if ((rc = ust__log_exec(log, schema_sql, err)) != 0 ||
             (!has_prune_chain(log) &&
              (rc = ust__log_exec(log, upgrade_sql, err)) != 0) ||
+            (!has_responses(log) &&
+             (rc = ust__log_exec(log, responses_sql, err)) != 0) ||
             (rc = ust__log_exec(log,
                                 "INSERT OR REPLACE INTO meta VALUES('format',"
                                 " '" UST__LOG_FORMAT "');",
@@ -157,6 +187,7 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
         sqlite3_finalize(probe);
     }
     log->prune_chain = has_prune_chain(log);
+    log->responses = has_responses(log);
     if (log->insert != NULL)
         record_head(log); /* a writer killed before its close left none */
     *out = log;

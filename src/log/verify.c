@@ -291,10 +291,12 @@ int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor
     if (rc == 0)
         rc = apply_links(&w, expect_seq - 1, res);
     sqlite3_stmt *st = NULL;
-    if (rc == 0 && sqlite3_prepare_v2(
-                       log->db, "SELECT " UST__LOG_COLUMNS " FROM events ORDER BY seq",
-                       -1, &st, NULL) != SQLITE_OK)
+    char *sql = rc == 0 ? ust_sprintf("%s ORDER BY seq", ust__log_select(log)) : NULL;
+    if (rc == 0 && sql == NULL)
+        rc = UST_ENOMEM;
+    if (rc == 0 && sqlite3_prepare_v2(log->db, sql, -1, &st, NULL) != SQLITE_OK)
         rc = ust__log_db_error(log, "read events", err);
+    ust_free(sql);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int step = SQLITE_DONE;

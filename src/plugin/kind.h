@@ -50,12 +50,19 @@ typedef struct ust__plugin_kind {
     void (*discard)(void *impl);
     /* Why it is down (a static text), or NULL while it is up. */
     const char *(*down)(const void *impl);
+    /* decide, given also the answer the request was given when it was
+     * recorded (a = NULL or status 0: none); NULL: the kind does not read
+     * it and decide is called. */
+    void (*decide_answered)(void *impl, const ust_event *ev, const ust_request *req,
+                            const ust_response *a, ust_decision *out);
 } ust__plugin_kind;
 
 /* A .so in the host's process (loader.c). */
 extern const ust__plugin_kind ust__plugin_kind_inproc;
 /* A child process on the protocol: exec, or an isolated .so (child.c). */
 extern const ust__plugin_kind ust__plugin_kind_child;
+/* Production's recorded answers as the decisions (recorded.c). */
+extern const ust__plugin_kind ust__plugin_kind_recorded;
 
 /* Opens a plugin of that kind (plugin.c): the shim uses it for the .so it
  * runs. */

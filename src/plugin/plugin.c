@@ -17,6 +17,9 @@ struct ust_plugin {
 /* The kind a config asks for, or NULL when it names no plugin. */
 static const ust__plugin_kind *kind_for(const ust_plugin_config *pc, const char *path)
 {
+    /* --legacy SO names a library in place of the config's plugin */
+    if (pc->recorded && path == NULL)
+        return &ust__plugin_kind_recorded;
     if (path != NULL && !pc->isolate)
         return &ust__plugin_kind_inproc;
     if (path != NULL || pc->exec != NULL)
@@ -64,8 +67,9 @@ int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *n
         .pc = pc, .path = path, .ns = ns, .flags = flags, .store = store};
     const ust__plugin_kind *kind = kind_for(pc, path);
     char *why = NULL;
-    int rc = kind != NULL ? ust__plugin_open_kind(kind, &st, out, &why)
-                          : ust_errf(&why, UST_EPLUGIN, "neither a path nor exec");
+    int rc = kind != NULL
+                 ? ust__plugin_open_kind(kind, &st, out, &why)
+                 : ust_errf(&why, UST_EPLUGIN, "neither a path, exec nor recorded");
     /* Which plugin of the config, then the cause (which names the file). */
     if (rc != 0)
         ust_errf(err, rc, "plugins.%s: cannot start: %s", ns,
@@ -117,6 +121,16 @@ void ust_plugin_decide(ust_plugin *p, const ust_event *ev, const ust_request *re
                        ust_decision *out)
 {
     p->kind->decide(p->impl, ev, req, out);
+}
+
+void ust_plugin_decide_answered(ust_plugin *p, const ust_event *ev,
+                                const ust_request *req, const ust_response *a,
+                                ust_decision *out)
+{
+    if (p->kind->decide_answered != NULL)
+        p->kind->decide_answered(p->impl, ev, req, a, out);
+    else
+        p->kind->decide(p->impl, ev, req, out);
 }
 
 void ust_plugin_batch_start(ust_plugin *p, ust_plugin_batch *b)

@@ -117,6 +117,9 @@ static json_t *raw_request(loader *l, const ust__report_model *m, int64_t seq)
     json_t *out = NULL;
     if (ust_log_cursor_open(l->log, seq - 1, &cur, NULL) == 0 &&
         ust_log_cursor_next(cur, &rec, NULL) == 1 && rec.seq == seq) {
+        /* The request only: a recorded answer is shown (redacted) as the
+         * legacy's decision. */
+        ust_response_clear(&rec.response);
         char *line = ust_jsonl_format(&rec, 0);
         json_error_t jerr;
         out = line ? ust_json_loads(line, 0, &jerr) : NULL;

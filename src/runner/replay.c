@@ -273,7 +273,8 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
         if (r->answers.db != NULL)
             rc = ust__answers_reader_get(&r->answers, ev->seq, &l, err);
         else
-            ust_plugin_decide(r->legacy, ev, &it->rec.req, &l);
+            ust_plugin_decide_answered(r->legacy, ev, &it->rec.req, &it->rec.response,
+                                       &l);
         int64_t took = ust_time_mono_us() - t0;
         stats->legacy_decide_us += took;
         if (r->o->legacy_decide != NULL)

@@ -198,7 +198,8 @@ static const struct tamper_case {
                    " event_id, identity, request_sha256, signature,"
                    " config_hash, event_type, transaction_id, target_status,"
                    " amount, currency, intent, idem_key, tenant, prev_hash,"
-                   " hash FROM events WHERE seq = 1",
+                   " hash, response_status, response_headers, response_body"
+                   " FROM events WHERE seq = 1",
      4},
     /* Rows reordered. */
     {5,
@@ -213,7 +214,7 @@ static const struct tamper_case {
      " headers, CAST('forged' AS BLOB), route, provider, event_id,"
      " identity, request_sha256, signature, config_hash, event_type,"
      " transaction_id, target_status, amount, currency, intent, idem_key,"
-     " tenant, hash, hash"
+     " tenant, hash, hash, response_status, response_headers, response_body"
      " FROM events WHERE seq = 3",
      4},
     /* The hash covers a string up to its first NUL: bytes after one in a TEXT
@@ -927,6 +928,289 @@ static void test_an_anchor_kept_elsewhere_catches_the_newest_rows(void **state)
     ust_free(err);
 }
 
+/* ---- recorded answers (format 3) --------------------------------------- */
+
+/* Gives rec production's answer: status, headers in order, body bytes. */
+static void give_answer(ust_log_record *rec, int status, const char *body, size_t len)
+{
+    ust_request held; /* headers are added through a request's helper */
+    memset(&held, 0, sizeof(held));
+    assert_int_equal(ust_request_add_header(&held, "Content-Type", "application/json"),
+                     0);
+    assert_int_equal(ust_request_add_header(&held, "Understudy-Verdict", "applied"), 0);
+    assert_int_equal(ust_request_add_header(&held, "Set-Cookie", "a=1"), 0);
+    rec->response.status = status;
+    rec->response.headers = held.headers;
+    rec->response.n_headers = held.n_headers;
+    rec->response.body = len ? ust_memdup(body, len) : NULL;
+    rec->response.body_len = len;
+}
+
+/* Rows 1..n, every odd one with an answer (a binary body on row 3). */
+static void append_answered(ust_log *log, int n)
+{
+    for (int i = 1; i <= n; i++) {
+        ust_log_record rec;
+        char body[64];
+        int len = snprintf(body, sizeof(body), "{\"id\":\"evt_%d\"}", i);
+        make_record(&rec, i * 1000000LL, body, (size_t)len);
+        if (i % 2 == 1) {
+            static const char bin[] = {'\x80', '\0', 'x'};
+            if (i == 3)
+                give_answer(&rec, 409, bin, sizeof(bin));
+            else
+                give_answer(&rec, 201, "{\"ok\":true}", 11);
+        }
+        char *err = NULL;
+        assert_int_equal(ust_log_append(log, &rec, 1, NULL, &err), 0);
+        ust_log_record_clear(&rec);
+    }
+}
+
+static void test_recorded_answers_verify_and_read_back(void **state)
+{
+    struct fixture *f = *state;
+    append_answered(f->log, 4);
+    char *err = NULL;
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.checked, 4);
+    ust_log_cursor *cur = NULL;
+    assert_int_equal(ust_log_cursor_open(f->log, 0, &cur, &err), 0);
+    ust_log_record got;
+    memset(&got, 0, sizeof(got));
+    for (int i = 1; i <= 4; i++) {
+        assert_int_equal(ust_log_cursor_next(cur, &got, &err), 1);
+        if (i % 2 == 0) {
+            assert_int_equal(got.response.status, 0);
+            assert_int_equal(got.response.n_headers, 0);
+            continue;
+        }
+        assert_int_equal(got.response.status, i == 3 ? 409 : 201);
+        assert_int_equal(got.response.n_headers, 3);
+        assert_string_equal(got.response.headers[1].name, "Understudy-Verdict");
+        assert_string_equal(got.response.headers[2].value, "a=1");
+        assert_int_equal(got.response.body_len, i == 3 ? 3 : 11);
+        assert_memory_equal(got.response.body, i == 3 ? "\x80\0x" : "{\"ok\":true}",
+                            got.response.body_len);
+    }
+    ust_log_record_clear(&got);
+    ust_log_cursor_close(cur);
+}
+
+/* A recorded answer changed behind the log's back, each part on a log of
+ * its own: verify names the row. */
+static void test_a_changed_answer_is_named(void **state)
+{
+    (void)state;
+    static const struct tamper_case answers[] = {
+        {4, DROP_TRIGGERS "UPDATE events SET response_status = 200 WHERE seq = 3", 3},
+        {4,
+         DROP_TRIGGERS "UPDATE events SET response_headers ="
+                       " CAST('Understudy-Verdict' || char(0) || 'rejected' || char(0)"
+                       " AS BLOB) WHERE seq = 1",
+         1},
+        {4,
+         DROP_TRIGGERS "UPDATE events SET response_body = CAST('{\"ok\":false}'"
+                       " AS BLOB) WHERE seq = 3",
+         3},
+        /* An answer removed, and one given to a row that had none. */
+        {4,
+         DROP_TRIGGERS "UPDATE events SET response_status = NULL, response_headers ="
+                       " NULL, response_body = NULL WHERE seq = 1",
+         1},
+        {4,
+         DROP_TRIGGERS "UPDATE events SET response_status = 201, response_headers ="
+                       " x'', response_body = x'' WHERE seq = 2",
+         2},
+        /* Half an answer cannot be read, and is named too. */
+        {4, DROP_TRIGGERS "UPDATE events SET response_body = NULL WHERE seq = 3", 3},
+        {4, DROP_TRIGGERS "UPDATE events SET response_status = '201x' WHERE seq = 1",
+         1},
+    };
+    for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+        void *fresh;
+        setup(&fresh);
+        struct fixture *f = fresh;
+        append_answered(f->log, answers[i].rows);
+        raw_exec(f->db, answers[i].sql);
+        expect_tamper_at(f, answers[i].bad_seq);
+        teardown(&fresh);
+    }
+}
+
+/* Two lines imported as the version before recorded answers imported them
+ * (tests/data/config.json): its head, computed by that version. Rows
+ * without an answer hash exactly as they did. */
+static const char format_2_lines[] =
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00.000001Z\",\"remote\":\"1.2.3.4:5\","
+    "\"method\":\"POST\",\"target\":\"/webhooks/"
+    "stripe\",\"headers\":[[\"Content-Type\","
+    "\"application/json\"],[\"X-Dup\",\"a\"],[\"X-Dup\",\"b\"]],\"body\":\"{\\\"id\\\":"
+    "\\\"evt_1\\\",\\\"type\\\":\\\"payment_intent.succeeded\\\"}\"}\n"
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:01Z\",\"remote\":\"1.2.3.4:6\","
+    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[],"
+    "\"body_base64\":\"gP4AQQ==\"}\n";
+#define FORMAT_2_HEAD "bd37e0acd0ff541d8684639b74e69df5a0742b9d01683ab0be349419b9e98e68"
+
+static void import_text(ust_log *log, const char *dir, const char *text)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/lines.jsonl", dir);
+    ust_test_write_file(path, text);
+    ust_config *cfg = load_test_config();
+    FILE *in = fopen(path, "rb");
+    char *err = NULL;
+    if (ust_log_import(log, cfg, in, "lines.jsonl", NULL, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    ust_config_free(cfg);
+}
+
+static void expect_head(ust_log *log, int64_t want_seq, const char *want_hex)
+{
+    char *err = NULL;
+    ust_log_verify_result res;
+    if (ust_log_verify(log, &res, &err) != 0)
+        fail_msg("verify: seq %lld: %s", (long long)res.bad_seq, res.reason);
+    assert_int_equal(res.head_seq, want_seq);
+    assert_string_equal(res.head_hash, want_hex);
+}
+
+static void test_a_format_2_log_keeps_its_head_and_gains_the_columns(void **state)
+{
+    struct fixture *f = *state;
+    import_text(f->log, f->dir, format_2_lines);
+    expect_head(f->log, 2, FORMAT_2_HEAD);
+    ust_log_close(f->log);
+    f->log = NULL;
+    /* What the version before left: no response columns. */
+    raw_exec(f->db, "ALTER TABLE events DROP COLUMN response_status;"
+                    "ALTER TABLE events DROP COLUMN response_headers;"
+                    "ALTER TABLE events DROP COLUMN response_body;"
+                    "UPDATE meta SET value = 'understudy-log-2' WHERE key = 'format'");
+    /* Read-only it is read as it is, with no answers... */
+    char *err = NULL;
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    expect_head(f->log, 2, FORMAT_2_HEAD);
+    ust_log_cursor *cur = NULL;
+    ust_log_record got;
+    memset(&got, 0, sizeof(got));
+    assert_int_equal(ust_log_cursor_open(f->log, 0, &cur, &err), 0);
+    assert_int_equal(ust_log_cursor_next(cur, &got, &err), 1);
+    assert_int_equal(got.response.status, 0);
+    ust_log_record_clear(&got);
+    ust_log_cursor_close(cur);
+    ust_log_close(f->log);
+    /* ...and a writing open adds the columns, its head unchanged. */
+    assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
+    expect_head(f->log, 2, FORMAT_2_HEAD);
+    assert_int_equal(raw_exec_rc(f->db, "SELECT response_body FROM events"), SQLITE_OK);
+    ust_log_record rec;
+    make_record(&rec, 3000000, "{}", 2);
+    give_answer(&rec, 201, "{}", 2);
+    assert_int_equal(ust_log_append(f->log, &rec, 1, NULL, &err), 0);
+    ust_log_record_clear(&rec);
+    ust_log_verify_result res;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    assert_int_equal(res.head_seq, 3);
+}
+
+/* Lines with answers of every spelling: a UTF-8 body, a binary one, none,
+ * headers repeated and a non-UTF-8 header value. */
+static const char answered_lines[] =
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"remote\":\"1.2.3.4:5\","
+    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[[\"A\",\"b\"]],"
+    "\"body\":\"{}\",\"response\":{\"status\":201,\"headers\":[[\"Content-Type\","
+    "\"application/json\"],[\"Understudy-Verdict\",\"applied\"],[\"X\",\"1\"],"
+    "[\"X\",\"2\"]],\"body\":\"{\\\"id\\\":\\\"pay_1\\\"}\"}}\n"
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:01Z\",\"remote\":\"1.2.3.4:5\","
+    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\"}\n"
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:02Z\",\"remote\":\"1.2.3.4:5\","
+    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\","
+    "\"response\":{\"status\":409,\"headers\":[[\"X-Raw\",{\"base64\":\"gA==\"}]],"
+    "\"body_base64\":\"gAB4\"}}\n"
+    "{\"v\":1,\"received_at\":\"2026-11-29T10:00:03Z\",\"remote\":\"1.2.3.4:5\","
+    "\"method\":\"POST\",\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\","
+    "\"response\":{\"status\":204,\"headers\":[],\"body\":\"\"}}\n";
+
+/* The "response" of each line of a JSONL text (NULL where none), in a new
+ * array. */
+static json_t *responses_of(const char *path)
+{
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    json_t *out = json_array();
+    char line[8192];
+    while (fgets(line, sizeof(line), in) != NULL) {
+        json_t *o = json_loads(line, 0, NULL);
+        assert_non_null(o);
+        json_t *r = json_object_get(o, "response");
+        json_array_append(out, r ? r : json_null());
+        json_decref(o);
+    }
+    fclose(in);
+    return out;
+}
+
+static void test_recorded_answers_survive_export_then_import(void **state)
+{
+    struct fixture *f = *state;
+    import_text(f->log, f->dir, answered_lines);
+    ust_log_verify_result res;
+    char *err = NULL;
+    assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
+    char head[UST_SHA256_HEX_LEN + 1];
+    memcpy(head, res.head_hash, sizeof(head));
+    ust_config *cfg = NULL;
+    ust_log *log2 = NULL;
+    assert_int_equal(export_then_import(f, 0, "export.jsonl", &cfg, &log2), 4);
+    /* The same log: every answer in it, hashed the same. */
+    expect_head(log2, 4, head);
+    ust_log_close(log2);
+    ust_config_free(cfg);
+    char in[PATH_MAX], out[PATH_MAX];
+    snprintf(in, sizeof(in), "%s/lines.jsonl", f->dir);
+    snprintf(out, sizeof(out), "%s/export.jsonl", f->dir);
+    json_t *want = responses_of(in), *got = responses_of(out);
+    assert_int_equal(json_array_size(got), 4);
+    if (!json_equal(want, got)) {
+        char *a = json_dumps(want, 0), *b = json_dumps(got, 0);
+        fail_msg("exported answers differ:\n%s\n%s", a, b);
+    }
+    json_decref(want);
+    json_decref(got);
+}
+
+static void test_import_refuses_a_malformed_answer(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 1, 0);
+    static const struct {
+        const char *response, *want;
+    } bad[] = {
+        {"[201]", "field \"response\": expected an object"},
+        {"{\"headers\":[],\"body\":\"\"}", "response.status"},
+        {"{\"status\":\"201\"}", "response.status"},
+        {"{\"status\":99}", "response.status"},
+        {"{\"status\":600}", "response.status"},
+        {"{\"status\":201,\"stauts\":1}", "unknown key \"stauts\""},
+        {"{\"status\":201,\"headers\":[[\"A\"]]}", "response.headers[0]"},
+        {"{\"status\":201,\"headers\":{}}", "response.headers"},
+        {"{\"status\":201,\"body\":1}", "field \"response.body\""},
+        {"{\"status\":201,\"body_base64\":\"!!\"}", "field \"response.body_base64\""},
+        {"{\"status\":201,\"body\":\"\",\"body_base64\":\"\"}", "expected one"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *line = ust_sprintf("{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                                 "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[],"
+                                 "\"body\":\"\",\"response\":%s}",
+                                 bad[i].response);
+        expect_import_refused(f, line, bad[i].want);
+        ust_free(line);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -967,6 +1251,15 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_an_anchor_kept_elsewhere_catches_the_newest_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recorded_answers_verify_and_read_back,
+                                        setup, teardown),
+        cmocka_unit_test(test_a_changed_answer_is_named),
+        cmocka_unit_test_setup_teardown(
+            test_a_format_2_log_keeps_its_head_and_gains_the_columns, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_recorded_answers_survive_export_then_import, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_refuses_a_malformed_answer, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

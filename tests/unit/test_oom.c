@@ -97,6 +97,14 @@ static void test_log_append_and_read(void **state)
             ust_request *req = &w->reqs[w->n - 1];
             ust_log_record rec, got;
             assert_int_equal(ust_log_record_derive(w->cfg, req, &rec, &err), 0);
+            /* Every other row with a recorded answer (borrowed, as the
+             * request is). */
+            static ust_header answer_headers[] = {{"Content-Type", "application/json"},
+                                                  {"Understudy-Verdict", "applied"}};
+            static unsigned char answer_body[] = "{\"id\":\"pay_1\"}";
+            if (w->n % 2 == 0)
+                rec.response = (ust_response){201, answer_headers, 2, answer_body,
+                                              sizeof(answer_body) - 1};
             memset(&got, 0, sizeof(got));
             int64_t seq = 0;
             int got_rc = 0;
@@ -125,6 +133,11 @@ static void test_log_append_and_read(void **state)
                     assert_string_equal(got.req.headers[i].value,
                                         req->headers[i].value);
                 assert_string_equal(got.event_id, evt);
+                assert_int_equal(got.response.status, rec.response.status);
+                assert_int_equal(got.response.n_headers, rec.response.n_headers);
+                assert_int_equal(got.response.body_len, rec.response.body_len);
+                if (got.response.n_headers > 0)
+                    assert_string_equal(got.response.headers[1].value, "applied");
                 assert_string_equal(got.request_sha256, rec.request_sha256);
             } else if (rc == 0) {
                 assert_int_equal(got_rc, UST_ENOMEM);
