@@ -22,6 +22,15 @@ typedef struct ust_request {
     size_t body_len;
 } ust_request;
 
+/* A recorded answer: production's response to a request, kept beside it in
+ * the log. Everything is owned (ust_malloc). */
+typedef struct ust_response {
+    int status;                 /* 0: no recorded answer */
+    ust_header *headers; size_t n_headers;   /* in order, as sent */
+    unsigned char *body; size_t body_len;
+} ust_response;
+void ust_response_clear(ust_response *r);
+
 /* Frees everything the request owns (all fields come from ust_malloc) and
  * zeroes it; the struct itself is the caller's. NULL is a no-op. */
 void ust_request_clear(ust_request *req);

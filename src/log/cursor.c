@@ -26,6 +26,7 @@ void ust_log_record_clear(ust_log_record *rec)
         return;
     ust_request_clear(&rec->req);
     UST_EVENT_FIELDS(FREE)
+    ust_response_clear(&rec->response);
     memset(rec, 0, sizeof(*rec));
 }
 

@@ -5,6 +5,15 @@
 #include <string.h>
 #include <strings.h>
 
+static void free_headers(ust_header *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ust_free(h[i].name);
+        ust_free(h[i].value);
+    }
+    ust_free(h);
+}
+
 void ust_request_clear(ust_request *req)
 {
     if (req == NULL)
@@ -12,13 +21,18 @@ void ust_request_clear(ust_request *req)
     ust_free(req->remote);
     ust_free(req->method);
     ust_free(req->target);
-    for (size_t i = 0; i < req->n_headers; i++) {
-        ust_free(req->headers[i].name);
-        ust_free(req->headers[i].value);
-    }
-    ust_free(req->headers);
+    free_headers(req->headers, req->n_headers);
     ust_free(req->body);
     memset(req, 0, sizeof(*req));
+}
+
+void ust_response_clear(ust_response *r)
+{
+    if (r == NULL)
+        return;
+    free_headers(r->headers, r->n_headers);
+    ust_free(r->body);
+    memset(r, 0, sizeof(*r));
 }
 
 int ust_request_add_header(ust_request *req, const char *name, const char *value)
