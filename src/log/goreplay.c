@@ -131,10 +131,11 @@ static int parse_message(const char *at, size_t n, enum http_parser_type type,
     if (e == HPE_CB_header_field || e == HPE_CB_header_value ||
         e == HPE_CB_headers_complete)
         return ust_errf(why, UST_EPARSE, "a header holds a CR, LF or NUL byte");
-    if (e != HPE_OK || used != n || !m->complete)
-        return ust_errf(why, UST_EPARSE, "not an HTTP %s%s%s", what,
-                        e != HPE_OK ? ": " : " (it ends early)",
-                        e != HPE_OK ? http_errno_description(e) : "");
+    if (e == HPE_INVALID_EOF_STATE || (e == HPE_OK && !m->complete))
+        return ust_errf(why, UST_EPARSE, "not an HTTP %s (it ends early)", what);
+    if (e != HPE_OK || used != n)
+        return ust_errf(why, UST_EPARSE, "not an HTTP %s: %s", what,
+                        http_errno_description(e));
     if (type == HTTP_REQUEST && (m->req.target == NULL || m->req.target[0] != '/'))
         return ust_errf(why, UST_EPARSE, "the request target is not a path");
     return 0;
