@@ -45,6 +45,10 @@ static int load_text(json_t *obj, const char *what, unsigned char **out, size_t 
             return ust_errf(why, UST_EPARSE,
                             "%s.encoding: expected \"base64\" (or none)", what);
         int rc = ust_base64_decode(s, n, out, len);
+        if (rc == 0 && *len == 0) {
+            ust_free(*out); /* no bytes: no body, as the log keeps it */
+            *out = NULL;
+        }
         return rc == UST_EPARSE ? ust_errf(why, rc, "%s.text: not valid base64", what)
                                 : rc;
     }
