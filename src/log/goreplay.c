@@ -136,6 +136,10 @@ static int parse_message(const char *at, size_t n, enum http_parser_type type,
     if (e != HPE_OK || used != n)
         return ust_errf(why, UST_EPARSE, "not an HTTP %s: %s", what,
                         http_errno_description(e));
+    if (type == HTTP_RESPONSE &&
+        (m->parser.status_code < 100 || m->parser.status_code > 599))
+        return ust_errf(why, UST_EPARSE, "not an HTTP response: status %u",
+                        (unsigned)m->parser.status_code);
     if (type == HTTP_REQUEST && (m->req.target == NULL || m->req.target[0] != '/'))
         return ust_errf(why, UST_EPARSE, "the request target is not a path");
     return 0;
@@ -202,6 +206,8 @@ typedef struct answer {
 static int match_answers(ust__capture *out, by_id *ids, answer *ans, size_t n_ans,
                          const char *label, char **err)
 {
+    if (out->n == 0)
+        return 0; /* answers to no captured request: nothing to keep */
     qsort(ids, out->n, sizeof(*ids), by_id_cmp);
     int rc = 0;
     for (size_t i = 1; rc == 0 && i < out->n; i++)

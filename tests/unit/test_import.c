@@ -503,6 +503,10 @@ static void test_a_bad_goreplay_file_is_refused_whole(void **state)
     expect_goreplay_refused(
         f, "1 bb 1764410400000000000 0\nGET http://h/ HTTP/1.1\r\n\r\n",
         "payload 2 (id bb): the request target is not a path");
+    /* Found by fuzz_import_goreplay: http-parser reads "20 0 OK" as 20. */
+    expect_goreplay_refused(f,
+                            "2 aa 2 0\nHTTP/1.1 20 0 OK\r\nContent-Length: 0\r\n\r\n",
+                            "payload 2 (id aa): not an HTTP response: status 20");
     expect_goreplay_refused(f, "2 aa 1764410400000000000 0\nnot a response",
                             "payload 2 (id aa): not an HTTP response");
     expect_goreplay_refused(f, "1 aa 1764410400000000000 0\nGET / HTTP/1.1\r\n\r\n",
@@ -512,6 +516,26 @@ static void test_a_bad_goreplay_file_is_refused_whole(void **state)
         "2 aa 1 0\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" SEP
         "2 aa 2 0\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
         "payload 3 (id aa): a second response to request payload 1");
+    assert_int_equal(head(f), 0);
+}
+
+/* Found by fuzz_import_goreplay: a file of no request (empty, or only
+ * answers) is no events, not undefined behaviour. */
+static void test_a_goreplay_file_without_requests_is_no_events(void **state)
+{
+    struct fixture *f = *state;
+    const char only_answer[] =
+        "2 aa 1 0\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" SEP;
+    int64_t n = -1, skipped = -1;
+    char *err = NULL;
+    assert_int_equal(
+        import_text(f, "empty.gor", "", 0, UST_IMPORT_GOREPLAY, &n, &skipped, &err), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(import_text(f, "answers.gor", only_answer, sizeof(only_answer) - 1,
+                                 UST_IMPORT_GOREPLAY, &n, &skipped, &err),
+                     0);
+    assert_int_equal(n, 0);
+    assert_int_equal(skipped, 0);
     assert_int_equal(head(f), 0);
 }
 
@@ -569,6 +593,8 @@ int main(void)
             test_goreplay_payloads_import_with_their_responses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_bad_goreplay_file_is_refused_whole,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_goreplay_file_without_requests_is_no_events, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_the_command_imports_a_har_and_says_what_it_skipped, setup, teardown),
     };
