@@ -120,6 +120,11 @@ static void test_a_har_written_by_chromium_imports(void **state)
     assert_non_null(har);
     json_t *entries = json_object_get(json_object_get(har, "log"), "entries");
     assert_int_equal(json_array_size(entries), 6);
+    /* Written by the browser, not by hand. */
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(har, "log"), "browser"), "name")),
+        "chromium");
     ust_log_record rows[8];
     assert_int_equal(read_rows(f, 0, rows, 8), 4);
     const char *targets[] = {"/webhooks/stripe", "/webhooks/stripe",
