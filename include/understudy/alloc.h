@@ -25,6 +25,9 @@ void ust_free(void *ptr);
 char *ust_strdup(const char *s);
 char *ust_strndup(const char *s, size_t n);
 void *ust_memdup(const void *p, size_t n);
+/* Appends n bytes at `at` to the string *buf of *len bytes (NUL-terminated
+ * after them; *buf may be NULL). 0, or -1 when out of memory (*buf kept). */
+int ust_str_append(char **buf, size_t *len, const char *at, size_t n);
 /* printf into a fresh string owned by the caller; NULL on allocation failure. */
 char *ust_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *ust_vsprintf(const char *fmt, va_list ap);

@@ -160,6 +160,25 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
 int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
                             const char *label, const ust_progress *progress, int64_t *n,
                             char **err);
+/* What `log import --format` reads. */
+typedef enum ust_import_format {
+    UST_IMPORT_JSONL = 0, /* interchange JSONL (ust_log_import) */
+    UST_IMPORT_HAR,       /* HAR 1.2: browsers' devtools, Playwright, mitmproxy */
+    UST_IMPORT_GOREPLAY   /* GoReplay's file output (--input-raw-track-response) */
+} ust_import_format;
+/* The format named "jsonl", "har" or "goreplay"; UST_EINVAL otherwise. */
+int ust_import_format_parse(const char *name, ust_import_format *out);
+
+/* Reads a capture of another tool from in (all of it, into memory), derives
+ * each request whose path matches a route of cfg with its response as the
+ * recorded answer, and appends them all in one transaction. Requests to no
+ * route are skipped and counted in *skipped (may be NULL). A bad entry:
+ * UST_EPARSE, *err "<label>: entry N: <why>" (HAR) or "<label>: payload N
+ * (id ID): <why>" (GoReplay), N from 1, nothing appended. UST_IMPORT_JSONL
+ * is ust_log_import (nothing skipped). */
+int ust_log_import_capture(ust_log *log, const ust_config *cfg, FILE *in,
+                           const char *label, ust_import_format format, int64_t *n,
+                           int64_t *skipped, char **err);
 /* Derives each request under cfg and appends them all in one transaction
  * (the requests stay the caller's, masked as ust_log_record_derive says).
  * Import uses it. sigs (may be NULL) receives each request's signature

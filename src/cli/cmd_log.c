@@ -21,6 +21,9 @@ static const char usage[] =
     "      derive and append every line of the file, all or nothing; progress\n"
     "      (count, rate, ETA from the share of the file read) on stderr when it\n"
     "      is a terminal or with --progress, none with --quiet\n"
+    "  import --format har|goreplay --config FILE [--log DB] [FILE|-]\n"
+    "      a HAR 1.2 file or GoReplay's file output (with its responses), all or\n"
+    "      nothing; requests to no route are skipped and counted\n"
     "  export --log DB [--derived] [--out FILE] [--redact --config FILE]\n"
     "      write the log as interchange JSONL (stdout by default); --redact\n"
     "      masks the config's \"redact\" fields in bodies and its\n"
@@ -40,7 +43,7 @@ static const char usage[] =
     "--log defaults to the config's \"log\" when --config is given.\n";
 
 struct log_opts {
-    const char *config, *log, *out, *before, *anchor;
+    const char *config, *log, *out, *before, *anchor, *format;
     int json, derived, redact, help;
     int progress_flag; /* import only */
 };
@@ -53,6 +56,7 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
                                 UST_CLI_STR("out", &o->out),
                                 UST_CLI_STR("before", &o->before),
                                 UST_CLI_STR("anchor", &o->anchor),
+                                UST_CLI_STR("format", &o->format),
                                 UST_CLI_FLAG("json", &o->json),
                                 UST_CLI_FLAG("derived", &o->derived),
                                 UST_CLI_FLAG("redact", &o->redact),
@@ -78,6 +82,10 @@ static int cmd_import(struct log_opts *o, int nargs, char **args)
         return ust_cli_fail(NULL,
                             "log import: need --config FILE and at most one input "
                             "file (try --help)");
+    ust_import_format format = UST_IMPORT_JSONL;
+    if (o->format != NULL && ust_import_format_parse(o->format, &format) != 0)
+        return ust_cli_fail(NULL,
+                            "log import: --format expects jsonl, har or goreplay");
     char *err = NULL;
     ust_config *cfg = NULL;
     if (ust_config_load(o->config, &cfg, &err) != 0)
@@ -103,7 +111,20 @@ static int cmd_import(struct log_opts *o, int nargs, char **args)
     }
     if (open_log(path, UST_LOG_CREATE, &log) != 0)
         goto out;
-    int64_t n = 0;
+    int64_t n = 0, skipped = 0;
+    if (format != UST_IMPORT_JSONL) {
+        if (ust_log_import_capture(log, cfg, in, label, format, &n, &skipped, &err) !=
+            0) {
+            ust_cli_fail(err, "import failed");
+            fprintf(stderr, "understudy: nothing from %s was appended\n", label);
+            goto out;
+        }
+        printf("imported %lld events from %s into %s; %lld skipped (no route for"
+               " their path)\n",
+               (long long)n, label, path, (long long)skipped);
+        rc = UST_EXIT_OK;
+        goto out;
+    }
     ust_cli_progress progress;
     ust_progress sink =
         ust_cli_progress_start(&progress, "import", "events", o->progress_flag);

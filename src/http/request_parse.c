@@ -13,18 +13,6 @@
 #include <string.h>
 #include <strings.h>
 
-static int grow_append(char **buf, size_t *len, const char *at, size_t n)
-{
-    char *grown = ust_realloc(*buf, *len + n + 1);
-    if (grown == NULL)
-        return -1;
-    memcpy(grown + *len, at, n);
-    *len += n;
-    grown[*len] = '\0';
-    *buf = grown;
-    return 0;
-}
-
 /* Nonzero stops the parser; -1 rather than 1, which on_headers_complete
  * would take as "no body follows". */
 int ust__reqparse_stop(ust__reqparse *rp, int status, const char *why)
@@ -49,7 +37,7 @@ static int on_url(http_parser *p, const char *at, size_t n)
     ust__reqparse *rp = p->data;
     if (rp->target_len + n > UST__MAX_TARGET)
         return ust__reqparse_stop(rp, 431, "the request target is too long");
-    return grow_append(&rp->req.target, &rp->target_len, at, n)
+    return ust_str_append(&rp->req.target, &rp->target_len, at, n)
                ? ust__reqparse_stop(rp, 503, "out of memory")
                : 0;
 }
@@ -90,7 +78,7 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
         rp->in_value = 0;
     }
     piece_end(rp, at + n);
-    return grow_append(&rp->field, &rp->field_len, at, n)
+    return ust_str_append(&rp->field, &rp->field_len, at, n)
                ? ust__reqparse_stop(rp, 503, "out of memory")
                : 0;
 }
@@ -107,7 +95,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
                                   "RFC 9112 5.2)");
     rp->in_value = 1;
     piece_end(rp, at + n);
-    return grow_append(&rp->value, &rp->value_len, at, n)
+    return ust_str_append(&rp->value, &rp->value_len, at, n)
                ? ust__reqparse_stop(rp, 503, "out of memory")
                : 0;
 }

@@ -27,6 +27,7 @@ void ust_log_record_clear(ust_log_record *rec)
     ust_request_clear(&rec->req);
     ust_response_clear(&rec->response);
     UST_EVENT_FIELDS(FREE)
+    ust_response_clear(&rec->response);
     memset(rec, 0, sizeof(*rec));
 }
 

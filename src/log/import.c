@@ -4,6 +4,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
+#include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/event.h>
 
@@ -200,6 +201,130 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         ust_log_rollback(log);
     if (rc == 0 && n_out != NULL)
         *n_out = total;
+    return rc;
+}
+
+int ust_import_format_parse(const char *name, ust_import_format *out)
+{
+    static const char *const names[] = {"jsonl", "har", "goreplay"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (ust_import_format)i;
+            return 0;
+        }
+    return UST_EINVAL;
+}
+
+/* All of in, NUL-terminated. 0, UST_EIO or UST_ENOMEM. */
+static int read_all(FILE *in, char **buf, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *b = ust_malloc(cap);
+    while (b != NULL) {
+        n += fread(b + n, 1, cap - n - 1, in);
+        if (n + 1 < cap)
+            break;
+        char *grown = ust_realloc(b, cap *= 2);
+        if (grown == NULL)
+            ust_free(b);
+        b = grown;
+    }
+    if (b == NULL)
+        return UST_ENOMEM;
+    if (ferror(in)) {
+        ust_free(b);
+        return UST_EIO;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+/* Appends the records built so far (their requests and answers borrowed
+ * from the capture) and lets them go. */
+static int flush_records(ust_log *log, ust_log_record *recs, size_t *n, char **err)
+{
+    int rc = *n > 0 ? ust_log_append(log, recs, *n, NULL, err) : 0;
+    for (size_t i = 0; i < *n; i++) {
+        memset(&recs[i].response, 0, sizeof(recs[i].response));
+        clear_derived(&recs[i]);
+    }
+    *n = 0;
+    return rc;
+}
+
+/* Every entry of c with a route, in one transaction. */
+static int append_capture(ust_log *log, const ust_config *cfg, ust__capture *c,
+                          const char *label, int64_t *n_out, int64_t *skipped,
+                          char **err)
+{
+    ust_log_record *recs = ust_calloc(IMPORT_BATCH, sizeof(*recs));
+    if (recs == NULL)
+        return UST_ENOMEM;
+    int rc = ust_log_begin(log, err);
+    size_t built = 0;
+    int64_t total = 0, skip = 0;
+    for (size_t i = 0; rc == 0 && i < c->n; i++) {
+        ust__capture_entry *e = &c->v[i];
+        if (ust_config_route(cfg, e->req.target) == NULL) {
+            skip++;
+            continue;
+        }
+        char *why = NULL;
+        rc = ust_log_record_derive(cfg, &e->req, &recs[built], &why);
+        if (rc != 0) {
+            rc = ust_errf(err, rc, "%s: %s: %s", label, e->where,
+                          why ? why : ust_strerror(rc));
+            ust_free(why);
+            break;
+        }
+        recs[built++].response = e->response;
+        total++;
+        if (built == IMPORT_BATCH)
+            rc = flush_records(log, recs, &built, err);
+    }
+    if (rc == 0)
+        rc = flush_records(log, recs, &built, err);
+    for (size_t i = 0; i < built; i++) {
+        memset(&recs[i].response, 0, sizeof(recs[i].response));
+        clear_derived(&recs[i]);
+    }
+    ust_free(recs);
+    if (rc == 0)
+        rc = ust_log_commit(log, err);
+    else
+        ust_log_rollback(log);
+    if (rc == 0) {
+        *n_out = total;
+        *skipped = skip;
+    }
+    return rc;
+}
+
+int ust_log_import_capture(ust_log *log, const ust_config *cfg, FILE *in,
+                           const char *label, ust_import_format format, int64_t *n,
+                           int64_t *skipped, char **err)
+{
+    int64_t n_local = 0, skipped_local = 0;
+    n = n != NULL ? n : &n_local;
+    skipped = skipped != NULL ? skipped : &skipped_local;
+    *n = *skipped = 0;
+    if (format == UST_IMPORT_JSONL)
+        return ust_log_import(log, cfg, in, label, n, err);
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(in, &buf, &len);
+    if (rc != 0)
+        return ust_errf(err, rc, "%s: %s", label,
+                        rc == UST_EIO ? "read error" : ust_strerror(rc));
+    ust__capture c;
+    rc = format == UST_IMPORT_HAR ? ust__har_parse(buf, len, label, &c, err)
+                                  : ust__goreplay_parse(buf, len, label, &c, err);
+    ust_free(buf);
+    if (rc == 0)
+        rc = append_capture(log, cfg, &c, label, n, skipped, err);
+    ust__capture_clear(&c);
     return rc;
 }
 

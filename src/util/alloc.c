@@ -153,6 +153,18 @@ char *ust_vsprintf(const char *fmt, va_list ap)
     return out;
 }
 
+int ust_str_append(char **buf, size_t *len, const char *at, size_t n)
+{
+    char *grown = ust_realloc(*buf, *len + n + 1);
+    if (grown == NULL)
+        return -1;
+    memcpy(grown + *len, at, n);
+    *len += n;
+    grown[*len] = '\0';
+    *buf = grown;
+    return 0;
+}
+
 char *ust_sprintf(const char *fmt, ...)
 {
     va_list ap;
