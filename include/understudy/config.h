@@ -55,10 +55,12 @@ typedef struct ust_route {
 } ust_route;
 
 typedef struct ust_plugin_config {
-    char *path;     /* shared library, NULL if exec is used */
-    char **exec;    /* argv of a child process plugin, NULL-terminated, or NULL */
-    json_t *config; /* the plugin's own config object (owned reference) */
-    int isolate;    /* run a .so in a child process */
+    char *path;       /* shared library, NULL if exec is used */
+    char **exec;      /* argv of a child process plugin, NULL-terminated, or NULL */
+    char *url;        /* an HTTP service (the url kind, --respond upstream), or NULL */
+    json_t *verdicts; /* "verdicts": status -> verdict (answer.h reads it), or NULL */
+    json_t *config;   /* the plugin's own config object (owned reference) */
+    int isolate;      /* run a .so in a child process */
     int64_t timeout_ms;
     int64_t max_rss_mb;
     /* Variables its child process does not inherit, NULL-terminated: every

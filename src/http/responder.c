@@ -5,6 +5,7 @@
  * answer. The candidate is decided later by the runner, off this path, so it
  * can neither change nor delay an answer. */
 #include "http/responder.h"
+#include "http/upstream.h"
 #include "runner/answers.h"
 #include "runner/event_view.h"
 
@@ -17,7 +18,8 @@
 struct ust__responder {
     const ust__responder_opts *o;
     ust__answers *answers;
-    ust_plugin *legacy;
+    ust_plugin *legacy;      /* --respond legacy */
+    ust__upstream *upstream; /* --respond upstream */
     ust__jobq q;
     pthread_t thread;
     /* A batch failed: the log holds events past the answers' cursor that
@@ -32,9 +34,26 @@ static int fed(const ust_log_record *rec)
            (rec->sig == UST_SIG_VERIFIED || rec->sig == UST_SIG_UNSIGNED);
 }
 
-/* Decides one event and records it; *out (may be NULL) receives the decision. */
-static int decide(ust__responder *rp, const ust_log_record *rec, ust_decision *out,
-                  char **err)
+/* The service's answer to rec, and the decision read from it, into d;
+ * without job (catch_up: it may have been forwarded before), the decision
+ * that its outcome is unknown. */
+static int forward(ust__responder *rp, const ust_log_record *rec, ust__job *job,
+                   ust_decision *d, char **err)
+{
+    if (job == NULL)
+        return ust__upstream_unknown(d);
+    ust_http_result *res = job->upstream = ust_calloc(1, sizeof(*res));
+    int rc = res ? ust__upstream_forward(rp->upstream, rec, res, d) : UST_ENOMEM;
+    if (rc == 0 && res->failure == 0)
+        rc = ust__answers_put_response(rp->answers, rec->seq, res->status, res->headers,
+                                       res->n_headers, res->body, res->body_len, err);
+    return rc;
+}
+
+/* Decides one event and records it; *out (may be NULL) receives the
+ * decision; job (NULL in catch_up) gets the service's answer upstream. */
+static int decide(ust__responder *rp, const ust_log_record *rec, ust__job *job,
+                  ust_decision *out, char **err)
 {
     ust_event ev;
     ust_decision d;
@@ -44,8 +63,13 @@ static int decide(ust__responder *rp, const ust_log_record *rec, ust_decision *o
         return UST_ENOMEM;
     ev.seq = rec->seq;
     ev.sig = rec->sig;
-    ust_plugin_decide(rp->legacy, &ev, &rec->req, &d);
-    int rc = ust__answers_put(rp->answers, rec->seq, d.entity ? d.entity : ev.identity,
+    int rc = 0;
+    if (rp->upstream != NULL)
+        rc = forward(rp, rec, job, &d, err);
+    else
+        ust_plugin_decide(rp->legacy, &ev, &rec->req, &d);
+    if (rc == 0)
+        rc = ust__answers_put(rp->answers, rec->seq, d.entity ? d.entity : ev.identity,
                               &d, err);
     if (!viewed)
         ust_event_clear(&ev);
@@ -96,7 +120,7 @@ static int catch_up(ust__responder *rp, int64_t limit, char **err)
             rc = 0;
             break;
         }
-        rc = fed(&rec) ? decide(rp, &rec, NULL, err) : 0;
+        rc = fed(&rec) ? decide(rp, &rec, NULL, NULL, err) : 0;
         last = rec.seq;
     }
     if (rc == 0)
@@ -135,9 +159,12 @@ static void *responder_main(void *arg)
                 continue;
             through = j->seq;
             j->rec.seq = j->seq;
-            if (rc == 0 && fed(&j->rec)) {
+            if (rc == 0 && fed(&j->rec) && rp->upstream != NULL) {
+                rc = decide(rp, &j->rec, j, NULL, &err);
+            } else if (rc == 0 && fed(&j->rec)) {
                 j->answer = ust_calloc(1, sizeof(*j->answer));
-                rc = j->answer ? decide(rp, &j->rec, j->answer, &err) : UST_ENOMEM;
+                rc =
+                    j->answer ? decide(rp, &j->rec, NULL, j->answer, &err) : UST_ENOMEM;
             }
         }
         if (rc == 0 && through > 0)
@@ -167,6 +194,7 @@ static void *responder_main(void *arg)
 static void responder_free(ust__responder *rp)
 {
     ust_plugin_unload(rp->legacy);
+    ust__upstream_close(rp->upstream);
     ust__answers_writer_close(rp->answers);
     ust_free(rp);
 }
@@ -182,10 +210,17 @@ int ust__responder_start(const ust__responder_opts *o, ust__responder **out, cha
     const ust_plugin_config *pc = &o->cfg->legacy;
     int rc = path ? ust__answers_writer_open(path, &rp->answers, err) : UST_ENOMEM;
     ust_free(path);
-    if (rc == 0 && o->legacy_path == NULL && pc->path == NULL && pc->exec == NULL)
+    if (rc == 0 && o->upstream && o->legacy_path != NULL)
+        rc = ust_errf(err, UST_EINVAL,
+                      "--respond upstream: the legacy is production's handler at"
+                      " plugins.legacy.url; drop --legacy %s",
+                      o->legacy_path);
+    else if (rc == 0 && o->upstream)
+        rc = ust__upstream_open(pc, o->cfg->file, &rp->upstream, err);
+    else if (rc == 0 && o->legacy_path == NULL && pc->path == NULL && pc->exec == NULL)
         rc = ust_errf(err, UST_EINVAL,
                       "--respond legacy: no legacy plugin (plugins.legacy)");
-    if (rc == 0)
+    else if (rc == 0)
         rc = ust_plugin_open(pc, o->legacy_path, "legacy", 0,
                              ust__answers_store(rp->answers), &rp->legacy, err);
     if (rc == 0)

@@ -24,6 +24,9 @@ int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
 #define UST__ANSWERS_INSERT                                                            \
     "INSERT OR REPLACE INTO answers(seq, entity, " UST__DECISION_COLUMN_NAMES          \
     ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)"
+/* seq, status, packed headers, body: a service's answer (--respond upstream). */
+#define UST__ANSWERS_RESPONSE                                                          \
+    "INSERT OR REPLACE INTO responses(seq, status, headers, body) VALUES(?1,?2,?3,?4)"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
 
 /* RUN.answers beside the run database at run_path (ust_malloc'd). */
@@ -47,6 +50,12 @@ int ust__answers_begin(ust__answers *a, char **err);
 int ust__answers_put(ust__answers *a, int64_t seq, const char *entity,
                      const ust_decision *d, char **err);
 int ust__answers_commit(ust__answers *a, int64_t through, char **err);
+/* --respond upstream: the service's answer to seq as it came (headers in
+ * order, kept whole; the body byte for byte), in the same transaction as
+ * its decision. */
+int ust__answers_put_response(ust__answers *a, int64_t seq, int status,
+                              const ust_header *headers, size_t n_headers,
+                              const unsigned char *body, size_t body_len, char **err);
 /* Rolls the transaction back, and with it what the store cached beyond it. */
 void ust__answers_rollback(ust__answers *a);
 
