@@ -449,6 +449,18 @@ static void test_upstream_answers_as_the_service_did(void **state)
         run_legacy_verdict(w, (int)i + 1, verdict);
         assert_string_equal(verdict, cases[i].verdict);
     }
+    /* The service's Understudy-Verdict: duplicate (seq 5) against the
+     * candidate's applied: a divergence made with the recorded answer. */
+    sqlite3 *db = open_db(w->sw->run);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT line FROM divergences WHERE seq = 5",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_non_null(strstr((const char *)sqlite3_column_text(q, 0), "duplicate"));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
     serve_world_stop(w->sw);
     assert_int_equal(forwarded(w), (int)N_CASES);
 }
@@ -515,6 +527,49 @@ static void test_upstream_down_or_slow(void **state)
     assert_int_equal(forwarded(w), 3);
 }
 
+/* Waits (a generous bound) until the service logged seq. */
+static void service_got(world *w, int seq)
+{
+    time_t until = time(NULL) + 120;
+    while (reached(w, seq, NULL) == 0) {
+        assert_true(time(NULL) < until);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* SIGKILL while the service holds a request: after the restart its outcome
+ * is unknown, and it is not forwarded again (the service counts). */
+static void test_upstream_never_forwards_twice(void **state)
+{
+    world *w = *state;
+    service_start(w, 0);
+    write_config(w, 60000);
+    start_upstream(w);
+    char *raw = request("slow", 1);
+    int fd = http_connect(w->sw->srv.port);
+    send_all(fd, raw, strlen(raw));
+    ust_free(raw);
+    service_got(w, 1);
+    serve_world_kill(w->sw);
+    close(fd);
+    start_upstream(w);
+    char verdict[32], error[256];
+    answer_of(w, 1, verdict, error);
+    assert_string_equal(verdict, "error");
+    assert_non_null(strstr(error, "outcome unknown"));
+    /* The next request is seq 2, answered; seq 1 reached the service once. */
+    raw = request("json", 2);
+    answer a;
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    assert_int_equal(a.status, 200);
+    runner_reaches(w, 2);
+    serve_world_stop(w->sw);
+    assert_int_equal(reached(w, 1, NULL), 1);
+    assert_int_equal(reached(w, 2, NULL), 1);
+}
+
 /* --respond upstream without a url legacy: refused before the port is
  * bound, naming the key to set. */
 static void test_upstream_needs_a_url(void **state)
@@ -538,6 +593,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_upstream_answers_as_the_service_did),
         T(test_upstream_down_or_slow),
+        T(test_upstream_never_forwards_twice),
         T(test_upstream_needs_a_url),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
