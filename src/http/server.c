@@ -1067,13 +1067,14 @@ static int serve(ust__server *s, char **err)
     uv_tcp_init(s->loop, &s->listener);
     uv_tcp_init(s->loop, &s->admin);
     s->listener.data = s->admin.data = s;
+    const char *respond = o->respond_upstream ? "upstream" : "legacy";
     for (size_t i = 0; rc == 0 && o->respond_legacy && i < o->cfg->n_routes; i++)
         if (o->cfg->routes[i].sample_bp < 10000)
             rc = ust_errf(err, UST_EINVAL,
-                          "--respond legacy answers every request with the legacy's"
+                          "--respond %s answers every request with the legacy's"
                           " decision, and routes[%zu].sample would leave some"
                           " undecided: remove the sample from %s",
-                          i, o->cfg->file);
+                          respond, i, o->cfg->file);
     /* The writer hands on to the responder with --respond legacy, and the
      * last of them to the loop. */
     ust__sink to_loop = {jobs_done, s};
@@ -1110,10 +1111,10 @@ static int serve(ust__server *s, char **err)
     if (rc == 0)
         rc = ust__writer_start(&s->writer, err);
     if (rc == 0 && o->respond_legacy) {
-        rc = o->run_path ? ust__responder_start(&s->responder_opts, &s->responder, err)
-                         : ust_errf(err, UST_EINVAL,
-                                    "--respond legacy needs a run database"
-                                    " (--run)");
+        rc = o->run_path
+                 ? ust__responder_start(&s->responder_opts, &s->responder, err)
+                 : ust_errf(err, UST_EINVAL,
+                            "--respond %s needs a run database (--run)", respond);
     }
     if (rc == 0 && o->run_path != NULL) {
         rc = ust__follower_open(&s->follower, err);

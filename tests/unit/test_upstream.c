@@ -584,6 +584,25 @@ static void test_upstream_needs_a_url(void **state)
     assert_int_equal(ust_test_run_cli(w->sw->dir, args, &out), 2);
     assert_non_null(strstr(out, "plugins.legacy.url"));
     free(out);
+    /* A url, but a verdicts map that names no status. */
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s,s:{s:s}}", "url", "http://127.0.0.1:9",
+                                 "verdicts", "two hundred", "applied"),
+                       NULL));
+    assert_int_equal(ust_test_run_cli(w->sw->dir, args, &out), 2);
+    assert_non_null(strstr(out, "plugins.legacy.verdicts"));
+    free(out);
+    /* A plugin named on the command line cannot be production's handler. */
+    char lp[PATH_MAX], with[PATH_MAX * 5];
+    ust_test_plugin_path("legacy", lp);
+    snprintf(with, sizeof(with), "%s --legacy '%s'", args, lp);
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s}", "url", "http://127.0.0.1:9"), NULL));
+    assert_int_equal(ust_test_run_cli(w->sw->dir, with, &out), 2);
+    assert_non_null(strstr(out, "drop --legacy"));
+    free(out);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
