@@ -64,6 +64,7 @@ typedef void (*ust_log_fn)(void *ctx, int level, const char *msg);
 typedef struct ust_plugin_config {
     char *path;     /* shared library, NULL if exec is used */
     char **exec;    /* argv of a child process plugin, NULL-terminated, or NULL */
+    char *url;      /* an HTTP service (the url kind, --respond upstream), or NULL */
     json_t *config; /* the plugin's own config object (owned reference) */
     int isolate;    /* run a .so in a child process */
     int recorded;   /* decide with each event's recorded answer (a legacy only) */

@@ -114,6 +114,12 @@ int ust_answers_begin(ust_answers *a, char **err);
 int ust_answers_put(ust_answers *a, int64_t seq, const char *entity,
                     const ust_decision *d, char **err);
 int ust_answers_commit(ust_answers *a, int64_t through, char **err);
+/* --respond upstream: the service's answer to seq as it came (headers in
+ * order, kept whole; the body byte for byte), in the same transaction as
+ * its decision. */
+int ust_answers_put_response(ust_answers *a, int64_t seq, int status,
+                             const ust_header *headers, size_t n_headers,
+                             const unsigned char *body, size_t body_len, char **err);
 /* Rolls the transaction back, and with it what the store cached beyond it. */
 void ust_answers_rollback(ust_answers *a);
 

@@ -22,6 +22,9 @@ typedef struct ust_serve_opts {
     const char *legacy_path, *candidate_path; /* NULL: from the config */
     FILE *divergences;                        /* runner's JSON lines, or NULL */
     int respond_legacy; /* answer with the legacy's decision (needs run_path) */
+    /* with respond_legacy: the legacy is production's handler, a url the
+     * request is forwarded to; its answer is the caller's, as it came */
+    int respond_upstream;
     /* What goes wrong while serving (a retention pass, a runner's step, a
      * slow stop): NULL to drop it. */
     ust_log_fn log;

@@ -14,7 +14,8 @@
 static const char usage[] =
     "usage: understudy serve --config FILE [--listen ADDR] [--admin-listen ADDR]\n"
     "                        [--log DB] [--run DB]\n"
-    "                        [--respond ack|legacy] [--legacy SO] [--candidate SO]\n"
+    "                        [--respond ack|legacy|upstream] [--legacy SO]\n"
+    "                        [--candidate SO]\n"
     "                        [--divergences FILE|-]\n"
     "\n"
     "Records every callback to a configured route in the event log, durably\n"
@@ -25,6 +26,10 @@ static const char usage[] =
     "--respond legacy (needs --run): the legacy plugin's decision is the answer,\n"
     "made right after the commit and recorded in RUN.answers; the candidate is\n"
     "decided later by the runner and can neither change nor delay an answer.\n"
+    "--respond upstream (needs --run): the legacy is production's handler\n"
+    "(plugins.legacy.url): each request is forwarded to it after the commit and\n"
+    "its answer goes back as it came, recorded first in RUN.answers as the\n"
+    "legacy's decision; 502 when it is down, 504 past its timeout_ms.\n"
     "GET /healthz (what is wrong, 503 when anything is), GET /readyz and\n"
     "GET /metrics (Prometheus text) are served on the admin listener only:\n"
     "--admin-listen or \"admin_listen\", by default 127.0.0.1 on the --listen\n"
@@ -55,10 +60,14 @@ int ust_cli_serve(int argc, char **argv)
         return parsed;
     if (ust_cli_no_more_args("serve", argc, argv, optind) != 0)
         return UST_EXIT_USAGE;
-    if (strcmp(respond, "ack") != 0 && strcmp(respond, "legacy") != 0)
+    if (strcmp(respond, "ack") != 0 && strcmp(respond, "legacy") != 0 &&
+        strcmp(respond, "upstream") != 0)
         return ust_cli_fail(
-            ust_sprintf("serve: --respond %s: expected ack or legacy", respond), NULL);
-    o.respond_legacy = strcmp(respond, "legacy") == 0;
+            ust_sprintf("serve: --respond %s: expected ack, legacy or upstream",
+                        respond),
+            NULL);
+    o.respond_upstream = strcmp(respond, "upstream") == 0;
+    o.respond_legacy = o.respond_upstream || strcmp(respond, "legacy") == 0;
     char *err = NULL;
     ust_config *cfg = NULL;
     ust_db_lock *log_lock = NULL, *run_lock = NULL;

@@ -572,6 +572,11 @@ static int parse_routes(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+static int http_url(const char *s)
+{
+    return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
 static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_default,
                         ust_plugin_config *p)
 {
@@ -583,9 +588,9 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
     if (rc != 0)
         return rc;
     /* "config" is the plugin's own: passed on whole, its keys unchecked. */
-    static const char *const plugin_keys[] = {"path",     "exec",       "config",
-                                              "isolate",  "timeout_ms", "max_rss_mb",
-                                              "recorded", "verdicts"};
+    static const char *const plugin_keys[] = {"path",       "exec",     "url",
+                                              "config",     "isolate",  "timeout_ms",
+                                              "max_rss_mb", "recorded", "verdicts"};
     json_t *conf = obj != NULL ? json_object_get(obj, "config") : NULL;
     size_t mark = push_key(c, key);
     if (obj != NULL && (rc = check_keys(c, obj, KEYS(plugin_keys))) != 0)
@@ -619,11 +624,15 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
     p->verdicts = json_incref(verdicts);
     int has_path = json_object_get(obj, "path") != NULL;
     int has_exec = json_object_get(obj, "exec") != NULL;
-    if (has_path + has_exec + p->recorded != 1)
-        return bad(c, "exactly one of \"path\" (a shared library), \"exec\" (argv)"
-                      " or \"recorded\": true (production's recorded answers)");
+    int has_url = json_object_get(obj, "url") != NULL;
+    if (has_path + has_exec + has_url + p->recorded != 1)
+        return bad(c, "exactly one of \"path\" (a shared library), \"exec\" (argv),"
+                      " \"url\" (an HTTP service) or \"recorded\": true (production's"
+                      " recorded answers)");
     if ((rc = take_string(c, obj, "path", 0, "a non-empty string", nonempty,
                           &p->path)) != 0 ||
+        (rc = take_string(c, obj, "url", 0, "an http:// or https:// URL", http_url,
+                          &p->url)) != 0 ||
         (rc = take_string_array(c, obj, "exec", 1, "a non-empty array of strings",
                                 "a non-empty string", nonempty, &p->exec, NULL)) != 0 ||
         (rc = take_bool(c, obj, "isolate", isolate_default, &p->isolate)) != 0 ||
@@ -1059,6 +1068,8 @@ static void free_strv(char **v)
 static void free_plugin(ust_plugin_config *p)
 {
     ust_free(p->path);
+    ust_free(p->url);
+    json_decref(p->verdicts);
     free_strv(p->exec);
     json_decref(p->config);
     json_decref(p->verdicts);

@@ -28,6 +28,8 @@ typedef struct ust__job {
     ust_sig_status sig;
     char *failure;        /* why the log could not take it, NULL when stored */
     ust_decision *answer; /* --respond legacy: the legacy's decision */
+    /* --respond upstream: the service's answer, sent as it came */
+    struct ust_http_result *upstream;
     size_t route_index;
     int sampled_out; /* the route's sample leaves it out: answered, not stored */
 } ust__job;

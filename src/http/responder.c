@@ -5,6 +5,7 @@
  * answer. The candidate is decided later by the runner, off this path, so it
  * can neither change nor delay an answer. */
 #include "http/responder.h"
+#include "http/upstream.h"
 
 #include <understudy/priority.h>
 #include <understudy/alloc.h>
@@ -16,7 +17,8 @@
 struct ust__responder {
     const ust__responder_opts *o;
     ust_answers *answers;
-    ust_plugin *legacy;
+    ust_plugin *legacy;      /* --respond legacy */
+    ust__upstream *upstream; /* --respond upstream */
     ust__jobq q;
     pthread_t thread;
     /* A batch failed: the log holds events past the answers' cursor that
@@ -31,9 +33,26 @@ static int fed(const ust_log_record *rec)
            (rec->sig == UST_SIG_VERIFIED || rec->sig == UST_SIG_UNSIGNED);
 }
 
-/* Decides one event and records it; *out (may be NULL) receives the decision. */
-static int decide(ust__responder *rp, const ust_log_record *rec, ust_decision *out,
-                  char **err)
+/* The service's answer to rec, and the decision read from it, into d;
+ * without job (catch_up: it may have been forwarded before), the decision
+ * that its outcome is unknown. */
+static int forward(ust__responder *rp, const ust_log_record *rec, ust__job *job,
+                   ust_decision *d, char **err)
+{
+    if (job == NULL)
+        return ust__upstream_unknown(d);
+    ust_http_result *res = job->upstream = ust_calloc(1, sizeof(*res));
+    int rc = res ? ust__upstream_forward(rp->upstream, rec, res, d) : UST_ENOMEM;
+    if (rc == 0 && res->failure == 0)
+        rc = ust_answers_put_response(rp->answers, rec->seq, res->status, res->headers,
+                                       res->n_headers, res->body, res->body_len, err);
+    return rc;
+}
+
+/* Decides one event and records it; *out (may be NULL) receives the
+ * decision; job (NULL in catch_up) gets the service's answer upstream. */
+static int decide(ust__responder *rp, const ust_log_record *rec, ust__job *job,
+                  ust_decision *out, char **err)
 {
     ust_event ev;
     ust_decision d;
@@ -43,8 +62,13 @@ static int decide(ust__responder *rp, const ust_log_record *rec, ust_decision *o
         return UST_ENOMEM;
     ev.seq = rec->seq;
     ev.sig = rec->sig;
-    ust_plugin_decide(rp->legacy, &ev, &rec->req, &d);
-    int rc = ust_answers_put(rp->answers, rec->seq, d.entity ? d.entity : ev.identity,
+    int rc = 0;
+    if (rp->upstream != NULL)
+        rc = forward(rp, rec, job, &d, err);
+    else
+        ust_plugin_decide(rp->legacy, &ev, &rec->req, &d);
+    if (rc == 0)
+        rc = ust_answers_put(rp->answers, rec->seq, d.entity ? d.entity : ev.identity,
                              &d, err);
     if (!viewed)
         ust_event_clear(&ev);
@@ -95,7 +119,7 @@ static int catch_up(ust__responder *rp, int64_t limit, char **err)
             rc = 0;
             break;
         }
-        rc = fed(&rec) ? decide(rp, &rec, NULL, err) : 0;
+        rc = fed(&rec) ? decide(rp, &rec, NULL, NULL, err) : 0;
         last = rec.seq;
     }
     if (rc == 0)
@@ -134,9 +158,12 @@ static void *responder_main(void *arg)
                 continue;
             through = j->seq;
             j->rec.seq = j->seq;
-            if (rc == 0 && fed(&j->rec)) {
+            if (rc == 0 && fed(&j->rec) && rp->upstream != NULL) {
+                rc = decide(rp, &j->rec, j, NULL, &err);
+            } else if (rc == 0 && fed(&j->rec)) {
                 j->answer = ust_calloc(1, sizeof(*j->answer));
-                rc = j->answer ? decide(rp, &j->rec, j->answer, &err) : UST_ENOMEM;
+                rc =
+                    j->answer ? decide(rp, &j->rec, NULL, j->answer, &err) : UST_ENOMEM;
             }
         }
         if (rc == 0 && through > 0)
@@ -166,6 +193,7 @@ static void *responder_main(void *arg)
 static void responder_free(ust__responder *rp)
 {
     ust_plugin_unload(rp->legacy);
+    ust__upstream_close(rp->upstream);
     ust_answers_writer_close(rp->answers);
     ust_free(rp);
 }
@@ -181,10 +209,17 @@ int ust__responder_start(const ust__responder_opts *o, ust__responder **out, cha
     const ust_plugin_config *pc = &o->cfg->legacy;
     int rc = path ? ust_answers_writer_open(path, &rp->answers, err) : UST_ENOMEM;
     ust_free(path);
-    if (rc == 0 && !ust_plugin_configured(pc, o->legacy_path))
+    if (rc == 0 && o->upstream && o->legacy_path != NULL)
+        rc = ust_errf(err, UST_EINVAL,
+                      "--respond upstream: the legacy is production's handler at"
+                      " plugins.legacy.url; drop --legacy %s",
+                      o->legacy_path);
+    else if (rc == 0 && o->upstream)
+        rc = ust__upstream_open(pc, o->cfg->file, &rp->upstream, err);
+    else if (rc == 0 && !ust_plugin_configured(pc, o->legacy_path))
         rc = ust_errf(err, UST_EINVAL,
                       "--respond legacy: no legacy plugin (plugins.legacy)");
-    if (rc == 0)
+    else if (rc == 0)
         rc = ust_plugin_open(pc, o->legacy_path, "legacy", 0,
                              ust_answers_store(rp->answers), &rp->legacy, err);
     if (rc == 0)

@@ -1,5 +1,7 @@
 /* --respond legacy: the legacy's decision of each committed job, recorded
- * in RUN.answers before the job goes on to be answered. */
+ * in RUN.answers before the job goes on to be answered. --respond upstream:
+ * the same, the decision read from the service's answer, which is recorded
+ * with it and goes on with the job to be sent as it came. */
 #ifndef UST_HTTP_RESPONDER_H
 #define UST_HTTP_RESPONDER_H
 
@@ -17,6 +19,7 @@ typedef struct ust__responder_opts {
     ust__sink out;           /* decided batches, through their last decided seq */
     ust__metrics *metrics;   /* batches that could not be recorded */
     ust__health *health;     /* the last batch's outcome */
+    int upstream;            /* --respond upstream: plugins.legacy is a url */
 } ust__responder_opts;
 
 /* Opens the answers, the legacy and its store, decides what the log holds

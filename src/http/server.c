@@ -10,6 +10,7 @@
 #include "http/queue.h"
 #include "http/request_parse.h"
 #include "http/responder.h"
+#include "http/upstream.h"
 #include "http/say.h"
 #include "http/writer.h"
 
@@ -133,8 +134,12 @@ static const char *reason_phrase(int status)
         return "Request Header Fields Too Large";
     case 500:
         return "Internal Server Error";
+    case 502:
+        return "Bad Gateway";
     case 503:
         return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
     default:
         return "Status";
     }
@@ -749,6 +754,44 @@ static void answer_with_decision(ust__slot *slot, const ust_decision *d)
     free(headers);
 }
 
+/* --respond upstream: the service's answer as it came (its status, its
+ * headers in order but the hop-by-hop ones, its body byte for byte) in the
+ * recorder's own framing; 502 or 504 saying why when none came. */
+static void answer_as_it_came(ust__slot *slot, const ust_http_result *res)
+{
+    if (res->failure != 0) {
+        int status;
+        char *body = ust__upstream_failure_body(res, &status);
+        set_response(slot, status, "application/json", NULL,
+                     body ? body : "{\"error\":\"upstream\"}");
+        ust_free(body);
+        return;
+    }
+    int bodiless = res->status == 204 || res->status == 304;
+    char *head = NULL;
+    size_t head_len = 0;
+    FILE *f = open_memstream(&head, &head_len);
+    if (f == NULL)
+        return; /* no response: flush closes the connection */
+    fprintf(f, "HTTP/1.1 %d %s\r\n", res->status, reason_phrase(res->status));
+    for (size_t i = 0; i < res->n_headers; i++)
+        if (!ust__upstream_hop_by_hop(res, res->headers[i].name))
+            fprintf(f, "%s: %s\r\n", res->headers[i].name, res->headers[i].value);
+    if (!bodiless)
+        fprintf(f, "Content-Length: %zu\r\n", res->body_len);
+    fprintf(f, "%s\r\n", slot->close_after ? "Connection: close\r\n" : "");
+    size_t body_len = bodiless ? 0 : res->body_len;
+    if (fclose(f) == 0 &&
+        (slot->response = ust_malloc(head_len + body_len + 1)) != NULL) {
+        memcpy(slot->response, head, head_len);
+        if (body_len > 0)
+            memcpy(slot->response + head_len, res->body, body_len);
+        slot->response_len = head_len + body_len;
+    }
+    free(head);
+    slot->ready = 1;
+}
+
 static void answer_job(ust__job *job)
 {
     ust__slot *slot = job->slot;
@@ -769,6 +812,8 @@ static void answer_job(ust__job *job)
     } else if (job->sampled_out) {
         set_response(slot, 202, "application/json", NULL,
                      "{\"recorded\":false,\"sampled_out\":true}");
+    } else if (job->upstream != NULL) {
+        answer_as_it_came(slot, job->upstream);
     } else if (job->answer != NULL) {
         answer_with_decision(slot, job->answer);
     } else {
@@ -798,6 +843,8 @@ static void on_done(uv_async_t *a)
         ust_log_record_clear_derived(&j->rec);
         ust_decision_clear(j->answer);
         ust_free(j->answer);
+        ust_http_result_clear(j->upstream);
+        ust_free(j->upstream);
         ust_request_clear(&j->req);
         ust_free(j->failure);
         ust_free(j);
@@ -995,13 +1042,14 @@ static int serve(ust__server *s, char **err)
     uv_tcp_init(s->loop, &s->listener);
     uv_tcp_init(s->loop, &s->admin);
     s->listener.data = s->admin.data = s;
+    const char *respond = o->respond_upstream ? "upstream" : "legacy";
     for (size_t i = 0; rc == 0 && o->respond_legacy && i < o->cfg->n_routes; i++)
         if (o->cfg->routes[i].sample_bp < 10000)
             rc = ust_errf(err, UST_EINVAL,
-                          "--respond legacy answers every request with the legacy's"
+                          "--respond %s answers every request with the legacy's"
                           " decision, and routes[%zu].sample would leave some"
                           " undecided: remove the sample from %s",
-                          i, o->cfg->file);
+                          respond, i, o->cfg->file);
     /* The writer hands on to the responder with --respond legacy, and the
      * last of them to the loop. */
     ust__sink to_loop = {jobs_done, s};
@@ -1019,7 +1067,8 @@ static int serve(ust__server *s, char **err)
                                               .legacy_path = o->legacy_path,
                                               .out = to_loop,
                                               .metrics = &s->metrics,
-                                              .health = &s->health};
+                                              .health = &s->health,
+                                              .upstream = o->respond_upstream};
     s->follower.runner_opts = (ust_replay_opts){.cfg = o->cfg,
                                                 .log_path = o->log_path,
                                                 .run_path = o->run_path,
@@ -1037,10 +1086,10 @@ static int serve(ust__server *s, char **err)
     if (rc == 0)
         rc = ust__writer_start(&s->writer, err);
     if (rc == 0 && o->respond_legacy) {
-        rc = o->run_path ? ust__responder_start(&s->responder_opts, &s->responder, err)
-                         : ust_errf(err, UST_EINVAL,
-                                    "--respond legacy needs a run database"
-                                    " (--run)");
+        rc = o->run_path
+                 ? ust__responder_start(&s->responder_opts, &s->responder, err)
+                 : ust_errf(err, UST_EINVAL,
+                            "--respond %s needs a run database (--run)", respond);
     }
     if (rc == 0 && o->run_path != NULL) {
         rc = ust__follower_open(&s->follower, err);

@@ -6,6 +6,8 @@
 #include <understudy/alloc.h>
 #include <understudy/runner.h>
 
+#include <string.h>
+
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
@@ -13,7 +15,11 @@ static const char schema[] =
     " last_seq INTEGER NOT NULL);"
     "INSERT OR IGNORE INTO cursor(id, last_seq) VALUES(1, 0);"
     "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY,"
-    " entity TEXT" UST__DECISION_COLUMN_DEFS_NOT_NULL() ");";
+    " entity TEXT" UST__DECISION_COLUMN_DEFS_NOT_NULL() ");"
+    /* --respond upstream: the service's answer as it came, beside the
+     * decision read from it (headers packed "name\0value\0", as the log's). */
+    "CREATE TABLE IF NOT EXISTS responses(seq INTEGER PRIMARY KEY,"
+    " status INTEGER NOT NULL, headers BLOB NOT NULL, body BLOB NOT NULL);";
 
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err)
 {
@@ -28,7 +34,9 @@ char *ust_answers_path(const char *run_path)
 struct ust_answers {
     sqlite3 *db;
     ust_store *store;
-    sqlite3_stmt *insert, *cursor;
+    sqlite3_stmt *insert, *cursor, *response;
+    char *pack; /* reusable buffer for packed headers */
+    size_t pack_cap;
 };
 
 static int db_error(ust_answers *a, char **err)
@@ -47,7 +55,8 @@ int ust_answers_writer_open(const char *path, ust_answers **out, char **err)
         rc = ust_store_open(a->db, &a->store, err);
     if (rc == 0 &&
         (sqlite3_prepare_v2(a->db, UST__ANSWERS_INSERT, -1, &a->insert, NULL) ||
-         sqlite3_prepare_v2(a->db, UST__ANSWERS_CURSOR, -1, &a->cursor, NULL)))
+         sqlite3_prepare_v2(a->db, UST__ANSWERS_CURSOR, -1, &a->cursor, NULL) ||
+         sqlite3_prepare_v2(a->db, UST__ANSWERS_RESPONSE, -1, &a->response, NULL)))
         rc = db_error(a, err);
     if (rc != 0) {
         ust_answers_writer_close(a);
@@ -64,7 +73,9 @@ void ust_answers_writer_close(ust_answers *a)
     ust_store_close(a->store);
     sqlite3_finalize(a->insert);
     sqlite3_finalize(a->cursor);
+    sqlite3_finalize(a->response);
     sqlite3_close(a->db);
+    ust_free(a->pack);
     ust_free(a);
 }
 
@@ -96,6 +107,40 @@ int ust_answers_put(ust_answers *a, int64_t seq, const char *entity,
         sqlite3_bind_null(st, 2);
     ust__decision_bind(st, 3, d);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(a, err);
+    sqlite3_reset(st);
+    return rc;
+}
+
+int ust_answers_put_response(ust_answers *a, int64_t seq, int status,
+                              const ust_header *headers, size_t n_headers,
+                              const unsigned char *body, size_t body_len, char **err)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < n_headers; i++)
+        len += strlen(headers[i].name) + strlen(headers[i].value) + 2;
+    if (len > a->pack_cap) {
+        char *p = ust_realloc(a->pack, len);
+        if (p == NULL)
+            return UST_ENOMEM;
+        a->pack = p;
+        a->pack_cap = len;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n_headers; i++) {
+        size_t n = strlen(headers[i].name) + 1, v = strlen(headers[i].value) + 1;
+        memcpy(a->pack + at, headers[i].name, n);
+        memcpy(a->pack + at + n, headers[i].value, v);
+        at += n + v;
+    }
+    sqlite3_stmt *st = a->response;
+    sqlite3_bind_int64(st, 1, seq);
+    sqlite3_bind_int(st, 2, status);
+    /* An empty blob is bound as "" of length 0: NOT NULL holds. */
+    sqlite3_bind_blob(st, 3, len ? a->pack : "", (int)len, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, body_len ? (const void *)body : "", (int)body_len,
+                      SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(a, err);
+    sqlite3_clear_bindings(st);
     sqlite3_reset(st);
     return rc;
 }

@@ -25,6 +25,9 @@ int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err);
 #define UST__ANSWERS_INSERT                                                            \
     "INSERT OR REPLACE INTO answers(seq, entity, " UST__DECISION_COLUMN_NAMES          \
     ") VALUES(?,?" UST__DECISION_MARKS ")"
+/* seq, status, packed headers, body: a service's answer (--respond upstream). */
+#define UST__ANSWERS_RESPONSE                                                          \
+    "INSERT OR REPLACE INTO responses(seq, status, headers, body) VALUES(?1,?2,?3,?4)"
 #define UST__ANSWERS_CURSOR "UPDATE cursor SET last_seq = ?1 WHERE id = 1"
 
 #endif

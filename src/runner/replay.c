@@ -76,9 +76,11 @@ static int record_identity(replay *r, char **err)
         const char *key, *value;
     } parts[] = {
         {"config_sha256", r->o->cfg->hash},
-        {"legacy_name", ust_plugin_name(r->legacy)},
-        {"legacy_version", ust_plugin_version(r->legacy)},
-        {"legacy_sha256", ust_plugin_file_sha256(r->legacy)},
+        /* Without a plugin (--respond upstream) the legacy is its url. */
+        {"legacy_name", r->legacy ? ust_plugin_name(r->legacy) : "url"},
+        {"legacy_version",
+         r->legacy ? ust_plugin_version(r->legacy) : r->o->cfg->legacy.url},
+        {"legacy_sha256", r->legacy ? ust_plugin_file_sha256(r->legacy) : ""},
         {"candidate_name", ust_plugin_name(r->candidate)},
         {"candidate_version", ust_plugin_version(r->candidate)},
         {"candidate_sha256", ust_plugin_file_sha256(r->candidate)},
@@ -351,7 +353,12 @@ static void release_batch(batch *b)
 static int open_parts(replay *r, char **err)
 {
     const ust_replay_opts *o = r->o;
-    int has_legacy = ust_plugin_configured(&o->cfg->legacy, o->legacy_path);
+    /* serve --respond upstream: the legacy is production's handler, whose
+     * answers the responder recorded; the runner never calls it. */
+    int answered_upstream = o->legacy_answers != NULL && o->cfg->legacy.url != NULL &&
+                            o->legacy_path == NULL;
+    int has_legacy =
+        ust_plugin_configured(&o->cfg->legacy, o->legacy_path) || answered_upstream;
     int has_candidate = ust_plugin_configured(&o->cfg->candidate, o->candidate_path);
     if (!has_legacy || !has_candidate)
         return ust_errf(err, UST_EINVAL,
@@ -364,8 +371,9 @@ static int open_parts(replay *r, char **err)
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__run_writer_open(&r->run, o->run_path, err)) != 0 ||
         (rc = ust_store_open(r->run.db, &r->store, err)) != 0 ||
-        (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", background,
-                              r->store, &r->legacy, err)) != 0 ||
+        (!answered_upstream &&
+         (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", background,
+                               r->store, &r->legacy, err)) != 0) ||
         /* Both must start and say hello before the first event: a candidate
          * that cannot start at all is a broken setup, not a fault to record
          * on every event (later restarts are tolerated: see child.c). */

@@ -243,6 +243,14 @@ static const refused_case broken[] = {
     {"{\"routes\":[" R0
      "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"exec\":[\"b\"]}}}",
      "cfg.json: plugins.legacy: expected exactly one of"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"url\":\"http://h/\"}}}",
+     "cfg.json: plugins.legacy: expected exactly one of"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"url\":\"ftp://h/\"}}}",
+     "cfg.json: plugins.legacy.url: expected an http:// or https:// URL"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"legacy\":{\"url\":\"http://h\",\"verdicts\":[]}}}",
+     "cfg.json: plugins.legacy.verdicts: expected an object of HTTP status to verdict"},
     {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"config\":[]}}}",
      "cfg.json: plugins.legacy.config: expected an object"},
     {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"isolate\":1}}}",

@@ -1,0 +1,185 @@
+/* --respond upstream's forwarding (upstream.h). It runs on the responder's
+ * thread, never on the loop: a slow service holds up the answers behind it
+ * in seq order (as production's own handler would) but never the accepting,
+ * reading or recording of requests. */
+#include "http/upstream.h"
+
+#include <understudy/alloc.h>
+#include <understudy/codec.h>
+#include <understudy/error.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+struct ust__upstream {
+    ust_http_client *client;
+    char *prefix; /* the url without a trailing '/': the target follows */
+    char *host;   /* its authority, the forwarded Host */
+    int64_t timeout_ms;
+    ust_verdict_map verdicts;
+};
+
+int ust__upstream_open(const ust_plugin_config *pc, const char *file,
+                       ust__upstream **out, char **err)
+{
+    *out = NULL;
+    if (pc->url == NULL)
+        return ust_errf(err, UST_ECONFIG,
+                        "--respond upstream: the legacy is production's handler: set"
+                        " plugins.legacy.url in %s (\"http://host:port/prefix\")",
+                        file ? file : "the config");
+    ust__upstream *u = ust_calloc(1, sizeof(*u));
+    if (u == NULL)
+        return UST_ENOMEM;
+    u->timeout_ms = pc->timeout_ms;
+    const char *auth = strstr(pc->url, "://");
+    auth = auth ? auth + 3 : pc->url;
+    size_t auth_len = strcspn(auth, "/?#");
+    size_t len = strlen(pc->url);
+    if (len > 0 && pc->url[len - 1] == '/')
+        len--;
+    u->prefix = ust_strndup(pc->url, len);
+    u->host = ust_strndup(auth, auth_len);
+    int rc = u->prefix && u->host ? 0 : UST_ENOMEM;
+    if (rc == 0 && auth_len == 0)
+        rc = ust_errf(err, UST_ECONFIG, "%s: plugins.legacy.url: no host in \"%s\"",
+                      file ? file : "the config", pc->url);
+    if (rc == 0)
+        rc = ust_verdict_map_parse(pc->verdicts, "plugins.legacy.verdicts",
+                                   &u->verdicts, err);
+    if (rc == 0)
+        rc = ust_http_client_new(&u->client, err);
+    if (rc != 0) {
+        ust__upstream_close(u);
+        return rc;
+    }
+    *out = u;
+    return 0;
+}
+
+void ust__upstream_close(ust__upstream *u)
+{
+    if (u == NULL)
+        return;
+    ust_http_client_free(u->client);
+    ust_free(u->prefix);
+    ust_free(u->host);
+    ust_free(u);
+}
+
+static int failure_decision(const ust__upstream *u, const ust_http_result *res,
+                            ust_decision *d)
+{
+    d->verdict = UST_VERDICT_ERROR;
+    d->http_status = res->failure == UST_ETIMEOUT ? 504 : 502;
+    const char *cause = res->cause ? res->cause : ust_strerror(res->failure);
+    d->error = res->failure == UST_ETIMEOUT
+                   ? ust_sprintf("upstream timed out (timeout_ms %lld): %s",
+                                 (long long)u->timeout_ms, cause)
+                   : ust_sprintf("upstream unreachable: %s", cause);
+    return d->error ? 0 : UST_ENOMEM;
+}
+
+int ust__upstream_forward(ust__upstream *u, const ust_log_record *rec,
+                          ust_http_result *res, ust_decision *d)
+{
+    memset(d, 0, sizeof(*d));
+    memset(res, 0, sizeof(*res));
+    const ust_request *req = &rec->req;
+    ust_header *fwd = NULL, *h = NULL;
+    size_t n = 0;
+    char *url = NULL;
+    int rc = ust_http_forward_headers(req, u->host, &fwd, &n);
+    if (rc == 0 && ((h = ust_malloc((n + 2) * sizeof(*h))) == NULL ||
+                    (url = ust_sprintf("%s%s", u->prefix, req->target)) == NULL))
+        rc = UST_ENOMEM;
+    if (rc == 0) {
+        /* The event's own seq and time, so the service can use them as the
+         * url kind's services do: its clock is the arrival time. */
+        char seq[24], at[32];
+        snprintf(seq, sizeof(seq), "%lld", (long long)rec->seq);
+        ust_time_format(req->received_at_us, at);
+        memcpy(h, fwd, n * sizeof(*h));
+        h[n] = (ust_header){"Understudy-Seq", seq};
+        h[n + 1] = (ust_header){"Understudy-Received-At", at};
+        ust_http_call call = {.method = req->method,
+                              .url = url,
+                              .headers = h,
+                              .n_headers = n + 2,
+                              .body = req->body,
+                              .body_len = req->body_len,
+                              .timeout_ms = u->timeout_ms};
+        rc = ust_http_client_send(u->client, &call, res);
+    }
+    if (rc == 0 && res->failure == 0) {
+        ust_http_answer a = {res->status, res->headers, res->n_headers, res->body,
+                             res->body_len};
+        rc = ust_http_answer_decide(&a, &u->verdicts, d);
+    } else if (rc == 0) {
+        rc = failure_decision(u, res, d);
+    }
+    ust_free(url);
+    ust_free(h);
+    ust_free(fwd);
+    return rc;
+}
+
+int ust__upstream_unknown(ust_decision *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->verdict = UST_VERDICT_ERROR;
+    d->error = ust_strdup("upstream: outcome unknown: the request was recorded but the "
+                          "service's answer was not (the recorder stopped, or the "
+                          "answers could not be written); it is not forwarded again");
+    return d->error ? 0 : UST_ENOMEM;
+}
+
+/* 1 when the comma separated list names name (any case). */
+static int lists(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        p += strspn(p, " \t,");
+        size_t len = strcspn(p, " \t,");
+        if (len == n && strncasecmp(p, name, n) == 0)
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
+int ust__upstream_hop_by_hop(const ust_http_result *res, const char *name)
+{
+    static const char *const hop[] = {"Connection",
+                                      "Keep-Alive",
+                                      "Proxy-Connection",
+                                      "TE",
+                                      "Trailer",
+                                      "Transfer-Encoding",
+                                      "Upgrade",
+                                      "Content-Length",
+                                      "Proxy-Authenticate",
+                                      "Proxy-Authorization"};
+    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+        if (strcasecmp(name, hop[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < res->n_headers; i++)
+        if (strcasecmp(res->headers[i].name, "Connection") == 0 &&
+            lists(res->headers[i].value, name))
+            return 1;
+    return 0;
+}
+
+char *ust__upstream_failure_body(const ust_http_result *res, int *status)
+{
+    *status = res->failure == UST_ETIMEOUT ? 504 : 502;
+    json_t *o = json_pack(
+        "{s:s,s:s}", "error",
+        res->failure == UST_ETIMEOUT ? "upstream timed out" : "upstream unreachable",
+        "cause", res->cause ? res->cause : ust_strerror(res->failure));
+    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL; /* jansson's: ust_free */
+    json_decref(o);
+    return body;
+}

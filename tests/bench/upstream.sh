@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The latency `understudy serve --respond upstream` adds in front of a
+# trivial local service (nginx answering `return 200`), against calling that
+# service directly, in the same run: 1 KiB signed Stripe callbacks driven by
+# wrk, one connection at a time (the latency of one request) and four. A
+# third line, `serve --respond ack` (recording alone, no forwarding), shows
+# how much of what is added is the durable commit.
+# usage: tests/bench/upstream.sh [BUILD_DIR] [SECONDS]   (needs wrk, nginx, jq)
+set -euo pipefail
+build=${1:-build}
+secs=${2:-10}
+cd "$(dirname "$0")/../.."
+for tool in wrk nginx openssl jq; do
+  command -v $tool >/dev/null || { echo "needs $tool: apt-get install wrk nginx-light jq" >&2; exit 2; }
+done
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-upstream-XXXXXX")
+srv= ack=
+cleanup() { kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; for p in $srv $ack; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+secret=whsec_bench_upstream
+export UNDERSTUDY_STRIPE_SECRET=$secret UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+
+# The service: nginx, one worker, answering 200 with a small JSON body.
+mkdir -p "$dir/nginx"
+cat > "$dir/nginx.conf" <<CONF
+worker_processes 1; daemon on; pid $dir/nginx.pid; error_log $dir/nginx/error.log;
+events { worker_connections 1024; }
+http { access_log off; client_body_temp_path $dir/nginx; proxy_temp_path $dir/nginx;
+  fastcgi_temp_path $dir/nginx; uwsgi_temp_path $dir/nginx; scgi_temp_path $dir/nginx;
+  server { listen 127.0.0.1:18491; location / { default_type application/json;
+    return 200 '{"ok":true}'; } } }
+CONF
+nginx -c "$dir/nginx.conf" -e "$dir/nginx/error.log"
+
+# understudy in front of it: the demo routes, the legacy production's
+# handler at the service's url, the reference candidate in shadow.
+candidate=$PWD/$build/src/plugins/candidate/understudy-candidate.so
+jq --arg c "$candidate" '.plugins.legacy = {"url": "http://127.0.0.1:18491", "timeout_ms": 2000}
+  | .plugins.candidate.path = $c | del(.run, .log)' scenarios/demo.config.json > "$dir/config.json"
+./"$build"/src/understudy serve --config "$dir/config.json" --listen 127.0.0.1:18492 \
+  --log "$dir/events.db" --run "$dir/run.db" --respond upstream 2> "$dir/serve.log" &
+srv=$!
+for _ in $(seq 50); do grep -q listening "$dir/serve.log" && break; sleep 0.1; done
+grep -q listening "$dir/serve.log" || { cat "$dir/serve.log" >&2; exit 1; }
+./"$build"/src/understudy serve --config "$dir/config.json" --listen 127.0.0.1:18494 \
+  --admin-listen 127.0.0.1:18495 --log "$dir/ack-events.db" 2> "$dir/ack.log" &
+ack=$!
+for _ in $(seq 50); do grep -q listening "$dir/ack.log" && break; sleep 0.1; done
+
+pad=$(head -c 760 /dev/zero | tr '\0' 'x')
+body="{\"id\":\"evt_bench\",\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_bench\",\"amount\":4200,\"currency\":\"eur\",\"metadata\":{\"order_id\":\"order_bench\"},\"description\":\"$pad\"}}}"
+t=$(date +%s)
+sig=$(printf '%s' "$t.$body" | openssl dgst -sha256 -hmac "$secret" -hex | sed 's/.* //')
+cat > "$dir/post.lua" <<LUA
+wrk.method = "POST"
+wrk.body = [[$body]]
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Stripe-Signature"] = "t=$t,v1=$sig"
+LUA
+
+ms() { # wrk's "123.45us" / "1.23ms" / "1.02s" -> ms
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0;
+    else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
+}
+declare -A p50 p99
+run() { # name url connections
+  wrk -t1 -c"$3" -d"${secs}s" --latency -s "$dir/post.lua" "$2" > "$dir/$1.txt"
+  local rps non2xx
+  rps=$(awk '/Requests\/sec/ {print $2}' "$dir/$1.txt")
+  p50[$1]=$(ms "$(awk '$1=="50%" {print $2}' "$dir/$1.txt")")
+  p99[$1]=$(ms "$(awk '$1=="99%" {print $2}' "$dir/$1.txt")")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' "$dir/$1.txt")
+  printf '%-12s c=%-2s %10s req/s   p50 %8s ms   p99 %8s ms   non-2xx %s\n' "$1" "$3" "$rps" \
+    "${p50[$1]}" "${p99[$1]}" "${non2xx:-0}"
+}
+echo "body: ${#body} bytes, wrk -t1 for ${secs}s per run, loopback, one machine"
+for c in 1 4; do
+  run direct-c$c http://127.0.0.1:18491/webhooks/stripe $c
+  run ack-c$c http://127.0.0.1:18494/webhooks/stripe $c
+  run upstream-c$c http://127.0.0.1:18492/webhooks/stripe $c
+  awk -v a="${p50[upstream-c$c]}" -v b="${p50[direct-c$c]}" -v x="${p99[upstream-c$c]}" \
+    -v y="${p99[direct-c$c]}" -v c=$c \
+    'BEGIN { printf "added c=%s: p50 %+.3f ms   p99 %+.3f ms\n", c, a - b, x - y }'
+done
+kill -TERM "$srv" "$ack"; wait "$srv" "$ack" || true
+srv= ack=
+./"$build"/src/understudy log verify --log "$dir/events.db" | head -1
+echo "answers recorded: $(sqlite3 "$dir/run.db.answers" 'SELECT count(*) FROM answers') (errors: $(sqlite3 "$dir/run.db.answers" "SELECT count(*) FROM answers WHERE verdict = 'error'"))"

@@ -1,0 +1,619 @@
+/* serve --respond upstream against the real binary, in front of a real
+ * service on 127.0.0.1 (tests/data/upstream_service.py, which logs every
+ * request it gets): the caller gets the service's answer as it came, each
+ * request reaches the service once, the answers database holds the legacy's
+ * decision and the service's answer per seq, the live runner uses them and
+ * never calls the service again; the service down gives 502, slow 504. */
+#define _GNU_SOURCE /* memmem, strcasestr */
+#include "serve_client.h"
+
+#include <understudy/alloc.h>
+#include <understudy/hash.h>
+
+#include <jansson.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <strings.h>
+#include <time.h>
+
+typedef struct world {
+    serve_world *sw;
+    pid_t svc;
+    int svc_port;
+    char svc_log[PATH_MAX];
+} world;
+
+/* Starts the service on port (0: a free one) and reads the port it says. */
+static void service_start(world *w, int port)
+{
+    char script[PATH_MAX], portarg[16];
+    ust_test_source_path("tests/data/upstream_service.py", script);
+    snprintf(portarg, sizeof(portarg), "%d", port);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execlp("python3", "python3", script, w->svc_log, portarg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_int_equal(strncmp(line, "port ", 5), 0);
+    w->svc = pid;
+    w->svc_port = atoi(line + 5);
+}
+
+static void service_kill(world *w)
+{
+    if (w->svc > 0) {
+        kill(w->svc, SIGKILL);
+        waitpid(w->svc, NULL, 0);
+    }
+    w->svc = 0;
+}
+
+static void write_config(world *w, int timeout_ms)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/svc", w->svc_port);
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s,s:i}", "url", url, "timeout_ms", timeout_ms),
+                       NULL));
+}
+
+static void start_upstream(world *w)
+{
+    const char *extra[] = {"--respond", "upstream", NULL};
+    serve_world_start_with(w->sw, extra);
+}
+
+static int setup(void **state)
+{
+    world *w = calloc(1, sizeof(*w));
+    w->sw = serve_world_new(NULL, "whsec_upstream_test");
+    snprintf(w->svc_log, sizeof(w->svc_log), "%s/service.jsonl", w->sw->dir);
+    *state = w;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    world *w = *state;
+    service_kill(w);
+    serve_world_free(w->sw);
+    free(w);
+    return 0;
+}
+
+/* A POST to /payments asking the service for case c, as raw HTTP, the
+ * connection closed after it (ust_free). */
+static char *request(const char *c, int i)
+{
+    char body[96];
+    snprintf(body, sizeof(body),
+             "{\"order_id\":\"o%d\",\"amount\":%d,\"currency\":\"eur\"}", i, 100 + i);
+    return ust_sprintf("POST %s HTTP/1.1\r\nHost: t\r\nIdempotency-Key: k%d\r\n"
+                       "X-Case: %s\r\nContent-Type: application/json\r\n"
+                       "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                       "/payments", i, c, strlen(body), body);
+}
+
+/* An answer read to the end of its connection, then parsed. */
+typedef struct answer {
+    char status_line[128];
+    int status;
+    size_t n;
+    char name[32][64], value[32][256];
+    unsigned char body[4096];
+    size_t body_len;
+    long content_length; /* -1: none */
+    int chunked;
+} answer;
+
+static size_t read_all(int fd, unsigned char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t got;
+    while (len < cap && (got = recv(fd, buf + len, cap - len, 0)) > 0)
+        len += (size_t)got;
+    return len;
+}
+
+static const char *header(const answer *a, const char *name)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (strcasecmp(a->name[i], name) == 0)
+            return a->value[i];
+    return NULL;
+}
+
+static void parse(const unsigned char *raw, size_t len, answer *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->content_length = -1;
+    const unsigned char *end = memmem(raw, len, "\r\n\r\n", 4);
+    assert_non_null(end);
+    const char *p = (const char *)raw, *head_end = (const char *)end + 2;
+    const char *eol = strstr(p, "\r\n");
+    snprintf(a->status_line, sizeof(a->status_line), "%.*s", (int)(eol - p), p);
+    a->status = atoi(p + 9);
+    for (p = eol + 2; p < head_end; p = eol + 2) {
+        eol = strstr(p, "\r\n");
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        assert_non_null(colon);
+        assert_true(a->n < 32);
+        snprintf(a->name[a->n], 64, "%.*s", (int)(colon - p), p);
+        const char *v = colon + 1;
+        while (*v == ' ')
+            v++;
+        snprintf(a->value[a->n], 256, "%.*s", (int)(eol - v), v);
+        a->n++;
+    }
+    const char *cl = header(a, "Content-Length");
+    const char *te = header(a, "Transfer-Encoding");
+    a->chunked = te != NULL && strcasecmp(te, "chunked") == 0;
+    const unsigned char *b = end + 4, *stop = raw + len;
+    if (a->chunked) {
+        for (;;) {
+            size_t size = strtoul((const char *)b, NULL, 16);
+            b = memmem(b, (size_t)(stop - b), "\r\n", 2) + 2;
+            if (size == 0)
+                break;
+            memcpy(a->body + a->body_len, b, size);
+            a->body_len += size;
+            b += size + 2;
+        }
+    } else {
+        if (cl != NULL)
+            a->content_length = atol(cl);
+        a->body_len = (size_t)(stop - b);
+        assert_true(a->body_len <= sizeof(a->body));
+        memcpy(a->body, b, a->body_len);
+    }
+}
+
+static void exchange(int port, const char *raw, answer *a)
+{
+    int fd = http_connect(port);
+    send_all(fd, raw, strlen(raw));
+    static unsigned char buf[1 << 16];
+    size_t len = read_all(fd, buf, sizeof(buf) - 1);
+    buf[len] = '\0'; /* the head is searched as text */
+    close(fd);
+    parse(buf, len, a);
+}
+
+/* The headers a proxy does not pass on (and the framing each side writes). */
+static int hop(const answer *a, const char *name)
+{
+    static const char *const names[] = {
+        "Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length", "TE",
+        "Trailer",    "Upgrade"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return 1;
+    const char *conn = header(a, "Connection");
+    return conn != NULL && strcasestr(conn, name) != NULL;
+}
+
+/* got (through the recorder) is want (the service's own answer): the status
+ * line, every header in order but the hop-by-hop ones, the body; and got's
+ * framing is the recorder's own: one Content-Length, nothing chunked. */
+static void same_answer(const answer *got, const answer *want)
+{
+    assert_string_equal(got->status_line, want->status_line);
+    size_t j = 0;
+    for (size_t i = 0; i < want->n; i++) {
+        if (hop(want, want->name[i]))
+            continue;
+        while (j < got->n && hop(got, got->name[j]))
+            j++;
+        assert_true(j < got->n);
+        assert_string_equal(got->name[j], want->name[i]);
+        assert_string_equal(got->value[j], want->value[i]);
+        j++;
+    }
+    while (j < got->n && hop(got, got->name[j]))
+        j++;
+    assert_int_equal(j, got->n); /* nothing added */
+    assert_null(header(got, "Transfer-Encoding"));
+    assert_null(header(got, "Keep-Alive"));
+    assert_false(got->chunked);
+    if (got->status != 204)
+        assert_int_equal(got->content_length, (long)got->body_len);
+    assert_int_equal(got->body_len, want->body_len);
+    assert_memory_equal(got->body, want->body, want->body_len);
+}
+
+/* The service's log: how many requests came with Understudy-Seq seq, and
+ * (when line is not NULL) the last such request's line (a reference). */
+static int reached(world *w, int seq, json_t **line)
+{
+    FILE *f = fopen(w->svc_log, "r");
+    if (line != NULL)
+        *line = NULL;
+    if (f == NULL)
+        return 0;
+    char buf[8192], want[24];
+    snprintf(want, sizeof(want), "%d", seq);
+    int n = 0;
+    while (fgets(buf, sizeof(buf), f) != NULL) {
+        json_t *o = json_loads(buf, 0, NULL);
+        assert_non_null(o);
+        const char *s = json_string_value(json_object_get(o, "seq"));
+        if (s != NULL && strcmp(s, want) == 0) {
+            n++;
+            if (line != NULL) {
+                json_decref(*line);
+                *line = json_incref(o);
+            }
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    return n;
+}
+
+/* Requests that came with an Understudy-Seq (from the recorder). */
+static int forwarded(world *w)
+{
+    int n = 0;
+    for (int seq = 1; seq < 64; seq++)
+        n += reached(w, seq, NULL);
+    return n;
+}
+
+static sqlite3 *open_db(const char *path)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    return db;
+}
+
+/* RUN.answers' decision of seq: its verdict and error (copied into out). */
+static void answer_of(world *w, int seq, char verdict[32], char error[256])
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s.answers", w->sw->run);
+    sqlite3 *db = open_db(path);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(
+        sqlite3_prepare_v2(db,
+                           "SELECT verdict, coalesce(error, '') FROM answers"
+                           " WHERE seq = ?1",
+                           -1, &q, NULL),
+        SQLITE_OK);
+    sqlite3_bind_int(q, 1, seq);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    snprintf(verdict, 32, "%s", sqlite3_column_text(q, 0));
+    snprintf(error, 256, "%s", sqlite3_column_text(q, 1));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+/* RUN.answers' record of the service's answer to seq is a's, byte for byte
+ * (headers in order, the framing included, as they came). */
+static void response_recorded(world *w, int seq, const answer *a)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s.answers", w->sw->run);
+    sqlite3 *db = open_db(path);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT status, headers, body FROM responses"
+                                        " WHERE seq = ?1",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_int(q, 1, seq);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), a->status);
+    const char *packed = sqlite3_column_blob(q, 1);
+    size_t len = (size_t)sqlite3_column_bytes(q, 1), at = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        assert_true(at < len);
+        assert_string_equal(packed + at, a->name[i]);
+        at += strlen(a->name[i]) + 1;
+        assert_string_equal(packed + at, a->value[i]);
+        at += strlen(a->value[i]) + 1;
+    }
+    assert_int_equal(at, len);
+    assert_int_equal((size_t)sqlite3_column_bytes(q, 2), a->body_len);
+    if (a->body_len > 0)
+        assert_memory_equal(sqlite3_column_blob(q, 2), a->body, a->body_len);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+/* Waits (a generous bound, for a loaded machine) until the run database's
+ * cursor reaches seq. */
+static void runner_reaches(world *w, int seq)
+{
+    time_t until = time(NULL) + 120;
+    for (;;) {
+        sqlite3 *db = NULL;
+        int64_t cursor = 0;
+        if (sqlite3_open_v2(w->sw->run, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+            sqlite3_stmt *q = NULL;
+            if (sqlite3_prepare_v2(db, "SELECT last_seq FROM cursor", -1, &q, NULL) ==
+                    SQLITE_OK &&
+                sqlite3_step(q) == SQLITE_ROW)
+                cursor = sqlite3_column_int64(q, 0);
+            sqlite3_finalize(q);
+        }
+        sqlite3_close(db);
+        if (cursor >= seq)
+            return;
+        assert_true(time(NULL) < until);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The run's legacy verdict of seq. */
+static void run_legacy_verdict(world *w, int seq, char verdict[32])
+{
+    sqlite3 *db = open_db(w->sw->run);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT l_verdict FROM decisions WHERE seq = ?1", -1, &q,
+                           NULL),
+        SQLITE_OK);
+    sqlite3_bind_int(q, 1, seq);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    snprintf(verdict, 32, "%s", sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+static int64_t logged_events(world *w)
+{
+    sqlite3 *db = open_db(w->sw->log);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+static const struct {
+    const char *name, *verdict, *error; /* the decision answer.h reads */
+} cases[] = {
+    {"json", "applied", NULL},        {"created", "applied", NULL},
+    {"binary", "error", "not UTF-8"}, {"chunked", "applied", NULL},
+    {"verdict", "duplicate", NULL},   {"conflict", "in_progress", NULL},
+    {"nocontent", "applied", NULL},   {"fail", "error", "500"},
+    {"hop", "applied", NULL},
+};
+#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+
+static void test_upstream_answers_as_the_service_did(void **state)
+{
+    world *w = *state;
+    service_start(w, 0);
+    write_config(w, 30000);
+    start_upstream(w);
+    for (size_t i = 0; i < N_CASES; i++) {
+        int seq = (int)i + 1;
+        char *raw = request(cases[i].name, seq);
+        answer got, want;
+        exchange(w->sw->srv.port, raw, &got);
+        /* The same request straight to the service (no Understudy-Seq: not
+         * counted as forwarded). */
+        char *direct = ust_sprintf("POST /svc%s", raw + strlen("POST "));
+        exchange(w->svc_port, direct, &want);
+        same_answer(&got, &want);
+        /* It reached the service once, with its seq and time, Host set for
+         * the service, the body as it came. */
+        json_t *line = NULL;
+        assert_int_equal(reached(w, seq, &line), 1);
+        assert_string_equal(json_string_value(json_object_get(line, "path")),
+                            "/svc/payments");
+        char host[32];
+        snprintf(host, sizeof(host), "127.0.0.1:%d", w->svc_port);
+        assert_string_equal(json_string_value(json_object_get(line, "host")), host);
+        const char *at = json_string_value(json_object_get(line, "received_at"));
+        assert_non_null(at);
+        assert_int_equal(strlen(at), 27); /* 2026-12-01T12:00:00.123456Z */
+        assert_int_equal(at[26], 'Z');
+        const char *body = strstr(raw, "\r\n\r\n") + 4;
+        char hex[UST_SHA256_HEX_LEN + 1];
+        ust_sha256_hex(body, strlen(body), hex);
+        assert_string_equal(json_string_value(json_object_get(line, "sha256")), hex);
+        json_decref(line);
+        /* The legacy's decision and the service's answer, recorded. */
+        char verdict[32], error[256];
+        answer_of(w, seq, verdict, error);
+        assert_string_equal(verdict, cases[i].verdict);
+        if (cases[i].error != NULL)
+            assert_non_null(strstr(error, cases[i].error));
+        response_recorded(w, seq, &want);
+        ust_free(raw);
+        ust_free(direct);
+    }
+    /* The runner decides every event with the recorded answers: the service
+     * is never called again. */
+    runner_reaches(w, (int)N_CASES);
+    for (size_t i = 0; i < N_CASES; i++) {
+        char verdict[32];
+        run_legacy_verdict(w, (int)i + 1, verdict);
+        assert_string_equal(verdict, cases[i].verdict);
+    }
+    /* The service's Understudy-Verdict: duplicate (seq 5) against the
+     * candidate's applied: a divergence made with the recorded answer. */
+    sqlite3 *db = open_db(w->sw->run);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT line FROM divergences WHERE seq = 5",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_non_null(strstr((const char *)sqlite3_column_text(q, 0), "duplicate"));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    serve_world_stop(w->sw);
+    assert_int_equal(forwarded(w), (int)N_CASES);
+}
+
+/* Only what the answer of a JSON body says: {"error": what, "cause": ...}. */
+static void failure_answer(const answer *a, int status, const char *what)
+{
+    assert_int_equal(a->status, status);
+    json_t *o = json_loadb((const char *)a->body, a->body_len, 0, NULL);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "error")), what);
+    assert_non_null(json_string_value(json_object_get(o, "cause")));
+    json_decref(o);
+    assert_string_equal(header(a, "Content-Type"), "application/json");
+}
+
+static void test_upstream_down_or_slow(void **state)
+{
+    world *w = *state;
+    service_start(w, 0);
+    write_config(w, 1000);
+    start_upstream(w);
+    answer a;
+    char verdict[32], error[256];
+    char *raw = request("slow", 1);
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    failure_answer(&a, 504, "upstream timed out");
+    answer_of(w, 1, verdict, error);
+    assert_string_equal(verdict, "error");
+    assert_non_null(strstr(error, "timed out"));
+    /* The recorder goes on: the next request is the service's answer. */
+    raw = request("created", 2);
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    assert_int_equal(a.status, 201);
+    assert_string_equal(header(&a, "Location"), "/payments/42");
+    /* The service down: 502, recorded all the same. */
+    int port = w->svc_port;
+    service_kill(w);
+    raw = request("json", 3);
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    failure_answer(&a, 502, "upstream unreachable");
+    answer_of(w, 3, verdict, error);
+    assert_string_equal(verdict, "error");
+    assert_non_null(strstr(error, "unreachable"));
+    /* Back on the same port: answered again. */
+    service_start(w, port);
+    raw = request("json", 4);
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    assert_int_equal(a.status, 200);
+    answer_of(w, 4, verdict, error);
+    assert_string_equal(verdict, "applied");
+    /* Every request recorded, each forwarded once. */
+    assert_int_equal(logged_events(w), 4);
+    assert_int_equal(reached(w, 1, NULL), 1);
+    assert_int_equal(reached(w, 2, NULL), 1);
+    assert_int_equal(reached(w, 3, NULL), 0);
+    assert_int_equal(reached(w, 4, NULL), 1);
+    runner_reaches(w, 4);
+    serve_world_stop(w->sw);
+    assert_int_equal(forwarded(w), 3);
+}
+
+/* Waits (a generous bound) until the service logged seq. */
+static void service_got(world *w, int seq)
+{
+    time_t until = time(NULL) + 120;
+    while (reached(w, seq, NULL) == 0) {
+        assert_true(time(NULL) < until);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* SIGKILL while the service holds a request: after the restart its outcome
+ * is unknown, and it is not forwarded again (the service counts). */
+static void test_upstream_never_forwards_twice(void **state)
+{
+    world *w = *state;
+    service_start(w, 0);
+    write_config(w, 60000);
+    start_upstream(w);
+    char *raw = request("slow", 1);
+    int fd = http_connect(w->sw->srv.port);
+    send_all(fd, raw, strlen(raw));
+    ust_free(raw);
+    service_got(w, 1);
+    serve_world_kill(w->sw);
+    close(fd);
+    start_upstream(w);
+    char verdict[32], error[256];
+    answer_of(w, 1, verdict, error);
+    assert_string_equal(verdict, "error");
+    assert_non_null(strstr(error, "outcome unknown"));
+    /* The next request is seq 2, answered; seq 1 reached the service once. */
+    raw = request("json", 2);
+    answer a;
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    assert_int_equal(a.status, 200);
+    runner_reaches(w, 2);
+    serve_world_stop(w->sw);
+    assert_int_equal(reached(w, 1, NULL), 1);
+    assert_int_equal(reached(w, 2, NULL), 1);
+}
+
+/* --respond upstream without a url legacy: refused before the port is
+ * bound, naming the key to set. */
+static void test_upstream_needs_a_url(void **state)
+{
+    world *w = *state;
+    server_write_config(w->sw->cfg);
+    char args[PATH_MAX * 4], *out = NULL;
+    snprintf(args, sizeof(args),
+             "serve --config '%s' --listen 127.0.0.1:0 --log '%s' --run '%s'"
+             " --respond upstream",
+             w->sw->cfg, w->sw->log, w->sw->run);
+    assert_int_equal(ust_test_run_cli(w->sw->dir, args, &out), 2);
+    assert_non_null(strstr(out, "plugins.legacy.url"));
+    free(out);
+    /* A url, but a verdicts map that names no status. */
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s,s:{s:s}}", "url", "http://127.0.0.1:9",
+                                 "verdicts", "two hundred", "applied"),
+                       NULL));
+    assert_int_equal(ust_test_run_cli(w->sw->dir, args, &out), 2);
+    assert_non_null(strstr(out, "plugins.legacy.verdicts"));
+    free(out);
+    /* A plugin named on the command line cannot be production's handler. */
+    char lp[PATH_MAX], with[PATH_MAX * 5];
+    ust_test_plugin_path("legacy", lp);
+    snprintf(with, sizeof(with), "%s --legacy '%s'", args, lp);
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s}", "url", "http://127.0.0.1:9"), NULL));
+    assert_int_equal(ust_test_run_cli(w->sw->dir, with, &out), 2);
+    assert_non_null(strstr(out, "drop --legacy"));
+    free(out);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_upstream_answers_as_the_service_did),
+        T(test_upstream_down_or_slow),
+        T(test_upstream_never_forwards_twice),
+        T(test_upstream_needs_a_url),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
