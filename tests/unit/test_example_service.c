@@ -12,13 +12,10 @@
 
 #include <understudy/answer.h>
 #include <understudy/compare.h>
+#include <understudy/http_client.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <strings.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 
 typedef struct service {
     pid_t pid;
@@ -66,121 +63,34 @@ static void service_stop(service *s, int sig)
     s->pid = 0;
 }
 
-static int connect_to(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    struct timeval tv = {30, 0}; /* generous: a loaded machine, never a verdict */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    return fd;
-}
-
-/* One answer read off a keep-alive connection: headers point into raw. */
-typedef struct answer {
-    char raw[1 << 17];
-    size_t len;
-    int status;
-    ust_header headers[80];
-    size_t n_headers;
-    unsigned char *body;
-    size_t body_len;
-} answer;
-
-static void send_text(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        assert_true(w > 0);
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void read_answer(int fd, answer *a)
-{
-    char *end = NULL;
-    a->len = 0;
-    while ((end = a->len ? strstr(a->raw, "\r\n\r\n") : NULL) == NULL) {
-        ssize_t n = recv(fd, a->raw + a->len, sizeof(a->raw) - 1 - a->len, 0);
-        if (n <= 0)
-            fail_msg("the service closed the connection before its answer");
-        a->len += (size_t)n;
-        a->raw[a->len] = '\0';
-    }
-    size_t head = (size_t)(end + 4 - a->raw);
-    *end = '\0';
-    a->status = atoi(a->raw + 9);
-    a->n_headers = 0;
-    size_t content_length = 0;
-    for (char *line = strstr(a->raw, "\r\n"); line != NULL;) {
-        line += 2;
-        char *next = strstr(line, "\r\n");
-        if (next != NULL)
-            *next = '\0';
-        char *colon = strchr(line, ':');
-        assert_non_null(colon);
-        *colon = '\0';
-        char *value = colon + 1;
-        while (*value == ' ')
-            value++;
-        if (strcasecmp(line, "Content-Length") == 0)
-            content_length = (size_t)atol(value);
-        assert_true(a->n_headers < sizeof(a->headers) / sizeof(a->headers[0]));
-        a->headers[a->n_headers++] = (ust_header){line, value};
-        line = next;
-    }
-    assert_true(head + content_length < sizeof(a->raw));
-    while (a->len < head + content_length) {
-        ssize_t n = recv(fd, a->raw + a->len, head + content_length - a->len, 0);
-        if (n <= 0)
-            fail_msg("the service closed the connection in its body");
-        a->len += (size_t)n;
-    }
-    a->body = (unsigned char *)a->raw + head;
-    a->body_len = content_length;
-}
-
-/* A header the url kind does not forward: framing and hop-by-hop ones, and
- * Host (it names the service). */
-static int not_forwarded(const char *name)
-{
-    static const char *const dropped[] = {
-        "Host",    "Content-Length", "Connection",        "Keep-Alive", "TE",
-        "Trailer", "Upgrade",        "Transfer-Encoding", "Expect"};
-    for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++)
-        if (strcasecmp(name, dropped[i]) == 0)
-            return 1;
-    return strncasecmp(name, "Proxy-", 6) == 0;
-}
-
-/* Sends rec's request as the url kind does and reads the answer. */
-static void exchange(int fd, int port, const ust_log_record *rec, answer *a)
+/* Sends rec's request as the url kind does (the original headers as
+ * forwarded, then Understudy-Seq and Understudy-Received-At) and waits for
+ * the answer, a failure failing the test. */
+static void exchange(ust_http_client *client, int port, const ust_log_record *rec,
+                     ust_http_result *out)
 {
     const ust_request *r = &rec->req;
-    char when[32];
+    char host[32], seq[24], when[32];
+    snprintf(host, sizeof(host), "127.0.0.1:%d", port);
+    snprintf(seq, sizeof(seq), "%lld", (long long)rec->seq);
     ust_time_format(r->received_at_us, when);
-    char *text = ust_sprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n", r->method,
-                             r->target, port);
-    for (size_t i = 0; i < r->n_headers; i++) {
-        if (not_forwarded(r->headers[i].name))
-            continue;
-        char *more =
-            ust_sprintf("%s%s: %s\r\n", text, r->headers[i].name, r->headers[i].value);
-        ust_free(text);
-        text = more;
-    }
-    char *head = ust_sprintf("%sUnderstudy-Seq: %lld\r\nUnderstudy-Received-At: "
-                             "%s\r\nContent-Length: %zu\r\n\r\n",
-                             text, (long long)rec->seq, when, r->body_len);
-    ust_free(text);
-    send_text(fd, head, strlen(head));
-    ust_free(head);
-    if (r->body_len > 0)
-        send_text(fd, (const char *)r->body, r->body_len);
-    read_answer(fd, a);
+    ust_header *fwd = NULL;
+    size_t n = 0;
+    assert_int_equal(ust_http_forward_headers(r, host, &fwd, &n), 0);
+    ust_header *h = ust_calloc(n + 2, sizeof(*h));
+    assert_non_null(h);
+    if (n > 0)
+        memcpy(h, fwd, n * sizeof(*h));
+    h[n++] = (ust_header){"Understudy-Seq", seq};
+    h[n++] = (ust_header){"Understudy-Received-At", when};
+    char *url = ust_sprintf("http://%s%s", host, r->target);
+    ust_http_call call = {r->method, url, h, n, r->body, r->body_len, 30000};
+    assert_int_equal(ust_http_client_send(client, &call, out), 0);
+    if (out->failure != 0)
+        fail_msg("seq %lld: %s", (long long)rec->seq, out->cause);
+    ust_free(url);
+    ust_free(h);
+    ust_free(fwd);
 }
 
 static int same_text(const char *a, const char *b)
@@ -296,8 +206,8 @@ static int64_t send_all_events(world *w, service *s, int64_t kill_after)
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log_path, 0, &log, &err), 0);
     assert_int_equal(ust_log_cursor_open(log, 0, &cur, &err), 0);
-    int fd = connect_to(s->port);
-    static answer a;
+    ust_http_client *client = NULL;
+    assert_int_equal(ust_http_client_new(&client, &err), 0);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec)); /* the cursor clears it first */
     int64_t sent = 0, wrong = 0;
@@ -315,10 +225,13 @@ static int64_t send_all_events(world *w, service *s, int64_t kill_after)
         assert_int_equal(ust__decision_read(row, 2, entity, &l), 0);
         assert_int_equal(ust__decision_read(row, 2 + UST__DECISION_COLUMNS, entity, &c),
                          0);
-        exchange(fd, s->port, &rec, &a);
-        ust_http_answer a_view = {a.status, a.headers, a.n_headers, a.body, a.body_len};
+        ust_http_result res;
+        exchange(client, s->port, &rec, &res);
+        ust_http_answer a = {res.status, res.headers, res.n_headers, res.body,
+                             res.body_len};
         ust_verdict_map none = {0};
-        assert_int_equal(ust_http_answer_decide(&a_view, &none, &svc), 0);
+        assert_int_equal(ust_http_answer_decide(&a, &none, &svc), 0);
+        ust_http_result_clear(&res);
         char *why = divergence_difference(w, div, &rec, &l, &svc);
         if (why == NULL)
             why = difference(&svc, &c, entity, rec.identity);
@@ -334,13 +247,13 @@ static int64_t send_all_events(world *w, service *s, int64_t kill_after)
         ust_decision_clear(&svc);
         ust_log_record_clear(&rec);
         if (++sent == kill_after) {
-            close(fd);
             service_stop(s, SIGKILL);
-            service_start(s);
-            fd = connect_to(s->port);
+            service_start(s); /* on another port: a client of its own */
+            ust_http_client_free(client);
+            assert_int_equal(ust_http_client_new(&client, &err), 0);
         }
     }
-    close(fd);
+    ust_http_client_free(client);
     ust_log_cursor_close(cur);
     ust_log_close(log);
     sqlite3_finalize(row);
@@ -372,14 +285,18 @@ static ust_replay_stats replay_scenarios(world *w)
 
 static void post_reset(const service *s)
 {
-    int fd = connect_to(s->port);
-    const char *req =
-        "POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
-    send_text(fd, req, strlen(req));
-    static answer a;
-    read_answer(fd, &a);
-    close(fd);
-    assert_int_equal(a.status, 200);
+    ust_http_client *client = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_http_client_new(&client, &err), 0);
+    char *url = ust_sprintf("http://127.0.0.1:%d/reset", s->port);
+    ust_http_call call = {.method = "POST", .url = url, .timeout_ms = 30000};
+    ust_http_result res;
+    assert_int_equal(ust_http_client_send(client, &call, &res), 0);
+    assert_int_equal(res.failure, 0);
+    assert_int_equal(res.status, 200);
+    ust_http_result_clear(&res);
+    ust_free(url);
+    ust_http_client_free(client);
 }
 
 /* Every scenario: the service's answers are the C candidate's decisions,
