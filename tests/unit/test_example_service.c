@@ -299,19 +299,27 @@ static void post_reset(const service *s)
     ust_http_client_free(client);
 }
 
+/* Every scenario replayed with the C plugins, then sent to a service
+ * over a database of its own in the world's folder: *s running, the number of events
+ * fed returned. */
+static int64_t replay_and_start(world *w, service *s)
+{
+    ust_replay_stats st = replay_scenarios(w);
+    snprintf(s->db, sizeof(s->db), "%s/service.db", w->dir);
+    service_start(s);
+    return st.fed;
+}
+
 /* Every scenario: the service's answers are the C candidate's decisions,
  * seq for seq; after POST /reset, the same events again get the same
  * answers (without it, every delivery would be a duplicate). */
 static void test_every_scenario_answers_as_the_c_candidate(void **state)
 {
-    world *w = *state;
-    ust_replay_stats st = replay_scenarios(w);
     service s;
-    snprintf(s.db, sizeof(s.db), "%s/service.db", w->dir);
-    service_start(&s);
-    assert_int_equal(send_all_events(w, &s, 0), st.fed);
+    int64_t fed = replay_and_start(*state, &s);
+    assert_int_equal(send_all_events(*state, &s, 0), fed);
     post_reset(&s);
-    assert_int_equal(send_all_events(w, &s, 0), st.fed);
+    assert_int_equal(send_all_events(*state, &s, 0), fed);
     service_stop(&s, SIGTERM);
 }
 
@@ -319,12 +327,9 @@ static void test_every_scenario_answers_as_the_c_candidate(void **state)
  * on the same file, it goes on deciding as the C candidate. */
 static void test_a_service_killed_and_restarted_decides_the_same(void **state)
 {
-    world *w = *state;
-    ust_replay_stats st = replay_scenarios(w);
     service s;
-    snprintf(s.db, sizeof(s.db), "%s/service.db", w->dir);
-    service_start(&s);
-    assert_int_equal(send_all_events(w, &s, st.fed / 2), st.fed);
+    int64_t fed = replay_and_start(*state, &s);
+    assert_int_equal(send_all_events(*state, &s, fed / 2), fed);
     service_stop(&s, SIGTERM);
 }
 
