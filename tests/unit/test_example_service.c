@@ -283,20 +283,29 @@ static ust_replay_stats replay_scenarios(world *w)
     return st;
 }
 
-static void post_reset(const service *s)
+/* One POST of body to path on s, with headers h (n of them); the answer in
+ * *out. */
+static void post(const service *s, const char *path, const ust_header *h, size_t n,
+                 const char *body, ust_http_result *out)
 {
     ust_http_client *client = NULL;
     char *err = NULL;
     assert_int_equal(ust_http_client_new(&client, &err), 0);
-    char *url = ust_sprintf("http://127.0.0.1:%d/reset", s->port);
-    ust_http_call call = {.method = "POST", .url = url, .timeout_ms = 30000};
-    ust_http_result res;
-    assert_int_equal(ust_http_client_send(client, &call, &res), 0);
-    assert_int_equal(res.failure, 0);
-    assert_int_equal(res.status, 200);
-    ust_http_result_clear(&res);
+    char *url = ust_sprintf("http://127.0.0.1:%d%s", s->port, path);
+    ust_http_call call = {"POST",       url,  h, n, (const unsigned char *)body,
+                          strlen(body), 30000};
+    assert_int_equal(ust_http_client_send(client, &call, out), 0);
+    assert_int_equal(out->failure, 0);
     ust_free(url);
     ust_http_client_free(client);
+}
+
+static void post_reset(const service *s)
+{
+    ust_http_result r;
+    post(s, "/reset", NULL, 0, "", &r);
+    assert_int_equal(r.status, 200);
+    ust_http_result_clear(&r);
 }
 
 /* Every scenario replayed with the C plugins, then sent to a service
@@ -333,6 +342,42 @@ static void test_a_service_killed_and_restarted_decides_the_same(void **state)
     service_stop(&s, SIGTERM);
 }
 
+/* Never the wall clock: a request without Understudy-Received-At (or
+ * Understudy-Seq) is refused 400 saying so, and leaves no trace; the same
+ * delivery with them is then new, applied. */
+static void test_without_event_time_it_refuses_to_decide(void **state)
+{
+    world *w = *state;
+    service s;
+    snprintf(s.db, sizeof(s.db), "%s/service.db", w->dir);
+    service_start(&s);
+    const char *body = "{\"id\":\"evt_t\",\"type\":\"payment_intent.succeeded\","
+                       "\"data\":{\"object\":{\"id\":\"pi_t\"}}}";
+    const ust_header h[] = {{"Understudy-Seq", "7"},
+                            {"Understudy-Received-At", "2026-11-29T10:00:00.000001Z"}};
+    ust_http_result r;
+    post(&s, "/webhooks/stripe", h, 1, body, &r); /* the seq alone */
+    assert_int_equal(r.status, 400);
+    char *text = ust_strndup((const char *)r.body, r.body_len);
+    assert_non_null(strstr(text, "\"error\":\"understudy_headers_required\""));
+    ust_free(text);
+    ust_http_result_clear(&r);
+    post(&s, "/webhooks/stripe", h + 1, 1, body, &r); /* the time alone */
+    assert_int_equal(r.status, 400);
+    ust_http_result_clear(&r);
+    post(&s, "/webhooks/stripe", h, 2, body, &r);
+    assert_int_equal(r.status, 200);
+    ust_http_answer a = {r.status, r.headers, r.n_headers, r.body, r.body_len};
+    ust_decision d;
+    assert_int_equal(ust_http_answer_decide(&a, NULL, &d), 0);
+    assert_int_equal(d.verdict, UST_VERDICT_APPLIED);
+    assert_string_equal(d.entity, "stripe:pi_t");
+    assert_string_equal(d.state_after, "paid");
+    ust_decision_clear(&d);
+    ust_http_result_clear(&r);
+    service_stop(&s, SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +386,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_service_killed_and_restarted_decides_the_same, world_setup,
             world_teardown),
+        cmocka_unit_test_setup_teardown(test_without_event_time_it_refuses_to_decide,
+                                        world_setup, world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
