@@ -9,12 +9,14 @@
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
+#include <understudy/drive.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
 #include <understudy/sig.h>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #define WORLD_T0 1795946400LL /* 2026-11-29T10:00:00Z */
 #define WORLD_STRIPE_SECRET "whsec_test_stripe"
@@ -140,6 +142,37 @@ static inline void world_record(world *w)
     assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
     if (ust_log_append_requests(log, w->cfg, w->reqs, w->n, NULL, NULL, &err) != 0)
         fail_msg("append: %s", err);
+    ust_log_close(log);
+}
+
+/* A fresh log of every scenario (scenarios/[0-9]*.json, in name order),
+ * rendered one after the other UST_SCENARIO_SPACING_US apart from T0; the
+ * world's own requests are not used. */
+static inline void world_record_scenarios(world *w)
+{
+    char dir[PATH_MAX], out[PATH_MAX];
+    ust_test_source_path("scenarios", dir);
+    snprintf(out, sizeof(out), "%s/scenarios.log", w->dir);
+    char *cmd = ust_sprintf("ls '%s'/[0-9]*.json > '%s'", dir, out);
+    assert_int_equal(system(cmd), 0);
+    ust_free(cmd);
+    unlink(w->log_path);
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
+    FILE *list = fopen(out, "r");
+    char path[PATH_MAX];
+    int64_t start = WORLD_T0 * 1000000;
+    while (fgets(path, sizeof(path), list) != NULL) {
+        path[strcspn(path, "\n")] = '\0';
+        ust_scenario *sc = NULL;
+        if (ust_scenario_load(path, w->cfg, &sc, &err) != 0)
+            fail_msg("%s", err);
+        ust_test_append_scenario(log, w->cfg, sc, start);
+        ust_scenario_free(sc);
+        start += UST_SCENARIO_SPACING_US;
+    }
+    fclose(list);
     ust_log_close(log);
 }
 

@@ -1,28 +1,29 @@
-/* Driving scenarios through a live server over real HTTP: real sockets,
- * real concurrency for bursts (a connection and a thread per copy, released
- * together), responses read with http-parser. */
-#include <understudy/clock.h>
+/* Driving scenarios through a live server over real HTTP with the shared
+ * libcurl client (http_client.h): sequential steps on one keep-alive
+ * connection, real concurrency for bursts (a client, so a connection, and a
+ * thread per copy, released together). */
 #include <understudy/alloc.h>
+#include <understudy/clock.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>
+#include <understudy/http_client.h>
 
-#include <arpa/inet.h>
 #include <http_parser.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#define DRIVE_TIMEOUT_MS 30000 /* a step's whole exchange */
+
 typedef struct endpoint {
-    char host[256];
-    int port;
+    char host[256]; /* the Host header: the URL's host, as before libcurl */
+    char *base;     /* scheme and authority: a step's target follows it */
 } endpoint;
 
 typedef struct exchange {
     const endpoint *ep;
+    ust_http_client *client;
     ust_request req;
     int status; /* -1: no answer */
     double ms;
@@ -41,110 +42,47 @@ static int parse_url(const char *url, endpoint *ep, char **err)
                         url);
     memcpy(ep->host, url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len);
     ep->host[u.field_data[UF_HOST].len] = '\0';
-    ep->port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
-    return 0;
+    /* The URL's own path is not used: each step names its target. */
+    size_t end = (u.field_set & (1 << UF_PORT))
+                     ? u.field_data[UF_PORT].off + u.field_data[UF_PORT].len
+                     : u.field_data[UF_HOST].off + u.field_data[UF_HOST].len;
+    if (url[end] == ']') /* an IPv6 host's closing bracket */
+        end++;
+    ep->base = ust_strndup(url, end);
+    return ep->base != NULL ? 0 : UST_ENOMEM;
 }
 
-struct response {
-    int done;
-    exchange *x;
-    size_t body_len;
-};
-
-static int on_body(http_parser *p, const char *at, size_t n)
-{
-    struct response *r = p->data;
-    size_t room = sizeof(r->x->body) - 1 - r->body_len;
-    size_t take = n < room ? n : room;
-    memcpy(r->x->body + r->body_len, at, take);
-    r->body_len += take;
-    r->x->body[r->body_len] = '\0';
-    return 0;
-}
-
-static int on_complete(http_parser *p)
-{
-    ((struct response *)p->data)->done = 1;
-    return 0;
-}
-
-static int connect_to(const endpoint *ep)
-{
-    char port[16];
-    snprintf(port, sizeof(port), "%d", ep->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM},
-                    *ai = NULL;
-    if (getaddrinfo(ep->host, port, &hints, &ai) != 0)
-        return -1;
-    int fd = socket(ai->ai_family, ai->ai_socktype, 0);
-    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(ai);
-    if (fd >= 0) {
-        struct timeval tv = {30, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    }
-    return fd;
-}
-
-/* One request, one connection; fills status, latency and the body's start. */
+/* One request on the exchange's client; fills status, latency and the
+ * body's start. */
 static void *exchange_once(void *arg)
 {
     exchange *x = arg;
     x->status = -1;
-    int fd = connect_to(x->ep);
     if (x->start != NULL)
         pthread_barrier_wait(x->start); /* every copy of a burst leaves together */
-    if (fd < 0)
+    ust_header *h = NULL;
+    size_t n = 0;
+    char *url = ust_sprintf("%s%s", x->ep->base, x->req.target);
+    if (url == NULL || ust_http_forward_headers(&x->req, x->ep->host, &h, &n) != 0) {
+        ust_free(url);
         return NULL;
-    char *head = ust_sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n",
-                             x->req.method, x->req.target, x->ep->host);
-    size_t cap = strlen(head) + x->req.body_len + 64;
-    for (size_t i = 0; i < x->req.n_headers; i++)
-        cap += strlen(x->req.headers[i].name) + strlen(x->req.headers[i].value) + 4;
-    char *buf = ust_malloc(cap);
-    size_t len = 0;
-    if (head && buf) {
-        len += (size_t)snprintf(buf, cap, "%s", head);
-        for (size_t i = 0; i < x->req.n_headers; i++)
-            len += (size_t)snprintf(buf + len, cap - len, "%s: %s\r\n",
-                                    x->req.headers[i].name, x->req.headers[i].value);
-        len += (size_t)snprintf(buf + len, cap - len, "Content-Length: %zu\r\n\r\n",
-                                x->req.body_len);
-        memcpy(buf + len, x->req.body, x->req.body_len);
-        len += x->req.body_len;
     }
+    ust_http_call call = {x->req.method,   url, h, n, x->req.body, x->req.body_len,
+                          DRIVE_TIMEOUT_MS};
+    ust_http_result res;
     double t0 = ((double)ust_time_mono_us() / 1e3);
-    size_t off = 0;
-    while (buf && off < len) {
-        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
+    if (ust_http_client_send(x->client, &call, &res) == 0 && res.failure == 0) {
+        x->status = res.status;
+        size_t take =
+            res.body_len < sizeof(x->body) - 1 ? res.body_len : sizeof(x->body) - 1;
+        if (take > 0)
+            memcpy(x->body, res.body, take);
+        x->body[take] = '\0';
     }
-    http_parser parser;
-    http_parser_init(&parser, HTTP_RESPONSE);
-    struct response resp = {0, x, 0};
-    parser.data = &resp;
-    http_parser_settings settings;
-    memset(&settings, 0, sizeof(settings));
-    settings.on_body = on_body;
-    settings.on_message_complete = on_complete;
-    char in[4096];
-    ssize_t n;
-    while (!resp.done && (n = recv(fd, in, sizeof(in), 0)) > 0)
-        if (http_parser_execute(&parser, &settings, in, (size_t)n) != (size_t)n)
-            break;
-    if (!resp.done) /* a server closing after its answer ends the message too */
-        http_parser_execute(&parser, &settings, NULL, 0);
-    if (resp.done)
-        x->status = (int)parser.status_code;
     x->ms = ((double)ust_time_mono_us() / 1e3) - t0;
-    ust_free(head);
-    ust_free(buf);
-    close(fd);
+    ust_http_result_clear(&res);
+    ust_free(h);
+    ust_free(url);
     return NULL;
 }
 
@@ -177,8 +115,11 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
                        FILE *out, ust_drive_summary *sum, char **err)
 {
     memset(sum, 0, sizeof(*sum));
-    endpoint ep;
+    endpoint ep = {.base = NULL};
+    ust_http_client *seq_client = NULL; /* the sequential steps' connection */
     int rc = parse_url(url, &ep, err);
+    if (rc == 0)
+        rc = ust_http_client_new(&seq_client, err);
     double *lat = NULL;
     size_t cap = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -206,7 +147,11 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
             for (int c = 0; rc == 0 && c < k; c++) {
                 xs[c].ep = &ep;
                 xs[c].start = k > 1 ? &barrier : NULL;
-                rc = ust_step_render(st, at, &xs[c].req, err);
+                xs[c].client = seq_client;
+                if (k > 1) /* a connection per copy: they overlap for real */
+                    rc = ust_http_client_new(&xs[c].client, err);
+                if (rc == 0)
+                    rc = ust_step_render(st, at, &xs[c].req, err);
             }
             for (int c = 0; rc == 0 && c < k; c++)
                 if (k == 1)
@@ -223,8 +168,11 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
                         xs[c].body);
                 tally(sum, &lat, &cap, &xs[c]);
             }
-            for (int c = 0; c < k; c++)
+            for (int c = 0; c < k; c++) {
                 ust_request_clear(&xs[c].req);
+                if (xs[c].client != seq_client)
+                    ust_http_client_free(xs[c].client);
+            }
             if (k > 1)
                 pthread_barrier_destroy(&barrier);
             ust_free(xs);
@@ -238,6 +186,8 @@ int ust_scenario_drive(ust_scenario *const *sc, size_t n, const char *url, doubl
         sum->latency_max_ms = lat[sum->sent - 1];
     }
     ust_free(lat);
+    ust_http_client_free(seq_client);
+    ust_free(ep.base);
     if (rc == 0)
         fprintf(
             out,

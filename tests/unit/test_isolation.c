@@ -192,31 +192,9 @@ static void matches_the_c_candidate(world *w, const char *interpreter,
              interpreter, interpreter);
     if (system(probe) != 0)
         fail_msg("%s is needed: make test installs it", interpreter);
-    char dir[PATH_MAX], out[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX], script[PATH_MAX];
-    ust_test_source_path("scenarios", dir);
-    snprintf(out, sizeof(out), "%s/scenarios.log", w->dir);
-    char *cmd = ust_sprintf("ls '%s'/[0-9]*.json > '%s'", dir, out);
-    assert_int_equal(system(cmd), 0);
-    ust_free(cmd);
-    /* A fresh log of the scenarios (the world's own requests are not used). */
-    unlink(w->log_path);
-    ust_log *log = NULL;
+    char lp[PATH_MAX], cp[PATH_MAX], script[PATH_MAX];
     char *err = NULL;
-    assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
-    FILE *list = fopen(out, "r");
-    char path[PATH_MAX];
-    int64_t start = WORLD_T0 * 1000000;
-    while (fgets(path, sizeof(path), list) != NULL) {
-        path[strcspn(path, "\n")] = '\0';
-        ust_scenario *sc = NULL;
-        if (ust_scenario_load(path, w->cfg, &sc, &err) != 0)
-            fail_msg("%s", err);
-        ust_test_append_scenario(log, w->cfg, sc, start);
-        ust_scenario_free(sc);
-        start += UST_SCENARIO_SPACING_US;
-    }
-    fclose(list);
-    ust_log_close(log);
+    world_record_scenarios(w);
 
     ust_test_plugin_path("legacy", lp);
     ust_test_plugin_path("candidate", cp);

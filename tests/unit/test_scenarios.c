@@ -2,6 +2,7 @@
  * outcome), and live through `understudy serve` on 127.0.0.1 (the same
  * outcome where timing allows, the documented weaker check where not); and
  * the article's test, five parallel requests with one key, live. */
+#include "http_service.h"
 #include "serve_client.h"
 
 #include <understudy/alloc.h>
@@ -204,12 +205,34 @@ static void test_live_through_serve(void **state)
     sqlite3_close(db);
 }
 
+/* Nobody listening: every request is counted an error and its line says
+ * -1, none is taken for an answer. */
+static void test_drive_to_a_closed_port_counts_every_request_an_error(void **state)
+{
+    world *w = *state;
+    char url[64], *text = NULL;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", ust_test_closed_port());
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    ust_drive_summary sum;
+    char *err = NULL;
+    assert_int_equal(ust_scenario_drive(w->sc, 2, url, 20000, out, &sum, &err), 0);
+    fclose(out);
+    assert_true(sum.sent >= 4);
+    assert_int_equal(sum.errors, sum.sent);
+    assert_int_equal(sum.s2xx + sum.s4xx + sum.s5xx, 0);
+    assert_non_null(strstr(text, "step  0   -1 "));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rendered_and_replayed_exactly, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_live_through_serve, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_drive_to_a_closed_port_counts_every_request_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_read_error_fails_the_check, setup,
                                         teardown),
     };
