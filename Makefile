@@ -80,7 +80,9 @@ fuzz: fuzz-build
 fuzz-regress: fuzz-build
 	./tests/fuzz/run.sh regress $(FUZZ_BUILD) $(FUZZ_TARGETS)
 
+# The demo's in-line run has the example service (Python) as its legacy.
 demo: build
+	@command -v python3 >/dev/null 2>&1 || $(MAKE) --no-print-directory install-packages PACKAGES=python3
 	./scripts/demo.sh $(BUILD)
 
 bench: build

@@ -34,6 +34,8 @@ wait "$serve_pid"
 "$bin" report --run var/demo-live-run.db --out reports/demo-live > /dev/null
 echo "per-request results: $PWD/var/demo-live-drive.txt; report: $PWD/reports/demo-live/index.html"
 
+./scripts/demo-upstream.sh "$build"
+
 echo "== replay the sample: legacy decides, candidate shadows"
 "$bin" replay --config scenarios/demo.config.json
 echo "== report"
