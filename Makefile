@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= 2
 CMAKE_FLAGS ?=
 DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev \
-               libuv1-dev libcmocka-dev libhttp-parser-dev libsystemd-dev
+               libuv1-dev libcmocka-dev libhttp-parser-dev libsystemd-dev libcurl4-openssl-dev
 # The tests also need a browser (the report test opens index.html) and the
 # interpreters of the example plugins, and nginx (the mirror test):
 # command=package, installed when the command is missing.

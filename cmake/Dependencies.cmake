@@ -19,6 +19,8 @@ ust_require_pkg(LIBUV libuv libuv1-dev)
 ust_require_pkg(CMOCKA cmocka libcmocka-dev)
 # sd_notify for Type=notify units (READY=1, the watchdog).
 ust_require_pkg(SYSTEMD libsystemd libsystemd-dev)
+# The HTTP client (http_client.h): keep-alive, timeouts, https.
+ust_require_pkg(CURL libcurl libcurl4-openssl-dev)
 
 # Debian's http-parser ships no pkg-config file.
 find_path(HTTP_PARSER_INCLUDE_DIR http_parser.h)

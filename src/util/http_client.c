@@ -1,0 +1,504 @@
+/* The HTTP client (http_client.h) on libcurl's multi interface: one multi
+ * handle holds the connection cache, so every call of a client reuses the
+ * connections earlier calls left open, one at a time or many at once. */
+#include <understudy/alloc.h>
+#include <understudy/error.h>
+#include <understudy/http_client.h>
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <string.h>
+#include <strings.h>
+
+/* An answer's body beyond this is refused rather than held: no decision
+ * needs more, and a service streaming without end must not exhaust memory. */
+#define MAX_BODY (16u << 20)
+#define MAX_HEADERS 1000
+
+struct ust_http_client {
+    CURLM *multi;
+    CURL **idle; /* easy handles kept for reuse */
+    size_t n_idle, cap_idle;
+};
+
+/* One call on its way. */
+typedef struct transfer {
+    CURL *easy;
+    struct curl_slist *list;
+    ust_http_result *out;
+    const ust_http_call *call;
+    size_t cap_body;
+    int too_big, oom;
+    char errbuf[CURL_ERROR_SIZE];
+} transfer;
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init(void)
+{
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int ust_http_client_new(ust_http_client **out, char **err)
+{
+    *out = NULL;
+    pthread_once(&global_once, global_init);
+    if (global_rc != CURLE_OK)
+        return ust_errf(err, UST_EIO, "libcurl cannot start: %s",
+                        curl_easy_strerror(global_rc));
+    ust_http_client *c = ust_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return UST_ENOMEM;
+    c->multi = curl_multi_init();
+    if (c->multi == NULL) {
+        ust_free(c);
+        return ust_errf(err, UST_ENOMEM, "libcurl: cannot make a multi handle");
+    }
+    *out = c;
+    return 0;
+}
+
+void ust_http_client_free(ust_http_client *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < c->n_idle; i++)
+        curl_easy_cleanup(c->idle[i]);
+    ust_free(c->idle);
+    curl_multi_cleanup(c->multi);
+    ust_free(c);
+}
+
+static void drop_headers(ust_http_result *r)
+{
+    for (size_t i = 0; i < r->n_headers; i++) {
+        ust_free(r->headers[i].name);
+        ust_free(r->headers[i].value);
+    }
+    r->n_headers = 0;
+}
+
+void ust_http_result_clear(ust_http_result *r)
+{
+    if (r == NULL)
+        return;
+    drop_headers(r);
+    ust_free(r->headers);
+    ust_free(r->body);
+    ust_free(r->cause);
+    memset(r, 0, sizeof(*r));
+}
+
+static int is_ows(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+/* libcurl hands each header line whole, CRLF included; a new status line
+ * (after a 100 Continue) starts the headers again. */
+static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
+{
+    transfer *t = userdata;
+    ust_http_result *r = t->out;
+    size_t len = size * n;
+    size_t end = len;
+    while (end > 0 && (buf[end - 1] == '\r' || buf[end - 1] == '\n'))
+        end--;
+    if (end >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
+        drop_headers(r);
+        return len;
+    }
+    if (end == 0)
+        return len;
+    if (is_ows(buf[0]) && r->n_headers > 0) {
+        /* An obsolete folded line continues the previous value. */
+        size_t s = 0;
+        while (s < end && is_ows(buf[s]))
+            s++;
+        ust_header *h = &r->headers[r->n_headers - 1];
+        char *v = ust_sprintf("%s %.*s", h->value, (int)(end - s), buf + s);
+        if (v == NULL) {
+            t->oom = 1;
+            return 0;
+        }
+        ust_free(h->value);
+        h->value = v;
+        return len;
+    }
+    const char *colon = memchr(buf, ':', end);
+    if (colon == NULL)
+        return len; /* libcurl has checked the framing; nothing to keep */
+    if (r->n_headers >= MAX_HEADERS) {
+        t->too_big = 1;
+        return 0;
+    }
+    size_t nlen = (size_t)(colon - buf);
+    size_t vs = nlen + 1;
+    while (vs < end && is_ows(buf[vs]))
+        vs++;
+    size_t ve = end;
+    while (ve > vs && is_ows(buf[ve - 1]))
+        ve--;
+    ust_header *grown = ust_realloc(r->headers, (r->n_headers + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        t->oom = 1;
+        return 0;
+    }
+    r->headers = grown;
+    char *name = ust_strndup(buf, nlen);
+    char *value = ust_strndup(buf + vs, ve - vs);
+    if (name == NULL || value == NULL) {
+        ust_free(name);
+        ust_free(value);
+        t->oom = 1;
+        return 0;
+    }
+    r->headers[r->n_headers].name = name;
+    r->headers[r->n_headers].value = value;
+    r->n_headers++;
+    return len;
+}
+
+static size_t on_body(char *buf, size_t size, size_t n, void *userdata)
+{
+    transfer *t = userdata;
+    ust_http_result *r = t->out;
+    size_t len = size * n;
+    if (len == 0)
+        return 0;
+    if (r->body_len + len > MAX_BODY) {
+        t->too_big = 1;
+        return 0;
+    }
+    if (r->body_len + len > t->cap_body) {
+        size_t cap = t->cap_body ? t->cap_body : 1024;
+        while (cap < r->body_len + len)
+            cap *= 2;
+        unsigned char *grown = ust_realloc(r->body, cap);
+        if (grown == NULL) {
+            t->oom = 1;
+            return 0;
+        }
+        r->body = grown;
+        t->cap_body = cap;
+    }
+    memcpy(r->body + r->body_len, buf, len);
+    r->body_len += len;
+    return len;
+}
+
+static int has_header(const ust_http_call *call, const char *name)
+{
+    for (size_t i = 0; i < call->n_headers; i++)
+        if (strcasecmp(call->headers[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static int append(struct curl_slist **list, char *line)
+{
+    if (line == NULL)
+        return UST_ENOMEM;
+    struct curl_slist *grown = curl_slist_append(*list, line);
+    ust_free(line);
+    if (grown == NULL)
+        return UST_ENOMEM;
+    *list = grown;
+    return 0;
+}
+
+static int build_list(const ust_http_call *call, struct curl_slist **list)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < call->n_headers; i++) {
+        const ust_header *h = &call->headers[i];
+        /* "Name:" would remove a header from libcurl's list; "Name;" is how
+         * it sends one whose value is empty. */
+        rc = append(list, h->value[0] == '\0'
+                              ? ust_sprintf("%s;", h->name)
+                              : ust_sprintf("%s: %s", h->name, h->value));
+    }
+    /* The request as given, not libcurl's defaults on top of it. */
+    static const char *const defaults[] = {"Accept", "Expect", "Content-Type"};
+    for (size_t i = 0; rc == 0 && i < sizeof(defaults) / sizeof(defaults[0]); i++)
+        if (!has_header(call, defaults[i]))
+            rc = append(list, ust_sprintf("%s:", defaults[i]));
+    return rc;
+}
+
+static CURL *take_easy(ust_http_client *c)
+{
+    if (c->n_idle > 0) {
+        CURL *e = c->idle[--c->n_idle];
+        curl_easy_reset(e);
+        return e;
+    }
+    return curl_easy_init();
+}
+
+static void give_back(ust_http_client *c, CURL *e)
+{
+    if (c->n_idle == c->cap_idle) {
+        size_t cap = c->cap_idle ? c->cap_idle * 2 : 8;
+        CURL **grown = ust_realloc(c->idle, cap * sizeof(*grown));
+        if (grown == NULL) {
+            curl_easy_cleanup(e);
+            return;
+        }
+        c->idle = grown;
+        c->cap_idle = cap;
+    }
+    c->idle[c->n_idle++] = e;
+}
+
+static int setup(ust_http_client *c, transfer *t, const ust_http_call *call,
+                 ust_http_result *out)
+{
+    memset(t, 0, sizeof(*t));
+    memset(out, 0, sizeof(*out));
+    t->out = out;
+    t->call = call;
+    if (build_list(call, &t->list) != 0)
+        return UST_ENOMEM;
+    t->easy = take_easy(c);
+    if (t->easy == NULL)
+        return UST_ENOMEM;
+    CURL *e = t->easy;
+    curl_easy_setopt(e, CURLOPT_URL, call->url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->list);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)call->timeout_ms);
+    const char *method = call->method ? call->method : "GET";
+    int bodiless = call->body_len == 0 &&
+                   (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+                    strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0);
+    if (strcmp(method, "HEAD") == 0 && call->body_len == 0)
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    else if (!bodiless) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+                         call->body_len ? (const char *)call->body : "");
+    }
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    return 0;
+}
+
+static const char *what_failed(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+        return "cannot connect";
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return "cannot resolve the host";
+    case CURLE_GOT_NOTHING:
+        return "the connection closed with no answer";
+    case CURLE_PARTIAL_FILE:
+        return "the connection closed mid-answer";
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        return "the connection failed";
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return "the answer is not HTTP";
+    default:
+        return curl_easy_strerror(rc);
+    }
+}
+
+/* Fills the result's status, failure and cause from how the transfer ended. */
+static int conclude(transfer *t, CURLcode rc)
+{
+    ust_http_result *r = t->out;
+    const ust_http_call *call = t->call;
+    const char *method = call->method ? call->method : "GET";
+    if (t->oom)
+        return UST_ENOMEM;
+    if (rc == CURLE_OK) {
+        long status = 0;
+        curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+        r->status = (int)status;
+        return 0;
+    }
+    r->failure = rc == CURLE_OPERATION_TIMEDOUT ? UST_ETIMEOUT : UST_EIO;
+    if (t->too_big)
+        r->cause = ust_sprintf("%s %s: the answer is over the limit (%u headers, "
+                               "%u bytes of body)",
+                               method, call->url, MAX_HEADERS, MAX_BODY);
+    else if (rc == CURLE_OPERATION_TIMEDOUT)
+        r->cause = ust_sprintf("%s %s: no answer within %lld ms (%s)", method,
+                               call->url, (long long)call->timeout_ms, t->errbuf);
+    else
+        r->cause = ust_sprintf("%s %s: %s (%s)", method, call->url, what_failed(rc),
+                               t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
+    return r->cause == NULL ? UST_ENOMEM : 0;
+}
+
+static void release(ust_http_client *c, transfer *t)
+{
+    if (t->easy != NULL)
+        give_back(c, t->easy);
+    curl_slist_free_all(t->list);
+    t->easy = NULL;
+    t->list = NULL;
+}
+
+int ust_http_client_send(ust_http_client *c, const ust_http_call *call,
+                         ust_http_result *out)
+{
+    return ust_http_client_send_many(c, call, 1, NULL, 1, out);
+}
+
+int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, size_t n,
+                              const size_t *after, size_t max_in_flight,
+                              ust_http_result *outs)
+{
+    if (n == 0)
+        return 0;
+    if (max_in_flight == 0)
+        max_in_flight = 1;
+    transfer *ts = ust_calloc(n, sizeof(*ts));
+    /* 0 waiting, 1 sent, 2 answered */
+    unsigned char *st = ust_calloc(n, 1);
+    if (ts == NULL || st == NULL) {
+        ust_free(ts);
+        ust_free(st);
+        return UST_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        memset(&outs[i], 0, sizeof(outs[i]));
+    int rc = 0;
+    size_t done = 0, running = 0, first = 0;
+    while (rc == 0 && done < n) {
+        /* Start what may start, in index order. */
+        for (size_t i = first; rc == 0 && i < n && running < max_in_flight; i++) {
+            if (st[i] != 0 ||
+                (after != NULL && after[i] != SIZE_MAX && st[after[i]] != 2))
+                continue;
+            rc = setup(c, &ts[i], &calls[i], &outs[i]);
+            if (rc == 0 && curl_multi_add_handle(c->multi, ts[i].easy) != CURLM_OK)
+                rc = UST_ENOMEM;
+            if (rc == 0) {
+                curl_easy_setopt(ts[i].easy, CURLOPT_PRIVATE, &ts[i]);
+                st[i] = 1;
+                running++;
+            }
+        }
+        while (first < n && st[first] != 0)
+            first++;
+        if (rc != 0)
+            break;
+        int still = 0;
+        if (curl_multi_perform(c->multi, &still) != CURLM_OK) {
+            rc = UST_ENOMEM;
+            break;
+        }
+        CURLMsg *m;
+        int left;
+        int finished = 0;
+        while ((m = curl_multi_info_read(c->multi, &left)) != NULL) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            transfer *t = NULL;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+            CURLcode res = m->data.result;
+            curl_multi_remove_handle(c->multi, m->easy_handle);
+            int crc = conclude(t, res);
+            if (crc != 0 && rc == 0)
+                rc = crc;
+            release(c, t);
+            st[t - ts] = 2;
+            running--;
+            done++;
+            finished = 1;
+        }
+        if (!finished && rc == 0 && running > 0 &&
+            curl_multi_poll(c->multi, NULL, 0, 1000, NULL) != CURLM_OK)
+            rc = UST_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (st[i] == 1) {
+            curl_multi_remove_handle(c->multi, ts[i].easy);
+            release(c, &ts[i]);
+        } else if (st[i] == 0)
+            release(c, &ts[i]);
+    ust_free(ts);
+    ust_free(st);
+    return rc;
+}
+
+static int is_hop_by_hop(const char *name, const char *connection)
+{
+    static const char *const names[] = {"Connection",    "Keep-Alive",        "TE",
+                                        "Trailer",       "Transfer-Encoding", "Upgrade",
+                                        "Content-Length"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return 1;
+    if (strncasecmp(name, "Proxy-", 6) == 0)
+        return 1;
+    /* The names Connection lists are this hop's own. */
+    size_t len = strlen(name);
+    for (const char *p = connection; p != NULL && *p != '\0';) {
+        while (*p == ',' || is_ows(*p))
+            p++;
+        const char *e = p;
+        while (*e != '\0' && *e != ',' && !is_ows(*e))
+            e++;
+        if ((size_t)(e - p) == len && len > 0 && strncasecmp(p, name, len) == 0)
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+int ust_http_forward_headers(const ust_request *req, const char *host, ust_header **out,
+                             size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    ust_header *h = ust_calloc(req->n_headers + 1, sizeof(*h));
+    if (h == NULL)
+        return UST_ENOMEM;
+    /* Every Connection header's names count, wherever it stands. */
+    char *connection = NULL;
+    for (size_t i = 0; i < req->n_headers; i++)
+        if (strcasecmp(req->headers[i].name, "Connection") == 0) {
+            char *joined = connection
+                               ? ust_sprintf("%s,%s", connection, req->headers[i].value)
+                               : ust_strdup(req->headers[i].value);
+            ust_free(connection);
+            if ((connection = joined) == NULL) {
+                ust_free(h);
+                return UST_ENOMEM;
+            }
+        }
+    size_t k = 0;
+    int host_set = 0;
+    if (ust_request_header(req, "Host") == NULL) {
+        h[k++] = (ust_header){"Host", (char *)host};
+        host_set = 1;
+    }
+    for (size_t i = 0; i < req->n_headers; i++) {
+        const ust_header *src = &req->headers[i];
+        if (strcasecmp(src->name, "Host") == 0) {
+            if (!host_set)
+                h[k++] = (ust_header){src->name, (char *)host};
+            host_set = 1;
+            continue;
+        }
+        if (!is_hop_by_hop(src->name, connection))
+            h[k++] = *src;
+    }
+    ust_free(connection);
+    *out = h;
+    *n = k;
+    return 0;
+}

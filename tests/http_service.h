@@ -1,0 +1,73 @@
+/* tests/http_service.py started for a test: a real HTTP service on
+ * 127.0.0.1, on a port it chose and reports, stopped (SIGKILL) at the end. */
+#ifndef UST_TEST_HTTP_SERVICE_H
+#define UST_TEST_HTTP_SERVICE_H
+
+#include "support.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+typedef struct ust_test_service {
+    pid_t pid;
+    int port;
+    char base[64]; /* "http://127.0.0.1:PORT" */
+} ust_test_service;
+
+/* argv: extra arguments for the service, NULL-terminated (NULL: none). */
+static inline void ust_test_service_start(ust_test_service *s, const char *const *argv)
+{
+    char script[PATH_MAX];
+    ust_test_source_path("tests/http_service.py", script);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    const char *args[32] = {"python3", script};
+    size_t n = 2;
+    for (size_t i = 0; argv != NULL && argv[i] != NULL && n < 31; i++)
+        args[n++] = argv[i];
+    args[n] = NULL;
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execvp("python3", (char *const *)args);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    assert_non_null(f);
+    s->port = 0;
+    assert_int_equal(fscanf(f, "%d", &s->port), 1);
+    fclose(f);
+    assert_true(s->port > 0);
+    snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
+}
+
+static inline void ust_test_service_stop(ust_test_service *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+    }
+    s->pid = 0;
+}
+
+/* A port nothing listens on: bound, then closed. */
+static inline int ust_test_closed_port(void);
+#include <netinet/in.h>
+#include <sys/socket.h>
+static inline int ust_test_closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(0x7f000001)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+#endif
