@@ -71,6 +71,18 @@ typedef struct ust_plugin_config {
      * set by the caller (the command line), not the file; NULL drops them. */
     void (*log)(void *ctx, int level, const char *msg);
     void *log_ctx;
+    /* A service over HTTP (the url kind): each event's request goes to url
+     * + its target; NULL for the other kinds. */
+    char *url;
+    int64_t max_in_flight; /* events sent at once; default 1 */
+    struct {
+        char *method; /* default "POST" */
+        char *url;    /* NULL: no reset */
+    } reset;
+    /* "verdicts": status to verdict, read by the plugin module
+     * (ust_verdict_map_parse, answer.h) when the plugin starts; an owned
+     * reference, or NULL when absent. */
+    json_t *verdicts;
 } ust_plugin_config;
 
 typedef struct ust_config {

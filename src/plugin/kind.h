@@ -20,7 +20,8 @@ typedef struct ust__plugin_start {
     const char *ns;   /* the state namespace, "legacy" or "candidate" */
     unsigned flags;   /* UST_PLUGIN_BACKGROUND */
     ust_store *store;
-    int no_identity; /* the shim: the host has hashed the file already */
+    int no_identity;            /* the shim: the host has hashed the file already */
+    const ust_journal *journal; /* the runner's, or NULL */
 } ust__plugin_start;
 
 typedef struct ust__plugin_kind {
@@ -50,12 +51,16 @@ typedef struct ust__plugin_kind {
     void (*discard)(void *impl);
     /* Why it is down (a static text), or NULL while it is up. */
     const char *(*down)(const void *impl);
+    /* 1 when it keeps a journal (see ust_plugin_journaled). */
+    int (*journaled)(const void *impl);
 } ust__plugin_kind;
 
 /* A .so in the host's process (loader.c). */
 extern const ust__plugin_kind ust__plugin_kind_inproc;
 /* A child process on the protocol: exec, or an isolated .so (child.c). */
 extern const ust__plugin_kind ust__plugin_kind_child;
+/* A service over HTTP (url.c). */
+extern const ust__plugin_kind ust__plugin_kind_url;
 
 /* Opens a plugin of that kind (plugin.c): the shim uses it for the .so it
  * runs. */
