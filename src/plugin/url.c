@@ -16,6 +16,7 @@
 #include <understudy/hash.h>
 #include <understudy/http_client.h>
 
+#include <pthread.h>
 #include <string.h>
 
 #define OUTCOME_UNKNOWN "outcome unknown: sent, no answer recorded (the run stopped)"
@@ -23,12 +24,35 @@
 /* What became of one event of a batch. */
 enum { TO_SEND, ANSWERED, UNKNOWN, FAILED };
 
+/* One event's call: its own header array (the forwarded ones and ours). */
+typedef struct outgoing {
+    ust_header *headers;
+    char seq[24], at[32];
+    char *url;
+} outgoing;
+
+/* The calls of a batch, sent by a thread of their own while the runner
+ * finishes the batch before (the runner's pipeline: ust_runner_step). */
+typedef struct sends {
+    size_t n;
+    size_t *which; /* the batch index of each call */
+    size_t *after; /* the call it waits for (same entity), or SIZE_MAX */
+    int64_t *seqs;
+    ust_http_call *calls;
+    outgoing *outs;
+    ust_http_result *results;
+    int rc; /* of ust_http_client_send_many */
+} sends;
+
 typedef struct pending {
     const ust_plugin_batch *b; /* NULL: a free slot */
     size_t n;
     unsigned char *state;
     ust_http_result *results;
     char **why; /* FAILED: the cause */
+    sends out;
+    pthread_t thread;
+    int running; /* thread started, not joined */
 } pending;
 
 /* An answer received whose journal row may not be committed yet: a step
@@ -109,8 +133,36 @@ static int keep(svc *s, int64_t seq, const ust_http_result *r)
     return rc;
 }
 
+static void free_sends(sends *o)
+{
+    for (size_t j = 0; j < o->n; j++) {
+        if (o->results != NULL)
+            ust_http_result_clear(&o->results[j]);
+        if (o->outs != NULL) {
+            ust_free(o->outs[j].headers);
+            ust_free(o->outs[j].url);
+        }
+    }
+    ust_free(o->which);
+    ust_free(o->after);
+    ust_free(o->seqs);
+    ust_free(o->calls);
+    ust_free(o->outs);
+    ust_free(o->results);
+    memset(o, 0, sizeof(*o));
+}
+
+static void join(pending *p)
+{
+    if (p->running)
+        pthread_join(p->thread, NULL);
+    p->running = 0;
+}
+
 static void free_slot(pending *p)
 {
+    join(p);
+    free_sends(&p->out);
     for (size_t i = 0; i < p->n; i++) {
         if (p->results != NULL)
             ust_http_result_clear(&p->results[i]);
@@ -243,13 +295,6 @@ static int url_journaled(const void *impl)
     return ((const svc *)impl)->journal != NULL;
 }
 
-/* One event's call: its own header array (the forwarded ones and ours). */
-typedef struct outgoing {
-    ust_header *headers;
-    char seq[24], at[32];
-    char *url;
-} outgoing;
-
 static int build(svc *s, const ust_event *ev, const ust_request *req, outgoing *o,
                  ust_http_call *call)
 {
@@ -287,89 +332,123 @@ static int same_entity(const ust_event *a, const ust_event *b)
     return strcmp(a->identity, b->identity) == 0;
 }
 
-/* Sends the events of b still to send, each entity's in seq order, up to
- * max_in_flight at once; records each answer. */
-static void send_batch(svc *s, const ust_plugin_batch *b, pending *p)
+typedef struct job {
+    ust_http_client *client;
+    sends *out;
+    size_t most;
+} job;
+
+static void *run_sends(void *arg)
+{
+    job *j = arg;
+    j->out->rc = ust_http_client_send_many(j->client, j->out->calls, j->out->n,
+                                           j->out->after, j->most, j->out->results);
+    ust_free(j);
+    return NULL;
+}
+
+/* Builds the calls of the events of b still to send, each entity's in seq
+ * order; records their intents (committed) and starts sending them. */
+static void start_sends(svc *s, const ust_plugin_batch *b, pending *p)
 {
     size_t n = 0;
     for (size_t i = 0; i < b->n; i++)
         n += p->state[i] == TO_SEND;
     if (n == 0)
         return;
-    size_t *which = ust_calloc(n, sizeof(*which));
-    size_t *after = ust_calloc(n, sizeof(*after));
-    int64_t *seqs = ust_calloc(n, sizeof(*seqs));
-    ust_http_call *calls = ust_calloc(n, sizeof(*calls));
-    outgoing *outs = ust_calloc(n, sizeof(*outs));
-    ust_http_result *results = ust_calloc(n, sizeof(*results));
+    sends *o = &p->out;
+    o->which = ust_calloc(n, sizeof(*o->which));
+    o->after = ust_calloc(n, sizeof(*o->after));
+    o->seqs = ust_calloc(n, sizeof(*o->seqs));
+    o->calls = ust_calloc(n, sizeof(*o->calls));
+    o->outs = ust_calloc(n, sizeof(*o->outs));
+    o->results = ust_calloc(n, sizeof(*o->results));
     char *err = NULL;
-    int rc = which && after && seqs && calls && outs && results ? 0 : UST_ENOMEM;
-    size_t k = 0;
+    int rc = o->which && o->after && o->seqs && o->calls && o->outs && o->results
+                 ? 0
+                 : UST_ENOMEM;
     for (size_t i = 0; rc == 0 && i < b->n; i++) {
         if (p->state[i] != TO_SEND)
             continue;
-        which[k] = i;
-        seqs[k] = b->evs[i]->seq;
-        after[k] = SIZE_MAX;
+        size_t k = o->n++;
+        o->which[k] = i;
+        o->seqs[k] = b->evs[i]->seq;
+        o->after[k] = SIZE_MAX;
         /* Wait for the entity's previous event; another entity's may overlap. */
         for (size_t j = k; j-- > 0;)
-            if (same_entity(b->evs[which[j]], b->evs[i])) {
-                after[k] = j;
+            if (same_entity(b->evs[o->which[j]], b->evs[i])) {
+                o->after[k] = j;
                 break;
             }
-        rc = build(s, b->evs[i], b->reqs[i], &outs[k], &calls[k]);
-        k++;
+        rc = build(s, b->evs[i], b->reqs[i], &o->outs[k], &o->calls[k]);
     }
     /* Durably about to be sent, before anything is: a run that stops after
      * this never sends these again. */
     if (rc == 0 && s->journal != NULL) {
-        rc = s->journal->intend(s->journal->ctx, s->ns, seqs, n, &err);
+        rc = s->journal->intend(s->journal->ctx, s->ns, o->seqs, o->n, &err);
         /* That commit holds every answer recorded before it. */
         if (rc == 0)
             forget_kept(s);
     }
+    /* The client is one thread's at a time: the batch before is done. */
+    for (size_t i = 0; rc == 0 && i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+        if (&s->slots[i] != p)
+            join(&s->slots[i]);
+    job *j = rc == 0 ? ust_malloc(sizeof(*j)) : NULL;
+    if (rc == 0 && j == NULL)
+        rc = UST_ENOMEM;
     if (rc == 0) {
         size_t most = s->pc->max_in_flight > 0 ? (size_t)s->pc->max_in_flight : 1;
-        rc = ust_http_client_send_many(s->client, calls, n, after, most, results);
+        *j = (job){s->client, o, most};
+        if (pthread_create(&p->thread, NULL, run_sends, j) == 0)
+            p->running = 1;
+        else
+            run_sends(j); /* no thread: sent here, in line */
     }
-    for (size_t j = 0; j < k; j++) {
-        size_t i = which[j];
-        if (rc != 0) {
+    if (rc != 0) {
+        for (size_t i = 0; i < b->n; i++)
+            if (p->state[i] == TO_SEND) {
+                p->state[i] = FAILED;
+                p->why[i] = ust_sprintf("not sent: %s", err ? err : ust_strerror(rc));
+            }
+        free_sends(o);
+    }
+    ust_free(err);
+}
+
+/* The answers of the calls started: each journaled (before its decision is
+ * made) and kept, then the batch's. */
+static void collect_sends(svc *s, pending *p)
+{
+    join(p);
+    sends *o = &p->out;
+    for (size_t k = 0; k < o->n; k++) {
+        size_t i = o->which[k];
+        if (o->rc != 0) {
             p->state[i] = FAILED;
-            p->why[i] = ust_sprintf("not sent: %s", err ? err : ust_strerror(rc));
+            p->why[i] = ust_sprintf("not sent: %s", ust_strerror(o->rc));
             continue;
         }
         char *jerr = NULL;
         int jrc = 0;
         if (s->journal != NULL)
-            jrc =
-                s->journal->answer(s->journal->ctx, s->ns, seqs[j], &results[j], &jerr);
+            jrc = s->journal->answer(s->journal->ctx, s->ns, o->seqs[k], &o->results[k],
+                                     &jerr);
         if (jrc == 0 && s->journal != NULL)
-            jrc = keep(s, seqs[j], &results[j]);
+            jrc = keep(s, o->seqs[k], &o->results[k]);
         if (jrc != 0) {
             /* Sent, but its answer is not recorded: not used either. */
             p->state[i] = FAILED;
             p->why[i] = ust_sprintf("sent, but the answer could not be journaled: %s",
                                     jerr ? jerr : ust_strerror(jrc));
         } else {
-            p->results[i] = results[j];
-            memset(&results[j], 0, sizeof(results[j]));
+            p->results[i] = o->results[k];
+            memset(&o->results[k], 0, sizeof(o->results[k]));
             p->state[i] = ANSWERED;
         }
         ust_free(jerr);
     }
-    for (size_t j = 0; j < k; j++) {
-        ust_http_result_clear(&results[j]);
-        ust_free(outs[j].headers);
-        ust_free(outs[j].url);
-    }
-    ust_free(err);
-    ust_free(which);
-    ust_free(after);
-    ust_free(seqs);
-    ust_free(calls);
-    ust_free(outs);
-    ust_free(results);
+    free_sends(o);
 }
 
 static void url_batch_start(void *impl, ust_plugin_batch *b)
@@ -416,7 +495,7 @@ static void url_batch_start(void *impl, ust_plugin_batch *b)
         }
         ust_free(err);
     }
-    send_batch(s, b, p);
+    start_sends(s, b, p);
 }
 
 static void fail(ust_decision *out, const char *cause, const char *ns,
@@ -474,6 +553,7 @@ static void url_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **out
                  UST_FAULT_INTERNAL);
         return;
     }
+    collect_sends(s, p);
     for (size_t i = 0; i < b->n; i++)
         decide_one(s, p, i, outs[i]);
     free_slot(p);
@@ -495,8 +575,11 @@ static void url_decide(void *impl, const ust_event *ev, const ust_request *req,
 static void url_discard(void *impl)
 {
     svc *s = impl;
-    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++) {
+        if (s->slots[i].b != NULL && s->slots[i].state != NULL)
+            collect_sends(s, &s->slots[i]); /* journaled: they were sent */
         free_slot(&s->slots[i]);
+    }
 }
 
 const ust__plugin_kind ust__plugin_kind_url = {
