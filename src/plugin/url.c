@@ -425,8 +425,11 @@ static void collect_sends(svc *s, pending *p)
     for (size_t k = 0; k < o->n; k++) {
         size_t i = o->which[k];
         if (o->rc != 0) {
+            /* Some may have gone out before the failure. */
             p->state[i] = FAILED;
-            p->why[i] = ust_sprintf("not sent: %s", ust_strerror(o->rc));
+            p->why[i] =
+                ust_sprintf("outcome unknown: the host failed while sending (%s)",
+                            ust_strerror(o->rc));
             continue;
         }
         char *jerr = NULL;

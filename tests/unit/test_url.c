@@ -195,6 +195,23 @@ static void test_the_verdicts_map_comes_before_the_defaults(void **state)
     ust_free(v);
 }
 
+static void test_a_verdicts_map_that_is_wrong_refuses_to_start(void **state)
+{
+    world *w = *state;
+    stripe_events(w, 1, 1);
+    set_service(&w->cfg->candidate, "http://127.0.0.1:9", "");
+    json_error_t je;
+    w->cfg->candidate.verdicts = json_loads("{\"404\": \"fine\"}", 0, &je);
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    assert_int_not_equal(ust_replay(&o, &st, &err), 0);
+    assert_non_null(strstr(err, "plugins.candidate.verdicts.404: not a verdict"));
+    ust_free(err);
+}
+
 static void test_a_failing_service_gives_error_decisions_with_causes(void **state)
 {
     world *w = *state;
@@ -499,6 +516,9 @@ int main(void)
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_the_verdicts_map_comes_before_the_defaults,
                                         world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_verdicts_map_that_is_wrong_refuses_to_start, world_setup,
+            world_teardown),
         cmocka_unit_test_setup_teardown(
             test_a_failing_service_gives_error_decisions_with_causes, world_setup,
             world_teardown),
