@@ -150,10 +150,9 @@ static size_t discard(char *buf, size_t size, size_t n, void *data)
 /* ---- the plain loop: the same requests, one curl handle, one by one ----- */
 static double curl_loop(const char *log_path, const char *base, const char *host)
 {
-    ust_log *log = NULL;
-    ust_log_open(log_path, UST_LOG_READONLY, &log, NULL);
-    ust_log_cursor *cur = NULL;
-    ust_log_cursor_open(log, 0, &cur, NULL);
+    bench_rows rows;
+    bench_rows_open(&rows, log_path);
+    ust_log_record *rec = &rows.rec;
     /* Every request ready before the clock starts: the loop only sends. */
     size_t n = 0, cap = 1024;
     struct prepared {
@@ -161,14 +160,12 @@ static double curl_loop(const char *log_path, const char *base, const char *host
         char *url, *body;
         size_t len;
     } *p = malloc(cap * sizeof(*p));
-    ust_log_record rec;
-    memset(&rec, 0, sizeof(rec));
-    while (ust_log_cursor_next(cur, &rec, NULL) == 1) {
+    while (bench_rows_next(&rows)) {
         if (n == cap)
             p = realloc(p, (cap *= 2) * sizeof(*p));
         ust_header *h = NULL;
         size_t nh = 0;
-        ust_http_forward_headers(&rec.req, host, &h, &nh);
+        ust_http_forward_headers(&rec->req, host, &h, &nh);
         struct curl_slist *list = NULL;
         for (size_t i = 0; i < nh; i++) {
             char *line = ust_sprintf("%s: %s", h[i].name, h[i].value);
@@ -176,23 +173,21 @@ static double curl_loop(const char *log_path, const char *base, const char *host
             ust_free(line);
         }
         char line[96], at[32];
-        snprintf(line, sizeof(line), "Understudy-Seq: %lld", (long long)rec.seq);
+        snprintf(line, sizeof(line), "Understudy-Seq: %lld", (long long)rec->seq);
         list = curl_slist_append(list, line);
-        ust_time_format(rec.req.received_at_us, at);
+        ust_time_format(rec->req.received_at_us, at);
         snprintf(line, sizeof(line), "Understudy-Received-At: %s", at);
         list = curl_slist_append(list, line);
         list = curl_slist_append(list, "Accept:");
         list = curl_slist_append(list, "Expect:");
         ust_free(h);
         p[n].list = list;
-        p[n].url = ust_sprintf("%s%s", base, rec.req.target);
-        p[n].body = ust_memdup(rec.req.body, rec.req.body_len);
-        p[n].len = rec.req.body_len;
+        p[n].url = ust_sprintf("%s%s", base, rec->req.target);
+        p[n].body = ust_memdup(rec->req.body, rec->req.body_len);
+        p[n].len = rec->req.body_len;
         n++;
     }
-    ust_log_record_clear(&rec);
-    ust_log_cursor_close(cur);
-    ust_log_close(log);
+    bench_rows_close(&rows);
     CURL *e = curl_easy_init();
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
     double t0 = bench_now();
@@ -224,21 +219,18 @@ static double client_loop(const char *log_path, const char *base, const char *ho
 {
     ust_http_client *c = NULL;
     ust_http_client_new(&c, NULL);
-    ust_log *log = NULL;
-    ust_log_open(log_path, UST_LOG_READONLY, &log, NULL);
-    ust_log_cursor *cur = NULL;
-    ust_log_cursor_open(log, 0, &cur, NULL);
-    ust_log_record rec;
-    memset(&rec, 0, sizeof(rec));
+    bench_rows rows;
+    bench_rows_open(&rows, log_path);
+    ust_log_record *rec = &rows.rec;
     long k = 0;
     double t0 = bench_now();
-    while (ust_log_cursor_next(cur, &rec, NULL) == 1) {
+    while (bench_rows_next(&rows)) {
         ust_header *h = NULL;
         size_t nh = 0;
-        ust_http_forward_headers(&rec.req, host, &h, &nh);
-        char *url = ust_sprintf("%s%s", base, rec.req.target);
-        ust_http_call call = {"POST",           url,  h, nh, rec.req.body,
-                              rec.req.body_len, 10000};
+        ust_http_forward_headers(&rec->req, host, &h, &nh);
+        char *url = ust_sprintf("%s%s", base, rec->req.target);
+        ust_http_call call = {"POST", url, h, nh, rec->req.body, rec->req.body_len,
+                              10000};
         ust_http_result res;
         if (ust_http_client_send(c, &call, &res) != 0 || res.failure != 0) {
             fprintf(stderr, "client loop: request %ld failed\n", k);
@@ -250,9 +242,7 @@ static double client_loop(const char *log_path, const char *base, const char *ho
         k++;
     }
     double dt = bench_now() - t0;
-    ust_log_record_clear(&rec);
-    ust_log_cursor_close(cur);
-    ust_log_close(log);
+    bench_rows_close(&rows);
     ust_http_client_free(c);
     return (double)k / dt;
 }
