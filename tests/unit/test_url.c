@@ -445,6 +445,71 @@ static void test_a_replay_killed_and_resumed_sends_each_seq_once(void **state)
     ust_test_service_stop(&svc);
 }
 
+/* Steps that fail (an allocation refused, anywhere) are rolled back and
+ * retried: what was sent is never sent again, and an answer received before
+ * the rollback is still the decision. */
+static void test_a_retried_step_never_sends_again(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    enum { N = 24 };
+    stripe_events(w, 3, N / 3);
+    set_service(&w->cfg->candidate, svc.base, "");
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+    ust_runner *r = NULL;
+    char *err = NULL;
+    if (ust_runner_open(&o, &r, &err) != 0)
+        fail_msg("open: %s", err);
+    int failed_after_sending = 0;
+    for (long n = 100; n < 200000 && ust_runner_cursor(r) < N; n = n * 3 / 2) {
+        ust_replay_stats st;
+        /* Every allocation from the nth on refused, on every thread: the
+         * runner sees it and the step fails, wherever it was. */
+        ust_test_alloc_fail(n, 1);
+        int rc = ust_runner_step(r, &st, &err);
+        ust_test_alloc_restore();
+        ust_free(err);
+        err = NULL;
+        if (rc != 0 && count(w, "SELECT count(*) FROM journal") > 0)
+            failed_after_sending = 1;
+    }
+    ust_replay_stats st;
+    assert_int_equal(ust_runner_step(r, &st, &err), 0);
+    ust_runner_close(r);
+    assert_true(failed_after_sending);
+    json_t *log = service_log(&svc);
+    int received[N + 1] = {0};
+    size_t i;
+    json_t *seq;
+    json_array_foreach(json_object_get(log, "started"), i, seq)
+    {
+        int s = atoi(json_string_value(seq));
+        assert_true(s >= 1 && s <= N);
+        received[s]++;
+    }
+    json_decref(log);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
+    for (int s = 1; s <= N; s++) {
+        if (received[s] > 1)
+            fail_msg("seq %d was sent %d times", s, received[s]);
+        char sql[160];
+        snprintf(sql, sizeof(sql),
+                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE "
+                 "seq = %d",
+                 s);
+        char *v = world_query(w, sql);
+        if (strcmp(v, "applied:") == 0)
+            assert_int_equal(received[s], 1);
+        else if (strncmp(v, "error:outcome unknown", 21) != 0)
+            fail_msg("seq %d: %s", s, v);
+        ust_free(v);
+    }
+    ust_test_service_stop(&svc);
+}
+
 static void test_reset_is_called_once_and_a_failing_one_refuses_to_start(void **state)
 {
     world *w = *state;
@@ -530,6 +595,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_replay_killed_and_resumed_sends_each_seq_once, world_setup,
             world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_retried_step_never_sends_again,
+                                        world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(
             test_reset_is_called_once_and_a_failing_one_refuses_to_start, world_setup,
             world_teardown),
