@@ -5,6 +5,7 @@
 #include "http_service.h"
 #include "replay_world.h"
 
+#include <understudy/host.h>
 #include <understudy/http_client.h>
 
 #include <jansson.h>
@@ -223,8 +224,17 @@ static void test_a_failing_service_gives_error_decisions_with_causes(void **stat
     stripe_events(w, 1, 6);
     set_service(&w->cfg->candidate, svc.base, "");
     w->cfg->candidate.timeout_ms = 500;
+    ust_plugin_fault_stats before, after;
+    ust_plugin_fault_stats_get(&before);
     ust_replay_stats st = replay_legacy_so(w);
     assert_int_equal(st.fed, 6);
+    /* Counted as the candidate's faults, like the other kinds'. */
+    ust_plugin_fault_stats_get(&after);
+#define FAULTS(f) (after.errors[1][f] - before.errors[1][f])
+    assert_int_equal(FAULTS(UST_FAULT_TIMEOUT), 1);
+    assert_int_equal(FAULTS(UST_FAULT_EXIT), 2);
+    assert_int_equal(FAULTS(UST_FAULT_BAD_DECISION), 1);
+#undef FAULTS
     /* Every legacy decision made; the candidate's failures are errors. */
     assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE l_verdict IS NOT "
                               "NULL AND l_verdict != 'error'"),
