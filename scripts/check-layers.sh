@@ -47,7 +47,8 @@ if [ "${1:-}" = "--self-test" ]; then
         'src/log/append.c:1: #include "runner/rundb.h".*rule 4' \
         'src/drive/send.c:1: .*\.\..*rule 4' \
         'src/plugins/legacy/legacy.c:1: .*rule 6' \
-        'plugin/arena -> plugin/link -> plugin/arena.*rule 5'; do
+        'plugin/\(arena -> plugin/link -> plugin/arena\|link -> plugin/arena -> plugin/link\).*rule 5'; do
+        # (the cycle is named from wherever the search met it: awk's order)
         grep -q -- "$want" "$tmp/broken.out" || { echo "self-test: not reported: $want"; status=1; }
     done
     [ $status = 0 ] || cat "$tmp/broken.out"

@@ -5,7 +5,9 @@
 
 #include "support.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 typedef struct ust_test_service {
@@ -29,6 +31,11 @@ static inline void ust_test_service_start(ust_test_service *s, const char *const
     s->pid = fork();
     assert_true(s->pid >= 0);
     if (s->pid == 0) {
+        /* Gone with the test, even one that failed before stopping it, and
+         * holding none of its output (ctest waits for that). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);

@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOCK = threading.Lock()
 RECORDS = []
 RESETS = [0]
+STARTED = []
 CONNS = itertools.count(1)
 TICKS = itertools.count(1)
 ARGS = None
@@ -73,12 +74,15 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         if self.path == "/__log":
             with LOCK:
-                out = json.dumps({"records": RECORDS, "resets": RESETS[0]}).encode()
+                out = json.dumps({"records": RECORDS, "resets": RESETS[0],
+                                  "started": STARTED}).encode()
             self._send(200, out)
             return
         seq = self.headers.get("Understudy-Seq")
         with LOCK:
             start = next(TICKS)
+            if seq is not None:
+                STARTED.append(seq)
         mode = ARGS.mode
         last = self.path.split("?")[0].rstrip("/").split("/")[-1]
         if last in ("garbage", "cut", "slow", "reset"):
@@ -135,8 +139,13 @@ def main():
     p.add_argument("--verdict-header", action="store_true")
     ARGS = p.parse_args()
     ARGS.fail = dict(f.split("=", 1) for f in ARGS.fail)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):
+            pass  # a client gone (timed out, killed) is what the tests do
+
+    srv = Server(("127.0.0.1", 0), Handler)
     print(srv.server_address[1], flush=True)
     srv.serve_forever()
 

@@ -87,6 +87,11 @@ typedef struct ust_plugin_config {
      * stderr lines go (ust_plugin_counters_new, host.h): set by the caller,
      * not the file; NULL counts nothing. Borrowed. */
     struct ust_plugin_counters *counters;
+    int64_t max_in_flight; /* the url kind: events sent at once; default 1 */
+    struct {
+        char *method; /* default "POST" */
+        char *url;    /* NULL: no reset */
+    } reset;
 } ust_plugin_config;
 
 typedef struct ust_config {

@@ -11,6 +11,7 @@
 #include <understudy/config.h>
 #include <understudy/event.h>
 #include <understudy/hash.h>
+#include <understudy/http_client.h>
 #include <understudy/jsonw.h>
 #include <understudy/plugin.h>
 #include <understudy/request.h>
@@ -194,6 +195,42 @@ int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *n
 /* Whether pc (with path replacing its library, when not NULL) names a
  * plugin of some kind: what ust_plugin_open would start. */
 int ust_plugin_configured(const ust_plugin_config *pc, const char *path);
+
+/* The journal of a plugin that calls out to a service (the url kind), kept
+ * in the run database by the runner so that a run sends each event at most
+ * once: the plugin module has no database of its own, the runner offers
+ * these operations (side: the plugin's namespace, "legacy"/"candidate"). */
+typedef struct ust_journal {
+    void *ctx;
+    /* 1 when the run starts from seq 0 and nothing was sent for side yet
+     * (a reset may be called), 0 when not, or an error. */
+    int (*fresh)(void *ctx, const char *side, char **err);
+    /* What the journal holds for seq: 0 nothing, 1 sent with no answer
+     * recorded, 2 answered (*answer filled, the caller clears it), or an
+     * error. */
+    int (*find)(void *ctx, const char *side, int64_t seq, ust_http_result *answer,
+                char **err);
+    /* Records that these seqs are about to be sent and makes that durable
+     * (commits) before it returns: the runner calls a journaled plugin's
+     * batch_start only where a commit is safe. 0 or an error: then nothing
+     * may be sent. */
+    int (*intend)(void *ctx, const char *side, const int64_t *seqs, size_t n,
+                  char **err);
+    /* Records seq's answer (an HTTP answer, or a failure with its cause) in
+     * the open transaction, with the decision made of it. */
+    int (*answer)(void *ctx, const char *side, int64_t seq, const ust_http_result *a,
+                  char **err);
+} ust_journal;
+
+/* ust_plugin_open with the runner's journal (borrowed for the plugin's life;
+ * NULL: none, as ust_plugin_open). */
+int ust_plugin_open_journaled(const ust_plugin_config *pc, const char *path,
+                              const char *ns, unsigned flags, ust_store *store,
+                              const ust_journal *journal, ust_plugin **out, char **err);
+/* 1 when the plugin sends events out and keeps a journal: the runner then
+ * decides its events a batch at a time (batch_start where a commit is
+ * safe), never one by one. */
+int ust_plugin_journaled(const ust_plugin *p);
 const char *ust_plugin_name(const ust_plugin *p);
 /* Why a plugin in a child process is down (in back-off after timeouts in a
  * row, or a start that failed), as a static text; NULL while it is up, and

@@ -577,20 +577,57 @@ static int http_url(const char *s)
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
 }
 
+/* The url kind's keys: the service, how many events at once, its reset
+ * (its verdicts, which a recorded legacy has too, are read in
+ * parse_plugin; their entries by the plugin module, answer.h). */
+static int parse_service(vctx *c, json_t *obj, ust_plugin_config *p)
+{
+    static const char *const url_what = "an http:// or https:// URL";
+    int rc = take_string(c, obj, "url", 0, url_what, http_url, &p->url);
+    if (rc == 0)
+        rc = take_posint(c, obj, "max_in_flight", 1, &p->max_in_flight);
+    if (rc == 0 && p->max_in_flight > 64) {
+        push_key(c, "max_in_flight");
+        return bad(c, "at most 64");
+    }
+    json_t *reset = NULL;
+    if (rc == 0)
+        rc = take_object(c, obj, "reset", &reset);
+    if (rc == 0 && reset != NULL) {
+        static const char *const reset_keys[] = {"method", "url"};
+        size_t mark = push_key(c, "reset");
+        if ((rc = check_keys(c, reset, KEYS(reset_keys))) != 0 ||
+            (rc = take_string(c, reset, "url", 1, url_what, http_url, &p->reset.url)) !=
+                0 ||
+            (rc = take_string(c, reset, "method", 0, "a non-empty string", nonempty,
+                              &p->reset.method)) != 0)
+            return rc;
+        if (p->reset.method == NULL && (p->reset.method = ust_strdup("POST")) == NULL)
+            return nomem(c);
+        pop(c, mark);
+    }
+    if (rc == 0 && p->url == NULL &&
+        (json_object_get(obj, "max_in_flight") != NULL || reset != NULL))
+        return bad(c, "\"url\" beside \"max_in_flight\" or \"reset\" (the keys of a "
+                      "service over HTTP)");
+    return rc;
+}
+
 static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_default,
                         ust_plugin_config *p)
 {
     p->isolate = isolate_default;
     p->timeout_ms = DEFAULT_PLUGIN_TIMEOUT_MS;
     p->max_rss_mb = DEFAULT_PLUGIN_MAX_RSS_MB;
+    p->max_in_flight = 1;
     json_t *obj = NULL;
     int rc = plugins != NULL ? take_object(c, plugins, key, &obj) : 0;
     if (rc != 0)
         return rc;
     /* "config" is the plugin's own: passed on whole, its keys unchecked. */
-    static const char *const plugin_keys[] = {"path",       "exec",     "url",
-                                              "config",     "isolate",  "timeout_ms",
-                                              "max_rss_mb", "recorded", "verdicts"};
+    static const char *const plugin_keys[] = {
+        "path", "exec",          "config", "isolate",  "timeout_ms", "max_rss_mb",
+        "url",  "max_in_flight", "reset",  "recorded", "verdicts"};
     json_t *conf = obj != NULL ? json_object_get(obj, "config") : NULL;
     size_t mark = push_key(c, key);
     if (obj != NULL && (rc = check_keys(c, obj, KEYS(plugin_keys))) != 0)
@@ -631,15 +668,14 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
                       " recorded answers)");
     if ((rc = take_string(c, obj, "path", 0, "a non-empty string", nonempty,
                           &p->path)) != 0 ||
-        (rc = take_string(c, obj, "url", 0, "an http:// or https:// URL", http_url,
-                          &p->url)) != 0 ||
         (rc = take_string_array(c, obj, "exec", 1, "a non-empty array of strings",
                                 "a non-empty string", nonempty, &p->exec, NULL)) != 0 ||
         (rc = take_bool(c, obj, "isolate", isolate_default, &p->isolate)) != 0 ||
         (rc = take_posint(c, obj, "timeout_ms", DEFAULT_PLUGIN_TIMEOUT_MS,
                           &p->timeout_ms)) != 0 ||
         (rc = take_posint(c, obj, "max_rss_mb", DEFAULT_PLUGIN_MAX_RSS_MB,
-                          &p->max_rss_mb)) != 0)
+                          &p->max_rss_mb)) != 0 ||
+        (rc = parse_service(c, obj, p)) != 0)
         return rc;
     pop(c, mark);
     return 0;
@@ -1072,7 +1108,8 @@ static void free_plugin(ust_plugin_config *p)
     json_decref(p->verdicts);
     free_strv(p->exec);
     json_decref(p->config);
-    json_decref(p->verdicts);
+    ust_free(p->reset.method);
+    ust_free(p->reset.url);
 }
 
 void ust_config_free(ust_config *cfg)

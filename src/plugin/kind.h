@@ -20,7 +20,8 @@ typedef struct ust__plugin_start {
     const char *ns;   /* the state namespace, "legacy" or "candidate" */
     unsigned flags;   /* UST_PLUGIN_BACKGROUND */
     ust_store *store;
-    int no_identity; /* the shim: the host has hashed the file already */
+    int no_identity;            /* the shim: the host has hashed the file already */
+    const ust_journal *journal; /* the runner's, or NULL */
 } ust__plugin_start;
 
 typedef struct ust__plugin_kind {
@@ -55,6 +56,8 @@ typedef struct ust__plugin_kind {
      * it and decide is called. */
     void (*decide_answered)(void *impl, const ust_event *ev, const ust_request *req,
                             const ust_response *a, ust_decision *out);
+    /* 1 when it keeps a journal (see ust_plugin_journaled). */
+    int (*journaled)(const void *impl);
 } ust__plugin_kind;
 
 /* A .so in the host's process (loader.c). */
@@ -63,6 +66,8 @@ extern const ust__plugin_kind ust__plugin_kind_inproc;
 extern const ust__plugin_kind ust__plugin_kind_child;
 /* Production's recorded answers as the decisions (recorded.c). */
 extern const ust__plugin_kind ust__plugin_kind_recorded;
+/* A service over HTTP (url.c). */
+extern const ust__plugin_kind ust__plugin_kind_url;
 
 /* Opens a plugin of that kind (plugin.c): the shim uses it for the .so it
  * runs. */

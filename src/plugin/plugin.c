@@ -20,6 +20,8 @@ static const ust__plugin_kind *kind_for(const ust_plugin_config *pc, const char 
     /* --legacy SO names a library in place of the config's plugin */
     if (pc->recorded && path == NULL)
         return &ust__plugin_kind_recorded;
+    if (pc->url != NULL && path == NULL)
+        return &ust__plugin_kind_url;
     if (path != NULL && !pc->isolate)
         return &ust__plugin_kind_inproc;
     if (path != NULL || pc->exec != NULL)
@@ -60,16 +62,27 @@ int ust_plugin_load(const char *path, const char *ns, json_t *config, ust_store 
 int ust_plugin_open(const ust_plugin_config *pc, const char *path, const char *ns,
                     unsigned flags, ust_store *store, ust_plugin **out, char **err)
 {
+    return ust_plugin_open_journaled(pc, path, ns, flags, store, NULL, out, err);
+}
+
+int ust_plugin_open_journaled(const ust_plugin_config *pc, const char *path,
+                              const char *ns, unsigned flags, ust_store *store,
+                              const ust_journal *journal, ust_plugin **out, char **err)
+{
     *out = NULL;
     if (path == NULL)
         path = pc->path;
-    ust__plugin_start st = {
-        .pc = pc, .path = path, .ns = ns, .flags = flags, .store = store};
+    ust__plugin_start st = {.pc = pc,
+                            .path = path,
+                            .ns = ns,
+                            .flags = flags,
+                            .store = store,
+                            .journal = journal};
     const ust__plugin_kind *kind = kind_for(pc, path);
     char *why = NULL;
-    int rc = kind != NULL
-                 ? ust__plugin_open_kind(kind, &st, out, &why)
-                 : ust_errf(&why, UST_EPLUGIN, "neither a path, exec nor recorded");
+    int rc = kind != NULL ? ust__plugin_open_kind(kind, &st, out, &why)
+                          : ust_errf(&why, UST_EPLUGIN,
+                                     "neither a path, exec, url nor recorded");
     /* Which plugin of the config, then the cause (which names the file). */
     if (rc != 0)
         ust_errf(err, rc, "plugins.%s: cannot start: %s", ns,
@@ -95,6 +108,11 @@ void ust_plugin_discard(ust_plugin *p)
 const char *ust_plugin_down(const ust_plugin *p)
 {
     return p != NULL && p->kind->down != NULL ? p->kind->down(p->impl) : NULL;
+}
+
+int ust_plugin_journaled(const ust_plugin *p)
+{
+    return p != NULL && p->kind->journaled != NULL && p->kind->journaled(p->impl);
 }
 
 int ust_plugin_wants_raw_request(const ust_plugin *p)

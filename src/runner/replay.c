@@ -4,6 +4,7 @@
  * last commit left it. Divergence lines are written after their commit, so
  * the stream never shows what the run database does not hold. */
 #include "runner/answers_reader.h"
+#include "runner/journal.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
 
@@ -37,6 +38,11 @@ struct ust_runner {
      * database says): a step that fails goes back to the second. */
     unsigned char last_hash[UST_SHA256_LEN], committed_hash[UST_SHA256_LEN];
     int64_t last_seq, committed_seq;
+    /* The journal offered to plugins that send events out, and what its
+     * commits need from the step under way. */
+    ust_journal journal;
+    ust_replay_stats *step_stats;
+    unsigned long step_refused;
 };
 
 typedef struct ust_runner replay;
@@ -228,6 +234,8 @@ typedef struct item {
     ust_event ev;
     int viewed, fed;
     ust_decision c; /* the candidate's */
+    ust_decision l; /* a journaled legacy's, decided with its batch */
+    int l_ready;
 } item;
 
 /* Under the config a row was derived with, the event is a view of the row's
@@ -254,6 +262,7 @@ static int prepare_item(replay *r, item *it, char **err)
 static void release_item(item *it)
 {
     ust_decision_clear(&it->c);
+    ust_decision_clear(&it->l);
     if (!it->viewed)
         ust_event_clear(&it->ev);
     ust_log_record_clear(&it->rec);
@@ -274,7 +283,10 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
          * path: its decision is read back, never made twice. */
         if (r->answers.db != NULL)
             rc = ust__answers_reader_get(&r->answers, ev->seq, &l, err);
-        else
+        else if (it->l_ready) {
+            l = it->l;
+            memset(&it->l, 0, sizeof(it->l));
+        } else
             ust_plugin_decide_answered(r->legacy, ev, &it->rec.req, &it->rec.response,
                                        &l);
         int64_t took = ust_time_mono_us() - t0;
@@ -311,6 +323,7 @@ typedef struct batch {
     const ust_event *evs[BATCH];
     const ust_request *reqs[BATCH];
     ust_decision *outs[BATCH];
+    ust_decision *legacy_outs[BATCH];
     ust_plugin_batch pb;
     int64_t candidate_us; /* in its start and finish */
 } batch;
@@ -337,6 +350,7 @@ static int read_batch(replay *r, ust_log_cursor *cur, int64_t limit, batch *b,
             continue;
         b->evs[k] = &b->items[i].ev;
         b->reqs[k] = &b->items[i].rec.req;
+        b->legacy_outs[k] = &b->items[i].l;
         b->outs[k++] = &b->items[i].c;
     }
     b->pb = (ust_plugin_batch){b->evs, b->reqs, k, 0, 0};
@@ -350,8 +364,45 @@ static void release_batch(batch *b)
     b->n = 0;
 }
 
+static int journal_fresh(void *ctx, const char *side, char **err)
+{
+    return ust__journal_fresh(((replay *)ctx)->run.db, side, err);
+}
+
+static int journal_find(void *ctx, const char *side, int64_t seq, ust_http_result *a,
+                        char **err)
+{
+    return ust__journal_find(((replay *)ctx)->run.db, side, seq, a, err);
+}
+
+static int journal_answer(void *ctx, const char *side, int64_t seq,
+                          const ust_http_result *a, char **err)
+{
+    return ust__journal_answer(((replay *)ctx)->run.db, side, seq, a, err);
+}
+
+/* The intents, committed with everything decided so far: a journaled
+ * plugin's batch starts only between batches (ust_runner_step), where the
+ * step commits anyway, so this commit is one the step could have made. */
+static int journal_intend(void *ctx, const char *side, const int64_t *seqs, size_t n,
+                          char **err)
+{
+    replay *r = ctx;
+    if (r->step_stats == NULL)
+        return ust_errf(err, UST_EINVAL, "journal: no step under way");
+    int rc = ust__journal_intend(r->run.db, side, seqs, n, err);
+    if (rc == 0 && ust_alloc_failures() != r->step_refused)
+        rc = ust_errf(err, UST_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = commit(r, r->step_stats, err);
+    int brc = ust__run_writer_begin(&r->run, rc == 0 ? err : NULL);
+    return rc != 0 ? rc : brc;
+}
+
 static int open_parts(replay *r, char **err)
 {
+    r->journal =
+        (ust_journal){r, journal_fresh, journal_find, journal_intend, journal_answer};
     const ust_replay_opts *o = r->o;
     /* serve --respond upstream: the legacy is production's handler, whose
      * answers the responder recorded; the runner never calls it. */
@@ -361,24 +412,32 @@ static int open_parts(replay *r, char **err)
         ust_plugin_configured(&o->cfg->legacy, o->legacy_path) || answered_upstream;
     int has_candidate = ust_plugin_configured(&o->cfg->candidate, o->candidate_path);
     if (!has_legacy || !has_candidate)
-        return ust_errf(err, UST_EINVAL,
-                        "%s: no %s plugin: set plugins.%s.path (or exec) or pass --%s",
-                        o->cfg->file, has_legacy ? "candidate" : "legacy",
-                        has_legacy ? "candidate" : "legacy",
-                        has_legacy ? "candidate" : "legacy");
+        return ust_errf(
+            err, UST_EINVAL,
+            "%s: no %s plugin: set plugins.%s.path (or exec, or url) or pass "
+            "--%s",
+            o->cfg->file, has_legacy ? "candidate" : "legacy",
+            has_legacy ? "candidate" : "legacy", has_legacy ? "candidate" : "legacy");
     unsigned background = o->background ? UST_PLUGIN_BACKGROUND : 0;
     int rc;
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__run_writer_open(&r->run, o->run_path, err)) != 0 ||
         (rc = ust_store_open(r->run.db, &r->store, err)) != 0 ||
         (!answered_upstream &&
-         (rc = ust_plugin_open(&o->cfg->legacy, o->legacy_path, "legacy", background,
-                               r->store, &r->legacy, err)) != 0) ||
+         (rc = ust_plugin_open_journaled(&o->cfg->legacy, o->legacy_path, "legacy",
+                                         background, r->store, &r->journal, &r->legacy,
+                                         err)) != 0) ||
         /* Both must start and say hello before the first event: a candidate
          * that cannot start at all is a broken setup, not a fault to record
          * on every event (later restarts are tolerated: see child.c). */
-        (rc = ust_plugin_open(&o->cfg->candidate, o->candidate_path, "candidate",
-                              background, r->store, &r->candidate, err)) != 0)
+        (rc = ust_plugin_open_journaled(&o->cfg->candidate, o->candidate_path,
+                                        "candidate", background, r->store, &r->journal,
+                                        &r->candidate, err)) != 0)
+        return rc;
+    /* A journal's intent must survive a power cut, not only a kill: each
+     * commit then reaches the disk (one a batch, before its events go). */
+    if ((ust_plugin_journaled(r->legacy) || ust_plugin_journaled(r->candidate)) &&
+        (rc = ust__rundb_exec(r->run.db, "PRAGMA synchronous=FULL;", err)) != 0)
         return rc;
     if (o->legacy_answers != NULL)
         return ust__answers_reader_open(&r->answers, o->legacy_answers, err);
@@ -499,6 +558,11 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     unsigned long refused = ust_alloc_failures();
     int64_t every = r->o->commit_every > 0 ? r->o->commit_every : 1000;
     stats->resumed_after = r->last_seq;
+    r->step_stats = stats;
+    r->step_refused = refused;
+    /* A journaled legacy decides a batch at a time, started beside the
+     * candidate's (where a commit is safe), finished before the comparisons. */
+    int legacy_batched = r->answers.db == NULL && ust_plugin_journaled(r->legacy);
     int rc = ust__run_writer_begin(&r->run, err);
     ust_log_cursor *cur = NULL;
     /* A fresh cursor each step: it reads the log as of now, new commits too. */
@@ -531,6 +595,8 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
              * a later step sends those events to a fresh one. */
             if (in_flight != NULL) {
                 ust_plugin_discard(r->candidate);
+                if (legacy_batched)
+                    ust_plugin_discard(r->legacy);
                 release_batch(in_flight);
                 in_flight = NULL;
             }
@@ -547,6 +613,11 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             ust_plugin_batch_start(r->candidate, &next->pb);
             next->candidate_us = ust_time_mono_us() - t0;
             stats->candidate_decide_us += next->candidate_us;
+            if (legacy_batched) {
+                int64_t l0 = ust_time_mono_us();
+                ust_plugin_batch_start(r->legacy, &next->pb);
+                stats->legacy_decide_us += ust_time_mono_us() - l0;
+            }
         }
         if (in_flight != NULL) {
             int64_t t0 = ust_time_mono_us();
@@ -554,6 +625,14 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             int64_t took = ust_time_mono_us() - t0;
             stats->candidate_decide_us += took;
             in_flight->candidate_us += took;
+            if (legacy_batched) {
+                int64_t l0 = ust_time_mono_us();
+                ust_plugin_batch_finish(r->legacy, &in_flight->pb,
+                                        in_flight->legacy_outs);
+                stats->legacy_decide_us += ust_time_mono_us() - l0;
+                for (size_t i = 0; i < in_flight->n; i++)
+                    in_flight->items[i].l_ready = in_flight->items[i].fed;
+            }
             for (size_t i = 0; r->o->candidate_decide != NULL && i < in_flight->pb.n;
                  i++)
                 ust_histogram_observe(r->o->candidate_decide,
@@ -590,10 +669,13 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             /* Read what the child was sent, so the next step starts in step
              * with it; those decisions are not kept. */
             ust_plugin_batch_finish(r->candidate, &in_flight->pb, in_flight->outs);
+            if (legacy_batched)
+                ust_plugin_discard(r->legacy);
             release_batch(in_flight);
             in_flight = NULL;
         }
     }
+    r->step_stats = NULL;
     /* A batch that came back empty may still hold the row read past its
      * limit (or one that failed to derive). */
     for (int i = 0; r->batches != NULL && i < 2; i++)

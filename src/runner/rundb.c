@@ -38,7 +38,12 @@ static const char schema[] =
     " received_at INTEGER NOT NULL, class TEXT NOT NULL, fields TEXT NOT NULL,"
     " entity TEXT, follow_on INTEGER NOT NULL, line TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS divergences_class ON divergences(class);"
-    "CREATE INDEX IF NOT EXISTS divergences_entity ON divergences(entity);";
+    "CREATE INDEX IF NOT EXISTS divergences_entity ON divergences(entity);"
+    /* What a plugin that calls a service sent and what came back (journal.h):
+     * 'sent' committed before the send, 'answered' with the decision. */
+    "CREATE TABLE IF NOT EXISTS journal(side TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " state TEXT NOT NULL, status INTEGER, headers TEXT, body BLOB, failure INTEGER,"
+    " cause TEXT, PRIMARY KEY(side, seq));";
 
 int ust__rundb_exec(sqlite3 *db, const char *sql, char **err)
 {

@@ -119,26 +119,21 @@ static void build_log(const char *path, const ust_config *cfg, long n)
 
 static double read_and_parse(const char *path, long *bytes)
 {
-    ust_log *log = NULL;
-    ust_log_open(path, UST_LOG_READONLY, &log, NULL);
-    ust_log_cursor *cur = NULL;
-    ust_log_cursor_open(log, 0, &cur, NULL);
-    ust_log_record rec;
-    memset(&rec, 0, sizeof(rec));
+    bench_rows rows;
+    bench_rows_open(&rows, path);
     long n = 0;
     *bytes = 0;
     double t0 = bench_now();
-    while (ust_log_cursor_next(cur, &rec, NULL) == 1) {
+    while (bench_rows_next(&rows)) {
         json_error_t jerr;
-        json_t *j = json_loadb((const char *)rec.req.body, rec.req.body_len, 0, &jerr);
+        json_t *j = json_loadb((const char *)rows.rec.req.body, rows.rec.req.body_len,
+                               0, &jerr);
         json_decref(j);
-        *bytes += (long)rec.req.body_len;
+        *bytes += (long)rows.rec.req.body_len;
         n++;
     }
     double dt = bench_now() - t0;
-    ust_log_record_clear(&rec);
-    ust_log_cursor_close(cur);
-    ust_log_close(log);
+    bench_rows_close(&rows);
     return n / dt;
 }
 

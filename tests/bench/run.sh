@@ -16,6 +16,12 @@ if [ -x "$build/tests/bench_replay" ]; then
   echo "### replay"
   "$build/tests/bench_replay" "$dir" "$build" "${REPLAY_EVENTS:-1000000}"
 fi
+if [ -x "$build/tests/bench_url" ]; then
+  echo
+  echo "### url candidate beside a plain libcurl loop (service answering at once, then in 1 ms)"
+  "$build/tests/bench_url" . "$build" "$dir" "${URL_EVENTS:-20000}" 0 3
+  "$build/tests/bench_url" . "$build" "$dir" "${URL_SLOW_EVENTS:-3000}" 1000 3
+fi
 echo
 echo "### state store writes beside bare SQLite inserts"
 "$build/tests/bench_store" 4000000 3

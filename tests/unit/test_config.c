@@ -131,6 +131,32 @@ static void test_hash_ignores_layout(void **state)
     ust_config_free(cc);
 }
 
+static void test_a_service_plugin_loads(void **state)
+{
+    (void)state;
+    const char *t =
+        "{\"routes\":[{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"api\"}],"
+        "\"plugins\":{\"legacy\":{\"url\":\"http://127.0.0.1:9000/prefix\"},"
+        "\"candidate\":{\"url\":\"https://svc.example\",\"timeout_ms\":2000,"
+        "\"max_in_flight\":8,\"reset\":{\"url\":\"https://svc.example/reset\"},"
+        "\"verdicts\":{\"404\":\"invalid\"}}}}";
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(t, strlen(t), "s.json", &cfg, &err), 0);
+    assert_string_equal(cfg->legacy.url, "http://127.0.0.1:9000/prefix");
+    assert_int_equal(cfg->legacy.max_in_flight, 1);
+    assert_null(cfg->legacy.reset.url);
+    assert_null(cfg->legacy.verdicts);
+    assert_null(cfg->legacy.path);
+    assert_int_equal(cfg->candidate.max_in_flight, 8);
+    assert_int_equal(cfg->candidate.timeout_ms, 2000);
+    assert_string_equal(cfg->candidate.reset.method, "POST");
+    assert_string_equal(cfg->candidate.reset.url, "https://svc.example/reset");
+    assert_string_equal(
+        json_string_value(json_object_get(cfg->candidate.verdicts, "404")), "invalid");
+    ust_config_free(cfg);
+}
+
 static void test_defaults(void **state)
 {
     (void)state;
@@ -253,6 +279,33 @@ static const refused_case broken[] = {
      "cfg.json: plugins.legacy.verdicts: expected an object of HTTP status to verdict"},
     {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"config\":[]}}}",
      "cfg.json: plugins.legacy.config: expected an object"},
+    /* The url kind's keys. */
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"url\":\"http://h/\"}}}",
+     "cfg.json: plugins.legacy: expected exactly one of \"path\" (a shared library), "
+     "\"exec\" (argv), \"url\" (an HTTP service) or \"recorded\": true (production's "
+     "recorded answers)"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"candidate\":{\"url\":\"ftp://h/\"}}}",
+     "cfg.json: plugins.candidate.url: expected an http:// or https:// URL"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"url\":\"http://h\",\"max_in_flight\":0}}}",
+     "cfg.json: plugins.candidate.max_in_flight: expected a positive integer"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"url\":\"http://h\",\"max_in_flight\":65}}}",
+     "cfg.json: plugins.candidate.max_in_flight: expected at most 64"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"candidate\":{\"url\":\"http://h\","
+     "\"reset\":{\"method\":\"POST\"}}}}",
+     "cfg.json: plugins.candidate.reset.url: expected an http:// or https:// URL"},
+    {"{\"routes\":[" R0 "],\"plugins\":{\"candidate\":{\"url\":\"http://h\","
+     "\"reset\":{\"url\":\"http://h/r\",\"verb\":\"PUT\"}}}}",
+     "unknown key \"plugins.candidate.reset.verb\""},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"url\":\"http://h\",\"verdicts\":[]}}}",
+     "cfg.json: plugins.candidate.verdicts: expected an object of HTTP status to verdict"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"path\":\"a.so\",\"max_in_flight\":2}}}",
+     "cfg.json: plugins.candidate: expected \"url\" beside \"max_in_flight\" or "
+     "\"reset\""},
     {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"isolate\":1}}}",
      "cfg.json: plugins.legacy.isolate: expected true or false"},
     {"{\"routes\":[" R0
@@ -661,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_example_loads),
         cmocka_unit_test(test_hash_ignores_layout),
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_a_service_plugin_loads),
         cmocka_unit_test(test_broken_configs),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_webhook_route_needs_a_signature),

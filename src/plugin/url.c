@@ -1,0 +1,596 @@
+/* The url kind: a service over HTTP as a plugin. Each event's original
+ * request goes to the plugin's url + the request's target (method, headers
+ * in order without the hop-by-hop ones, Host the service's, body byte for
+ * byte, plus Understudy-Seq and Understudy-Received-At), and the answer is
+ * the decision (answer.h). A service has its own state, so with the
+ * runner's journal an event is sent at most once per run: its intent is
+ * committed before it is sent, its answer recorded before the decision is
+ * used, and an event sent with no answer recorded is never sent again. */
+#include "plugin/faults.h"
+#include "plugin/kind.h"
+#include "plugin/wire.h"
+
+#include <understudy/alloc.h>
+#include <understudy/answer.h>
+#include <understudy/codec.h>
+#include <understudy/error.h>
+#include <understudy/hash.h>
+#include <understudy/http_client.h>
+
+#include <pthread.h>
+#include <string.h>
+
+#define OUTCOME_UNKNOWN "outcome unknown: sent, no answer recorded (the run stopped)"
+
+/* What became of one event of a batch. */
+enum { TO_SEND, ANSWERED, UNKNOWN, FAILED };
+
+/* One event's call: its own header array (the forwarded ones and ours). */
+typedef struct outgoing {
+    ust_header *headers;
+    char seq[24], at[32];
+    char *url;
+} outgoing;
+
+/* The calls of a batch, sent by a thread of their own while the runner
+ * finishes the batch before (the runner's pipeline: ust_runner_step). */
+typedef struct sends {
+    size_t n;
+    size_t *which; /* the batch index of each call */
+    size_t *after; /* the call it waits for (same entity), or SIZE_MAX */
+    int64_t *seqs;
+    ust_http_call *calls;
+    outgoing *outs;
+    ust_http_result *results;
+    int rc; /* of ust_http_client_send_many */
+} sends;
+
+typedef struct pending {
+    const ust_plugin_batch *b; /* NULL: a free slot */
+    size_t n;
+    unsigned char *state;
+    ust_http_result *results;
+    char **why; /* FAILED: the cause */
+    sends out;
+    pthread_t thread;
+    int running; /* thread started, not joined */
+} pending;
+
+/* An answer received whose journal row may not be committed yet: a step
+ * rolled back loses the row, not the fact that the service answered. */
+typedef struct kept {
+    int64_t seq;
+    ust_http_result r;
+} kept;
+
+typedef struct svc {
+    const ust_plugin_config *pc;
+    char ns[16];
+    const ust_journal *journal;
+    ust_http_client *client;
+    ust_verdict_map verdicts;
+    char *base; /* the url, without a trailing '/' (the target brings its own) */
+    char *host; /* the url's authority: the Host sent */
+    pending slots[4];
+    kept *kept;
+    size_t n_kept, cap_kept;
+} svc;
+
+static int copy_result(ust_http_result *dst, const ust_http_result *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->status = src->status;
+    dst->failure = src->failure;
+    dst->body_len = src->body_len;
+    if ((src->body_len && (dst->body = ust_memdup(src->body, src->body_len)) == NULL) ||
+        (src->cause && (dst->cause = ust_strdup(src->cause)) == NULL) ||
+        (src->n_headers &&
+         (dst->headers = ust_calloc(src->n_headers, sizeof(ust_header))) == NULL)) {
+        ust_http_result_clear(dst);
+        return UST_ENOMEM;
+    }
+    for (size_t i = 0; i < src->n_headers; i++) {
+        dst->headers[i].name = ust_strdup(src->headers[i].name);
+        dst->headers[i].value = ust_strdup(src->headers[i].value);
+        dst->n_headers++;
+        if (dst->headers[i].name == NULL || dst->headers[i].value == NULL) {
+            ust_http_result_clear(dst);
+            return UST_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static void forget_kept(svc *s)
+{
+    for (size_t i = 0; i < s->n_kept; i++)
+        ust_http_result_clear(&s->kept[i].r);
+    s->n_kept = 0;
+}
+
+static const kept *find_kept(const svc *s, int64_t seq)
+{
+    for (size_t i = 0; i < s->n_kept; i++)
+        if (s->kept[i].seq == seq)
+            return &s->kept[i];
+    return NULL;
+}
+
+static int keep(svc *s, int64_t seq, const ust_http_result *r)
+{
+    if (find_kept(s, seq) != NULL)
+        return 0;
+    if (s->n_kept == s->cap_kept) {
+        size_t cap = s->cap_kept ? s->cap_kept * 2 : 64;
+        kept *grown = ust_realloc(s->kept, cap * sizeof(*grown));
+        if (grown == NULL)
+            return UST_ENOMEM;
+        s->kept = grown;
+        s->cap_kept = cap;
+    }
+    int rc = copy_result(&s->kept[s->n_kept].r, r);
+    if (rc == 0)
+        s->kept[s->n_kept++].seq = seq;
+    return rc;
+}
+
+static void free_sends(sends *o)
+{
+    for (size_t j = 0; j < o->n; j++) {
+        if (o->results != NULL)
+            ust_http_result_clear(&o->results[j]);
+        if (o->outs != NULL) {
+            ust_free(o->outs[j].headers);
+            ust_free(o->outs[j].url);
+        }
+    }
+    ust_free(o->which);
+    ust_free(o->after);
+    ust_free(o->seqs);
+    ust_free(o->calls);
+    ust_free(o->outs);
+    ust_free(o->results);
+    memset(o, 0, sizeof(*o));
+}
+
+static void join(pending *p)
+{
+    if (p->running)
+        pthread_join(p->thread, NULL);
+    p->running = 0;
+}
+
+static void free_slot(pending *p)
+{
+    join(p);
+    free_sends(&p->out);
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->results != NULL)
+            ust_http_result_clear(&p->results[i]);
+        if (p->why != NULL)
+            ust_free(p->why[i]);
+    }
+    ust_free(p->state);
+    ust_free(p->results);
+    ust_free(p->why);
+    memset(p, 0, sizeof(*p));
+}
+
+static pending *slot_for(svc *s, const ust_plugin_batch *b)
+{
+    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+        if (s->slots[i].b == b)
+            return &s->slots[i];
+    return NULL;
+}
+
+/* "http://h:1/prefix/" -> base "http://h:1/prefix", host "h:1". */
+static int split_url(svc *s, const char *url, char **err)
+{
+    const char *auth = strstr(url, "://");
+    if (auth == NULL)
+        return ust_errf(err, UST_ECONFIG, "url %s: expected http:// or https://", url);
+    auth += 3;
+    size_t alen = strcspn(auth, "/?#");
+    if (alen == 0)
+        return ust_errf(err, UST_ECONFIG, "url %s: no host", url);
+    const char *at = memchr(auth, '@', alen);
+    if (at != NULL) { /* credentials are not part of the Host */
+        alen -= (size_t)(at + 1 - auth);
+        auth = at + 1;
+    }
+    size_t len = strlen(url);
+    while (len > 0 && url[len - 1] == '/')
+        len--;
+    s->base = ust_strndup(url, len);
+    s->host = ust_strndup(auth, alen);
+    return s->base == NULL || s->host == NULL ? UST_ENOMEM : 0;
+}
+
+static void url_close(void *impl)
+{
+    svc *s = impl;
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+        free_slot(&s->slots[i]);
+    forget_kept(s);
+    ust_free(s->kept);
+    ust_http_client_free(s->client);
+    ust_free(s->base);
+    ust_free(s->host);
+    ust_free(s);
+}
+
+/* A run that starts from seq 0 puts the service back to its first state;
+ * one that cannot is refused (its answers would depend on a past run). */
+static int reset_service(svc *s, char **err)
+{
+    int fresh = s->journal->fresh(s->journal->ctx, s->ns, err);
+    if (fresh <= 0)
+        return fresh;
+    ust_http_call call = {.method = s->pc->reset.method,
+                          .url = s->pc->reset.url,
+                          .timeout_ms = s->pc->timeout_ms};
+    ust_http_result r;
+    int rc = ust_http_client_send(s->client, &call, &r);
+    if (rc == 0 && r.failure != 0)
+        rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: %s", call.method, call.url,
+                      r.cause);
+    else if (rc == 0 && (r.status < 200 || r.status > 299))
+        rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: the service answered %d",
+                      call.method, call.url, r.status);
+    ust_http_result_clear(&r);
+    return rc;
+}
+
+static int url_open(const ust__plugin_start *st, void **impl,
+                    char id[UST_SHA256_HEX_LEN + 1], char **err)
+{
+    *impl = NULL;
+    svc *s = ust_calloc(1, sizeof(*s));
+    if (s == NULL)
+        return UST_ENOMEM;
+    s->pc = st->pc;
+    s->journal = st->journal;
+    snprintf(s->ns, sizeof(s->ns), "%s", st->ns);
+    char what[64];
+    snprintf(what, sizeof(what), "plugins.%s.verdicts", st->ns);
+    int rc = ust_verdict_map_parse(st->pc->verdicts, what, &s->verdicts, err);
+    if (rc == 0)
+        rc = split_url(s, st->pc->url, err);
+    if (rc == 0)
+        rc = ust_http_client_new(&s->client, err);
+    if (rc == 0 && s->journal != NULL && st->pc->reset.url != NULL)
+        rc = reset_service(s, err);
+    if (rc != 0) {
+        url_close(s);
+        return rc;
+    }
+    /* Its identity for the run: what names the service. Its code is not
+     * understudy's to hash; a run resumed against another url is refused. */
+    ust_sha256_hex(st->pc->url, strlen(st->pc->url), id);
+    *impl = s;
+    return 0;
+}
+
+static const char *url_name(const void *impl)
+{
+    return ((const svc *)impl)->pc->url;
+}
+
+static const char *url_version(const void *impl)
+{
+    (void)impl;
+    return "http";
+}
+
+static int url_wants_raw_request(const void *impl)
+{
+    (void)impl;
+    return 1;
+}
+
+static int url_journaled(const void *impl)
+{
+    return ((const svc *)impl)->journal != NULL;
+}
+
+static int build(svc *s, const ust_event *ev, const ust_request *req, outgoing *o,
+                 ust_http_call *call)
+{
+    memset(o, 0, sizeof(*o));
+    size_t n = 0;
+    int rc = ust_http_forward_headers(req, s->host, &o->headers, &n);
+    if (rc != 0)
+        return rc;
+    ust_header *grown = ust_realloc(o->headers, (n + 2) * sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    o->headers = grown;
+    snprintf(o->seq, sizeof(o->seq), "%lld", (long long)ev->seq);
+    ust_time_format(req->received_at_us, o->at);
+    o->headers[n++] = (ust_header){"Understudy-Seq", o->seq};
+    o->headers[n++] = (ust_header){"Understudy-Received-At", o->at};
+    const char *target =
+        req->target != NULL && req->target[0] == '/' ? req->target : "/";
+    if ((o->url = ust_sprintf("%s%s", s->base, target)) == NULL)
+        return UST_ENOMEM;
+    *call = (ust_http_call){req->method ? req->method : "POST",
+                            o->url,
+                            o->headers,
+                            n,
+                            req->body,
+                            req->body_len,
+                            s->pc->timeout_ms};
+    return 0;
+}
+
+static int same_entity(const ust_event *a, const ust_event *b)
+{
+    if (a->identity == NULL || b->identity == NULL)
+        return a->identity == b->identity;
+    return strcmp(a->identity, b->identity) == 0;
+}
+
+typedef struct job {
+    ust_http_client *client;
+    sends *out;
+    size_t most;
+} job;
+
+static void *run_sends(void *arg)
+{
+    job *j = arg;
+    j->out->rc = ust_http_client_send_many(j->client, j->out->calls, j->out->n,
+                                           j->out->after, j->most, j->out->results);
+    ust_free(j);
+    return NULL;
+}
+
+/* Builds the calls of the events of b still to send, each entity's in seq
+ * order; records their intents (committed) and starts sending them. */
+static void start_sends(svc *s, const ust_plugin_batch *b, pending *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        n += p->state[i] == TO_SEND;
+    if (n == 0)
+        return;
+    sends *o = &p->out;
+    o->which = ust_calloc(n, sizeof(*o->which));
+    o->after = ust_calloc(n, sizeof(*o->after));
+    o->seqs = ust_calloc(n, sizeof(*o->seqs));
+    o->calls = ust_calloc(n, sizeof(*o->calls));
+    o->outs = ust_calloc(n, sizeof(*o->outs));
+    o->results = ust_calloc(n, sizeof(*o->results));
+    char *err = NULL;
+    int rc = o->which && o->after && o->seqs && o->calls && o->outs && o->results
+                 ? 0
+                 : UST_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < b->n; i++) {
+        if (p->state[i] != TO_SEND)
+            continue;
+        size_t k = o->n++;
+        o->which[k] = i;
+        o->seqs[k] = b->evs[i]->seq;
+        o->after[k] = SIZE_MAX;
+        /* Wait for the entity's previous event; another entity's may overlap. */
+        for (size_t j = k; j-- > 0;)
+            if (same_entity(b->evs[o->which[j]], b->evs[i])) {
+                o->after[k] = j;
+                break;
+            }
+        rc = build(s, b->evs[i], b->reqs[i], &o->outs[k], &o->calls[k]);
+    }
+    /* Durably about to be sent, before anything is: a run that stops after
+     * this never sends these again. */
+    if (rc == 0 && s->journal != NULL) {
+        rc = s->journal->intend(s->journal->ctx, s->ns, o->seqs, o->n, &err);
+        /* That commit holds every answer recorded before it. */
+        if (rc == 0)
+            forget_kept(s);
+    }
+    /* The client is one thread's at a time: the batch before is done. */
+    for (size_t i = 0; rc == 0 && i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+        if (&s->slots[i] != p)
+            join(&s->slots[i]);
+    job *j = rc == 0 ? ust_malloc(sizeof(*j)) : NULL;
+    if (rc == 0 && j == NULL)
+        rc = UST_ENOMEM;
+    if (rc == 0) {
+        size_t most = s->pc->max_in_flight > 0 ? (size_t)s->pc->max_in_flight : 1;
+        *j = (job){s->client, o, most};
+        if (pthread_create(&p->thread, NULL, run_sends, j) == 0)
+            p->running = 1;
+        else
+            run_sends(j); /* no thread: sent here, in line */
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < b->n; i++)
+            if (p->state[i] == TO_SEND) {
+                p->state[i] = FAILED;
+                p->why[i] = ust_sprintf("not sent: %s", err ? err : ust_strerror(rc));
+            }
+        free_sends(o);
+    }
+    ust_free(err);
+}
+
+/* The answers of the calls started: each journaled (before its decision is
+ * made) and kept, then the batch's. */
+static void collect_sends(svc *s, pending *p)
+{
+    join(p);
+    sends *o = &p->out;
+    for (size_t k = 0; k < o->n; k++) {
+        size_t i = o->which[k];
+        if (o->rc != 0) {
+            /* Some may have gone out before the failure. */
+            p->state[i] = FAILED;
+            p->why[i] =
+                ust_sprintf("outcome unknown: the host failed while sending (%s)",
+                            ust_strerror(o->rc));
+            continue;
+        }
+        char *jerr = NULL;
+        int jrc = 0;
+        if (s->journal != NULL)
+            jrc = s->journal->answer(s->journal->ctx, s->ns, o->seqs[k], &o->results[k],
+                                     &jerr);
+        if (jrc == 0 && s->journal != NULL)
+            jrc = keep(s, o->seqs[k], &o->results[k]);
+        if (jrc != 0) {
+            /* Sent, but its answer is not recorded: not used either. */
+            p->state[i] = FAILED;
+            p->why[i] = ust_sprintf("sent, but the answer could not be journaled: %s",
+                                    jerr ? jerr : ust_strerror(jrc));
+        } else {
+            p->results[i] = o->results[k];
+            memset(&o->results[k], 0, sizeof(o->results[k]));
+            p->state[i] = ANSWERED;
+        }
+        ust_free(jerr);
+    }
+    free_sends(o);
+}
+
+static void url_batch_start(void *impl, ust_plugin_batch *b)
+{
+    svc *s = impl;
+    pending *p = slot_for(s, b);
+    if (p == NULL)
+        p = slot_for(s, NULL);
+    if (p == NULL) { /* more batches on their way than the runner keeps */
+        p = &s->slots[0];
+    }
+    free_slot(p);
+    p->b = b;
+    p->n = b->n;
+    p->state = ust_calloc(b->n ? b->n : 1, 1);
+    p->results = ust_calloc(b->n ? b->n : 1, sizeof(*p->results));
+    p->why = ust_calloc(b->n ? b->n : 1, sizeof(*p->why));
+    if (p->state == NULL || p->results == NULL || p->why == NULL) {
+        free_slot(p);
+        p->b = b; /* finish makes each an error */
+        return;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t seq = b->evs[i]->seq;
+        const kept *k = find_kept(s, seq);
+        int found = 0;
+        char *err = NULL;
+        if (k != NULL) {
+            found = copy_result(&p->results[i], &k->r) == 0 ? 2 : UST_ENOMEM;
+            /* The step that recorded it was rolled back: record it again. */
+            if (found == 2 && s->journal != NULL &&
+                s->journal->answer(s->journal->ctx, s->ns, seq, &k->r, &err) != 0)
+                found = UST_EDB;
+        } else if (s->journal != NULL)
+            found = s->journal->find(s->journal->ctx, s->ns, seq, &p->results[i], &err);
+        if (found == 2)
+            p->state[i] = ANSWERED;
+        else if (found == 1)
+            p->state[i] = UNKNOWN;
+        else if (found < 0) {
+            p->state[i] = FAILED;
+            p->why[i] = ust_sprintf("the journal cannot be read: %s",
+                                    err ? err : ust_strerror(found));
+        }
+        ust_free(err);
+    }
+    start_sends(s, b, p);
+}
+
+static void fail(const svc *s, ust_decision *out, const char *cause, ust_plugin_fault f)
+{
+    ust__decision_error(out, 500, cause ? cause : "out of memory", NULL);
+    ust__plugin_fault(s->pc->counters, s->ns, f);
+}
+
+static void decide_one(svc *s, const pending *p, size_t i, ust_decision *out)
+{
+    if (p->state == NULL) {
+        fail(s, out, "out of memory", UST_FAULT_INTERNAL);
+        return;
+    }
+    const ust_http_result *r = &p->results[i];
+    switch (p->state[i]) {
+    case UNKNOWN:
+        fail(s, out, OUTCOME_UNKNOWN, UST_FAULT_EXIT);
+        return;
+    case FAILED:
+        fail(s, out, p->why[i], UST_FAULT_INTERNAL);
+        return;
+    case TO_SEND:
+        fail(s, out, "not sent", UST_FAULT_INTERNAL);
+        return;
+    default:
+        break;
+    }
+    if (r->failure != 0) {
+        fail(s, out, r->cause,
+             r->failure == UST_ETIMEOUT ? UST_FAULT_TIMEOUT : UST_FAULT_EXIT);
+        return;
+    }
+    ust_http_answer a = {r->status, r->headers, r->n_headers, r->body, r->body_len};
+    if (ust_http_answer_decide(&a, &s->verdicts, out) != 0) {
+        fail(s, out, "out of memory", UST_FAULT_INTERNAL);
+        return;
+    }
+    if (out->verdict == UST_VERDICT_ERROR)
+        ust__plugin_fault(s->pc->counters, s->ns, UST_FAULT_BAD_DECISION);
+}
+
+static void url_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **outs)
+{
+    svc *s = impl;
+    pending *p = slot_for(s, b);
+    if (p == NULL || p->n != b->n) {
+        /* Never started: a caller's mistake, never a second send. */
+        for (size_t i = 0; i < b->n; i++)
+            fail(s, outs[i], "a batch finished that was not started",
+                 UST_FAULT_INTERNAL);
+        return;
+    }
+    collect_sends(s, p);
+    for (size_t i = 0; i < b->n; i++)
+        decide_one(s, p, i, outs[i]);
+    free_slot(p);
+}
+
+static void url_decide(void *impl, const ust_event *ev, const ust_request *req,
+                       ust_decision *out)
+{
+    const ust_event *evs[1] = {ev};
+    const ust_request *reqs[1] = {req};
+    ust_decision *outs[1] = {out};
+    ust_plugin_batch b = {evs, reqs, 1, 0, 0};
+    url_batch_start(impl, &b);
+    url_batch_finish(impl, &b, outs);
+}
+
+/* A step rolled back: batches on their way are dropped; what the service
+ * answered is kept (it happened, and it is not sent again). */
+static void url_discard(void *impl)
+{
+    svc *s = impl;
+    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++) {
+        if (s->slots[i].b != NULL && s->slots[i].state != NULL)
+            collect_sends(s, &s->slots[i]); /* journaled: they were sent */
+        free_slot(&s->slots[i]);
+    }
+}
+
+const ust__plugin_kind ust__plugin_kind_url = {
+    .open = url_open,
+    .close = url_close,
+    .name = url_name,
+    .version = url_version,
+    .wants_raw_request = url_wants_raw_request,
+    .decide = url_decide,
+    .batch_start = url_batch_start,
+    .batch_finish = url_batch_finish,
+    .discard = url_discard,
+    .journaled = url_journaled,
+};

@@ -1,0 +1,625 @@
+/* The url plugin kind: a real service on 127.0.0.1 (tests/http_service.py)
+ * as the candidate (and the legacy), replayed from a real log into a real
+ * run database; the journal's at-most-once through a replay SIGKILLed for
+ * real and resumed. */
+#include "http_service.h"
+#include "replay_world.h"
+
+#include <understudy/host.h>
+#include <understudy/http_client.h>
+
+#include <jansson.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The service's records (GET /__log); the caller decrefs. */
+static json_t *service_log(const ust_test_service *svc)
+{
+    ust_http_client *c = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_http_client_new(&c, &err), 0);
+    char url[128];
+    snprintf(url, sizeof(url), "%s/__log", svc->base);
+    ust_http_call call = {"GET", url, NULL, 0, NULL, 0, 30000};
+    ust_http_result r;
+    assert_int_equal(ust_http_client_send(c, &call, &r), 0);
+    assert_int_equal(r.failure, 0);
+    json_t *log = ust_json_loadb((const char *)r.body, r.body_len, 0, NULL);
+    assert_non_null(log);
+    ust_http_result_clear(&r);
+    ust_http_client_free(c);
+    return log;
+}
+
+static void set_service(ust_plugin_config *pc, const char *base, const char *prefix)
+{
+    ust_free(pc->url);
+    pc->url = ust_sprintf("%s%s", base, prefix);
+    /* A plugin is one kind: a service has no library beside its url. */
+    ust_free(pc->path);
+    pc->path = NULL;
+    pc->timeout_ms = 20000;
+}
+
+/* Stripe events of n_pi payments, each with per events, interleaved. */
+static void stripe_events(world *w, int n_pi, int per)
+{
+    static const char *const types[] = {"payment_intent.created",
+                                        "payment_intent.processing",
+                                        "payment_intent.succeeded"};
+    for (int k = 0; k < per; k++)
+        for (int p = 0; p < n_pi; p++) {
+            char evt[32], pi[32], order[32];
+            snprintf(evt, sizeof(evt), "evt_%d_%d", p, k);
+            snprintf(pi, sizeof(pi), "pi_%d", p);
+            snprintf(order, sizeof(order), "ord_%d", p);
+            world_stripe(w, (double)(k * n_pi + p), evt, types[k % 3], pi, order, 1000);
+        }
+    world_record(w);
+}
+
+static ust_replay_stats replay_legacy_so(world *w)
+{
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    return st;
+}
+
+static long count(world *w, const char *sql)
+{
+    char *v = world_query(w, sql);
+    long n = atol(v);
+    ust_free(v);
+    return n;
+}
+
+static const char *header(json_t *rec, const char *name)
+{
+    size_t i;
+    json_t *pair;
+    json_array_foreach(json_object_get(rec, "headers"), i, pair)
+    {
+        if (strcasecmp(json_string_value(json_array_get(pair, 0)), name) == 0)
+            return json_string_value(json_array_get(pair, 1));
+    }
+    return NULL;
+}
+
+static void test_each_event_goes_to_the_service_as_recorded(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    stripe_events(w, 2, 3);
+    /* Both sides services: the legacy too is decided a batch at a time. */
+    set_service(&w->cfg->legacy, svc.base, "/legacy/");
+    set_service(&w->cfg->candidate, svc.base, "/candidate");
+    ust_replay_opts o = world_opts(w, NULL, NULL, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    assert_int_equal(st.fed, 6);
+    json_t *log = service_log(&svc);
+    json_t *recs = json_object_get(log, "records");
+    assert_int_equal(json_array_size(recs), 12);
+    char host[64];
+    snprintf(host, sizeof(host), "127.0.0.1:%d", svc.port);
+    size_t i;
+    json_t *rec;
+    int seen[2][7] = {{0}};
+    json_array_foreach(recs, i, rec)
+    {
+        const char *target = json_string_value(json_object_get(rec, "target"));
+        int side = strncmp(target, "/legacy/", 8) == 0 ? 0 : 1;
+        assert_string_equal(target, side == 0 ? "/legacy/webhooks/stripe"
+                                              : "/candidate/webhooks/stripe");
+        int seq = atoi(header(rec, "Understudy-Seq"));
+        assert_true(seq >= 1 && seq <= 6);
+        seen[side][seq]++;
+        const ust_request *req = &w->reqs[seq - 1];
+        assert_string_equal(json_string_value(json_object_get(rec, "method")), "POST");
+        assert_string_equal(header(rec, "Host"), host);
+        char at[32];
+        ust_time_format(req->received_at_us, at);
+        assert_string_equal(header(rec, "Understudy-Received-At"), at);
+        assert_string_equal(header(rec, "Stripe-Signature"),
+                            ust_request_header(req, "Stripe-Signature"));
+        assert_string_equal(header(rec, "Content-Type"), "application/json");
+        /* The body byte for byte. */
+        unsigned char *body = NULL;
+        size_t len = 0;
+        const char *b64 = json_string_value(json_object_get(rec, "body"));
+        assert_int_equal(ust_base64_decode(b64, strlen(b64), &body, &len), 0);
+        assert_int_equal(len, req->body_len);
+        assert_memory_equal(body, req->body, len);
+        ust_free(body);
+    }
+    for (int s = 1; s <= 6; s++) {
+        assert_int_equal(seen[0][s], 1);
+        assert_int_equal(seen[1][s], 1);
+    }
+    json_decref(log);
+    /* 200 without Understudy-* headers: applied, on both sides. */
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE l_verdict = "
+                              "'applied' AND c_verdict = 'applied'"),
+                     6);
+    assert_int_equal(count(w, "SELECT count(*) FROM journal WHERE state = 'answered'"),
+                     12);
+    /* Its identity for the run: the hash of its url. */
+    char want[UST_SHA256_HEX_LEN + 1];
+    ust_sha256_hex(w->cfg->candidate.url, strlen(w->cfg->candidate.url), want);
+    char *have =
+        world_query(w, "SELECT value FROM meta WHERE key = 'candidate_sha256'");
+    assert_string_equal(have, want);
+    ust_free(have);
+    ust_test_service_stop(&svc);
+}
+
+static char *candidate_verdicts(world *w, const char *const *args, const char *map)
+{
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    stripe_events(w, 1, 3);
+    set_service(&w->cfg->candidate, svc.base, "");
+    json_error_t je;
+    if (map != NULL)
+        w->cfg->candidate.verdicts = json_loads(map, 0, &je);
+    replay_legacy_so(w);
+    ust_test_service_stop(&svc);
+    return world_query(w, "SELECT group_concat(c_verdict, ',') FROM "
+                          "(SELECT c_verdict FROM decisions ORDER BY seq)");
+}
+
+static void test_understudy_verdict_in_the_answer_decides(void **state)
+{
+    /* Understudy-Verdict wins over the status and the map. */
+    const char *args[] = {"--verdict-header", "--fail", "2=status/404", NULL};
+    char *v = candidate_verdicts(*state, args, "{\"404\": \"duplicate\"}");
+    assert_string_equal(v, "rejected,rejected,rejected");
+    ust_free(v);
+}
+
+static void test_the_verdicts_map_comes_before_the_defaults(void **state)
+{
+    const char *args[] = {"--fail", "2=status/404", "--fail", "3=status/404", NULL};
+    char *v = candidate_verdicts(*state, args, "{\"404\": \"duplicate\"}");
+    assert_string_equal(v, "applied,duplicate,duplicate");
+    ust_free(v);
+    world_free(*state);
+    *state = world_new();
+    v = candidate_verdicts(*state, args, NULL);
+    assert_string_equal(v, "applied,invalid,invalid");
+    ust_free(v);
+}
+
+static void test_a_verdicts_map_that_is_wrong_refuses_to_start(void **state)
+{
+    world *w = *state;
+    stripe_events(w, 1, 1);
+    set_service(&w->cfg->candidate, "http://127.0.0.1:9", "");
+    json_error_t je;
+    w->cfg->candidate.verdicts = json_loads("{\"404\": \"fine\"}", 0, &je);
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    assert_int_not_equal(ust_replay(&o, &st, &err), 0);
+    assert_non_null(strstr(err, "plugins.candidate.verdicts.404: not a verdict"));
+    ust_free(err);
+}
+
+static void test_a_failing_service_gives_error_decisions_with_causes(void **state)
+{
+    world *w = *state;
+    const char *args[] = {"--slow-ms", "5000",         "--fail", "2=slow",
+                          "--fail",    "3=status/500", "--fail", "4=garbage",
+                          "--fail",    "5=cut",        NULL};
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    stripe_events(w, 1, 6);
+    set_service(&w->cfg->candidate, svc.base, "");
+    w->cfg->candidate.timeout_ms = 500;
+    ust_plugin_counters *counters = ust_plugin_counters_new(NULL, NULL);
+    assert_non_null(counters);
+    w->cfg->candidate.counters = counters;
+    ust_replay_stats st = replay_legacy_so(w);
+    w->cfg->candidate.counters = NULL;
+    assert_int_equal(st.fed, 6);
+    /* Counted as the candidate's faults, like the other kinds'. */
+    ust_plugin_fault_stats after;
+    ust_plugin_fault_stats_get(counters, &after);
+    ust_plugin_counters_free(counters);
+#define FAULTS(f) (after.errors[1][f])
+    assert_int_equal(FAULTS(UST_FAULT_TIMEOUT), 1);
+    assert_int_equal(FAULTS(UST_FAULT_EXIT), 2);
+    assert_int_equal(FAULTS(UST_FAULT_BAD_DECISION), 1);
+#undef FAULTS
+    /* Every legacy decision made; the candidate's failures are errors. */
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE l_verdict IS NOT "
+                              "NULL AND l_verdict != 'error'"),
+                     6);
+    static const struct {
+        int seq;
+        const char *verdict, *cause;
+    } want[] = {{1, "applied", ""},
+                {2, "error", "no answer within 500 ms"},
+                {3, "error", "the service answered 500"},
+                {4, "error", "not HTTP"},
+                {5, "error", "closed mid-answer"},
+                {6, "applied", ""}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char sql[128];
+        snprintf(sql, sizeof(sql), "SELECT c_verdict FROM decisions WHERE seq = %d",
+                 want[i].seq);
+        char *v = world_query(w, sql);
+        assert_string_equal(v, want[i].verdict);
+        ust_free(v);
+        snprintf(sql, sizeof(sql), "SELECT c_error FROM decisions WHERE seq = %d",
+                 want[i].seq);
+        v = world_query(w, sql);
+        if (want[i].cause[0] == '\0')
+            assert_string_equal(v, "");
+        else if (strstr(v, want[i].cause) == NULL)
+            fail_msg("seq %d: %s, not %s", want[i].seq, v, want[i].cause);
+        ust_free(v);
+    }
+    ust_test_service_stop(&svc);
+}
+
+static void test_a_service_that_is_down_gives_error_decisions(void **state)
+{
+    world *w = *state;
+    stripe_events(w, 2, 2);
+    char base[64];
+    snprintf(base, sizeof(base), "http://127.0.0.1:%d", ust_test_closed_port());
+    set_service(&w->cfg->candidate, base, "/x");
+    ust_replay_stats st = replay_legacy_so(w);
+    assert_int_equal(st.fed, 4);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE l_verdict IS NOT "
+                              "NULL AND l_verdict != 'error'"),
+                     4);
+    assert_int_equal(count(w,
+                           "SELECT count(*) FROM decisions WHERE c_verdict = 'error' "
+                           "AND c_error LIKE '%cannot connect%'"),
+                     4);
+}
+
+static void test_max_in_flight_keeps_each_entitys_order(void **state)
+{
+    world *w = *state;
+    const char *args[] = {"--slow-all", "--slow-ms", "150", NULL};
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    enum { PIS = 5, PER = 6 };
+    stripe_events(w, PIS, PER);
+    set_service(&w->cfg->candidate, svc.base, "");
+    w->cfg->candidate.max_in_flight = 8;
+    ust_replay_stats st = replay_legacy_so(w);
+    assert_int_equal(st.fed, PIS * PER);
+    json_t *log = service_log(&svc);
+    long start[PIS * PER + 1] = {0}, end[PIS * PER + 1] = {0};
+    size_t i;
+    json_t *rec;
+    json_array_foreach(json_object_get(log, "records"), i, rec)
+    {
+        int seq = atoi(json_string_value(json_object_get(rec, "seq")));
+        assert_true(seq >= 1 && seq <= PIS * PER);
+        assert_int_equal(start[seq], 0); /* once */
+        start[seq] = (long)json_integer_value(json_object_get(rec, "start"));
+        end[seq] = (long)json_integer_value(json_object_get(rec, "end"));
+    }
+    json_decref(log);
+    /* seq s is payment (s-1) % PIS: each payment's events one after another. */
+    int overlapped = 0;
+    for (int s = 1; s <= PIS * PER; s++) {
+        assert_true(start[s] > 0);
+        if (s + PIS <= PIS * PER)
+            assert_true(start[s + PIS] > end[s]);
+        if (s > 1 && start[s] < end[s - 1])
+            overlapped = 1;
+    }
+    /* Other payments' events did overlap (the service is slow, 8 at once). */
+    assert_true(overlapped);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_verdict = "
+                              "'applied'"),
+                     PIS * PER);
+    ust_test_service_stop(&svc);
+}
+
+/* A config file for the command line: the legacy .so, the candidate a
+ * service, every path absolute. */
+static void write_config(world *w, const char *path, const char *url, const char *reset)
+{
+    char src[PATH_MAX], lp[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    ust_test_plugin_path("legacy", lp);
+    json_error_t je;
+    json_t *c = json_load_file(src, 0, &je);
+    assert_non_null(c);
+    json_object_set_new(c, "log", json_string(w->log_path));
+    json_object_set_new(c, "run", json_string(w->run_path));
+    json_t *plugins = json_object_get(c, "plugins");
+    json_object_set_new(json_object_get(plugins, "legacy"), "path", json_string(lp));
+    json_t *cand = json_pack("{s:s, s:i}", "url", url, "timeout_ms", 30000);
+    if (reset != NULL)
+        json_object_set_new(cand, "reset", json_pack("{s:s}", "url", reset));
+    json_object_set_new(plugins, "candidate", cand);
+    assert_int_equal(json_dump_file(c, path, JSON_INDENT(2)), 0);
+    json_decref(c);
+}
+
+static pid_t start_replay(world *w, const char *cfg)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char out[PATH_MAX];
+        snprintf(out, sizeof(out), "%s/replay.out", w->dir);
+        FILE *f = freopen(out, "a", stderr);
+        (void)f;
+        execl(getenv("UST_BIN"), "understudy", "replay", "--quiet", "--config", cfg,
+              (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void test_a_replay_killed_and_resumed_sends_each_seq_once(void **state)
+{
+    world *w = *state;
+    const char *args[] = {"--slow-all", "--slow-ms", "200", NULL};
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    enum { N = 40 };
+    stripe_events(w, 4, N / 4);
+    char cfg[PATH_MAX], reset[128];
+    snprintf(cfg, sizeof(cfg), "%s/cfg.json", w->dir);
+    snprintf(reset, sizeof(reset), "%s/reset", svc.base);
+    write_config(w, cfg, svc.base, reset);
+    pid_t pid = start_replay(w, cfg);
+    /* Kill it while the service holds a request (started, not answered):
+     * that seq's intent is committed, its answer can never be. */
+    for (int tries = 0;; tries++) {
+        assert_true(tries < 6000);
+        json_t *log = service_log(&svc);
+        size_t started = json_array_size(json_object_get(log, "started"));
+        size_t done = json_array_size(json_object_get(log, "records"));
+        json_decref(log);
+        if (started >= 5 && started > done)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    /* Resumed to the end. */
+    pid = start_replay(w, cfg);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* Let the held request finish, then count. */
+    json_t *log = NULL;
+    for (int tries = 0;; tries++) {
+        assert_true(tries < 6000);
+        log = service_log(&svc);
+        if (json_array_size(json_object_get(log, "started")) ==
+            json_array_size(json_object_get(log, "records")))
+            break;
+        json_decref(log);
+        sleep_ms(10);
+    }
+    int received[N + 1] = {0};
+    size_t i;
+    json_t *seq;
+    json_array_foreach(json_object_get(log, "started"), i, seq)
+    {
+        int s = atoi(json_string_value(seq));
+        assert_true(s >= 1 && s <= N);
+        received[s]++;
+    }
+    /* Reset at the fresh start, not on resume. */
+    assert_int_equal(json_integer_value(json_object_get(log, "resets")), 1);
+    json_decref(log);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
+    long unknown = 0;
+    for (int s = 1; s <= N; s++) {
+        if (received[s] > 1)
+            fail_msg("seq %d was sent %d times", s, received[s]);
+        char sql[160];
+        snprintf(sql, sizeof(sql),
+                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM "
+                 "decisions WHERE seq = %d",
+                 s);
+        char *v = world_query(w, sql);
+        if (strncmp(v, "error:outcome unknown: sent, no answer recorded", 46) == 0)
+            unknown++;
+        else if (strcmp(v, "applied:") != 0)
+            fail_msg("seq %d: %s", s, v);
+        else
+            assert_int_equal(received[s], 1); /* answered: it was sent once */
+        ust_free(v);
+    }
+    /* At least the held one; each unknown one has an intent and no answer. */
+    assert_true(unknown >= 1);
+    assert_int_equal(count(w, "SELECT count(*) FROM journal WHERE side = 'candidate' "
+                              "AND state = 'sent'"),
+                     unknown);
+    ust_test_service_stop(&svc);
+}
+
+/* Steps that fail (an allocation refused, anywhere) are rolled back and
+ * retried: what was sent is never sent again, and an answer received before
+ * the rollback is still the decision. */
+static void test_a_retried_step_never_sends_again(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    enum { N = 24 };
+    stripe_events(w, 3, N / 3);
+    set_service(&w->cfg->candidate, svc.base, "");
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+    ust_runner *r = NULL;
+    char *err = NULL;
+    if (ust_runner_open(&o, &r, &err) != 0)
+        fail_msg("open: %s", err);
+    int failed_after_sending = 0;
+    for (long n = 100; n < 200000 && ust_runner_cursor(r) < N; n = n * 3 / 2) {
+        ust_replay_stats st;
+        /* Every allocation from the nth on refused, on every thread: the
+         * runner sees it and the step fails, wherever it was. */
+        ust_test_alloc_fail(n, 1);
+        int rc = ust_runner_step(r, &st, &err);
+        ust_test_alloc_restore();
+        ust_free(err);
+        err = NULL;
+        if (rc != 0 && count(w, "SELECT count(*) FROM journal") > 0)
+            failed_after_sending = 1;
+    }
+    ust_replay_stats st;
+    assert_int_equal(ust_runner_step(r, &st, &err), 0);
+    ust_runner_close(r);
+    assert_true(failed_after_sending);
+    json_t *log = service_log(&svc);
+    int received[N + 1] = {0};
+    size_t i;
+    json_t *seq;
+    json_array_foreach(json_object_get(log, "started"), i, seq)
+    {
+        int s = atoi(json_string_value(seq));
+        assert_true(s >= 1 && s <= N);
+        received[s]++;
+    }
+    json_decref(log);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
+    for (int s = 1; s <= N; s++) {
+        if (received[s] > 1)
+            fail_msg("seq %d was sent %d times", s, received[s]);
+        char sql[160];
+        snprintf(sql, sizeof(sql),
+                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE "
+                 "seq = %d",
+                 s);
+        char *v = world_query(w, sql);
+        if (strcmp(v, "applied:") == 0)
+            assert_int_equal(received[s], 1);
+        else if (strncmp(v, "error:outcome unknown", 21) != 0)
+            fail_msg("seq %d: %s", s, v);
+        ust_free(v);
+    }
+    ust_test_service_stop(&svc);
+}
+
+static void test_reset_is_called_once_and_a_failing_one_refuses_to_start(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    stripe_events(w, 2, 4);
+    set_service(&w->cfg->candidate, svc.base, "");
+    w->cfg->candidate.reset.method = ust_strdup("POST");
+    w->cfg->candidate.reset.url = ust_sprintf("%s/reset", svc.base);
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+    o.step_events = 3;
+    /* Three runs over the log, each resuming the last. */
+    for (int i = 0; i < 3; i++) {
+        ust_runner *r = NULL;
+        char *err = NULL;
+        if (ust_runner_open(&o, &r, &err) != 0)
+            fail_msg("open: %s", err);
+        ust_replay_stats st;
+        assert_int_equal(ust_runner_step(r, &st, &err), 0);
+        ust_runner_close(r);
+    }
+    json_t *log = service_log(&svc);
+    assert_int_equal(json_integer_value(json_object_get(log, "resets")), 1);
+    assert_int_equal(json_array_size(json_object_get(log, "records")), 8);
+    json_decref(log);
+    ust_test_service_stop(&svc);
+    /* A fresh run whose reset cannot be made does not start. */
+    world *w2 = world_new();
+    stripe_events(w2, 1, 1);
+    set_service(&w2->cfg->candidate, svc.base, "");
+    w2->cfg->candidate.reset.method = ust_strdup("PUT");
+    w2->cfg->candidate.reset.url =
+        ust_sprintf("http://127.0.0.1:%d/reset", ust_test_closed_port());
+    ust_replay_opts o2 = world_opts(w2, lp, NULL, NULL);
+    ust_replay_stats st;
+    char *err = NULL;
+    assert_int_not_equal(ust_replay(&o2, &st, &err), 0);
+    assert_non_null(strstr(err, "plugins.candidate"));
+    assert_non_null(strstr(err, w2->cfg->candidate.reset.url));
+    assert_non_null(strstr(err, "reset PUT"));
+    ust_free(err);
+    world_free(w2);
+}
+
+static void test_the_command_line_refuses_a_failing_reset_with_exit_2(void **state)
+{
+    world *w = *state;
+    stripe_events(w, 1, 1);
+    char cfg[PATH_MAX], reset[128];
+    snprintf(cfg, sizeof(cfg), "%s/cfg.json", w->dir);
+    snprintf(reset, sizeof(reset), "http://127.0.0.1:%d/reset", ust_test_closed_port());
+    write_config(w, cfg, "http://127.0.0.1:9/", reset);
+    char args[PATH_MAX + 32], *out = NULL;
+    snprintf(args, sizeof(args), "replay --config '%s'", cfg);
+    assert_int_equal(ust_test_run_cli(w->dir, args, &out), 2);
+    assert_non_null(strstr(out, "plugins.candidate"));
+    assert_non_null(strstr(out, reset));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_each_event_goes_to_the_service_as_recorded,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_understudy_verdict_in_the_answer_decides,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_the_verdicts_map_comes_before_the_defaults,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_verdicts_map_that_is_wrong_refuses_to_start, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_failing_service_gives_error_decisions_with_causes, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_service_that_is_down_gives_error_decisions, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(test_max_in_flight_keeps_each_entitys_order,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_replay_killed_and_resumed_sends_each_seq_once, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_retried_step_never_sends_again,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_reset_is_called_once_and_a_failing_one_refuses_to_start, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_the_command_line_refuses_a_failing_reset_with_exit_2, world_setup,
+            world_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
