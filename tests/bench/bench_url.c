@@ -306,15 +306,19 @@ int main(int argc, char **argv)
     cfg->candidate.url = ust_strdup(base);
     cfg->candidate.timeout_ms = 10000;
     double loop[15], client[15], inproc[15], one[15], eight[15];
-    char *url = cfg->candidate.url;
+    /* The candidate is the service (url) or the library (path), one kind at a
+     * time, as a config has it. */
+    char *url = cfg->candidate.url, *so = cfg->candidate.path;
     for (int r = 0; r < rounds; r++) {
         loop[r] = curl_loop(log_path, base, host);
         client[r] = client_loop(log_path, base, host);
         /* The replay's own cost: the same log, the in-process candidate. */
         cfg->candidate.url = NULL;
+        cfg->candidate.path = so;
         cfg->candidate.isolate = 0;
         inproc[r] = replay(cfg, log_path, run_path, legacy, n);
         cfg->candidate.url = url;
+        cfg->candidate.path = NULL;
         cfg->candidate.max_in_flight = 1;
         one[r] = replay(cfg, log_path, run_path, legacy, n);
         cfg->candidate.max_in_flight = 8;
@@ -339,6 +343,7 @@ int main(int argc, char **argv)
     waitpid(svc, NULL, 0);
     unlink(log_path);
     unlink(run_path);
+    cfg->candidate.path = so; /* freed with the config, as it came */
     ust_config_free(cfg);
     return 0;
 }
