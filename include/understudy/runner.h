@@ -123,4 +123,15 @@ int ust_answers_put_response(ust_answers *a, int64_t seq, int status,
 /* Rolls the transaction back, and with it what the store cached beyond it. */
 void ust_answers_rollback(ust_answers *a);
 
+/* The service's answers read back (log export --answers): open path
+ * read-only (UST_EDB with *err when it is no answers database of --respond
+ * upstream); get fills *out (owned, ust_response_clear) and returns 1, or
+ * 0 when the service gave seq no answer (refused, timed out), or <0. */
+typedef struct ust_answers_responses ust_answers_responses;
+int ust_answers_responses_open(const char *path, ust_answers_responses **out,
+                               char **err);
+int ust_answers_response_get(ust_answers_responses *r, int64_t seq, ust_response *out,
+                             char **err);
+void ust_answers_responses_close(ust_answers_responses *r);
+
 #endif

@@ -8,6 +8,7 @@
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
+#include <understudy/runner.h>
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -25,9 +26,11 @@ static const char usage[] =
     "      a HAR 1.2 file or GoReplay's file output (with its responses), all or\n"
     "      nothing; requests to no route are skipped and counted\n"
     "  export --log DB [--derived] [--out FILE] [--redact --config FILE]\n"
+    "         [--answers RUN.answers]\n"
     "      write the log as interchange JSONL (stdout by default); --redact\n"
     "      masks the config's \"redact\" fields in bodies and its\n"
-    "      capture.mask_headers (see docs/capture.md)\n"
+    "      capture.mask_headers (see docs/capture.md); --answers writes the\n"
+    "      answer serve --respond upstream recorded as each event's \"response\"\n"
     "  verify --log DB [--json] [--anchor SEQ:HASH]\n"
     "      check the hash chain; exit 1 and name the first bad seq if broken;\n"
     "      --anchor: a head seq and hash kept outside the log (from an earlier\n"
@@ -43,7 +46,7 @@ static const char usage[] =
     "--log defaults to the config's \"log\" when --config is given.\n";
 
 struct log_opts {
-    const char *config, *log, *out, *before, *anchor, *format;
+    const char *config, *log, *out, *before, *anchor, *format, *answers;
     int json, derived, redact, help;
     int progress_flag; /* import only */
 };
@@ -57,6 +60,7 @@ static int parse_opts(int argc, char **argv, struct log_opts *o)
                                 UST_CLI_STR("before", &o->before),
                                 UST_CLI_STR("anchor", &o->anchor),
                                 UST_CLI_STR("format", &o->format),
+                                UST_CLI_STR("answers", &o->answers),
                                 UST_CLI_FLAG("json", &o->json),
                                 UST_CLI_FLAG("derived", &o->derived),
                                 UST_CLI_FLAG("redact", &o->redact),
@@ -164,6 +168,26 @@ static int redact_record(ust_log_record *rec, void *cfg)
     return rc;
 }
 
+/* What log export changes in each row it writes, never in the log. */
+typedef struct export_edits {
+    ust_config *redact;             /* --redact: the config, or NULL */
+    ust_answers_responses *answers; /* --answers, or NULL */
+    char **err;
+} export_edits;
+
+static int edit_record(ust_log_record *rec, void *arg)
+{
+    export_edits *e = arg;
+    /* An answer the row holds already (imported with it) is the evidence;
+     * the service's answer only fills a row that has none. */
+    if (e->answers != NULL && rec->response.status == 0) {
+        int rc = ust_answers_response_get(e->answers, rec->seq, &rec->response, e->err);
+        if (rc < 0)
+            return rc;
+    }
+    return e->redact != NULL ? redact_record(rec, e->redact) : 0;
+}
+
 static int cmd_export(struct log_opts *o)
 {
     ust_config *cfg = NULL;
@@ -177,8 +201,15 @@ static int cmd_export(struct log_opts *o)
         ust_config_free(cfg);
         return ust_cli_fail(err, "masking key missing");
     }
+    export_edits edits = {cfg, NULL, &err};
+    if (o->answers != NULL &&
+        ust_answers_responses_open(o->answers, &edits.answers, &err) != 0) {
+        ust_config_free(cfg);
+        return ust_cli_fail(err, "log export: --answers");
+    }
     ust_log *log = NULL;
     if (open_log(o->log, UST_LOG_READONLY, &log) != 0) {
+        ust_answers_responses_close(edits.answers);
         ust_config_free(cfg);
         return UST_EXIT_USAGE;
     }
@@ -186,8 +217,9 @@ static int cmd_export(struct log_opts *o)
     int rc = UST_EXIT_USAGE;
     if (out == NULL)
         ust_cli_fail(ust_sprintf("%s: cannot open for writing", o->out), NULL);
-    else if (ust_log_export_edited(log, out, o->derived, cfg ? redact_record : NULL,
-                                   cfg, &err) != 0)
+    else if (ust_log_export_edited(log, out, o->derived,
+                                   cfg || edits.answers ? edit_record : NULL, &edits,
+                                   &err) != 0)
         ust_cli_fail(err, "export failed");
     else if (fflush(out) != 0)
         ust_cli_fail(NULL, "export: write failed");
@@ -195,6 +227,7 @@ static int cmd_export(struct log_opts *o)
         rc = UST_EXIT_OK;
     if (out != NULL && out != stdout && fclose(out) != 0 && rc == UST_EXIT_OK)
         rc = ust_cli_fail(NULL, "export: write failed");
+    ust_answers_responses_close(edits.answers);
     ust_log_close(log);
     ust_config_free(cfg);
     return rc;

@@ -141,3 +141,8 @@ int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **e
     }
     return 0;
 }
+
+int ust_log_headers_unpack(const void *blob, size_t len, ust_request *req, char **err)
+{
+    return ust__headers_unpack(blob, len, req, err);
+}
