@@ -92,12 +92,7 @@ static void generate(ust_request *r, long i, int64_t at_us)
 
 static void build_log(const char *path, const ust_config *cfg, long n)
 {
-    ust_log *log = NULL;
-    char *err = NULL;
-    if (ust_log_open(path, UST_LOG_CREATE, &log, &err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(2);
-    }
+    ust_log *log = bench_log_create(path);
     enum { BATCH = 4096 };
     static ust_request reqs[BATCH];
     int64_t at = T0 * 1000000;
@@ -107,12 +102,7 @@ static void build_log(const char *path, const ust_config *cfg, long n)
             at += 1000 + (int64_t)(next_rand() % 400000); /* ~5 events/s */
             generate(&reqs[k], i, at);
         }
-        if (ust_log_append_requests(log, cfg, reqs, k, NULL, NULL, &err) != 0) {
-            fprintf(stderr, "%s\n", err);
-            exit(2);
-        }
-        for (size_t j = 0; j < k; j++)
-            ust_request_clear(&reqs[j]);
+        bench_log_append(log, cfg, reqs, k);
     }
     ust_log_close(log);
 }
