@@ -190,6 +190,16 @@ static inline ust_replay_opts world_opts(world *w, const char *lp, const char *c
                              .commit_every = 7};
 }
 
+/* Runs the replay o describes; a refusal fails the test with its message. */
+static inline ust_replay_stats world_run(const ust_replay_opts *o)
+{
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    return st;
+}
+
 /* Replays into run_path with the given plugins; divergence lines into
  * *lines (malloc'd) when lines is not NULL. */
 static inline ust_replay_stats world_replay(world *w, const char *legacy,
@@ -202,10 +212,7 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
     char *buf = NULL;
     FILE *out = lines ? open_memstream(&buf, &size) : NULL;
     ust_replay_opts o = world_opts(w, lp, cp, out);
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_replay_stats st = world_run(&o);
     if (out) {
         fclose(out);
         *lines = buf;

@@ -71,10 +71,7 @@ static void replay_recorded(world *w, const char *verdicts)
     char cp[PATH_MAX];
     ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, NULL, cp, NULL);
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    world_run(&o);
 }
 
 static char *q(world *w, const char *sql)
