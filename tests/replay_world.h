@@ -236,15 +236,21 @@ static inline char *world_query(world *w, const char *sql)
     return out ? out : ust_strdup("");
 }
 
-/* Runs sql on the run database (to break it on purpose, or fix it). */
-static inline void world_exec(world *w, const char *sql)
+/* Runs sql on the database at path (to break it on purpose, or fix it). */
+static inline void world_exec_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     char *msg = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
         fail_msg("%s: %s", sql, msg);
     sqlite3_close(db);
+}
+
+/* Runs sql on the run database. */
+static inline void world_exec(world *w, const char *sql)
+{
+    world_exec_at(w->run_path, sql);
 }
 
 /* "applied,duplicate,..." of one side over every event, in seq order. */

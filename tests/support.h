@@ -250,7 +250,9 @@ static int store_teardown(void **state)
 }
 #endif
 
-/* ---- dt1: a child whose output the test reads ------------------------ */
+/* ---- dt1: a child whose output the test reads, a formatted command --- */
+#include <understudy/alloc.h>
+
 #include <unistd.h>
 
 /* Forks; in the child (0 returned) fd (1 or 2) is the write end of a new
@@ -270,6 +272,19 @@ static inline pid_t ust_test_fork_piped(int fd, int *read_fd)
     close(fds[1]);
     *read_fd = fds[0];
     return pid;
+}
+
+/* ust_test_run_cli with its arguments formatted as printf does fmt. */
+__attribute__((format(printf, 3, 4))) static inline int
+ust_test_cli(const char *dir, char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *args = ust_vsprintf(fmt, ap);
+    va_end(ap);
+    int rc = ust_test_run_cli(dir, args, out);
+    ust_free(args);
+    return rc;
 }
 
 #endif
