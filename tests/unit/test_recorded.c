@@ -272,14 +272,26 @@ static void test_the_recorded_kind_and_its_config(void **state)
     ust_config_free(cfg);
 }
 
-/* A world for the command-line tests, with the paths of the capture they
- * import (in) and of the one they export (out) in its directory. */
-static world *capture_world(char in[PATH_MAX], char out[PATH_MAX])
+/* A world for the command-line tests: the path of the source tree's config
+ * in config, those of the capture they import (in) and of the one they
+ * export (out) in its directory. */
+static world *capture_world(char config[PATH_MAX], char in[PATH_MAX],
+                            char out[PATH_MAX])
 {
     world *w = world_new();
+    ust_test_source_path("tests/data/config.json", config);
     snprintf(in, PATH_MAX, "%s/in.jsonl", w->dir);
     snprintf(out, PATH_MAX, "%s/out.jsonl", w->dir);
     return w;
+}
+
+/* `log import` of the capture at path into the log at log under cfg. */
+static void import_capture(world *w, const char *cfg, const char *log, const char *path)
+{
+    assert_int_equal(ust_test_cli(w->dir, NULL,
+                                  "log import --quiet --config '%s' --log '%s' '%s'",
+                                  cfg, log, path),
+                     0);
 }
 
 /* log export --redact masks a recorded answer as it masks the request: the
@@ -287,9 +299,9 @@ static world *capture_world(char in[PATH_MAX], char out[PATH_MAX])
 static void test_export_redact_masks_the_answer(void **state)
 {
     (void)state;
-    char src[PATH_MAX], cfg[PATH_MAX], in[PATH_MAX], out[PATH_MAX];
-    world *w = capture_world(in, out);
-    ust_test_source_path("tests/data/config.json", src);
+    char src[PATH_MAX], in[PATH_MAX], out[PATH_MAX];
+    world *w = capture_world(src, in, out);
+    char cfg[PATH_MAX];
     snprintf(cfg, sizeof(cfg), "%s/config.json", w->dir);
     json_t *doc = json_load_file(src, 0, NULL);
     assert_non_null(doc);
@@ -303,10 +315,7 @@ static void test_export_redact_masks_the_answer(void **state)
             "{\"status\":201,\"headers\":[[\"X-Customer\",\"cust_77\"]],\"body\":"
             "\"{\\\"receipt_email\\\":\\\"payer@example.com\\\",\\\"id\\\":\\\"pay_"
             "1\\\"}\"}}\n");
-    assert_int_equal(ust_test_cli(w->dir, NULL,
-                                  "log import --quiet --config '%s' --log '%s' '%s'",
-                                  cfg, w->log_path, in),
-                     0);
+    import_capture(w, cfg, w->log_path, in);
     assert_int_equal(
         ust_test_cli(w->dir, NULL,
                      "log export --log '%s' --redact --config '%s' --out '%s'",
@@ -370,8 +379,7 @@ static void test_log_verify_catches_a_changed_answer(void **state)
 {
     (void)state;
     char cfg[PATH_MAX], in[PATH_MAX], out[PATH_MAX], db2[PATH_MAX];
-    world *w = capture_world(in, out);
-    ust_test_source_path("tests/data/config.json", cfg);
+    world *w = capture_world(cfg, in, out);
     snprintf(db2, sizeof(db2), "%s/second.db", w->dir);
     ust_test_write_file(
         in, "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"method\":\"POST\","
@@ -380,17 +388,11 @@ static void test_log_verify_catches_a_changed_answer(void **state)
             "\"target\":\"/payments\",\"headers\":[],\"body\":\"{}\",\"response\":"
             "{\"status\":201,\"headers\":[[\"Understudy-Verdict\",\"applied\"]],"
             "\"body\":\"{\\\"id\\\":\\\"pay_1\\\"}\"}}\n");
-    assert_int_equal(ust_test_cli(w->dir, NULL,
-                                  "log import --quiet --config '%s' --log '%s' '%s'",
-                                  cfg, w->log_path, in),
-                     0);
+    import_capture(w, cfg, w->log_path, in);
     assert_int_equal(ust_test_cli(w->dir, NULL, "log export --log '%s' --out '%s'",
                                   w->log_path, out),
                      0);
-    assert_int_equal(ust_test_cli(w->dir, NULL,
-                                  "log import --quiet --config '%s' --log '%s' '%s'",
-                                  cfg, db2, out),
-                     0);
+    import_capture(w, cfg, db2, out);
     char *first = NULL, *second = NULL;
     assert_int_equal(ust_test_cli(w->dir, &first, "log verify --log '%s'", w->log_path),
                      0);
