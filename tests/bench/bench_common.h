@@ -6,6 +6,7 @@
 
 #include <understudy/clock.h>
 #include <understudy/log.h>
+#include <understudy/runner.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,21 @@ static inline void bench_log_append(ust_log *log, const ust_config *cfg,
     }
     for (size_t j = 0; j < n; j++)
         ust_request_clear(&reqs[j]);
+}
+
+/* The seconds the replay o describes takes, its stats in *st; a refusal
+ * ends the benchmark through die (exit, or _exit in a forked child), with
+ * status 2 and its message. */
+static inline double bench_replay_seconds(const ust_replay_opts *o,
+                                          ust_replay_stats *st, void (*die)(int))
+{
+    char *err = NULL;
+    double t0 = bench_now();
+    if (ust_replay(o, st, &err) != 0) {
+        fprintf(stderr, "replay: %s\n", err);
+        die(2);
+    }
+    return bench_now() - t0;
 }
 
 #endif

@@ -154,13 +154,8 @@ static double replay_in_child(ust_config *cfg, const char *log_path,
                                                  ? atol(getenv("BENCH_COMMIT_EVERY"))
                                                  : 0};
         ust_replay_stats st;
-        char *err = NULL;
-        double t0 = bench_now();
-        if (ust_replay(&o, &st, &err) != 0) {
-            fprintf(stderr, "replay: %s\n", err);
-            _exit(2);
-        }
-        double rate = st.events / (bench_now() - t0);
+        double dt = bench_replay_seconds(&o, &st, _exit);
+        double rate = st.events / dt;
         double out[2] = {rate, (double)st.divergences};
         if (write(fds[1], out, sizeof(out)) != sizeof(out))
             _exit(2);

@@ -244,13 +244,7 @@ static double replay(ust_config *cfg, const char *log_path, const char *run_path
     ust_replay_opts o = {
         .cfg = cfg, .log_path = log_path, .run_path = run_path, .legacy_path = legacy};
     ust_replay_stats st;
-    char *err = NULL;
-    double t0 = bench_now();
-    if (ust_replay(&o, &st, &err) != 0) {
-        fprintf(stderr, "replay: %s\n", err);
-        exit(2);
-    }
-    double dt = bench_now() - t0;
+    double dt = bench_replay_seconds(&o, &st, exit);
     if (st.fed != n) {
         fprintf(stderr, "replay fed %lld of %ld\n", (long long)st.fed, n);
         exit(2);
