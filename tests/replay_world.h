@@ -190,6 +190,16 @@ static inline ust_replay_opts world_opts(world *w, const char *lp, const char *c
                              .commit_every = 7};
 }
 
+/* Runs the replay o describes; a refusal fails the test with its message. */
+static inline ust_replay_stats world_run(const ust_replay_opts *o)
+{
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+    return st;
+}
+
 /* Replays into run_path with the given plugins; divergence lines into
  * *lines (malloc'd) when lines is not NULL. */
 static inline ust_replay_stats world_replay(world *w, const char *legacy,
@@ -202,10 +212,7 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
     char *buf = NULL;
     FILE *out = lines ? open_memstream(&buf, &size) : NULL;
     ust_replay_opts o = world_opts(w, lp, cp, out);
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_replay_stats st = world_run(&o);
     if (out) {
         fclose(out);
         *lines = buf;
@@ -229,15 +236,21 @@ static inline char *world_query(world *w, const char *sql)
     return out ? out : ust_strdup("");
 }
 
-/* Runs sql on the run database (to break it on purpose, or fix it). */
-static inline void world_exec(world *w, const char *sql)
+/* Runs sql on the database at path (to break it on purpose, or fix it). */
+static inline void world_exec_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     char *msg = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
         fail_msg("%s: %s", sql, msg);
     sqlite3_close(db);
+}
+
+/* Runs sql on the run database. */
+static inline void world_exec(world *w, const char *sql)
+{
+    world_exec_at(w->run_path, sql);
 }
 
 /* "applied,duplicate,..." of one side over every event, in seq order. */

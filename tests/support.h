@@ -159,7 +159,6 @@ static inline long ust_test_alloc_restore(void)
 }
 /* ---- end of failing the Nth allocation ---------------------------------- */
 
-
 /* ---- what several suites set up the same way --------------------------- */
 
 #include <understudy/alloc.h>
@@ -250,5 +249,42 @@ static int store_teardown(void **state)
     return 0;
 }
 #endif
+
+/* ---- dt1: a child whose output the test reads, a formatted command --- */
+#include <understudy/alloc.h>
+
+#include <unistd.h>
+
+/* Forks; in the child (0 returned) fd (1 or 2) is the write end of a new
+ * pipe, in the parent (the pid returned) *read_fd is its read end. */
+static inline pid_t ust_test_fork_piped(int fd, int *read_fd)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], fd);
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    close(fds[1]);
+    *read_fd = fds[0];
+    return pid;
+}
+
+/* ust_test_run_cli with its arguments formatted as printf does fmt. */
+__attribute__((format(printf, 3, 4))) static inline int
+ust_test_cli(const char *dir, char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *args = ust_vsprintf(fmt, ap);
+    va_end(ap);
+    int rc = ust_test_run_cli(dir, args, out);
+    ust_free(args);
+    return rc;
+}
 
 #endif

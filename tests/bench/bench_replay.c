@@ -92,12 +92,7 @@ static void generate(ust_request *r, long i, int64_t at_us)
 
 static void build_log(const char *path, const ust_config *cfg, long n)
 {
-    ust_log *log = NULL;
-    char *err = NULL;
-    if (ust_log_open(path, UST_LOG_CREATE, &log, &err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(2);
-    }
+    ust_log *log = bench_log_create(path);
     enum { BATCH = 4096 };
     static ust_request reqs[BATCH];
     int64_t at = T0 * 1000000;
@@ -107,12 +102,7 @@ static void build_log(const char *path, const ust_config *cfg, long n)
             at += 1000 + (int64_t)(next_rand() % 400000); /* ~5 events/s */
             generate(&reqs[k], i, at);
         }
-        if (ust_log_append_requests(log, cfg, reqs, k, NULL, NULL, &err) != 0) {
-            fprintf(stderr, "%s\n", err);
-            exit(2);
-        }
-        for (size_t j = 0; j < k; j++)
-            ust_request_clear(&reqs[j]);
+        bench_log_append(log, cfg, reqs, k);
     }
     ust_log_close(log);
 }
@@ -164,13 +154,8 @@ static double replay_in_child(ust_config *cfg, const char *log_path,
                                                  ? atol(getenv("BENCH_COMMIT_EVERY"))
                                                  : 0};
         ust_replay_stats st;
-        char *err = NULL;
-        double t0 = bench_now();
-        if (ust_replay(&o, &st, &err) != 0) {
-            fprintf(stderr, "replay: %s\n", err);
-            _exit(2);
-        }
-        double rate = st.events / (bench_now() - t0);
+        double dt = bench_replay_seconds(&o, &st, _exit);
+        double rate = st.events / dt;
         double out[2] = {rate, (double)st.divergences};
         if (write(fds[1], out, sizeof(out)) != sizeof(out))
             _exit(2);

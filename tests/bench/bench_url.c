@@ -104,12 +104,7 @@ static pid_t start_service(int *port)
 /* ---- the log: signed Stripe events over 64 payments ------------------- */
 static void build_log(const char *path, const ust_config *cfg, long n)
 {
-    ust_log *log = NULL;
-    char *err = NULL;
-    if (ust_log_open(path, UST_LOG_CREATE, &log, &err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(2);
-    }
+    ust_log *log = bench_log_create(path);
     ust_request *reqs = ust_calloc((size_t)n, sizeof(*reqs));
     for (long i = 0; i < n; i++) {
         ust_request *r = &reqs[i];
@@ -130,12 +125,7 @@ static void build_log(const char *path, const ust_config *cfg, long n)
         ust_sig_params p = {UST_SCHEME_STRIPE, SECRET, NULL, 300};
         ust_sig_sign(&p, at / 1000000, NULL, r);
     }
-    if (ust_log_append_requests(log, cfg, reqs, (size_t)n, NULL, NULL, &err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(2);
-    }
-    for (long i = 0; i < n; i++)
-        ust_request_clear(&reqs[i]);
+    bench_log_append(log, cfg, reqs, (size_t)n);
     ust_free(reqs);
     ust_log_close(log);
 }
@@ -254,13 +244,7 @@ static double replay(ust_config *cfg, const char *log_path, const char *run_path
     ust_replay_opts o = {
         .cfg = cfg, .log_path = log_path, .run_path = run_path, .legacy_path = legacy};
     ust_replay_stats st;
-    char *err = NULL;
-    double t0 = bench_now();
-    if (ust_replay(&o, &st, &err) != 0) {
-        fprintf(stderr, "replay: %s\n", err);
-        exit(2);
-    }
-    double dt = bench_now() - t0;
+    double dt = bench_replay_seconds(&o, &st, exit);
     if (st.fed != n) {
         fprintf(stderr, "replay fed %lld of %ld\n", (long long)st.fed, n);
         exit(2);

@@ -50,4 +50,19 @@ static inline void fuzz_check_capture(int rc, ust__capture *c, char *err,
     ust_free(err);
 }
 
+/* One harness input: data parsed by parse as a file called label, then
+ * checked; both harnesses are this call with their parser and label. */
+typedef int (*fuzz_capture_parse)(const char *buf, size_t len, const char *label,
+                                  ust__capture *out, char **err);
+
+static inline int fuzz_capture_one(fuzz_capture_parse parse, const uint8_t *data,
+                                   size_t size, const char *label)
+{
+    ust__capture c;
+    char *err = NULL;
+    int rc = parse((const char *)data, size, label, &c, &err);
+    fuzz_check_capture(rc, &c, err, label);
+    return 0;
+}
+
 #endif

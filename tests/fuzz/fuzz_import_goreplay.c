@@ -9,9 +9,5 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ust__capture c;
-    char *err = NULL;
-    int rc = ust__goreplay_parse((const char *)data, size, "fuzz.gor", &c, &err);
-    fuzz_check_capture(rc, &c, err, "fuzz.gor");
-    return 0;
+    return fuzz_capture_one(ust__goreplay_parse, data, size, "fuzz.gor");
 }

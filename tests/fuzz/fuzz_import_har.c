@@ -7,9 +7,5 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ust__capture c;
-    char *err = NULL;
-    int rc = ust__har_parse((const char *)data, size, "fuzz.har", &c, &err);
-    fuzz_check_capture(rc, &c, err, "fuzz.har");
-    return 0;
+    return fuzz_capture_one(ust__har_parse, data, size, "fuzz.har");
 }

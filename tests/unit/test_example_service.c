@@ -275,10 +275,7 @@ static ust_replay_stats replay_scenarios(world *w)
     ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     o.commit_every = 0;
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_replay_stats st = world_run(&o);
     assert_true(st.not_fed > 0); /* the scenarios' bad signatures: never sent */
     return st;
 }
@@ -402,10 +399,7 @@ static void test_a_url_candidate_gives_the_c_candidates_divergences(void **state
     ust_test_plugin_path("legacy", lp);
     ust_replay_opts o = world_opts(w, lp, NULL, NULL);
     o.commit_every = 0;
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_replay_stats st = world_run(&o);
     w->cfg->candidate.path = so;
     assert_int_equal(st.fed, fed);
     char *url_run = world_divergences(w);

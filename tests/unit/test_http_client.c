@@ -150,15 +150,24 @@ static void test_the_answer_comes_as_it_came(void **state)
     ust_http_result_clear(&r);
 }
 
+/* A POST of {} to path within timeout_ms fails with failure, its cause
+ * saying cause (and also, when not NULL). */
+static void expect_failure(const char *path, int64_t timeout_ms, int failure,
+                           const char *cause, const char *also)
+{
+    ust_http_result r;
+    call("POST", path, NULL, 0, "{}", 2, timeout_ms, &r);
+    assert_int_equal(r.failure, failure);
+    assert_non_null(strstr(r.cause, cause));
+    if (also != NULL)
+        assert_non_null(strstr(r.cause, also));
+    ust_http_result_clear(&r);
+}
+
 static void test_a_call_past_its_timeout_is_a_timeout_with_its_cause(void **state)
 {
     (void)state;
-    ust_http_result r;
-    call("POST", "/slow", NULL, 0, "{}", 2, 200, &r);
-    assert_int_equal(r.failure, UST_ETIMEOUT);
-    assert_non_null(strstr(r.cause, "no answer within 200 ms"));
-    assert_non_null(strstr(r.cause, "/slow"));
-    ust_http_result_clear(&r);
+    expect_failure("/slow", 200, UST_ETIMEOUT, "no answer within 200 ms", "/slow");
 }
 
 static void test_a_refused_connection_is_an_io_failure(void **state)
@@ -178,16 +187,10 @@ static void test_a_refused_connection_is_an_io_failure(void **state)
 static void test_a_close_mid_answer_and_garbage_are_io_failures(void **state)
 {
     (void)state;
-    ust_http_result r;
-    call("POST", "/cut", NULL, 0, "{}", 2, 10000, &r);
-    assert_int_equal(r.failure, UST_EIO);
-    assert_non_null(strstr(r.cause, "closed mid-answer"));
-    ust_http_result_clear(&r);
-    call("POST", "/garbage", NULL, 0, "{}", 2, 10000, &r);
-    assert_int_equal(r.failure, UST_EIO);
-    assert_non_null(strstr(r.cause, "not HTTP"));
-    ust_http_result_clear(&r);
+    expect_failure("/cut", 10000, UST_EIO, "closed mid-answer", NULL);
+    expect_failure("/garbage", 10000, UST_EIO, "not HTTP", NULL);
     /* The client is still good after both. */
+    ust_http_result r;
     call("GET", "/a", NULL, 0, NULL, 0, 10000, &r);
     assert_int_equal(r.failure, 0);
     assert_int_equal(r.status, 200);

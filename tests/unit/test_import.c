@@ -590,16 +590,25 @@ static void test_out_of_memory_while_parsing_is_refused_cleanly(void **state)
 
 /* ---- the command --------------------------------------------------------- */
 
+/* `log import --format format` of file into f's cli.db under cfg; its exit
+ * status, its output in *out. */
+static int import_cli(struct fixture *f, const char *format, const char *cfg,
+                      const char *file, char **out)
+{
+    char args[PATH_MAX * 4];
+    snprintf(args, sizeof(args),
+             "log import --format %s --config '%s' --log '%s/cli.db' '%s'", format, cfg,
+             f->dir, file);
+    return ust_test_run_cli(f->dir, args, out);
+}
+
 static void test_the_command_imports_a_har_and_says_what_it_skipped(void **state)
 {
     struct fixture *f = *state;
     char cfg[PATH_MAX], har[PATH_MAX], args[PATH_MAX * 4], *out = NULL;
     ust_test_source_path("tests/data/config.json", cfg);
     ust_test_source_path("tests/data/har/chromium.har", har);
-    snprintf(args, sizeof(args),
-             "log import --format har --config '%s' --log '%s/cli.db' '%s'", cfg,
-             f->dir, har);
-    assert_int_equal(ust_test_run_cli(f->dir, args, &out), 0);
+    assert_int_equal(import_cli(f, "har", cfg, har, &out), 0);
     if (strstr(out, "imported 4 events from ") == NULL ||
         strstr(out, "; 2 skipped (no route for their path)") == NULL)
         fail_msg("unexpected output: %s", out);
@@ -607,10 +616,7 @@ static void test_the_command_imports_a_har_and_says_what_it_skipped(void **state
     snprintf(args, sizeof(args), "log verify --log '%s/cli.db'", f->dir);
     assert_int_equal(ust_test_run_cli(f->dir, args, NULL), 0);
 
-    snprintf(args, sizeof(args),
-             "log import --format pcap --config '%s' --log '%s/cli.db' '%s'", cfg,
-             f->dir, har);
-    assert_int_equal(ust_test_run_cli(f->dir, args, &out), 2);
+    assert_int_equal(import_cli(f, "pcap", cfg, har, &out), 2);
     assert_non_null(strstr(out, "--format expects jsonl, har or goreplay"));
     free(out);
 
@@ -619,10 +625,7 @@ static void test_the_command_imports_a_har_and_says_what_it_skipped(void **state
     snprintf(gor, sizeof(gor), "%s/x.gor", f->dir);
     ust_test_write_file(gor, "1 aa 1 0\nGET /payments HTTP/1.1\r\n\r\n" SEP
                              "5 bb 2 0\nGET /payments HTTP/1.1\r\n\r\n" SEP);
-    snprintf(args, sizeof(args),
-             "log import --format goreplay --config '%s' --log '%s/cli.db' '%s'", cfg,
-             f->dir, gor);
-    assert_int_equal(ust_test_run_cli(f->dir, args, &out), 2);
+    assert_int_equal(import_cli(f, "goreplay", cfg, gor, &out), 2);
     if (strstr(out, "x.gor: payload 2 (id bb): payload type 5 is not known") == NULL ||
         strstr(out, "nothing from") == NULL)
         fail_msg("unexpected output: %s", out);

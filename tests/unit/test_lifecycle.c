@@ -71,14 +71,9 @@ typedef struct proc {
 /* Starts `understudy CMD ARGS...` (args NULL-terminated). */
 static proc spawn(const char *const *args)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
+    int err_fd = -1;
+    pid_t pid = ust_test_fork_piped(2, &err_fd);
     if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
         const char *argv[32] = {getenv("UST_BIN")};
         int n = 1;
         for (int i = 0; args[i] != NULL && n < 31; i++)
@@ -87,8 +82,7 @@ static proc spawn(const char *const *args)
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
-    close(fds[1]);
-    return (proc){pid, fds[0]};
+    return (proc){pid, err_fd};
 }
 
 /* Reads its stderr to the end into *text (malloc'd), waits for it; returns

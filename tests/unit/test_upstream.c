@@ -29,18 +29,13 @@ static void service_start(world *w, int port)
     char script[PATH_MAX], portarg[16];
     ust_test_source_path("tests/data/upstream_service.py", script);
     snprintf(portarg, sizeof(portarg), "%d", port);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
+    int out_fd = -1;
+    pid_t pid = ust_test_fork_piped(1, &out_fd);
     if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
         execlp("python3", "python3", script, w->svc_log, portarg, (char *)NULL);
         _exit(127);
     }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
+    FILE *f = fdopen(out_fd, "r");
     char line[64] = "";
     assert_non_null(fgets(line, sizeof(line), f));
     fclose(f);
@@ -190,6 +185,14 @@ static void exchange(int port, const char *raw, answer *a)
     parse(buf, len, a);
 }
 
+/* Asks the recorder for case c as request i (request's); its answer in *a. */
+static void ask(world *w, const char *c, int i, answer *a)
+{
+    char *raw = request(c, i);
+    exchange(w->sw->srv.port, raw, a);
+    ust_free(raw);
+}
+
 /* The headers a proxy does not pass on (and the framing each side writes). */
 static int hop(const answer *a, const char *name)
 {
@@ -278,42 +281,53 @@ static sqlite3 *open_db(const char *path)
     return db;
 }
 
-/* RUN.answers' decision of seq: its verdict and error (copied into out). */
-static void answer_of(world *w, int seq, char verdict[32], char error[256])
+/* sql prepared on db (its ?1, if it has one, bound to seq) and stepped to
+ * the row it must have. */
+static sqlite3_stmt *row_of(sqlite3 *db, const char *sql, int seq)
+{
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int(q, 1, seq);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    return q;
+}
+
+/* RUN.answers, the upstream's record, opened read-only. */
+static sqlite3 *open_answers(world *w)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof(path), "%s.answers", w->sw->run);
-    sqlite3 *db = open_db(path);
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db,
-                           "SELECT verdict, coalesce(error, '') FROM answers"
-                           " WHERE seq = ?1",
-                           -1, &q, NULL),
-        SQLITE_OK);
-    sqlite3_bind_int(q, 1, seq);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    return open_db(path);
+}
+
+/* RUN.answers' decision of seq: its verdict and error (copied into out). */
+static void answer_of(world *w, int seq, char verdict[32], char error[256])
+{
+    sqlite3 *db = open_answers(w);
+    sqlite3_stmt *q = row_of(
+        db, "SELECT verdict, coalesce(error, '') FROM answers WHERE seq = ?1", seq);
     snprintf(verdict, 32, "%s", sqlite3_column_text(q, 0));
     snprintf(error, 256, "%s", sqlite3_column_text(q, 1));
     sqlite3_finalize(q);
     sqlite3_close(db);
 }
 
+/* RUN.answers decided seq an error whose message says text. */
+static void expect_error_answer(world *w, int seq, const char *text)
+{
+    char verdict[32], error[256];
+    answer_of(w, seq, verdict, error);
+    assert_string_equal(verdict, "error");
+    assert_non_null(strstr(error, text));
+}
+
 /* RUN.answers' record of the service's answer to seq is a's, byte for byte
  * (headers in order, the framing included, as they came). */
 static void response_recorded(world *w, int seq, const answer *a)
 {
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof(path), "%s.answers", w->sw->run);
-    sqlite3 *db = open_db(path);
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT status, headers, body FROM responses"
-                                        " WHERE seq = ?1",
-                                        -1, &q, NULL),
-                     SQLITE_OK);
-    sqlite3_bind_int(q, 1, seq);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    sqlite3 *db = open_answers(w);
+    sqlite3_stmt *q =
+        row_of(db, "SELECT status, headers, body FROM responses WHERE seq = ?1", seq);
     assert_int_equal(sqlite3_column_int(q, 0), a->status);
     const char *packed = sqlite3_column_blob(q, 1);
     size_t len = (size_t)sqlite3_column_bytes(q, 1), at = 0;
@@ -361,13 +375,7 @@ static void runner_reaches(world *w, int seq)
 static void run_legacy_verdict(world *w, int seq, char verdict[32])
 {
     sqlite3 *db = open_db(w->sw->run);
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT l_verdict FROM decisions WHERE seq = ?1", -1, &q,
-                           NULL),
-        SQLITE_OK);
-    sqlite3_bind_int(q, 1, seq);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    sqlite3_stmt *q = row_of(db, "SELECT l_verdict FROM decisions WHERE seq = ?1", seq);
     snprintf(verdict, 32, "%s", sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
     sqlite3_close(db);
@@ -376,10 +384,7 @@ static void run_legacy_verdict(world *w, int seq, char verdict[32])
 static int64_t logged_events(world *w)
 {
     sqlite3 *db = open_db(w->sw->log);
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &q, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    sqlite3_stmt *q = row_of(db, "SELECT count(*) FROM events", 0);
     int64_t n = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
     sqlite3_close(db);
@@ -452,12 +457,7 @@ static void test_upstream_answers_as_the_service_did(void **state)
     /* The service's Understudy-Verdict: duplicate (seq 5) against the
      * candidate's applied: a divergence made with the recorded answer. */
     sqlite3 *db = open_db(w->sw->run);
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "SELECT line FROM divergences WHERE seq = 5",
-                                        -1, &q, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    sqlite3_stmt *q = row_of(db, "SELECT line FROM divergences WHERE seq = 5", 0);
     assert_non_null(strstr((const char *)sqlite3_column_text(q, 0), "duplicate"));
     sqlite3_finalize(q);
     sqlite3_close(db);
@@ -485,34 +485,22 @@ static void test_upstream_down_or_slow(void **state)
     start_upstream(w);
     answer a;
     char verdict[32], error[256];
-    char *raw = request("slow", 1);
-    exchange(w->sw->srv.port, raw, &a);
-    ust_free(raw);
+    ask(w, "slow", 1, &a);
     failure_answer(&a, 504, "upstream timed out");
-    answer_of(w, 1, verdict, error);
-    assert_string_equal(verdict, "error");
-    assert_non_null(strstr(error, "timed out"));
+    expect_error_answer(w, 1, "timed out");
     /* The recorder goes on: the next request is the service's answer. */
-    raw = request("created", 2);
-    exchange(w->sw->srv.port, raw, &a);
-    ust_free(raw);
+    ask(w, "created", 2, &a);
     assert_int_equal(a.status, 201);
     assert_string_equal(header(&a, "Location"), "/payments/42");
     /* The service down: 502, recorded all the same. */
     int port = w->svc_port;
     service_kill(w);
-    raw = request("json", 3);
-    exchange(w->sw->srv.port, raw, &a);
-    ust_free(raw);
+    ask(w, "json", 3, &a);
     failure_answer(&a, 502, "upstream unreachable");
-    answer_of(w, 3, verdict, error);
-    assert_string_equal(verdict, "error");
-    assert_non_null(strstr(error, "unreachable"));
+    expect_error_answer(w, 3, "unreachable");
     /* Back on the same port: answered again. */
     service_start(w, port);
-    raw = request("json", 4);
-    exchange(w->sw->srv.port, raw, &a);
-    ust_free(raw);
+    ask(w, "json", 4, &a);
     assert_int_equal(a.status, 200);
     answer_of(w, 4, verdict, error);
     assert_string_equal(verdict, "applied");
@@ -554,15 +542,10 @@ static void test_upstream_never_forwards_twice(void **state)
     serve_world_kill(w->sw);
     close(fd);
     start_upstream(w);
-    char verdict[32], error[256];
-    answer_of(w, 1, verdict, error);
-    assert_string_equal(verdict, "error");
-    assert_non_null(strstr(error, "outcome unknown"));
+    expect_error_answer(w, 1, "outcome unknown");
     /* The next request is seq 2, answered; seq 1 reached the service once. */
-    raw = request("json", 2);
     answer a;
-    exchange(w->sw->srv.port, raw, &a);
-    ust_free(raw);
+    ask(w, "json", 2, &a);
     assert_int_equal(a.status, 200);
     runner_reaches(w, 2);
     serve_world_stop(w->sw);

@@ -59,16 +59,22 @@ static void stripe_events(world *w, int n_pi, int per)
     world_record(w);
 }
 
+/* The test service started with args (NULL: none) as the candidate at
+ * path, over a log of stripe_events(w, n_pi, per). */
+static void candidate_service(world *w, ust_test_service *svc, const char *const *args,
+                              int n_pi, int per, const char *path)
+{
+    ust_test_service_start(svc, args);
+    stripe_events(w, n_pi, per);
+    set_service(&w->cfg->candidate, svc->base, path);
+}
+
 static ust_replay_stats replay_legacy_so(world *w)
 {
     char lp[PATH_MAX];
     ust_test_plugin_path("legacy", lp);
     ust_replay_opts o = world_opts(w, lp, NULL, NULL);
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
-    return st;
+    return world_run(&o);
 }
 
 static long count(world *w, const char *sql)
@@ -77,6 +83,34 @@ static long count(world *w, const char *sql)
     long n = atol(v);
     ust_free(v);
     return n;
+}
+
+/* How many times each seq 1..n was started by the service, from the
+ * "started" list of its log, into received (zeroed by the caller). */
+static void count_started(json_t *log, int *received, int n)
+{
+    size_t i;
+    json_t *seq;
+    json_array_foreach(json_object_get(log, "started"), i, seq)
+    {
+        int s = atoi(json_string_value(seq));
+        assert_true(s >= 1 && s <= n);
+        received[s]++;
+    }
+}
+
+/* Seq s's candidate decision as "verdict:error" (caller frees), after
+ * checking it was sent at most once: what both resend tests ask of a seq. */
+static char *sent_once_verdict(world *w, const int *received, int s)
+{
+    if (received[s] > 1)
+        fail_msg("seq %d was sent %d times", s, received[s]);
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE "
+             "seq = %d",
+             s);
+    return world_query(w, sql);
 }
 
 static const char *header(json_t *rec, const char *name)
@@ -95,16 +129,11 @@ static void test_each_event_goes_to_the_service_as_recorded(void **state)
 {
     world *w = *state;
     ust_test_service svc;
-    ust_test_service_start(&svc, NULL);
-    stripe_events(w, 2, 3);
+    candidate_service(w, &svc, NULL, 2, 3, "/candidate");
     /* Both sides services: the legacy too is decided a batch at a time. */
     set_service(&w->cfg->legacy, svc.base, "/legacy/");
-    set_service(&w->cfg->candidate, svc.base, "/candidate");
     ust_replay_opts o = world_opts(w, NULL, NULL, NULL);
-    ust_replay_stats st;
-    char *err = NULL;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_replay_stats st = world_run(&o);
     assert_int_equal(st.fed, 6);
     json_t *log = service_log(&svc);
     json_t *recs = json_object_get(log, "records");
@@ -165,9 +194,7 @@ static void test_each_event_goes_to_the_service_as_recorded(void **state)
 static char *candidate_verdicts(world *w, const char *const *args, const char *map)
 {
     ust_test_service svc;
-    ust_test_service_start(&svc, args);
-    stripe_events(w, 1, 3);
-    set_service(&w->cfg->candidate, svc.base, "");
+    candidate_service(w, &svc, args, 1, 3, "");
     json_error_t je;
     if (map != NULL)
         w->cfg->candidate.verdicts = json_loads(map, 0, &je);
@@ -223,9 +250,7 @@ static void test_a_failing_service_gives_error_decisions_with_causes(void **stat
                           "--fail",    "3=status/500", "--fail", "4=garbage",
                           "--fail",    "5=cut",        NULL};
     ust_test_service svc;
-    ust_test_service_start(&svc, args);
-    stripe_events(w, 1, 6);
-    set_service(&w->cfg->candidate, svc.base, "");
+    candidate_service(w, &svc, args, 1, 6, "");
     w->cfg->candidate.timeout_ms = 500;
     ust_plugin_counters *counters = ust_plugin_counters_new(NULL, NULL);
     assert_non_null(counters);
@@ -297,10 +322,8 @@ static void test_max_in_flight_keeps_each_entitys_order(void **state)
     world *w = *state;
     const char *args[] = {"--slow-all", "--slow-ms", "150", NULL};
     ust_test_service svc;
-    ust_test_service_start(&svc, args);
     enum { PIS = 5, PER = 6 };
-    stripe_events(w, PIS, PER);
-    set_service(&w->cfg->candidate, svc.base, "");
+    candidate_service(w, &svc, args, PIS, PER, "");
     w->cfg->candidate.max_in_flight = 8;
     ust_replay_stats st = replay_legacy_so(w);
     assert_int_equal(st.fed, PIS * PER);
@@ -424,28 +447,14 @@ static void test_a_replay_killed_and_resumed_sends_each_seq_once(void **state)
         sleep_ms(10);
     }
     int received[N + 1] = {0};
-    size_t i;
-    json_t *seq;
-    json_array_foreach(json_object_get(log, "started"), i, seq)
-    {
-        int s = atoi(json_string_value(seq));
-        assert_true(s >= 1 && s <= N);
-        received[s]++;
-    }
+    count_started(log, received, N);
     /* Reset at the fresh start, not on resume. */
     assert_int_equal(json_integer_value(json_object_get(log, "resets")), 1);
     json_decref(log);
     assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
     long unknown = 0;
     for (int s = 1; s <= N; s++) {
-        if (received[s] > 1)
-            fail_msg("seq %d was sent %d times", s, received[s]);
-        char sql[160];
-        snprintf(sql, sizeof(sql),
-                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM "
-                 "decisions WHERE seq = %d",
-                 s);
-        char *v = world_query(w, sql);
+        char *v = sent_once_verdict(w, received, s);
         if (strncmp(v, "error:outcome unknown: sent, no answer recorded", 46) == 0)
             unknown++;
         else if (strcmp(v, "applied:") != 0)
@@ -469,10 +478,8 @@ static void test_a_retried_step_never_sends_again(void **state)
 {
     world *w = *state;
     ust_test_service svc;
-    ust_test_service_start(&svc, NULL);
     enum { N = 24 };
-    stripe_events(w, 3, N / 3);
-    set_service(&w->cfg->candidate, svc.base, "");
+    candidate_service(w, &svc, NULL, 3, N / 3, "");
     char lp[PATH_MAX];
     ust_test_plugin_path("legacy", lp);
     ust_replay_opts o = world_opts(w, lp, NULL, NULL);
@@ -499,25 +506,11 @@ static void test_a_retried_step_never_sends_again(void **state)
     assert_true(failed_after_sending);
     json_t *log = service_log(&svc);
     int received[N + 1] = {0};
-    size_t i;
-    json_t *seq;
-    json_array_foreach(json_object_get(log, "started"), i, seq)
-    {
-        int s = atoi(json_string_value(seq));
-        assert_true(s >= 1 && s <= N);
-        received[s]++;
-    }
+    count_started(log, received, N);
     json_decref(log);
     assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
     for (int s = 1; s <= N; s++) {
-        if (received[s] > 1)
-            fail_msg("seq %d was sent %d times", s, received[s]);
-        char sql[160];
-        snprintf(sql, sizeof(sql),
-                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE "
-                 "seq = %d",
-                 s);
-        char *v = world_query(w, sql);
+        char *v = sent_once_verdict(w, received, s);
         if (strcmp(v, "applied:") == 0)
             assert_int_equal(received[s], 1);
         else if (strncmp(v, "error:outcome unknown", 21) != 0)
@@ -531,9 +524,7 @@ static void test_reset_is_called_once_and_a_failing_one_refuses_to_start(void **
 {
     world *w = *state;
     ust_test_service svc;
-    ust_test_service_start(&svc, NULL);
-    stripe_events(w, 2, 4);
-    set_service(&w->cfg->candidate, svc.base, "");
+    candidate_service(w, &svc, NULL, 2, 4, "");
     w->cfg->candidate.reset.method = ust_strdup("POST");
     w->cfg->candidate.reset.url = ust_sprintf("%s/reset", svc.base);
     char lp[PATH_MAX];
