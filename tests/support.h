@@ -91,6 +91,20 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
     return WEXITSTATUS(status);
 }
 
+/* ---- dt2: what the event, config and wire suites check the same way ---- */
+#include <understudy/config.h>
+
+/* The config parsed from text, name the file its messages say; the test
+ * fails if it does not parse. */
+static inline ust_config *ust_test_parse_config(const char *text, const char *name)
+{
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(text, strlen(text), name, &cfg, &err), 0);
+    return cfg;
+}
+/* ---- end of dt2 ---------------------------------------------------------- */
+
 /* ---- Failing the Nth allocation (SQLite's test_malloc) -------------------
  * After ust_test_alloc_fail(n, persist) the next n allocations through the
  * seam (ust_malloc, ust_realloc and jansson's, on any thread) succeed, then

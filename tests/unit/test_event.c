@@ -309,17 +309,15 @@ static void test_json_pointer(void **state)
     /* "~01" is "~1", not "/" (unescape ~1 before ~0 would be wrong). */
     assert_int_equal(json_integer_value(ust_json_pointer(root, "/~01")), 9);
     assert_string_equal(json_string_value(ust_json_pointer(root, "/deep/x/0/y")), "z");
-    assert_null(ust_json_pointer(root, "/foo/2"));
-    assert_null(ust_json_pointer(root, "/foo/-"));
-    assert_null(ust_json_pointer(root, "/foo/01"));
-    assert_null(ust_json_pointer(root, "/foo/+1"));
-    assert_null(ust_json_pointer(root, "/foo/"));
-    assert_null(ust_json_pointer(root, "/foo/99999999999999999999999"));
-    assert_null(ust_json_pointer(root, "/foo/0/x"));
-    assert_null(ust_json_pointer(root, "/m~2n"));
-    assert_null(ust_json_pointer(root, "/m~"));
-    assert_null(ust_json_pointer(root, "foo"));
-    assert_null(ust_json_pointer(root, "/missing"));
+    /* Pointers to nothing: past the end, not an index, a bad escape, no
+     * leading slash, a missing member. */
+    static const char *const absent[] = {
+        "/foo/2",   "/foo/-",  "/foo/01",
+        "/foo/+1",  "/foo/",   "/foo/99999999999999999999999",
+        "/foo/0/x", "/m~2n",   "/m~",
+        "foo",      "/missing"};
+    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+        assert_null(ust_json_pointer(root, absent[i]));
     assert_null(ust_json_pointer(NULL, "/foo"));
     json_decref(root);
 }
@@ -615,9 +613,8 @@ static void test_derive_header_sources(void **state)
         "GitHub-Delivery\","
         "\"amount\":\"header:X-Amount\",\"transaction_id\":\"/a~1b/1\"},"
         "\"status\":{\"from\":\"header:X-State\"}}]}";
-    ust_config *cfg;
+    ust_config *cfg = ust_test_parse_config(t, "h.json");
     char *err = NULL;
-    assert_int_equal(ust_config_parse(t, strlen(t), "h.json", &cfg, &err), 0);
     ust_request req;
     make_request(&req, "/h", "{\"a/b\":[\"x\",\"tx_2\"]}");
     assert_int_equal(ust_request_add_header(&req, "x-github-delivery", "d-1"), 0);
