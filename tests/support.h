@@ -94,6 +94,8 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
 /* ---- dt2: what the event, config and wire suites check the same way ---- */
 #include <understudy/config.h>
 
+#include <sqlite3.h>
+
 /* The config parsed from text, name the file its messages say; the test
  * fails if it does not parse. */
 static inline ust_config *ust_test_parse_config(const char *text, const char *name)
@@ -102,6 +104,20 @@ static inline ust_config *ust_test_parse_config(const char *text, const char *na
     char *err = NULL;
     assert_int_equal(ust_config_parse(text, strlen(text), name, &cfg, &err), 0);
     return cfg;
+}
+/* The first row sql gives on the database at path, its first n columns as
+ * ints in out; the test fails if there is no row. */
+static inline void ust_test_sql_row(const char *path, const char *sql, int *out, int n)
+{
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    for (int i = 0; i < n; i++)
+        out[i] = sqlite3_column_int(q, i);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
 }
 /* ---- end of dt2 ---------------------------------------------------------- */
 

@@ -435,14 +435,20 @@ static void test_derive_stripe(void **state)
     ust_config_free(cfg);
 }
 
+/* ev derived from req under cfg; req is cleared. */
+static void derive_and_clear(const ust_config *cfg, ust_request *req, ust_event *ev)
+{
+    char *err = NULL;
+    assert_int_equal(ust_event_derive(cfg, req, ev, &err), 0);
+    ust_request_clear(req);
+}
+
 static void derive_body(const ust_config *cfg, const char *target, const char *body,
                         ust_event *ev)
 {
     ust_request req;
     make_request(&req, target, body);
-    char *err = NULL;
-    assert_int_equal(ust_event_derive(cfg, &req, ev, &err), 0);
-    ust_request_clear(&req);
+    derive_and_clear(cfg, &req, ev);
 }
 
 static void test_derive_stripe_variants(void **state)
@@ -539,9 +545,7 @@ static void derive_api(const ust_config *cfg, const char *key, const char *tenan
         assert_int_equal(ust_request_add_header(&req, "idempotency-key", key), 0);
     if (tenant != NULL)
         assert_int_equal(ust_request_add_header(&req, "X-Tenant-Id", tenant), 0);
-    char *err = NULL;
-    assert_int_equal(ust_event_derive(cfg, &req, ev, &err), 0);
-    ust_request_clear(&req);
+    derive_and_clear(cfg, &req, ev);
 }
 
 static void test_derive_api(void **state)
