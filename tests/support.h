@@ -93,6 +93,7 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
 
 /* ---- dt2: what the event, config and wire suites check the same way ---- */
 #include <understudy/config.h>
+#include <understudy/event.h>
 
 #include <sqlite3.h>
 
@@ -118,6 +119,20 @@ static inline void ust_test_sql_row(const char *path, const char *sql, int *out,
         out[i] = sqlite3_column_int(q, i);
     sqlite3_finalize(q);
     sqlite3_close(db);
+}
+/* What derive gives and the plugin wire carries of an event alike: its id,
+ * type, target status, intent and amount are these. */
+static inline void ust_test_expect_event(const ust_event *ev, const char *event_id,
+                                         const char *event_type,
+                                         const char *target_status, const char *intent,
+                                         int64_t amount)
+{
+    assert_string_equal(ev->event_id, event_id);
+    assert_string_equal(ev->event_type, event_type);
+    assert_string_equal(ev->target_status, target_status);
+    assert_string_equal(ev->intent, intent);
+    assert_true(ev->has_amount);
+    assert_int_equal(ev->amount, amount);
 }
 /* ---- end of dt2 ---------------------------------------------------------- */
 
