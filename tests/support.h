@@ -91,6 +91,51 @@ static inline int ust_test_run_cli(const char *dir, const char *args, char **out
     return WEXITSTATUS(status);
 }
 
+/* ---- dt2: what the event, config and wire suites check the same way ---- */
+#include <understudy/config.h>
+#include <understudy/event.h>
+
+#include <sqlite3.h>
+
+/* The config parsed from text, name the file its messages say; the test
+ * fails if it does not parse. */
+static inline ust_config *ust_test_parse_config(const char *text, const char *name)
+{
+    ust_config *cfg;
+    char *err = NULL;
+    assert_int_equal(ust_config_parse(text, strlen(text), name, &cfg, &err), 0);
+    return cfg;
+}
+/* The first row sql gives on the database at path, its first n columns as
+ * ints in out; the test fails if there is no row. */
+static inline void ust_test_sql_row(const char *path, const char *sql, int *out, int n)
+{
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    for (int i = 0; i < n; i++)
+        out[i] = sqlite3_column_int(q, i);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+/* What derive gives and the plugin wire carries of an event alike: its id,
+ * type, target status, intent and amount are these. */
+static inline void ust_test_expect_event(const ust_event *ev, const char *event_id,
+                                         const char *event_type,
+                                         const char *target_status, const char *intent,
+                                         int64_t amount)
+{
+    assert_string_equal(ev->event_id, event_id);
+    assert_string_equal(ev->event_type, event_type);
+    assert_string_equal(ev->target_status, target_status);
+    assert_string_equal(ev->intent, intent);
+    assert_true(ev->has_amount);
+    assert_int_equal(ev->amount, amount);
+}
+/* ---- end of dt2 ---------------------------------------------------------- */
+
 /* ---- Failing the Nth allocation (SQLite's test_malloc) -------------------
  * After ust_test_alloc_fail(n, persist) the next n allocations through the
  * seam (ust_malloc, ust_realloc and jansson's, on any thread) succeed, then

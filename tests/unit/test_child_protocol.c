@@ -415,11 +415,14 @@ static int has_var(const char *env, const char *name)
 
 static void expect_scrubbed(const char *env_file)
 {
+    static const char *const secrets[] = {"UNDERSTUDY_STRIPE_SECRET",
+                                          "UNDERSTUDY_STANDARD_SECRET"};
+    static const char *const kept[] = {"UNDERSTUDY_TEST_PLAIN", "PATH"};
     char *env = read_text(env_file);
-    assert_false(has_var(env, "UNDERSTUDY_STRIPE_SECRET"));
-    assert_false(has_var(env, "UNDERSTUDY_STANDARD_SECRET"));
-    assert_true(has_var(env, "UNDERSTUDY_TEST_PLAIN"));
-    assert_true(has_var(env, "PATH"));
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        assert_false(has_var(env, secrets[i]));
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        assert_true(has_var(env, kept[i]));
     free(env);
     unlink(env_file);
 }

@@ -119,11 +119,9 @@ static void test_hash_ignores_layout(void **state)
                     "  \"path\" : \"/a\" } ] }";
     const char *c =
         "{\"routes\":[{\"path\":\"/b\",\"kind\":\"api\",\"provider\":\"p\"}]}";
-    ust_config *ca, *cb, *cc;
-    char *err = NULL;
-    assert_int_equal(ust_config_parse(a, strlen(a), "a.json", &ca, &err), 0);
-    assert_int_equal(ust_config_parse(b, strlen(b), "b.json", &cb, &err), 0);
-    assert_int_equal(ust_config_parse(c, strlen(c), "c.json", &cc, &err), 0);
+    ust_config *ca = ust_test_parse_config(a, "a.json");
+    ust_config *cb = ust_test_parse_config(b, "b.json");
+    ust_config *cc = ust_test_parse_config(c, "c.json");
     assert_string_equal(ca->hash, cb->hash);
     assert_string_not_equal(ca->hash, cc->hash);
     ust_config_free(ca);
@@ -140,9 +138,7 @@ static void test_a_service_plugin_loads(void **state)
         "\"candidate\":{\"url\":\"https://svc.example\",\"timeout_ms\":2000,"
         "\"max_in_flight\":8,\"reset\":{\"url\":\"https://svc.example/reset\"},"
         "\"verdicts\":{\"404\":\"invalid\"}}}}";
-    ust_config *cfg;
-    char *err = NULL;
-    assert_int_equal(ust_config_parse(t, strlen(t), "s.json", &cfg, &err), 0);
+    ust_config *cfg = ust_test_parse_config(t, "s.json");
     assert_string_equal(cfg->legacy.url, "http://127.0.0.1:9000/prefix");
     assert_int_equal(cfg->legacy.max_in_flight, 1);
     assert_null(cfg->legacy.reset.url);
@@ -168,9 +164,7 @@ static void test_defaults(void **state)
         "\"plugins\":{\"candidate\":{\"exec\":[\"python3\",\"cand.py\"]}},"
         "\"compare\":{\"ignore\":[\"/"
         "payment_id\",\"\"],\"headers\":[\"Retry-After\"]}}";
-    ust_config *cfg;
-    char *err = NULL;
-    assert_int_equal(ust_config_parse(t, strlen(t), "d.json", &cfg, &err), 0);
+    ust_config *cfg = ust_test_parse_config(t, "d.json");
     assert_null(cfg->listen);
     assert_int_equal(cfg->limits.max_body_bytes, 1048576);
     assert_int_equal(cfg->limits.max_headers, 64);
@@ -301,7 +295,8 @@ static const refused_case broken[] = {
      "unknown key \"plugins.candidate.reset.verb\""},
     {"{\"routes\":[" R0
      "],\"plugins\":{\"candidate\":{\"url\":\"http://h\",\"verdicts\":[]}}}",
-     "cfg.json: plugins.candidate.verdicts: expected an object of HTTP status to verdict"},
+     "cfg.json: plugins.candidate.verdicts: expected an object of HTTP status to "
+     "verdict"},
     {"{\"routes\":[" R0
      "],\"plugins\":{\"candidate\":{\"path\":\"a.so\",\"max_in_flight\":2}}}",
      "cfg.json: plugins.candidate: expected \"url\" beside \"max_in_flight\" or "
@@ -409,9 +404,7 @@ static void test_unknown_keys(void **state)
     /* A plugin's own "config" is the plugin's business: any key passes. */
     const char *t = WITH("\"plugins\":{\"candidate\":{\"path\":\"c.so\","
                          "\"config\":{\"timout_ms\":1,\"x\":{\"y\":2}}}}");
-    ust_config *cfg;
-    char *err = NULL;
-    assert_int_equal(ust_config_parse(t, strlen(t), "cfg.json", &cfg, &err), 0);
+    ust_config *cfg = ust_test_parse_config(t, "cfg.json");
     assert_int_equal(
         json_integer_value(json_object_get(cfg->candidate.config, "timout_ms")), 1);
     ust_config_free(cfg);
@@ -436,9 +429,8 @@ static void test_webhook_route_needs_a_signature(void **state)
                    "it is for scheme \"hmac-sha256-hex\" only");
 
     const char *t = ROUTES(R0 ",{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"a\"}");
-    ust_config *cfg;
+    ust_config *cfg = ust_test_parse_config(t, "cfg.json");
     char *err = NULL;
-    assert_int_equal(ust_config_parse(t, strlen(t), "cfg.json", &cfg, &err), 0);
     assert_int_equal(cfg->routes[0].scheme, UST_SCHEME_NONE);
     assert_null(cfg->routes[0].secret_env);
     assert_int_equal(cfg->routes[1].scheme, UST_SCHEME_NONE);

@@ -52,9 +52,7 @@ static void test_plugins_say_whether_they_read_the_raw_request(void **state)
 {
     (void)state;
     char path[PATH_MAX];
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/src/plugins/candidate/understudy-candidate.so",
-             build ? build : "build");
+    ust_test_plugin_path("candidate", path);
     assert_int_equal(wants_raw_request(path, 0), 0);
     assert_int_equal(wants_raw_request(path, 1), 0);
     ust_test_fixture_path("misbehaving_decide_error", path);
@@ -267,9 +265,7 @@ static void test_a_plugins_warning_goes_to_the_log_callback(void **state)
 {
     (void)state;
     char path[PATH_MAX];
-    const char *build = getenv("UST_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/src/plugins/legacy/understudy-legacy.so",
-             build ? build : "build");
+    ust_test_plugin_path("legacy", path);
     ust_plugin_config pc;
     memset(&pc, 0, sizeof(pc));
     pc.config = json_pack("{s:i}", "no_such_key", 1);

@@ -187,22 +187,17 @@ static void test_live_through_serve(void **state)
     /* The article's test, scenario 12: five parallel requests with one key.
      * The legacy executed more than once; the candidate exactly once, and
      * answered every other one 409 in_progress or with the replayed answer. */
-    sqlite3 *db;
-    sqlite3_open(w->run, &db);
-    sqlite3_stmt *q;
-    sqlite3_prepare_v2(db,
-                       "SELECT sum(l_verdict = 'applied'), sum(c_verdict = 'applied'),"
-                       " sum((c_verdict = 'in_progress' AND c_status = 409) OR"
-                       " c_verdict = 'duplicate'), count(*) FROM decisions d JOIN"
-                       " (SELECT 1) WHERE entity = '/payments:t1:k-s12'",
-                       -1, &q, NULL);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int(q, 3), 5);
-    assert_true(sqlite3_column_int(q, 0) > 1);
-    assert_int_equal(sqlite3_column_int(q, 1), 1);
-    assert_int_equal(sqlite3_column_int(q, 2), 4);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    int row[4];
+    ust_test_sql_row(w->run,
+                     "SELECT sum(l_verdict = 'applied'), sum(c_verdict = 'applied'),"
+                     " sum((c_verdict = 'in_progress' AND c_status = 409) OR"
+                     " c_verdict = 'duplicate'), count(*) FROM decisions d JOIN"
+                     " (SELECT 1) WHERE entity = '/payments:t1:k-s12'",
+                     row, 4);
+    assert_int_equal(row[3], 5);
+    assert_true(row[0] > 1);
+    assert_int_equal(row[1], 1);
+    assert_int_equal(row[2], 4);
 }
 
 /* Nobody listening: every request is counted an error and its line says

@@ -141,15 +141,10 @@ static void test_signatures_at_the_door(void **state)
              w->log);
     assert_int_not_equal(system(cmd), 0);
     /* Only the verified ones reached the plugins. */
-    sqlite3 *db;
-    sqlite3_open(w->run, &db);
-    sqlite3_stmt *q;
-    sqlite3_prepare_v2(db, "SELECT sum(fed), count(*) FROM decisions", -1, &q, NULL);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int(q, 0), 2);
-    assert_int_equal(sqlite3_column_int(q, 1), 5);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    int row[2];
+    ust_test_sql_row(w->run, "SELECT sum(fed), count(*) FROM decisions", row, 2);
+    assert_int_equal(row[0], 2);
+    assert_int_equal(row[1], 5);
 }
 
 static void test_bad_input_gets_its_status_and_the_server_stays_up(void **state)

@@ -89,6 +89,17 @@ static void expect(const ust_sig_params *p, ust_request r, ust_sig_status want)
     ust_request_clear(&r);
 }
 
+/* body received at ts and signed by p at ts (with id, where the scheme has
+ * one), its n_headers headers counted; the caller clears it. */
+static ust_request signed_req(const ust_sig_params *p, const char *body, int64_t ts,
+                              const char *id, size_t n_headers)
+{
+    ust_request r = make_req(body, strlen(body), ts);
+    assert_int_equal(ust_sig_sign(p, ts, id, &r), 0);
+    assert_int_equal(r.n_headers, n_headers);
+    return r;
+}
+
 /* A secret for every scheme, for the checks that hold for all of them. */
 static const struct {
     ust_sig_scheme scheme;
@@ -145,13 +156,23 @@ static void test_names_unknown(void **state)
 
 /* ---- standard-webhooks ------------------------------------------------------ */
 
-static ust_request sw_req(const char *sig, int64_t received_s)
+/* The published message with its id, timestamp and signature headers,
+ * named as in names. */
+static ust_request sw_req_named(const char *const names[3], const char *sig,
+                                int64_t received_s)
 {
     ust_request r = make_req(SW_BODY, strlen(SW_BODY), received_s);
-    add(&r, "webhook-id", SW_ID);
-    add(&r, "webhook-timestamp", SW_TS_STR);
-    add(&r, "webhook-signature", sig);
+    add(&r, names[0], SW_ID);
+    add(&r, names[1], SW_TS_STR);
+    add(&r, names[2], sig);
     return r;
+}
+
+static ust_request sw_req(const char *sig, int64_t received_s)
+{
+    static const char *const names[] = {"webhook-id", "webhook-timestamp",
+                                        "webhook-signature"};
+    return sw_req_named(names, sig, received_s);
 }
 
 static void test_sw_published_vector(void **state)
@@ -161,17 +182,12 @@ static void test_sw_published_vector(void **state)
     expect(&p, sw_req(SW_SIG, SW_TS), UST_SIG_VERIFIED);
 
     /* Header names are case-insensitive. */
-    ust_request r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
-    add(&r, "Webhook-Id", SW_ID);
-    add(&r, "WEBHOOK-TIMESTAMP", SW_TS_STR);
-    add(&r, "Webhook-Signature", SW_SIG);
-    assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-    ust_request_clear(&r);
+    static const char *const mixed[] = {"Webhook-Id", "WEBHOOK-TIMESTAMP",
+                                        "Webhook-Signature"};
+    expect(&p, sw_req_named(mixed, SW_SIG, SW_TS), UST_SIG_VERIFIED);
 
     /* Signing the same message reproduces the published headers exactly. */
-    r = make_req(SW_BODY, strlen(SW_BODY), SW_TS);
-    assert_int_equal(ust_sig_sign(&p, SW_TS, SW_ID, &r), 0);
-    assert_int_equal(r.n_headers, 3);
+    ust_request r = signed_req(&p, SW_BODY, SW_TS, SW_ID, 3);
     assert_string_equal(ust_request_header(&r, "webhook-id"), SW_ID);
     assert_string_equal(ust_request_header(&r, "webhook-timestamp"), SW_TS_STR);
     assert_string_equal(ust_request_header(&r, "webhook-signature"), SW_SIG);
@@ -341,9 +357,7 @@ static void test_stripe_vector(void **state)
     expect(&p, st_req(ST_HEADER_VALUE, ST_TS), UST_SIG_VERIFIED);
 
     /* And signing produces that exact header. */
-    ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
-    assert_int_equal(ust_sig_sign(&p, ST_TS, NULL, &r), 0);
-    assert_int_equal(r.n_headers, 1);
+    ust_request r = signed_req(&p, ST_BODY, ST_TS, NULL, 1);
     assert_string_equal(ust_request_header(&r, "stripe-signature"), ST_HEADER_VALUE);
     assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
     ust_request_clear(&r);
@@ -461,9 +475,7 @@ static void test_hex_published_vector(void **state)
     expect(&p, gh_req("x-hub-signature-256", "sha256=" GH_HEX_UPPER, 1700000000),
            UST_SIG_VERIFIED);
 
-    ust_request r = make_req(GH_BODY, strlen(GH_BODY), 0);
-    assert_int_equal(ust_sig_sign(&p, 0, NULL, &r), 0);
-    assert_int_equal(r.n_headers, 1);
+    ust_request r = signed_req(&p, GH_BODY, 0, NULL, 1);
     assert_string_equal(r.headers[0].name, UST_SIG_DEFAULT_HEX_HEADER);
     assert_string_equal(r.headers[0].value, "sha256=" GH_HEX);
     ust_request_clear(&r);
