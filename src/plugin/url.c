@@ -120,14 +120,10 @@ static int keep(svc *s, int64_t seq, const ust_http_result *r)
 {
     if (find_kept(s, seq) != NULL)
         return 0;
-    if (s->n_kept == s->cap_kept) {
-        size_t cap = s->cap_kept ? s->cap_kept * 2 : 64;
-        kept *grown = ust_realloc(s->kept, cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        s->kept = grown;
-        s->cap_kept = cap;
-    }
+    kept *grown = ust_grow(s->kept, &s->cap_kept, s->n_kept + 1, 64, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    s->kept = grown;
     int rc = copy_result(&s->kept[s->n_kept].r, r);
     if (rc == 0)
         s->kept[s->n_kept++].seq = seq;
@@ -583,14 +579,7 @@ static void url_discard(void *impl)
 }
 
 const ust__plugin_kind ust__plugin_kind_url = {
-    .open = url_open,
-    .close = url_close,
-    .name = url_name,
-    .version = url_version,
-    .wants_raw_request = url_wants_raw_request,
-    .decide = url_decide,
-    .batch_start = url_batch_start,
-    .batch_finish = url_batch_finish,
-    .discard = url_discard,
+    UST__PLUGIN_KIND_REQUIRED(url),   .batch_start = url_batch_start,
+    .batch_finish = url_batch_finish, .discard = url_discard,
     .journaled = url_journaled,
 };
