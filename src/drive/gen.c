@@ -101,14 +101,10 @@ static int before(const pending *a, const pending *b)
 
 static int heap_push(heap *h, pending p)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 1024;
-        pending *grown = ust_realloc(h->v, cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        h->v = grown;
-        h->cap = cap;
-    }
+    pending *grown = ust_grow(h->v, &h->cap, h->n + 1, 1024, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    h->v = grown;
     size_t i = h->n++;
     while (i > 0 && before(&p, &h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];

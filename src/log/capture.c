@@ -8,14 +8,10 @@
 
 ust__capture_entry *ust__capture_push(ust__capture *c)
 {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        ust__capture_entry *grown = ust_realloc(c->v, cap * sizeof(*grown));
-        if (grown == NULL)
-            return NULL;
-        c->v = grown;
-        c->cap = cap;
-    }
+    ust__capture_entry *grown = ust_grow(c->v, &c->cap, c->n + 1, 16, sizeof(*grown));
+    if (grown == NULL)
+        return NULL;
+    c->v = grown;
     ust__capture_entry *e = &c->v[c->n++];
     memset(e, 0, sizeof(*e));
     return e;

@@ -750,12 +750,7 @@ static void child_decide(void *impl, const ust_event *ev, const ust_request *req
  * max_rss_mb) become error decisions with their cause; the child is
  * restarted, after a back-off counted in events. */
 const ust__plugin_kind ust__plugin_kind_child = {
-    .open = child_open,
-    .close = child_close,
-    .name = child_name,
-    .version = child_version,
-    .wants_raw_request = child_wants_raw_request,
-    .decide = child_decide,
+    UST__PLUGIN_KIND_REQUIRED(child),
     .batch_start = child_batch_start,
     .batch_finish = child_batch_finish,
     .discard = child_discard,

@@ -60,6 +60,13 @@ typedef struct ust__plugin_kind {
     int (*journaled)(const void *impl);
 } ust__plugin_kind;
 
+/* The operations every kind has, from its functions named <prefix>_open ...
+ * <prefix>_decide: a kind's table starts with them, the optional ones after. */
+#define UST__PLUGIN_KIND_REQUIRED(prefix)                                              \
+    .open = prefix##_open, .close = prefix##_close, .name = prefix##_name,             \
+    .version = prefix##_version, .wants_raw_request = prefix##_wants_raw_request,      \
+    .decide = prefix##_decide
+
 /* A .so in the host's process (loader.c). */
 extern const ust__plugin_kind ust__plugin_kind_inproc;
 /* A child process on the protocol: exec, or an isolated .so (child.c). */

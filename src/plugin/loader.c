@@ -439,10 +439,5 @@ static void inproc_decide(void *impl, const ust_event *ev, const ust_request *re
 /* Called directly, one event at a time: nothing to do ahead of a batch,
  * nothing to forget, never down. */
 const ust__plugin_kind ust__plugin_kind_inproc = {
-    .open = inproc_open,
-    .close = inproc_close,
-    .name = inproc_name,
-    .version = inproc_version,
-    .wants_raw_request = inproc_wants_raw_request,
-    .decide = inproc_decide,
+    UST__PLUGIN_KIND_REQUIRED(inproc),
 };

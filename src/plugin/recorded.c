@@ -117,11 +117,6 @@ static void recorded_decide(void *impl, const ust_event *ev, const ust_request *
 }
 
 const ust__plugin_kind ust__plugin_kind_recorded = {
-    .open = recorded_open,
-    .close = recorded_close,
-    .name = recorded_name,
-    .version = recorded_version,
-    .wants_raw_request = recorded_wants_raw_request,
-    .decide = recorded_decide,
+    UST__PLUGIN_KIND_REQUIRED(recorded),
     .decide_answered = recorded_decide_answered,
 };

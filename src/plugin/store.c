@@ -107,13 +107,7 @@ static void local_after_call(ust_store *s)
     (void)s;
 }
 
-static const ust__store_ops local_ops = {
-    .miss = local_miss,
-    .end_call = local_end_call,
-    .applied = local_applied,
-    .after_call = local_after_call,
-    .close = local_close,
-};
+static const ust__store_ops local_ops = UST__STORE_OPS(local);
 
 int ust_store_open_table(const ust_store_table *ops, void *t, ust_store **out,
                          char **err)
@@ -283,14 +277,11 @@ int ust_store_get(ust_store *s, const char *key, const char **value)
 
 static int stage(ust_store *s, const char *key, const char *value)
 {
-    if (s->n_stage == s->cap_stage) {
-        size_t cap = s->cap_stage ? s->cap_stage * 2 : 8;
-        staged *grown = ust_realloc(s->stage, cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        s->stage = grown;
-        s->cap_stage = cap;
-    }
+    staged *grown =
+        ust_grow(s->stage, &s->cap_stage, s->n_stage + 1, 8, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    s->stage = grown;
     staged *st = &s->stage[s->n_stage];
     size_t klen = 0; /* stays 0 when the lookup buffer cannot grow */
     const char *k = lookup_key(s, key, &klen);

@@ -86,6 +86,15 @@ struct ust__store_ops {
     void (*close)(ust_store *s);
 };
 
+/* The table of a backing whose functions are <prefix>_miss ... <prefix>_close:
+ * each backing has all five, so both are filled by the one list. */
+#define UST__STORE_OPS(prefix)                                                         \
+    {                                                                                  \
+        .miss = prefix##_miss, .end_call = prefix##_end_call,                          \
+        .applied = prefix##_applied, .after_call = prefix##_after_call,                \
+        .close = prefix##_close,                                                       \
+    }
+
 /* Double hashing from one 64-bit hash (Kirsch and Mitzenmacher). */
 static inline void bloom_add(uint64_t *bloom, uint64_t h)
 {

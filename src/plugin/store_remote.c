@@ -160,13 +160,7 @@ static void remote_close(ust_store *store)
     ust_free(s);
 }
 
-static const ust__store_ops remote_ops = {
-    .miss = remote_miss,
-    .end_call = remote_end_call,
-    .applied = remote_applied,
-    .after_call = remote_after_call,
-    .close = remote_close,
-};
+static const ust__store_ops remote_ops = UST__STORE_OPS(remote);
 
 ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
 {

@@ -18,6 +18,7 @@
 #include <understudy/http_client.h>
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #define OUTCOME_UNKNOWN "outcome unknown: sent, no answer recorded (the run stopped)"
@@ -120,14 +121,10 @@ static int keep(svc *s, int64_t seq, const ust_http_result *r)
 {
     if (find_kept(s, seq) != NULL)
         return 0;
-    if (s->n_kept == s->cap_kept) {
-        size_t cap = s->cap_kept ? s->cap_kept * 2 : 64;
-        kept *grown = ust_realloc(s->kept, cap * sizeof(*grown));
-        if (grown == NULL)
-            return UST_ENOMEM;
-        s->kept = grown;
-        s->cap_kept = cap;
-    }
+    kept *grown = ust_grow(s->kept, &s->cap_kept, s->n_kept + 1, 64, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    s->kept = grown;
     int rc = copy_result(&s->kept[s->n_kept].r, r);
     if (rc == 0)
         s->kept[s->n_kept++].seq = seq;
@@ -144,13 +141,32 @@ static void free_sends(sends *o)
             ust_free(o->outs[j].url);
         }
     }
-    ust_free(o->which);
-    ust_free(o->after);
-    ust_free(o->seqs);
-    ust_free(o->calls);
-    ust_free(o->outs);
-    ust_free(o->results);
+    ust_free(o->which); /* the block of all six arrays (alloc_sends) */
     memset(o, 0, sizeof(*o));
+}
+
+/* The six arrays of n calls in one zeroed block, each at an offset aligned
+ * for any type: one allocation to fail and one to free, not six. */
+static int alloc_sends(sends *o, size_t n)
+{
+    const size_t align = _Alignof(max_align_t);
+    const size_t sizes[] = {sizeof(*o->which), sizeof(*o->after), sizeof(*o->seqs),
+                            sizeof(*o->calls), sizeof(*o->outs),  sizeof(*o->results)};
+    size_t at[sizeof(sizes) / sizeof(sizes[0])], total = 0;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        at[i] = total;
+        total += (n * sizes[i] + align - 1) / align * align;
+    }
+    char *block = ust_calloc(1, total);
+    if (block == NULL)
+        return UST_ENOMEM;
+    o->which = (void *)(block + at[0]);
+    o->after = (void *)(block + at[1]);
+    o->seqs = (void *)(block + at[2]);
+    o->calls = (void *)(block + at[3]);
+    o->outs = (void *)(block + at[4]);
+    o->results = (void *)(block + at[5]);
+    return 0;
 }
 
 static void join(pending *p)
@@ -358,16 +374,8 @@ static void start_sends(svc *s, const ust_plugin_batch *b, pending *p)
     if (n == 0)
         return;
     sends *o = &p->out;
-    o->which = ust_calloc(n, sizeof(*o->which));
-    o->after = ust_calloc(n, sizeof(*o->after));
-    o->seqs = ust_calloc(n, sizeof(*o->seqs));
-    o->calls = ust_calloc(n, sizeof(*o->calls));
-    o->outs = ust_calloc(n, sizeof(*o->outs));
-    o->results = ust_calloc(n, sizeof(*o->results));
     char *err = NULL;
-    int rc = o->which && o->after && o->seqs && o->calls && o->outs && o->results
-                 ? 0
-                 : UST_ENOMEM;
+    int rc = alloc_sends(o, n);
     for (size_t i = 0; rc == 0 && i < b->n; i++) {
         if (p->state[i] != TO_SEND)
             continue;
@@ -582,15 +590,13 @@ static void url_discard(void *impl)
     }
 }
 
+/* Off: clang-format would set this table in columns, the macro as a cell. */
+/* clang-format off */
 const ust__plugin_kind ust__plugin_kind_url = {
-    .open = url_open,
-    .close = url_close,
-    .name = url_name,
-    .version = url_version,
-    .wants_raw_request = url_wants_raw_request,
-    .decide = url_decide,
+    UST__PLUGIN_KIND_REQUIRED(url),
     .batch_start = url_batch_start,
     .batch_finish = url_batch_finish,
     .discard = url_discard,
     .journaled = url_journaled,
 };
+/* clang-format on */

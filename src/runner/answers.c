@@ -119,11 +119,10 @@ int ust_answers_put_response(ust_answers *a, int64_t seq, int status,
     for (size_t i = 0; i < n_headers; i++)
         len += strlen(headers[i].name) + strlen(headers[i].value) + 2;
     if (len > a->pack_cap) {
-        char *p = ust_realloc(a->pack, len);
+        char *p = ust_grow(a->pack, &a->pack_cap, len, len, 1);
         if (p == NULL)
             return UST_ENOMEM;
         a->pack = p;
-        a->pack_cap = len;
     }
     size_t at = 0;
     for (size_t i = 0; i < n_headers; i++) {

@@ -15,6 +15,18 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char **err)
     return ust_errf(err, UST_EDB, "journal: %s", sqlite3_errmsg(db));
 }
 
+/* prepare, with ?1 the side and ?2 the seq: the key of a journal row. */
+static int prepare_row(sqlite3 *db, const char *sql, const char *side, int64_t seq,
+                       sqlite3_stmt **st, char **err)
+{
+    int rc = prepare(db, sql, st, err);
+    if (rc == 0) {
+        sqlite3_bind_text(*st, 1, side, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(*st, 2, seq);
+    }
+    return rc;
+}
+
 int ust__journal_fresh(sqlite3 *db, const char *side, char **err)
 {
     int64_t cursor = 0;
@@ -67,15 +79,13 @@ int ust__journal_find(sqlite3 *db, const char *side, int64_t seq, ust_http_resul
 {
     memset(out, 0, sizeof(*out));
     sqlite3_stmt *st = NULL;
-    int rc = prepare(db,
-                     "SELECT state, status, headers, body, failure, cause FROM journal"
-                     " WHERE side = ?1 AND seq = ?2",
-                     &st, err);
-    if (rc == 0) {
-        sqlite3_bind_text(st, 1, side, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, seq);
+    int rc =
+        prepare_row(db,
+                    "SELECT state, status, headers, body, failure, cause FROM journal"
+                    " WHERE side = ?1 AND seq = ?2",
+                    side, seq, &st, err);
+    if (rc == 0)
         rc = ust__db_step(st, "journal", err);
-    }
     if (rc == 1 && strcmp((const char *)sqlite3_column_text(st, 0), "answered") == 0) {
         rc = 2;
         out->status = sqlite3_column_int(st, 1);
@@ -129,14 +139,12 @@ int ust__journal_answer(sqlite3 *db, const char *side, int64_t seq,
     if (headers == NULL)
         return UST_ENOMEM;
     sqlite3_stmt *st = NULL;
-    int rc =
-        prepare(db,
-                "INSERT OR REPLACE INTO journal(side, seq, state, status, headers,"
-                " body, failure, cause) VALUES(?1, ?2, 'answered', ?3, ?4, ?5, ?6, ?7)",
-                &st, err);
+    int rc = prepare_row(
+        db,
+        "INSERT OR REPLACE INTO journal(side, seq, state, status, headers,"
+        " body, failure, cause) VALUES(?1, ?2, 'answered', ?3, ?4, ?5, ?6, ?7)",
+        side, seq, &st, err);
     if (rc == 0) {
-        sqlite3_bind_text(st, 1, side, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, seq);
         sqlite3_bind_int(st, 3, a->status);
         sqlite3_bind_text(st, 4, headers, -1, SQLITE_STATIC);
         sqlite3_bind_blob(st, 5, a->body_len ? (const void *)a->body : "",

@@ -165,6 +165,24 @@ int ust_str_append(char **buf, size_t *len, const char *at, size_t n)
     return 0;
 }
 
+void *ust_grow(void *arr, size_t *cap, size_t need, size_t first, size_t elem)
+{
+    if (need <= *cap)
+        return arr;
+    size_t n = *cap ? *cap : first;
+    while (n < need) {
+        if (n > (size_t)-1 / 2)
+            return NULL;
+        n *= 2;
+    }
+    if (elem != 0 && n > (size_t)-1 / elem)
+        return NULL;
+    void *grown = ust_realloc(arr, n * elem);
+    if (grown != NULL)
+        *cap = n;
+    return grown;
+}
+
 char *ust_sprintf(const char *fmt, ...)
 {
     va_list ap;

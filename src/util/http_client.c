@@ -172,16 +172,13 @@ static size_t on_body(char *buf, size_t size, size_t n, void *userdata)
         return 0;
     }
     if (r->body_len + len > t->cap_body) {
-        size_t cap = t->cap_body ? t->cap_body : 1024;
-        while (cap < r->body_len + len)
-            cap *= 2;
-        unsigned char *grown = ust_realloc(r->body, cap);
+        unsigned char *grown =
+            ust_grow(r->body, &t->cap_body, r->body_len + len, 1024, 1);
         if (grown == NULL) {
             t->oom = 1;
             return 0;
         }
         r->body = grown;
-        t->cap_body = cap;
     }
     memcpy(r->body + r->body_len, buf, len);
     r->body_len += len;
@@ -239,16 +236,12 @@ static CURL *take_easy(ust_http_client *c)
 
 static void give_back(ust_http_client *c, CURL *e)
 {
-    if (c->n_idle == c->cap_idle) {
-        size_t cap = c->cap_idle ? c->cap_idle * 2 : 8;
-        CURL **grown = ust_realloc(c->idle, cap * sizeof(*grown));
-        if (grown == NULL) {
-            curl_easy_cleanup(e);
-            return;
-        }
-        c->idle = grown;
-        c->cap_idle = cap;
+    CURL **grown = ust_grow(c->idle, &c->cap_idle, c->n_idle + 1, 8, sizeof(*grown));
+    if (grown == NULL) {
+        curl_easy_cleanup(e);
+        return;
     }
+    c->idle = grown;
     c->idle[c->n_idle++] = e;
 }
 
