@@ -11,12 +11,7 @@
 # shown is the path (forwarded once, answered as it came, recorded), not a
 # finding.
 set -euo pipefail
-build=${1:-build}
-cd "$(dirname "$0")/.."
-bin=$build/src/understudy
-set -a
-. scenarios/demo.env
-set +a
+. "$(dirname "$0")/demo-env.sh"
 rm -rf var/demo-upstream-* reports/demo-upstream
 mkdir -p var
 

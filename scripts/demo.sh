@@ -3,12 +3,7 @@
 # hash-chained log, verify the chain, show what it holds, and replay it
 # through the legacy and the candidate plugins.
 set -euo pipefail
-build=${1:-build}
-cd "$(dirname "$0")/.."
-bin=$build/src/understudy
-set -a
-. scenarios/demo.env
-set +a
+. "$(dirname "$0")/demo-env.sh"
 rm -rf var/demo-events.db* var/demo-run.db*
 mkdir -p var
 echo "== import the sample traffic"

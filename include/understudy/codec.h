@@ -13,6 +13,8 @@ char *ust_base64_encode(const unsigned char *data, size_t len);
  * *out (ust_malloc, may be NULL when *out_len is 0). 0; UST_EPARSE; UST_ENOMEM. */
 int ust_base64_decode(const char *text, size_t text_len, unsigned char **out,
                       size_t *out_len);
+/* The value of one hexadecimal digit, either case, or -1 when c is none. */
+int ust_hex_digit(int c);
 
 /* 1 when data is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 int ust_utf8_valid(const unsigned char *data, size_t len);

@@ -56,4 +56,18 @@
     X(TEXT, idem_key, idem_key, idempotency_key, WIRE, NO_EXPORT, DERIVED)             \
     X(TEXT, tenant, tenant, tenant, WIRE, NO_EXPORT, DERIVED)
 
+/* What ust_event and ust_log_record both own among these: the TEXT strings,
+ * freed with ust_free (alloc.h) from the struct UST_EVENT_FIELDS_OWNER
+ * points to, defined where UST_EVENT_FIELDS(UST_EVENT_FREE_TEXT) is used.
+ * The route is each one's own business: an event borrows it from the
+ * config, a row holds its path. */
+#define UST_EVENT_FREE_TEXT_TEXT(p, m) ust_free((p)->m);
+#define UST_EVENT_FREE_TEXT_ROUTE(p, m)
+#define UST_EVENT_FREE_TEXT_SHA(p, m)
+#define UST_EVENT_FREE_TEXT_SIG(p, m)
+#define UST_EVENT_FREE_TEXT_AMOUNT(p, m)
+#define UST_EVENT_FREE_TEXT_CONFIG(p, m)
+#define UST_EVENT_FREE_TEXT(kind, m, column, wire, wire_at, export, source)            \
+    UST_EVENT_FREE_TEXT_##kind(UST_EVENT_FIELDS_OWNER, m)
+
 #endif

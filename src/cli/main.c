@@ -36,6 +36,16 @@ int ust_cli_usage(const char *text, int asked)
     return asked ? UST_EXIT_OK : UST_EXIT_USAGE;
 }
 
+/* Each command is handed its own argv: argv[0] is the command's name. */
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+} commands[] = {
+    {"log", ust_cli_log},   {"serve", ust_cli_serve}, {"replay", ust_cli_replay},
+    {"gen", ust_cli_gen},   {"drive", ust_cli_drive}, {"report", ust_cli_report},
+    {"gate", ust_cli_gate},
+};
+
 int main(int argc, char **argv)
 {
     /* Not a command: the host runs its isolated plugins so (host.h). */
@@ -47,20 +57,9 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
         strcmp(cmd, "help") == 0)
         return ust_cli_usage(usage, 1);
-    if (strcmp(cmd, "log") == 0)
-        return ust_cli_log(argc - 1, argv + 1);
-    if (strcmp(cmd, "serve") == 0)
-        return ust_cli_serve(argc - 1, argv + 1);
-    if (strcmp(cmd, "replay") == 0)
-        return ust_cli_replay(argc - 1, argv + 1);
-    if (strcmp(cmd, "gen") == 0)
-        return ust_cli_gen(argc - 1, argv + 1);
-    if (strcmp(cmd, "drive") == 0)
-        return ust_cli_drive(argc - 1, argv + 1);
-    if (strcmp(cmd, "report") == 0)
-        return ust_cli_report(argc - 1, argv + 1);
-    if (strcmp(cmd, "gate") == 0)
-        return ust_cli_gate(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "understudy: unknown command \"%s\"\n", cmd);
     return ust_cli_usage(usage, 0);
 }

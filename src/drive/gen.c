@@ -258,34 +258,27 @@ static void put(gen *g, size_t *len, const char *s, int escape)
     g->buf[*len] = '\0';
 }
 
-static const char *truth_class(int truth)
-{
-    switch (truth) {
-    case TRUTH_REJECTED_PAID:
-        return "payment_intent.succeeded: applied \xe2\x86\x92 rejected";
-    case TRUTH_REJECTED_REFUND:
-        return "charge.refunded: applied \xe2\x86\x92 rejected";
-    case TRUTH_FLAG:
-        return "payment_intent.succeeded: applied \xe2\x86\x92 applied";
-    case TRUTH_IN_PROGRESS:
-        return "/payments: applied \xe2\x86\x92 in_progress";
-    default:
-        return "/payments: duplicate \xe2\x86\x92 duplicate";
-    }
-}
+/* What each planted divergence is, by its truth: the class it lands in and
+ * the fields it differs in (NULL: those of an in_progress answer, which
+ * depend on whether Retry-After is compared). */
+static const struct {
+    const char *class_name, *fields;
+} truths[] = {
+    [TRUTH_REJECTED_PAID] = {"payment_intent.succeeded: applied \xe2\x86\x92 rejected",
+                             "[\"verdict\",\"state\"]"},
+    [TRUTH_REJECTED_REFUND] = {"charge.refunded: applied \xe2\x86\x92 rejected",
+                               "[\"verdict\",\"state\"]"},
+    [TRUTH_FLAG] = {"payment_intent.succeeded: applied \xe2\x86\x92 applied",
+                    "[\"flags\"]"},
+    [TRUTH_IN_PROGRESS] = {"/payments: applied \xe2\x86\x92 in_progress", NULL},
+    [TRUTH_REPLAYED] = {"/payments: duplicate \xe2\x86\x92 duplicate",
+                        "[\"header:idempotent-replayed\"]"},
+};
 
 static void write_truth(gen *g, int64_t seq, int truth)
 {
-    const char *fields;
-    switch (truth) {
-    case TRUTH_REJECTED_PAID:
-    case TRUTH_REJECTED_REFUND:
-        fields = "[\"verdict\",\"state\"]";
-        break;
-    case TRUTH_FLAG:
-        fields = "[\"flags\"]";
-        break;
-    case TRUTH_IN_PROGRESS:
+    const char *fields = truths[truth].fields;
+    if (truth == TRUTH_IN_PROGRESS)
         fields = g->compares_retry_after
                      ? "[\"verdict\",\"status\",\"header:retry-after\",\"body/amount\","
                        "\"body/currency\",\"body/error\",\"body/order_id\",\"body/"
@@ -294,13 +287,8 @@ static void write_truth(gen *g, int64_t seq, int truth)
                      : "[\"verdict\",\"status\",\"body/amount\",\"body/"
                        "currency\",\"body/error\","
                        "\"body/order_id\",\"body/payment_id\",\"state\"]";
-        break;
-    default:
-        fields = "[\"header:idempotent-replayed\"]";
-        break;
-    }
     fprintf(g->o->truth, "{\"seq\":%lld,\"class\":\"%s\",\"fields\":%s}\n",
-            (long long)seq, truth_class(truth), fields);
+            (long long)seq, truths[truth].class_name, fields);
 }
 
 /* Appends the signature header(s) of body, made by the route's scheme, as

@@ -276,6 +276,28 @@ static int take_object(vctx *c, json_t *obj, const char *key, json_t **out)
     return 0;
 }
 
+/* take_object with key pushed on the path whether or not it is there, for
+ * the blocks that must be checked when absent too; *mark pops it. */
+static int take_block(vctx *c, json_t *obj, const char *key, json_t **out, size_t *mark)
+{
+    int rc = take_object(c, obj, key, out);
+    if (rc == 0)
+        *mark = push_key(c, key);
+    return rc;
+}
+
+/* An optional block: nothing pushed when absent (0, *out NULL); present, key
+ * is pushed (*mark pops it) and its keys must be among k. */
+static int open_block(vctx *c, json_t *obj, const char *key, keys k, json_t **out,
+                      size_t *mark)
+{
+    int rc = take_object(c, obj, key, out);
+    if (rc != 0 || *out == NULL)
+        return rc;
+    *mark = push_key(c, key);
+    return check_keys(c, *out, k);
+}
+
 /* An array of strings each passing check; *out NULL-terminated. */
 static int take_string_array(vctx *c, json_t *obj, const char *key, int need_items,
                              const char *what_array, const char *what_item,
@@ -319,10 +341,10 @@ static const char *const signature_keys[] = {"scheme", "secret_env", "tolerance_
 static int parse_signature(vctx *c, json_t *route, ust_route *r)
 {
     json_t *sig;
-    int rc = take_object(c, route, "signature", &sig);
+    size_t mark;
+    int rc = take_block(c, route, "signature", &sig, &mark);
     if (rc != 0)
         return rc;
-    size_t mark = push_key(c, "signature");
     if (sig == NULL) {
         if (r->kind == UST_ROUTE_WEBHOOK)
             return bad(c, "a signature block (or {\"scheme\": \"none\"} for an "
@@ -420,12 +442,10 @@ static int parse_fields(vctx *c, json_t *route, ust_route *r)
 static int parse_status(vctx *c, json_t *route, ust_route *r)
 {
     json_t *status;
-    int rc = take_object(c, route, "status", &status);
-    if (rc != 0 || status == NULL)
-        return rc;
     static const char *const status_keys[] = {"from", "map"};
-    size_t mark = push_key(c, "status");
-    if ((rc = check_keys(c, status, KEYS(status_keys))) != 0)
+    size_t mark;
+    int rc = open_block(c, route, "status", KEYS(status_keys), &status, &mark);
+    if (rc != 0 || status == NULL)
         return rc;
     rc = take_string(c, status, "from", 1, WHAT_SOURCE, ust__source_valid,
                      &r->status_from);
@@ -490,12 +510,10 @@ static int parse_sample(vctx *c, json_t *route, ust_route *r)
 {
     json_t *sample;
     r->sample_bp = 10000;
-    int rc = take_object(c, route, "sample", &sample);
-    if (rc != 0 || sample == NULL)
-        return rc;
     static const char *const sample_keys[] = {"percent"};
-    size_t mark = push_key(c, "sample");
-    if ((rc = check_keys(c, sample, KEYS(sample_keys))) != 0)
+    size_t mark;
+    int rc = open_block(c, route, "sample", KEYS(sample_keys), &sample, &mark);
+    if (rc != 0 || sample == NULL)
         return rc;
     json_t *v = json_object_get(sample, "percent");
     push_key(c, "percent");
@@ -716,13 +734,12 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
 static int parse_compare(vctx *c, json_t *root, ust_config *cfg)
 {
     json_t *compare;
-    int rc = take_object(c, root, "compare", &compare);
+    static const char *const compare_keys[] = {"ignore", "headers"};
+    size_t mark;
+    int rc = open_block(c, root, "compare", KEYS(compare_keys), &compare, &mark);
     if (rc != 0 || compare == NULL)
         return rc;
-    static const char *const compare_keys[] = {"ignore", "headers"};
-    size_t mark = push_key(c, "compare");
-    if ((rc = check_keys(c, compare, KEYS(compare_keys))) != 0 ||
-        (rc = take_string_array(c, compare, "ignore", 0, "an array of JSON Pointers",
+    if ((rc = take_string_array(c, compare, "ignore", 0, "an array of JSON Pointers",
                                 "a JSON Pointer (\"\" or starting with /)",
                                 ust__pointer_valid, &cfg->compare_ignore,
                                 &cfg->n_compare_ignore)) != 0 ||
@@ -750,13 +767,12 @@ static int take_duration(vctx *c, json_t *obj, const char *key, int64_t *out)
 static int parse_retention(vctx *c, json_t *root, ust_config *cfg)
 {
     json_t *retention;
-    int rc = take_object(c, root, "retention", &retention);
-    if (rc != 0 || retention == NULL)
-        return rc;
     static const char *const retention_keys[] = {"keep", "every"};
-    size_t mark = push_key(c, "retention");
-    cfg->retention.every_us = DEFAULT_RETENTION_EVERY_US;
-    if ((rc = check_keys(c, retention, KEYS(retention_keys))) != 0)
+    size_t mark;
+    int rc = open_block(c, root, "retention", KEYS(retention_keys), &retention, &mark);
+    if (retention != NULL)
+        cfg->retention.every_us = DEFAULT_RETENTION_EVERY_US;
+    if (rc != 0 || retention == NULL)
         return rc;
     /* No default for keep: how long evidence stays is the operator's call. */
     if (json_object_get(retention, "keep") == NULL) {
@@ -775,14 +791,13 @@ static int parse_retention(vctx *c, json_t *root, ust_config *cfg)
 static int parse_health(vctx *c, json_t *root, ust_config *cfg)
 {
     json_t *health;
-    int rc = take_object(c, root, "health", &health);
+    static const char *const health_keys[] = {"max_lag_s"};
+    size_t mark;
+    int rc = open_block(c, root, "health", KEYS(health_keys), &health, &mark);
     cfg->health.max_lag_s = DEFAULT_HEALTH_MAX_LAG_S;
     if (rc != 0 || health == NULL)
         return rc;
-    static const char *const health_keys[] = {"max_lag_s"};
-    size_t mark = push_key(c, "health");
-    if ((rc = check_keys(c, health, KEYS(health_keys))) != 0 ||
-        (rc = take_posint(c, health, "max_lag_s", DEFAULT_HEALTH_MAX_LAG_S,
+    if ((rc = take_posint(c, health, "max_lag_s", DEFAULT_HEALTH_MAX_LAG_S,
                           &cfg->health.max_lag_s)) != 0)
         return rc;
     if (cfg->health.max_lag_s > MAX_HEALTH_MAX_LAG_S) { /* µs of it fit an int64 */
@@ -822,10 +837,10 @@ static const char *const default_masked[] = {"Authorization", "Cookie",
 static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
 {
     json_t *capture;
-    int rc = take_object(c, root, "capture", &capture);
+    size_t mark;
+    int rc = take_block(c, root, "capture", &capture, &mark);
     if (rc != 0)
         return rc;
-    size_t mark = push_key(c, "capture");
     static const char *const capture_keys[] = {"mask_headers", "mask_key_env"};
     if (capture != NULL &&
         ((rc = check_keys(c, capture, KEYS(capture_keys))) != 0 ||

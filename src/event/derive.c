@@ -215,20 +215,13 @@ int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned 
     return 0;
 }
 
-/* Frees a derived field the event owns (its strings; the route is the
- * config's). */
-#define FREE_TEXT(m) ust_free(ev->m);
-#define FREE_ROUTE(m)
-#define FREE_SHA(m)
-#define FREE_SIG(m)
-#define FREE_AMOUNT(m)
-#define FREE_CONFIG(m)
-#define FREE(kind, m, column, wire, wire_at, export, source) FREE_##kind(m)
-
+/* Frees the event's strings; the route is the config's. */
 void ust_event_clear(ust_event *ev)
 {
     if (ev == NULL)
         return;
-    UST_EVENT_FIELDS(FREE)
+#define UST_EVENT_FIELDS_OWNER ev
+    UST_EVENT_FIELDS(UST_EVENT_FREE_TEXT)
+#undef UST_EVENT_FIELDS_OWNER
     memset(ev, 0, sizeof(*ev));
 }

@@ -11,22 +11,16 @@ struct ust_log_cursor {
     sqlite3_stmt *st;
 };
 
-/* Frees a derived field the row owns (its strings). */
-#define FREE_TEXT(m) ust_free(rec->m);
-#define FREE_ROUTE(m) ust_free(rec->m);
-#define FREE_SHA(m)
-#define FREE_SIG(m)
-#define FREE_AMOUNT(m)
-#define FREE_CONFIG(m)
-#define FREE(kind, m, column, wire, wire_at, export, source) FREE_##kind(m)
-
 void ust_log_record_clear(ust_log_record *rec)
 {
     if (rec == NULL)
         return;
     ust_request_clear(&rec->req);
     ust_response_clear(&rec->response);
-    UST_EVENT_FIELDS(FREE)
+#define UST_EVENT_FIELDS_OWNER rec
+    UST_EVENT_FIELDS(UST_EVENT_FREE_TEXT)
+#undef UST_EVENT_FIELDS_OWNER
+    ust_free(rec->route); /* a row owns its route's path, unlike an event */
     ust_response_clear(&rec->response);
     memset(rec, 0, sizeof(*rec));
 }

@@ -199,19 +199,9 @@ static void write_classes(FILE *f, const ust__report_model *m)
         fputs("</td><td>", f);
         when(f, c->last_at);
         fputs("</td><td>", f);
-        if (c->accepted != NULL) {
-            fputs("<span class=ok>accepted</span>: ", f);
-            esc(f, c->accepted->reason);
-            fputs(" (", f);
-            esc(f, c->accepted->owner);
-            if (c->accepted->date) {
-                fputs(", ", f);
-                esc(f, c->accepted->date);
-            }
-            fputs(")", f);
-        } else {
-            fputs("<span class=open>open</span>", f);
-        }
+        ust__report_put_triage(
+            f, c->accepted, html_entity,
+            "<span class=ok>accepted</span>: ", "<span class=open>open</span>", 1);
         fputs("</td></tr>", f);
     }
     fputs("</table>", f);
@@ -297,13 +287,8 @@ static void write_stale(FILE *f, const ust__report_model *m)
     if (m->gate.n_stale == 0)
         return;
     fputs("<p>stale triage entries (they accept no class of this run):</p><ul>", f);
-    for (size_t i = 0; i < m->gate.n_stale; i++) {
-        fputs("<li><code>", f);
-        esc(f, m->gate.stale[i]->class_glob);
-        fputs("</code> (", f);
-        esc(f, m->gate.stale[i]->owner);
-        fputs(")</li>", f);
-    }
+    ust__report_put_stale(f, &m->gate, html_entity, "<li><code>", "</code> (",
+                          ")</li>");
     fputs("</ul>", f);
 }
 

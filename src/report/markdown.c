@@ -82,28 +82,15 @@ int ust__report_write_markdown(const ust__report_model *m, const char *path, cha
         cell(f, fs);
         ust_free(fs);
         fputs(" | ", f);
-        if (c->accepted) {
-            fputs("accepted: ", f);
-            cell(f, c->accepted->reason);
-            fputs(" (", f);
-            cell(f, c->accepted->owner);
-            fputs(")", f);
-        } else {
-            fputs("**open**", f);
-        }
+        ust__report_put_triage(f, c->accepted, cell_escape, "accepted: ", "**open**",
+                               0);
         fputs(" |\n", f);
     }
     if (m->gate.n_stale > 0)
         fputs("\n## Stale triage entries\n\nThey accept no class of this run.\n\n"
               "| class | owner |\n|---|---|\n",
               f);
-    for (size_t i = 0; i < m->gate.n_stale; i++) {
-        fputs("| ", f);
-        cell(f, m->gate.stale[i]->class_glob);
-        fputs(" | ", f);
-        cell(f, m->gate.stale[i]->owner);
-        fputs(" |\n", f);
-    }
+    ust__report_put_stale(f, &m->gate, cell_escape, "| ", " | ", " |\n");
     if (m->n_classes > m->n_detailed)
         fprintf(f, "\n%zu more classes: see divergences.jsonl.\n",
                 m->n_classes - m->n_detailed);

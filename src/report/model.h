@@ -85,6 +85,18 @@ void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
 /* How HTML and Markdown show a bidi control: visible, and inert. */
 #define UST__REPORT_BIDI_VISIBLE "{U+%04X}"
 
+/* A class's triage as both reports tell it: open_label when nothing accepted
+ * it, else accepted_label, the reason and "(owner)" ("(owner, date)" with
+ * with_date and a date), each text escaped through replace. */
+void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
+                            const char *const *replace, const char *accepted_label,
+                            const char *open_label, int with_date);
+/* Each stale triage entry of the gate: before, its class glob, between, its
+ * owner, after (the texts escaped through replace). */
+void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
+                           const char *const *replace, const char *before,
+                           const char *between, const char *after);
+
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,
                                char **err);

@@ -90,6 +90,40 @@ void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
         fwrite(run, 1, (size_t)(s - run), f);
 }
 
+void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
+                            const char *const *replace, const char *accepted_label,
+                            const char *open_label, int with_date)
+{
+    if (accepted == NULL) {
+        fputs(open_label, f);
+        return;
+    }
+    fputs(accepted_label, f);
+    ust__report_put_escaped(f, accepted->reason, replace, UST__REPORT_BIDI_VISIBLE);
+    fputs(" (", f);
+    ust__report_put_escaped(f, accepted->owner, replace, UST__REPORT_BIDI_VISIBLE);
+    if (with_date && accepted->date) {
+        fputs(", ", f);
+        ust__report_put_escaped(f, accepted->date, replace, UST__REPORT_BIDI_VISIBLE);
+    }
+    fputs(")", f);
+}
+
+void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
+                           const char *const *replace, const char *before,
+                           const char *between, const char *after)
+{
+    for (size_t i = 0; i < gate->n_stale; i++) {
+        fputs(before, f);
+        ust__report_put_escaped(f, gate->stale[i]->class_glob, replace,
+                                UST__REPORT_BIDI_VISIBLE);
+        fputs(between, f);
+        ust__report_put_escaped(f, gate->stale[i]->owner, replace,
+                                UST__REPORT_BIDI_VISIBLE);
+        fputs(after, f);
+    }
+}
+
 int ust_report_write(const ust_report_opts *o, char **err)
 {
     if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)

@@ -1,4 +1,5 @@
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/sig.h>
 
@@ -348,25 +349,14 @@ int ust__sig_expired(const ust_sig_params *p, const ust_request *req, int64_t t)
     return d > tol;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int ust__sig_hex_decode_mac(const char *s, size_t len,
                             unsigned char out[UST__SIG_MAC_LEN])
 {
     if (len != 2 * UST__SIG_MAC_LEN)
         return UST_EPARSE;
     for (size_t i = 0; i < UST__SIG_MAC_LEN; i++) {
-        int hi = hex_value(s[2 * i]);
-        int lo = hex_value(s[2 * i + 1]);
+        int hi = ust_hex_digit((unsigned char)s[2 * i]);
+        int lo = ust_hex_digit((unsigned char)s[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return UST_EPARSE;
         out[i] = (unsigned char)(hi << 4 | lo);

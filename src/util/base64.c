@@ -24,19 +24,24 @@ char *ust_base64_encode(const unsigned char *data, size_t len)
     return out;
 }
 
+/* A digit's value is its place in its alphabet: one lookup serves both the
+ * base64 and the hex digits. */
+static int alphabet_index(const char *alphabet, size_t n, int c)
+{
+    const char *at = c == 0 ? NULL : memchr(alphabet, c, n);
+    return at == NULL ? -1 : (int)(at - alphabet);
+}
+
 static int b64_value(unsigned char c)
 {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
+    return alphabet_index(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 64, c);
+}
+
+int ust_hex_digit(int c)
+{
+    int v = alphabet_index("0123456789abcdef", 16, c);
+    return v >= 0 ? v : alphabet_index("0123456789ABCDEF", 16, c);
 }
 
 int ust_base64_decode(const char *text, size_t text_len, unsigned char **out,

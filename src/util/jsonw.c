@@ -96,33 +96,22 @@ int ust_json_write_string(const char *str, size_t len,
         if (i > run && out(str + run, i - run, data) != 0)
             return -1;
         run = i + 1;
+        /* The escapes JSON has a letter for, each beside its byte; any other
+         * control byte goes out as \u00XX. */
+        static const char named[] = "\"\"\\\\\bb\ff\nn\rr\tt";
         char esc[6] = {'\\', (char)c, 0, 0, 0, 0};
         size_t n = 2;
-        switch (c) {
-        case '"':
-        case '\\':
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
+        const char *hit = NULL;
+        for (size_t k = 0; k + 1 < sizeof(named) && hit == NULL; k += 2)
+            if ((unsigned char)named[k] == c)
+                hit = named + k;
+        if (hit != NULL) {
+            esc[1] = hit[1];
+        } else {
             memcpy(esc + 1, "u00", 3);
             esc[4] = hex[c >> 4];
             esc[5] = hex[c & 15];
             n = 6;
-            break;
         }
         if (out(esc, n, data) != 0)
             return -1;

@@ -7,6 +7,7 @@ set -euo pipefail
 build=${1:-build}
 secs=${2:-10}
 cd "$(dirname "$0")/../.."
+. tests/bench/wrk-lib.sh
 for tool in wrk nginx openssl; do
   command -v $tool >/dev/null || { echo "needs $tool: apt-get install wrk nginx-light" >&2; exit 2; }
 done
@@ -17,33 +18,15 @@ secret=whsec_bench_recorder
 export UNDERSTUDY_STRIPE_SECRET=$secret UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 
 # nginx: one worker, answering 200 without reading further.
-mkdir -p "$dir/nginx"
-cat > "$dir/nginx.conf" <<CONF
-worker_processes 1; daemon on; pid $dir/nginx.pid; error_log $dir/nginx/error.log;
-events { worker_connections 1024; }
-http { access_log off; client_body_temp_path $dir/nginx; proxy_temp_path $dir/nginx;
-  fastcgi_temp_path $dir/nginx; uwsgi_temp_path $dir/nginx; scgi_temp_path $dir/nginx;
-  server { listen 127.0.0.1:18481; location / { return 200 "ok"; } } }
-CONF
-nginx -c "$dir/nginx.conf" -e "$dir/nginx/error.log"
+nginx_start "$dir" 'server { listen 127.0.0.1:18481; location / { return 200 "ok"; } }'
 
 # understudy: the demo routes, a fresh log on this disk.
 ./"$build"/src/understudy serve --config scenarios/demo.config.json --listen 127.0.0.1:18482 \
   --log "$dir/events.db" --run "${RUN_DB:-$dir/run.db}" 2> "$dir/serve.log" &
 srv=$!
-for _ in $(seq 50); do grep -q listening "$dir/serve.log" && break; sleep 0.1; done
+wait_listening "$dir/serve.log"
 
-# One 1 KiB signed callback, signed now (valid for the tolerance, 300 s).
-pad=$(head -c 760 /dev/zero | tr '\0' 'x')
-body="{\"id\":\"evt_bench\",\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_bench\",\"amount\":4200,\"currency\":\"eur\",\"metadata\":{\"order_id\":\"order_bench\"},\"description\":\"$pad\"}}}"
-t=$(date +%s)
-sig=$(printf '%s' "$t.$body" | openssl dgst -sha256 -hmac "$secret" -hex | sed 's/.* //')
-cat > "$dir/post.lua" <<LUA
-wrk.method = "POST"
-wrk.body = [[$body]]
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Stripe-Signature"] = "t=$t,v1=$sig"
-LUA
+signed_post "$dir" "$secret"
 
 run() { # name url connections
   wrk -t2 -c"$3" -d"${secs}s" --latency -s "$dir/post.lua" "$2" > "$dir/$1.txt"

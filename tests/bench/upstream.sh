@@ -10,6 +10,7 @@ set -euo pipefail
 build=${1:-build}
 secs=${2:-10}
 cd "$(dirname "$0")/../.."
+. tests/bench/wrk-lib.sh
 for tool in wrk nginx openssl jq; do
   command -v $tool >/dev/null || { echo "needs $tool: apt-get install wrk nginx-light jq" >&2; exit 2; }
 done
@@ -21,16 +22,8 @@ secret=whsec_bench_upstream
 export UNDERSTUDY_STRIPE_SECRET=$secret UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 
 # The service: nginx, one worker, answering 200 with a small JSON body.
-mkdir -p "$dir/nginx"
-cat > "$dir/nginx.conf" <<CONF
-worker_processes 1; daemon on; pid $dir/nginx.pid; error_log $dir/nginx/error.log;
-events { worker_connections 1024; }
-http { access_log off; client_body_temp_path $dir/nginx; proxy_temp_path $dir/nginx;
-  fastcgi_temp_path $dir/nginx; uwsgi_temp_path $dir/nginx; scgi_temp_path $dir/nginx;
-  server { listen 127.0.0.1:18491; location / { default_type application/json;
-    return 200 '{"ok":true}'; } } }
-CONF
-nginx -c "$dir/nginx.conf" -e "$dir/nginx/error.log"
+nginx_start "$dir" "server { listen 127.0.0.1:18491; location / { default_type application/json;
+    return 200 '{\"ok\":true}'; } }"
 
 # understudy in front of it: the demo routes, the legacy production's
 # handler at the service's url, the reference candidate in shadow.
@@ -40,23 +33,14 @@ jq --arg c "$candidate" '.plugins.legacy = {"url": "http://127.0.0.1:18491", "ti
 ./"$build"/src/understudy serve --config "$dir/config.json" --listen 127.0.0.1:18492 \
   --log "$dir/events.db" --run "$dir/run.db" --respond upstream 2> "$dir/serve.log" &
 srv=$!
-for _ in $(seq 50); do grep -q listening "$dir/serve.log" && break; sleep 0.1; done
+wait_listening "$dir/serve.log"
 grep -q listening "$dir/serve.log" || { cat "$dir/serve.log" >&2; exit 1; }
 ./"$build"/src/understudy serve --config "$dir/config.json" --listen 127.0.0.1:18494 \
   --admin-listen 127.0.0.1:18495 --log "$dir/ack-events.db" 2> "$dir/ack.log" &
 ack=$!
-for _ in $(seq 50); do grep -q listening "$dir/ack.log" && break; sleep 0.1; done
+wait_listening "$dir/ack.log"
 
-pad=$(head -c 760 /dev/zero | tr '\0' 'x')
-body="{\"id\":\"evt_bench\",\"type\":\"payment_intent.succeeded\",\"data\":{\"object\":{\"id\":\"pi_bench\",\"amount\":4200,\"currency\":\"eur\",\"metadata\":{\"order_id\":\"order_bench\"},\"description\":\"$pad\"}}}"
-t=$(date +%s)
-sig=$(printf '%s' "$t.$body" | openssl dgst -sha256 -hmac "$secret" -hex | sed 's/.* //')
-cat > "$dir/post.lua" <<LUA
-wrk.method = "POST"
-wrk.body = [[$body]]
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Stripe-Signature"] = "t=$t,v1=$sig"
-LUA
+signed_post "$dir" "$secret"
 
 ms() { # wrk's "123.45us" / "1.23ms" / "1.02s" -> ms
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0;

@@ -37,27 +37,31 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+
+def webhook(provider, event_id, obj, payment, order, status_from, status_map=None):
+    """A webhook route of demo.config.json: the event's id at event_id, the
+    payment's id, amount and currency in the object at obj, its order at
+    order (both within obj), its status from status_from, mapped through
+    status_map where the provider names statuses its own way."""
+    route = {"kind": "webhook", "provider": provider,
+             "fields": {"event_id": event_id, "transaction_id": obj + payment,
+                        "amount": obj + "/amount", "currency": obj + "/currency",
+                        "intent": obj + order},
+             "status_from": status_from}
+    if status_map:
+        route["status_map"] = status_map
+    return route
+
+
 # What scenarios/demo.config.json's routes derive from a request: a JSON
 # Pointer into the body, or "header:NAME".
 ROUTES = {
-    "/webhooks/stripe": {
-        "kind": "webhook", "provider": "stripe",
-        "fields": {"event_id": "/id", "transaction_id": "/data/object/id",
-                   "amount": "/data/object/amount", "currency": "/data/object/currency",
-                   "intent": "/data/object/metadata/order_id"},
-        "status_from": "/type",
-        "status_map": {"payment_intent.created": "pending",
-                       "payment_intent.succeeded": "paid",
-                       "payment_intent.canceled": "cancelled",
-                       "charge.refunded": "refunded"},
-    },
-    "/webhooks/standard": {
-        "kind": "webhook", "provider": "acme",
-        "fields": {"event_id": "header:webhook-id", "transaction_id": "/data/payment_id",
-                   "amount": "/data/amount", "currency": "/data/currency",
-                   "intent": "/data/order_id"},
-        "status_from": "/data/status",
-    },
+    "/webhooks/stripe": webhook(
+        "stripe", "/id", "/data/object", "/id", "/metadata/order_id", "/type",
+        {"payment_intent.created": "pending", "payment_intent.succeeded": "paid",
+         "payment_intent.canceled": "cancelled", "charge.refunded": "refunded"}),
+    "/webhooks/standard": webhook(
+        "acme", "header:webhook-id", "/data", "/payment_id", "/order_id", "/data/status"),
     "/payments": {
         "kind": "api", "provider": "api",
         "fields": {"amount": "/amount", "currency": "/currency", "intent": "/order_id"},
