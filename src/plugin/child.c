@@ -751,8 +751,6 @@ static void child_decide(void *impl, const ust_event *ev, const ust_request *req
  * restarted, after a back-off counted in events. */
 const ust__plugin_kind ust__plugin_kind_child = {
     UST__PLUGIN_KIND_REQUIRED(child),
-    .batch_start = child_batch_start,
-    .batch_finish = child_batch_finish,
-    .discard = child_discard,
+    UST__PLUGIN_KIND_BATCHED(child),
     .down = child_down,
 };

@@ -67,6 +67,12 @@ typedef struct ust__plugin_kind {
     .version = prefix##_version, .wants_raw_request = prefix##_wants_raw_request,      \
     .decide = prefix##_decide
 
+/* A kind that decides a batch while the caller works has all three of
+ * <prefix>_batch_start, <prefix>_batch_finish and <prefix>_discard. */
+#define UST__PLUGIN_KIND_BATCHED(prefix)                                               \
+    .batch_start = prefix##_batch_start, .batch_finish = prefix##_batch_finish,        \
+    .discard = prefix##_discard
+
 /* A .so in the host's process (loader.c). */
 extern const ust__plugin_kind ust__plugin_kind_inproc;
 /* A child process on the protocol: exec, or an isolated .so (child.c). */

@@ -590,13 +590,8 @@ static void url_discard(void *impl)
     }
 }
 
-/* Off: clang-format would set this table in columns, the macro as a cell. */
-/* clang-format off */
 const ust__plugin_kind ust__plugin_kind_url = {
     UST__PLUGIN_KIND_REQUIRED(url),
-    .batch_start = url_batch_start,
-    .batch_finish = url_batch_finish,
-    .discard = url_discard,
+    UST__PLUGIN_KIND_BATCHED(url),
     .journaled = url_journaled,
 };
-/* clang-format on */
