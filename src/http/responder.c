@@ -45,7 +45,7 @@ static int forward(ust__responder *rp, const ust_log_record *rec, ust__job *job,
     int rc = res ? ust__upstream_forward(rp->upstream, rec, res, d) : UST_ENOMEM;
     if (rc == 0 && res->failure == 0)
         rc = ust_answers_put_response(rp->answers, rec->seq, res->status, res->headers,
-                                       res->n_headers, res->body, res->body_len, err);
+                                      res->n_headers, res->body, res->body_len, err);
     return rc;
 }
 
@@ -216,6 +216,11 @@ int ust__responder_start(const ust__responder_opts *o, ust__responder **out, cha
                       o->legacy_path);
     else if (rc == 0 && o->upstream)
         rc = ust__upstream_open(pc, o->cfg->file, &rp->upstream, err);
+    else if (rc == 0 && pc->recorded && o->legacy_path == NULL)
+        rc = ust_errf(err, UST_EINVAL,
+                      "--respond legacy: a recorded legacy decides with answers a log"
+                      " holds, which a live request has none of: give plugins.legacy a"
+                      " path or exec, or use --respond upstream with its url");
     else if (rc == 0 && !ust_plugin_configured(pc, o->legacy_path))
         rc = ust_errf(err, UST_EINVAL,
                       "--respond legacy: no legacy plugin (plugins.legacy)");

@@ -586,6 +586,18 @@ static void test_upstream_needs_a_url(void **state)
     assert_int_equal(ust_test_run_cli(w->sw->dir, with, &out), 2);
     assert_non_null(strstr(out, "drop --legacy"));
     free(out);
+    /* Recorded answers cannot answer live requests: refused, not an error
+     * decision for every request. */
+    snprintf(args, sizeof(args),
+             "serve --config '%s' --listen 127.0.0.1:0 --log '%s' --run '%s'"
+             " --respond legacy",
+             w->sw->cfg, w->sw->log, w->sw->run);
+    server_write_config_with(w->sw->cfg,
+                             server_plugins(json_pack("{s:b}", "recorded", 1), NULL));
+    assert_int_equal(ust_test_run_cli(w->sw->dir, args, &out), 2);
+    if (strstr(out, "a recorded legacy decides with answers a log holds") == NULL)
+        fail_msg("unexpected output: %s", out);
+    free(out);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
