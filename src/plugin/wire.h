@@ -65,6 +65,7 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo 
 const char *ust__owned_header(const char *n);
 /* Makes d (cleared first) an error decision with that status and the cause
  * "why: detail" (or why alone when detail is NULL); decision.c. */
-void ust__decision_error(ust_decision *d, int status, const char *why, const char *detail);
+void ust__decision_error(ust_decision *d, int status, const char *why,
+                         const char *detail);
 
 #endif

@@ -16,10 +16,18 @@ static const char schema[] =
     "INSERT OR IGNORE INTO cursor(id, last_seq) VALUES(1, 0);"
     "CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY,"
     " entity TEXT" UST__DECISION_COLUMN_DEFS_NOT_NULL() ");"
-    /* --respond upstream: the service's answer as it came, beside the
-     * decision read from it (headers packed "name\0value\0", as the log's). */
-    "CREATE TABLE IF NOT EXISTS responses(seq INTEGER PRIMARY KEY,"
-    " status INTEGER NOT NULL, headers BLOB NOT NULL, body BLOB NOT NULL);";
+                                                        /* --respond upstream: the
+                                                         * service's answer as it came,
+                                                         * beside the decision read from
+                                                         * it (headers packed
+                                                         * "name\0value\0", as the
+                                                         * log's). */
+                                                        "CREATE TABLE IF NOT EXISTS "
+                                                        "responses(seq INTEGER PRIMARY "
+                                                        "KEY,"
+                                                        " status INTEGER NOT NULL, "
+                                                        "headers BLOB NOT NULL, body "
+                                                        "BLOB NOT NULL);";
 
 int ust__answers_open(const char *path, int readonly, sqlite3 **db, char **err)
 {
@@ -112,8 +120,8 @@ int ust_answers_put(ust_answers *a, int64_t seq, const char *entity,
 }
 
 int ust_answers_put_response(ust_answers *a, int64_t seq, int status,
-                              const ust_header *headers, size_t n_headers,
-                              const unsigned char *body, size_t body_len, char **err)
+                             const ust_header *headers, size_t n_headers,
+                             const unsigned char *body, size_t body_len, char **err)
 {
     size_t len = 0;
     for (size_t i = 0; i < n_headers; i++)
