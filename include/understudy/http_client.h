@@ -57,6 +57,11 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
 
 void ust_http_result_clear(ust_http_result *r); /* NULL is a no-op */
 
+/* 1 when name is a hop-by-hop header among headers (a request's or an
+ * answer's): Connection, Keep-Alive, Proxy-*, TE, Trailer,
+ * Transfer-Encoding, Upgrade, Content-Length (the framing, each hop's own),
+ * or a name any Connection header of them lists. */
+int ust_http_hop_by_hop(const ust_header *headers, size_t n, const char *name);
 /* The headers of an original request as forwarded: hop-by-hop ones
  * (Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade,
  * and those Connection names) and Content-Length dropped, Host replaced by

@@ -775,7 +775,7 @@ static void answer_as_it_came(ust__slot *slot, const ust_http_result *res)
         return; /* no response: flush closes the connection */
     fprintf(f, "HTTP/1.1 %d %s\r\n", res->status, reason_phrase(res->status));
     for (size_t i = 0; i < res->n_headers; i++)
-        if (!ust__upstream_hop_by_hop(res, res->headers[i].name))
+        if (!ust_http_hop_by_hop(res->headers, res->n_headers, res->headers[i].name))
             fprintf(f, "%s: %s\r\n", res->headers[i].name, res->headers[i].value);
     if (!bodiless)
         fprintf(f, "Content-Length: %zu\r\n", res->body_len);

@@ -136,42 +136,6 @@ int ust__upstream_unknown(ust_decision *d)
     return d->error ? 0 : UST_ENOMEM;
 }
 
-/* 1 when the comma separated list names name (any case). */
-static int lists(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; *p != '\0';) {
-        p += strspn(p, " \t,");
-        size_t len = strcspn(p, " \t,");
-        if (len == n && strncasecmp(p, name, n) == 0)
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
-int ust__upstream_hop_by_hop(const ust_http_result *res, const char *name)
-{
-    static const char *const hop[] = {"Connection",
-                                      "Keep-Alive",
-                                      "Proxy-Connection",
-                                      "TE",
-                                      "Trailer",
-                                      "Transfer-Encoding",
-                                      "Upgrade",
-                                      "Content-Length",
-                                      "Proxy-Authenticate",
-                                      "Proxy-Authorization"};
-    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-        if (strcasecmp(name, hop[i]) == 0)
-            return 1;
-    for (size_t i = 0; i < res->n_headers; i++)
-        if (strcasecmp(res->headers[i].name, "Connection") == 0 &&
-            lists(res->headers[i].value, name))
-            return 1;
-    return 0;
-}
-
 char *ust__upstream_failure_body(const ust_http_result *res, int *status)
 {
     *status = res->failure == UST_ETIMEOUT ? 504 : 502;

@@ -35,11 +35,6 @@ int ust__upstream_forward(ust__upstream *u, const ust_log_record *rec,
  * service. 0 or UST_ENOMEM. */
 int ust__upstream_unknown(ust_decision *d);
 
-/* 1 when the answer's header named name is not passed to the caller: a
- * hop-by-hop one (RFC 9110 7.6.1), one the answer's Connection names, or
- * the framing the recorder writes itself (Content-Length). */
-int ust__upstream_hop_by_hop(const ust_http_result *res, const char *name);
-
 /* The body of the recorder's own answer when the service gave none: 502 or
  * 504 (*status) and {"error": ..., "cause": ...} (ust_malloc'd; NULL when
  * out of memory). */

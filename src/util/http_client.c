@@ -427,7 +427,24 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
     return rc;
 }
 
-static int is_hop_by_hop(const char *name, const char *connection)
+/* 1 when the comma separated list names name (any case). */
+static int listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; len > 0 && *p != '\0';) {
+        while (*p == ',' || is_ows(*p))
+            p++;
+        const char *e = p;
+        while (*e != '\0' && *e != ',' && !is_ows(*e))
+            e++;
+        if ((size_t)(e - p) == len && strncasecmp(p, name, len) == 0)
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+int ust_http_hop_by_hop(const ust_header *headers, size_t n, const char *name)
 {
     static const char *const names[] = {"Connection",    "Keep-Alive",        "TE",
                                         "Trailer",       "Transfer-Encoding", "Upgrade",
@@ -437,18 +454,11 @@ static int is_hop_by_hop(const char *name, const char *connection)
             return 1;
     if (strncasecmp(name, "Proxy-", 6) == 0)
         return 1;
-    /* The names Connection lists are this hop's own. */
-    size_t len = strlen(name);
-    for (const char *p = connection; p != NULL && *p != '\0';) {
-        while (*p == ',' || is_ows(*p))
-            p++;
-        const char *e = p;
-        while (*e != '\0' && *e != ',' && !is_ows(*e))
-            e++;
-        if ((size_t)(e - p) == len && len > 0 && strncasecmp(p, name, len) == 0)
+    /* The names any Connection header lists are this hop's own. */
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(headers[i].name, "Connection") == 0 &&
+            listed(headers[i].value, name))
             return 1;
-        p = e;
-    }
     return 0;
 }
 
@@ -460,19 +470,6 @@ int ust_http_forward_headers(const ust_request *req, const char *host, ust_heade
     ust_header *h = ust_calloc(req->n_headers + 1, sizeof(*h));
     if (h == NULL)
         return UST_ENOMEM;
-    /* Every Connection header's names count, wherever it stands. */
-    char *connection = NULL;
-    for (size_t i = 0; i < req->n_headers; i++)
-        if (strcasecmp(req->headers[i].name, "Connection") == 0) {
-            char *joined = connection
-                               ? ust_sprintf("%s,%s", connection, req->headers[i].value)
-                               : ust_strdup(req->headers[i].value);
-            ust_free(connection);
-            if ((connection = joined) == NULL) {
-                ust_free(h);
-                return UST_ENOMEM;
-            }
-        }
     size_t k = 0;
     int host_set = 0;
     if (ust_request_header(req, "Host") == NULL) {
@@ -487,10 +484,9 @@ int ust_http_forward_headers(const ust_request *req, const char *host, ust_heade
             host_set = 1;
             continue;
         }
-        if (!is_hop_by_hop(src->name, connection))
+        if (!ust_http_hop_by_hop(req->headers, req->n_headers, src->name))
             h[k++] = *src;
     }
-    ust_free(connection);
     *out = h;
     *n = k;
     return 0;
