@@ -202,11 +202,6 @@ int ust_log_record_derive(const ust_config *cfg, ust_request *req, ust_log_recor
                           char **err);
 void ust_log_record_clear_derived(ust_log_record *rec);
 
-/* Headers packed as the log packs them ("name\0value\0"..., the form an
- * answers database keeps a service's answer in too) into req's headers. 0,
- * UST_EPARSE with *err for a blob that is not such a list, UST_ENOMEM. */
-int ust_log_headers_unpack(const void *blob, size_t len, ust_request *req, char **err);
-
 /* Writes every row as JSONL. */
 int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err);
 /* The same, each row first passed to edit (when not NULL) to change what is

@@ -37,6 +37,15 @@ typedef struct ust_response {
  * a no-op. */
 void ust_response_clear(ust_response *r);
 
+/* Headers packed as one blob, "name\0value\0" in order: the form the event
+ * log and an answers database keep them in. Pack writes into *buf (grown as
+ * needed, *cap its size; the caller's to ust_free) and sets *len; 0 or
+ * UST_ENOMEM. Unpack appends the blob's headers to req's (copies); 0,
+ * UST_EPARSE with *err for a blob that is not such a list, UST_ENOMEM. */
+int ust_headers_pack(const ust_header *headers, size_t n_headers, char **buf,
+                     size_t *cap, size_t *len);
+int ust_headers_unpack(const void *blob, size_t len, ust_request *req, char **err);
+
 /* Frees everything the request owns (all fields come from ust_malloc) and
  * zeroes it; the struct itself is the caller's. NULL is a no-op. */
 void ust_request_clear(ust_request *req);

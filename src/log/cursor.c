@@ -162,7 +162,7 @@ static int decode_response(sqlite3_stmt *st, ust_response *a, char **err)
                         "column response_status is not an HTTP status");
     ust_request held; /* the unpacker fills a request's headers */
     memset(&held, 0, sizeof(held));
-    int rc = ust__headers_unpack(
+    int rc = ust_headers_unpack(
         sqlite3_column_blob(st, UST__COL_response_headers),
         (size_t)sqlite3_column_bytes(st, UST__COL_response_headers), &held, err);
     a->status = (int)status;
@@ -210,7 +210,7 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
         (rc = dup_column(st, UST__COL_method, 0, &rec->req.method, err)) != 0 ||
         (rc = dup_column(st, UST__COL_target, 0, &rec->req.target, err)) != 0)
         goto fail;
-    rc = ust__headers_unpack(sqlite3_column_blob(st, UST__COL_headers),
+    rc = ust_headers_unpack(sqlite3_column_blob(st, UST__COL_headers),
                              (size_t)sqlite3_column_bytes(st, UST__COL_headers),
                              &rec->req, err);
     if (rc != 0)

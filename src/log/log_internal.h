@@ -130,7 +130,6 @@ int ust__headers_load(json_t *array, ust_request *req, char **err);
 /* Packs n headers into log->pack ("name\0value\0" pairs). */
 int ust__headers_pack(ust_log *log, const ust_header *headers, size_t n, size_t *len);
 /* Unpacks a headers column into req. 0, UST_EPARSE, UST_ENOMEM. */
-int ust__headers_unpack(const void *blob, size_t len, ust_request *req, char **err);
 
 /* Fills rec from a row selected with UST__LOG_COLUMNS; prev_hash into prev
  * (may be NULL). 0, UST_ENOMEM, UST_EPARSE (a column of the wrong type, or a

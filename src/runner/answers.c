@@ -124,21 +124,8 @@ int ust_answers_put_response(ust_answers *a, int64_t seq, int status,
                              const unsigned char *body, size_t body_len, char **err)
 {
     size_t len = 0;
-    for (size_t i = 0; i < n_headers; i++)
-        len += strlen(headers[i].name) + strlen(headers[i].value) + 2;
-    if (len > a->pack_cap) {
-        char *p = ust_grow(a->pack, &a->pack_cap, len, len, 1);
-        if (p == NULL)
-            return UST_ENOMEM;
-        a->pack = p;
-    }
-    size_t at = 0;
-    for (size_t i = 0; i < n_headers; i++) {
-        size_t n = strlen(headers[i].name) + 1, v = strlen(headers[i].value) + 1;
-        memcpy(a->pack + at, headers[i].name, n);
-        memcpy(a->pack + at + n, headers[i].value, v);
-        at += n + v;
-    }
+    if (ust_headers_pack(headers, n_headers, &a->pack, &a->pack_cap, &len) != 0)
+        return UST_ENOMEM;
     sqlite3_stmt *st = a->response;
     sqlite3_bind_int64(st, 1, seq);
     sqlite3_bind_int(st, 2, status);

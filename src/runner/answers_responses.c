@@ -64,8 +64,8 @@ int ust_answers_response_get(ust_answers_responses *r, int64_t seq, ust_response
         return rc;    /* 0: the service gave no answer to seq (or it failed) */
     ust_request held; /* the unpacker fills a request's headers */
     memset(&held, 0, sizeof(held));
-    rc = ust_log_headers_unpack(sqlite3_column_blob(r->get, 1),
-                                (size_t)sqlite3_column_bytes(r->get, 1), &held, err);
+    rc = ust_headers_unpack(sqlite3_column_blob(r->get, 1),
+                            (size_t)sqlite3_column_bytes(r->get, 1), &held, err);
     out->status = sqlite3_column_int(r->get, 0);
     out->headers = held.headers;
     out->n_headers = held.n_headers;

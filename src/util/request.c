@@ -100,3 +100,61 @@ void ust_request_path(const ust_request *req, char *buf, size_t cap)
     memcpy(buf, t, n);
     buf[n] = '\0';
 }
+
+int ust_headers_pack(const ust_header *headers, size_t n_headers, char **buf,
+                     size_t *cap, size_t *len)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < n_headers; i++)
+        need += strlen(headers[i].name) + strlen(headers[i].value) + 2;
+    if (need > *cap) {
+        char *grown = ust_grow(*buf, cap, need, need, 1);
+        if (grown == NULL)
+            return UST_ENOMEM;
+        *buf = grown;
+    }
+    char *p = *buf;
+    for (size_t i = 0; i < n_headers; i++) {
+        size_t n = strlen(headers[i].name) + 1, v = strlen(headers[i].value) + 1;
+        memcpy(p, headers[i].name, n);
+        memcpy(p + n, headers[i].value, v);
+        p += n + v;
+    }
+    *len = need;
+    return 0;
+}
+
+int ust_headers_unpack(const void *blob, size_t len, ust_request *req, char **err)
+{
+    if (len == 0)
+        return 0; /* SQLite gives NULL for an empty blob: no pointer to offset */
+    const char *p = blob, *end = p + len;
+    if (end[-1] != '\0')
+        return ust_errf(err, UST_EPARSE, "headers column is not packed pairs");
+    size_t count = 0;
+    for (const char *q = p; q < end; q++)
+        count += *q == '\0';
+    if (count % 2 != 0)
+        return ust_errf(err, UST_EPARSE, "headers column holds a name without a value");
+    if (count == 0)
+        return 0;
+    req->headers = ust_calloc(count / 2, sizeof(ust_header));
+    if (req->headers == NULL)
+        return UST_ENOMEM;
+    while (p < end) {
+        size_t n = strlen(p);
+        const char *v = p + n + 1;
+        size_t vn = strlen(v);
+        ust_header *h = &req->headers[req->n_headers];
+        h->name = ust_strndup(p, n);
+        h->value = ust_strndup(v, vn);
+        if (h->name == NULL || h->value == NULL) {
+            ust_free(h->name);
+            ust_free(h->value);
+            return UST_ENOMEM;
+        }
+        req->n_headers++;
+        p = v + vn + 1;
+    }
+    return 0;
+}
