@@ -55,7 +55,9 @@ typedef struct ust_log_record {
 
 void ust_log_record_clear(ust_log_record *rec);
 
-/* 0; UST_EIO or UST_EDB with *err naming the file. */
+/* path is a file (SQLite) or a postgresql:// (or postgres://) URL, a
+ * PostgreSQL database (docs/log.md): a writing open there starts a stream of
+ * its own. 0; UST_EIO or UST_EDB with *err naming the file. */
 int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err);
 /* A handle that can write records the head in meta (verify then names rows
  * cut off later) and checkpoints the WAL into the database file (TRUNCATE),
@@ -68,7 +70,8 @@ int ust_log_close(ust_log *log);
 /* An exclusive lock on DB (the file "DB.lock", which records the holder's
  * pid), for a process that must be the only one of its kind on DB: serve
  * takes it for its log and its run database. UST_EEXISTS with *err naming
- * the holder when another process has it. */
+ * the holder when another process has it. A log in PostgreSQL (a
+ * postgresql:// URL) takes several writers: *out is NULL, and 0. */
 typedef struct ust_db_lock ust_db_lock;
 int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err);
 void ust_db_lock_release(ust_db_lock *lock);

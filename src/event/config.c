@@ -995,7 +995,9 @@ int ust_config_parse(const char *text, size_t len, const char *label, ust_config
  * which is exact there and keeps messages readable. */
 static int resolve(const char *dir, char **path)
 {
-    if (*path == NULL || (*path)[0] == '/' || (*path)[0] == '\0')
+    /* A URL (the log in PostgreSQL: postgresql://...) is not a file. */
+    if (*path == NULL || (*path)[0] == '/' || (*path)[0] == '\0' ||
+        strstr(*path, "://") != NULL)
         return 0;
     const char *rel = *path;
     size_t len = strlen(dir);

@@ -189,7 +189,7 @@ static int insert_all(ust_log *log, const ust_log_record *recs, size_t n, int64_
     return rc;
 }
 
-int ust_log_append(ust_log *log, const ust_log_record *recs, size_t n,
+int ust__sqlite_append(ust_log *log, const ust_log_record *recs, size_t n,
                    int64_t *first_seq, char **err)
 {
     if (log->insert == NULL)

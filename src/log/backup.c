@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int ust_log_backup(ust_log *log, const char *out_path, char **err)
+int ust__sqlite_backup(ust_log *log, const char *out_path, char **err)
 {
     /* Never over an existing file: it may be the log itself, or a backup. */
     int fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

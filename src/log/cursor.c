@@ -6,10 +6,10 @@
 
 #include <string.h>
 
-struct ust_log_cursor {
-    ust_log *log;
+typedef struct sqlite_cursor {
+    ust_log_cursor base;
     sqlite3_stmt *st;
-};
+} sqlite_cursor;
 
 void ust_log_record_clear(ust_log_record *rec)
 {
@@ -40,24 +40,35 @@ static const char *const column_names[UST__LOG_N_COLUMNS] = {
     "response_headers",
     "response_body"};
 
+/* A column of a row being decoded, whichever backend read it. */
+static ust__val_type col_type(const ust__row_source *src, int col)
+{
+    return src->type(src->ctx, col);
+}
+
+static const void *col_bytes(const ust__row_source *src, int col, size_t *len)
+{
+    return src->bytes(src->ctx, col, len);
+}
+
 /* A text column as the hash saw it: TEXT (or NULL where allowed) with no NUL
  * byte. The hash covers a string up to its first NUL, so bytes stored after
  * one would escape it: such a row is refused, never read short. */
-static int text_column(sqlite3_stmt *st, int col, int nullable, const char **out,
-                       size_t *len, char **err)
+static int text_column(const ust__row_source *src, int col, int nullable,
+                       const char **out, size_t *len, char **err)
 {
-    int type = sqlite3_column_type(st, col);
+    ust__val_type type = col_type(src, col);
     *out = NULL;
     *len = 0;
-    if (type == SQLITE_NULL && nullable)
+    if (type == UST__VAL_NULL && nullable)
         return 0;
-    if (type != SQLITE_TEXT)
+    if (type != UST__VAL_TEXT)
         return ust_errf(err, UST_EPARSE, "column %s is not text", column_names[col]);
-    const char *s = (const char *)sqlite3_column_text(st, col);
-    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    size_t n = 0;
+    const char *s = col_bytes(src, col, &n);
     if (s == NULL)
         return UST_ENOMEM;
-    if (strlen(s) != n)
+    if (memchr(s, '\0', n) != NULL)
         return ust_errf(err, UST_EPARSE, "column %s holds a NUL byte",
                         column_names[col]);
     *out = s;
@@ -65,24 +76,25 @@ static int text_column(sqlite3_stmt *st, int col, int nullable, const char **out
     return 0;
 }
 
-static int dup_column(sqlite3_stmt *st, int col, int nullable, char **out, char **err)
+static int dup_column(const ust__row_source *src, int col, int nullable, char **out,
+                      char **err)
 {
     const char *s;
     size_t n;
     *out = NULL;
-    int rc = text_column(st, col, nullable, &s, &n, err);
+    int rc = text_column(src, col, nullable, &s, &n, err);
     if (rc != 0 || s == NULL)
         return rc;
     *out = ust_strndup(s, n);
     return *out ? 0 : UST_ENOMEM;
 }
 
-static int copy_hex(sqlite3_stmt *st, int col, int nullable,
+static int copy_hex(const ust__row_source *src, int col, int nullable,
                     char hex[UST_SHA256_HEX_LEN + 1], char **err)
 {
     const char *s;
     size_t n;
-    int rc = text_column(st, col, nullable, &s, &n, err);
+    int rc = text_column(src, col, nullable, &s, &n, err);
     if (rc != 0)
         return rc;
     if (n > UST_SHA256_HEX_LEN)
@@ -93,11 +105,13 @@ static int copy_hex(sqlite3_stmt *st, int col, int nullable,
     return 0;
 }
 
-static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LEN])
+static void copy_hash(const ust__row_source *src, int col,
+                      unsigned char out[UST_SHA256_LEN])
 {
-    const void *b = sqlite3_column_blob(st, col);
+    size_t n = 0;
+    const void *b = col_type(src, col) == UST__VAL_BLOB ? col_bytes(src, col, &n) : NULL;
     memset(out, 0, UST_SHA256_LEN);
-    if (b != NULL && sqlite3_column_bytes(st, col) == UST_SHA256_LEN)
+    if (b != NULL && n == UST_SHA256_LEN)
         memcpy(out, b, UST_SHA256_LEN);
 }
 
@@ -106,145 +120,188 @@ static void copy_hash(sqlite3_stmt *st, int col, unsigned char out[UST_SHA256_LE
 #define TYPE_CHECK_ROUTE(col)
 #define TYPE_CHECK_SHA(col)
 #define TYPE_CHECK_SIG(col)
-#define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, SQLITE_INTEGER, 1},
+#define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, UST__VAL_INT, 1},
 #define TYPE_CHECK_CONFIG(col)
 #define TYPE_CHECK(kind, m, column, wire, wire_at, export, source)                     \
     TYPE_CHECK_##kind(column)
 
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
  * '12abc' to 12, and the hash would not see the difference. */
-static int check_types(sqlite3_stmt *st, char **err)
+static int check_types(const ust__row_source *src, char **err)
 {
     static const struct {
-        int col, type, nullable;
-    } want[] = {{UST__COL_seq, SQLITE_INTEGER, 0},
-                {UST__COL_received_at, SQLITE_INTEGER, 0},
-                {UST__COL_headers, SQLITE_BLOB, 0},
-                {UST__COL_body, SQLITE_BLOB, 0},
-                {UST__COL_response_status, SQLITE_INTEGER, 1},
-                {UST__COL_response_headers, SQLITE_BLOB, 1},
-                {UST__COL_response_body, SQLITE_BLOB, 1},
+        int col;
+        ust__val_type type;
+        int nullable;
+    } want[] = {{UST__COL_seq, UST__VAL_INT, 0},
+                {UST__COL_received_at, UST__VAL_INT, 0},
+                {UST__COL_headers, UST__VAL_BLOB, 0},
+                {UST__COL_body, UST__VAL_BLOB, 0},
+                {UST__COL_response_status, UST__VAL_INT, 1},
+                {UST__COL_response_headers, UST__VAL_BLOB, 1},
+                {UST__COL_response_body, UST__VAL_BLOB, 1},
                 UST_EVENT_FIELDS(TYPE_CHECK)};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        int type = sqlite3_column_type(st, want[i].col);
-        if (type != want[i].type && !(want[i].nullable && type == SQLITE_NULL))
+        ust__val_type type = col_type(src, want[i].col);
+        if (type != want[i].type && !(want[i].nullable && type == UST__VAL_NULL))
             return ust_errf(err, UST_EPARSE, "column %s has the wrong type",
                             column_names[want[i].col]);
     }
     return 0;
 }
 
-static int sig_column(sqlite3_stmt *st, int col, ust_sig_status *out, char **err)
+static int sig_column(const ust__row_source *src, int col, ust_sig_status *out,
+                      char **err)
 {
-    const char *sig;
-    size_t sig_len;
-    int rc = text_column(st, col, 0, &sig, &sig_len, err);
+    char *sig = NULL;
+    int rc = dup_column(src, col, 0, &sig, err);
     if (rc == 0 && ust_sig_status_parse(sig, out) != 0)
         *out = UST_SIG_INVALID; /* unreadable: the chain check will say so */
+    ust_free(sig);
     return rc;
+}
+
+/* A blob column's bytes into a copy of its own (*out NULL when empty). */
+static int dup_blob(const ust__row_source *src, int col, unsigned char **out, size_t *len)
+{
+    size_t n = 0;
+    const void *b = col_bytes(src, col, &n);
+    *out = NULL;
+    *len = 0;
+    if (n == 0)
+        return 0;
+    if ((*out = ust_memdup(b, n)) == NULL)
+        return UST_ENOMEM;
+    *len = n;
+    return 0;
+}
+
+static int unpack_headers(const ust__row_source *src, int col, ust_request *req,
+                          char **err)
+{
+    size_t n = 0;
+    const void *b = col_bytes(src, col, &n);
+    return ust_headers_unpack(b, n, req, err);
 }
 
 /* The recorded answer: all three columns NULL (none), or a status with
  * headers and a body (check_types has seen their types). */
-static int decode_response(sqlite3_stmt *st, ust_response *a, char **err)
+static int decode_response(const ust__row_source *src, ust_response *a, char **err)
 {
     int nulls = 0;
     for (int col = UST__COL_response_status; col <= UST__COL_response_body; col++)
-        nulls += sqlite3_column_type(st, col) == SQLITE_NULL;
+        nulls += col_type(src, col) == UST__VAL_NULL;
     if (nulls == 3)
         return 0;
     if (nulls != 0)
         return ust_errf(err, UST_EPARSE,
                         "the response columns are neither all NULL nor all set");
-    int64_t status = sqlite3_column_int64(st, UST__COL_response_status);
+    int64_t status = src->int64(src->ctx, UST__COL_response_status);
     if (status < 100 || status > 599)
         return ust_errf(err, UST_EPARSE,
                         "column response_status is not an HTTP status");
     ust_request held; /* the unpacker fills a request's headers */
     memset(&held, 0, sizeof(held));
-    int rc = ust_headers_unpack(
-        sqlite3_column_blob(st, UST__COL_response_headers),
-        (size_t)sqlite3_column_bytes(st, UST__COL_response_headers), &held, err);
+    int rc = unpack_headers(src, UST__COL_response_headers, &held, err);
     a->status = (int)status;
     a->headers = held.headers;
     a->n_headers = held.n_headers;
     if (rc != 0)
         return rc;
-    int blen = sqlite3_column_bytes(st, UST__COL_response_body);
-    if (blen > 0) {
-        a->body =
-            ust_memdup(sqlite3_column_blob(st, UST__COL_response_body), (size_t)blen);
-        if (a->body == NULL)
-            return UST_ENOMEM;
-        a->body_len = (size_t)blen;
-    }
-    return 0;
+    return dup_blob(src, UST__COL_response_body, &a->body, &a->body_len);
 }
 
 /* Reads a derived field into the row; a failure goes to fail with rc. */
 #define DECODE_WITH(call)                                                              \
     if ((rc = (call)) != 0)                                                            \
         goto fail;
-#define DECODE_TEXT(col, m) DECODE_WITH(dup_column(st, col, 1, &rec->m, err))
-#define DECODE_ROUTE(col, m) DECODE_WITH(dup_column(st, col, 1, &rec->m, err))
-#define DECODE_SHA(col, m) DECODE_WITH(copy_hex(st, col, 0, rec->m, err))
-#define DECODE_SIG(col, m) DECODE_WITH(sig_column(st, col, &rec->m, err))
+#define DECODE_TEXT(col, m) DECODE_WITH(dup_column(src, col, 1, &rec->m, err))
+#define DECODE_ROUTE(col, m) DECODE_WITH(dup_column(src, col, 1, &rec->m, err))
+#define DECODE_SHA(col, m) DECODE_WITH(copy_hex(src, col, 0, rec->m, err))
+#define DECODE_SIG(col, m) DECODE_WITH(sig_column(src, col, &rec->m, err))
 /* check_types has seen an INTEGER or NULL */
 #define DECODE_AMOUNT(col, m)                                                          \
-    rec->has_##m = sqlite3_column_type(st, col) != SQLITE_NULL;                        \
-    rec->m = sqlite3_column_int64(st, col);
-#define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(st, col, 1, rec->m, err))
+    rec->has_##m = col_type(src, col) != UST__VAL_NULL;                                \
+    rec->m = rec->has_##m ? src->int64(src->ctx, col) : 0;
+#define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(src, col, 1, rec->m, err))
 #define DECODE(kind, m, column, wire, wire_at, export, source)                         \
     DECODE_##kind(UST__COL_##column, m)
 
-int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
-                        unsigned char prev[UST_SHA256_LEN], char **err)
+int ust__log_row_decode_from(const ust__row_source *src, ust_log_record *rec,
+                             unsigned char prev[UST_SHA256_LEN], char **err)
 {
     memset(rec, 0, sizeof(*rec));
-    int rc = check_types(st, err);
+    int rc = check_types(src, err);
     if (rc != 0)
         return rc;
-    rec->seq = sqlite3_column_int64(st, UST__COL_seq);
-    rec->req.received_at_us = sqlite3_column_int64(st, UST__COL_received_at);
-    if ((rc = dup_column(st, UST__COL_remote, 0, &rec->req.remote, err)) != 0 ||
-        (rc = dup_column(st, UST__COL_method, 0, &rec->req.method, err)) != 0 ||
-        (rc = dup_column(st, UST__COL_target, 0, &rec->req.target, err)) != 0)
+    rec->seq = src->int64(src->ctx, UST__COL_seq);
+    rec->req.received_at_us = src->int64(src->ctx, UST__COL_received_at);
+    if ((rc = dup_column(src, UST__COL_remote, 0, &rec->req.remote, err)) != 0 ||
+        (rc = dup_column(src, UST__COL_method, 0, &rec->req.method, err)) != 0 ||
+        (rc = dup_column(src, UST__COL_target, 0, &rec->req.target, err)) != 0 ||
+        (rc = unpack_headers(src, UST__COL_headers, &rec->req, err)) != 0 ||
+        (rc = dup_blob(src, UST__COL_body, &rec->req.body, &rec->req.body_len)) != 0)
         goto fail;
-    rc = ust_headers_unpack(sqlite3_column_blob(st, UST__COL_headers),
-                             (size_t)sqlite3_column_bytes(st, UST__COL_headers),
-                             &rec->req, err);
-    if (rc != 0)
-        goto fail;
-    int blen = sqlite3_column_bytes(st, UST__COL_body);
-    if (blen > 0) {
-        rec->req.body =
-            ust_memdup(sqlite3_column_blob(st, UST__COL_body), (size_t)blen);
-        if (rec->req.body == NULL) {
-            rc = UST_ENOMEM;
-            goto fail;
-        }
-        rec->req.body_len = (size_t)blen;
-    }
     UST_EVENT_FIELDS(DECODE)
-    if ((rc = decode_response(st, &rec->response, err)) != 0)
+    if ((rc = decode_response(src, &rec->response, err)) != 0)
         goto fail;
     if (prev != NULL)
-        copy_hash(st, UST__COL_prev_hash, prev);
-    copy_hash(st, UST__COL_hash, rec->hash);
+        copy_hash(src, UST__COL_prev_hash, prev);
+    copy_hash(src, UST__COL_hash, rec->hash);
     return 0;
 fail:
     ust_log_record_clear(rec);
     return rc;
 }
 
-int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
+/* The SQLite row source: a stepped statement. */
+static ust__val_type sqlite_type(void *ctx, int col)
+{
+    switch (sqlite3_column_type(ctx, col)) {
+    case SQLITE_INTEGER:
+        return UST__VAL_INT;
+    case SQLITE_TEXT:
+        return UST__VAL_TEXT;
+    case SQLITE_BLOB:
+        return UST__VAL_BLOB;
+    case SQLITE_NULL:
+        return UST__VAL_NULL;
+    default:
+        return UST__VAL_OTHER;
+    }
+}
+
+static int64_t sqlite_integer(void *ctx, int col)
+{
+    return sqlite3_column_int64(ctx, col);
+}
+
+/* Text through sqlite3_column_text (NUL-terminated, never converted from
+ * a blob here: the types were checked first), anything else as a blob. */
+static const void *sqlite_bytes(void *ctx, int col, size_t *len)
+{
+    const void *b = sqlite3_column_type(ctx, col) == SQLITE_TEXT
+                        ? (const void *)sqlite3_column_text(ctx, col)
+                        : sqlite3_column_blob(ctx, col);
+    *len = (size_t)sqlite3_column_bytes(ctx, col);
+    return b;
+}
+
+int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
+                        unsigned char prev[UST_SHA256_LEN], char **err)
+{
+    ust__row_source src = {sqlite_type, sqlite_integer, sqlite_bytes, st};
+    return ust__log_row_decode_from(&src, rec, prev, err);
+}
+
+int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                         char **err)
 {
     *out = NULL;
-    ust_log_cursor *cur = ust_calloc(1, sizeof(*cur));
+    sqlite_cursor *cur = ust_calloc(1, sizeof(*cur));
     if (cur == NULL)
         return UST_ENOMEM;
-    cur->log = log;
+    cur->base.log = log;
     char *sql = ust_sprintf("%s WHERE seq > ?1 ORDER BY seq", ust__log_select(log));
     if (sql == NULL ||
         sqlite3_prepare_v2(log->db, sql, -1, &cur->st, NULL) != SQLITE_OK) {
@@ -254,26 +311,26 @@ int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
     }
     ust_free(sql);
     sqlite3_bind_int64(cur->st, 1, after_seq);
-    *out = cur;
+    *out = &cur->base;
     return 0;
 }
 
-int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err)
+int ust__sqlite_cursor_next(ust_log_cursor *base, ust_log_record *rec, char **err)
 {
+    sqlite_cursor *cur = (sqlite_cursor *)base;
     ust_log_record_clear(rec);
     int step = sqlite3_step(cur->st);
     if (step == SQLITE_DONE)
         return 0;
     if (step != SQLITE_ROW)
-        return ust__log_db_error(cur->log, "read events", err);
+        return ust__log_db_error(cur->base.log, "read events", err);
     int rc = ust__log_row_decode(cur->st, rec, NULL, err);
     return rc == 0 ? 1 : rc;
 }
 
-void ust_log_cursor_close(ust_log_cursor *cur)
+void ust__sqlite_cursor_close(ust_log_cursor *base)
 {
-    if (cur == NULL)
-        return;
+    sqlite_cursor *cur = (sqlite_cursor *)base;
     sqlite3_finalize(cur->st);
     ust_free(cur);
 }

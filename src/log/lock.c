@@ -2,9 +2,10 @@
  * "DB.lock", holding the holder's pid for the message a second one gets.
  * A separate file, because closing any descriptor of the database itself
  * would drop SQLite's own POSIX locks on it. */
+#include "log/log_internal.h"
+
 #include <understudy/alloc.h>
 #include <understudy/error.h>
-#include <understudy/log.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,10 @@ struct ust_db_lock {
 int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err)
 {
     *out = NULL;
+    /* A log in PostgreSQL takes any number of recorders, each on a stream
+     * of its own (docs/log.md): there is no file, and nothing to exclude. */
+    if (ust__log_backend_for(db_path) != &ust__log_sqlite)
+        return 0;
     char *path = ust_sprintf("%s.lock", db_path);
     if (path == NULL)
         return UST_ENOMEM;

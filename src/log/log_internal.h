@@ -18,7 +18,54 @@ typedef struct ust__row_hasher {
  * format-2 one (no response columns) too. */
 #define UST__LOG_FORMAT "understudy-log-3"
 
+/* Where a log lives: a SQLite file (open.c and the files beside it) or a
+ * PostgreSQL database (pg_*.c). backend.c picks one by the path's scheme,
+ * once, at open, and routes every public call through its table; what does
+ * not depend on the storage (import, export, JSONL, derivation, the chain's
+ * framing in chain.c) is shared. */
+typedef struct ust__log_backend {
+    const char *name;
+    int (*open)(const char *path, unsigned flags, ust_log **out, char **err);
+    int (*close)(ust_log *log);
+    int (*append)(ust_log *log, const ust_log_record *recs, size_t n,
+                  int64_t *first_seq, char **err);
+    int (*begin)(ust_log *log, char **err);
+    int (*commit)(ust_log *log, char **err);
+    void (*rollback)(ust_log *log);
+    int (*cursor_open)(ust_log *log, int64_t after_seq, ust_log_cursor **out,
+                       char **err);
+    int (*cursor_next)(ust_log_cursor *cur, ust_log_record *rec, char **err);
+    void (*cursor_close)(ust_log_cursor *cur);
+    /* anchor_hex is NULL or 64 lowercase hex digits (backend.c checks it);
+     * res is zeroed by the caller. */
+    int (*verify)(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
+                  ust_log_verify_result *res, char **err);
+    int (*head)(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
+                char **err);
+    int (*stats)(ust_log *log, json_t **out, char **err);
+    int (*prune_through)(ust_log *log, int64_t before_us, int64_t max_seq,
+                         int64_t now_us, int64_t *n_pruned, char **err);
+    int (*backup)(ust_log *log, const char *out_path, char **err);
+} ust__log_backend;
+
+extern const ust__log_backend ust__log_sqlite;
+extern const ust__log_backend ust__log_pg;
+
+/* The backend a log path names: PostgreSQL for a postgresql:// or
+ * postgres:// URL, SQLite for anything else (a file). The only place the
+ * choice is made. */
+const ust__log_backend *ust__log_backend_for(const char *path);
+
+/* Every backend's cursor starts with this. */
+struct ust_log_cursor {
+    ust_log *log;
+};
+
+typedef struct ust__pg_log ust__pg_log;
+
 struct ust_log {
+    const ust__log_backend *backend;
+    ust__pg_log *pg; /* the PostgreSQL backend's state, NULL for SQLite */
     sqlite3 *db;
     char *path;
     int prune_chain;      /* prunes has the chain columns (format 2) */
@@ -130,6 +177,48 @@ int ust__headers_load(json_t *array, ust_request *req, char **err);
 /* Packs n headers into log->pack ("name\0value\0" pairs). */
 int ust__headers_pack(ust_log *log, const ust_header *headers, size_t n, size_t *len);
 /* Unpacks a headers column into req. 0, UST_EPARSE, UST_ENOMEM. */
+
+/* The SQLite backend's entries (its table is in open.c). */
+int ust__sqlite_open(const char *path, unsigned flags, ust_log **out, char **err);
+int ust__sqlite_close(ust_log *log);
+int ust__sqlite_append(ust_log *log, const ust_log_record *recs, size_t n,
+                       int64_t *first_seq, char **err);
+int ust__sqlite_begin(ust_log *log, char **err);
+int ust__sqlite_commit(ust_log *log, char **err);
+void ust__sqlite_rollback(ust_log *log);
+int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
+                            char **err);
+int ust__sqlite_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
+void ust__sqlite_cursor_close(ust_log_cursor *cur);
+int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
+                       ust_log_verify_result *res, char **err);
+int ust__sqlite_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
+                     char **err);
+int ust__sqlite_stats(ust_log *log, json_t **out, char **err);
+int ust__sqlite_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
+                              int64_t now_us, int64_t *n_pruned, char **err);
+int ust__sqlite_backup(ust_log *log, const char *out_path, char **err);
+
+/* A row as a backend read it, for the one decoder: each column's type, and
+ * its value as a number or as bytes (text without a terminating NUL
+ * counted). ctx is the backend's (a statement, a result row). */
+typedef enum ust__val_type {
+    UST__VAL_NULL,
+    UST__VAL_INT,
+    UST__VAL_TEXT,
+    UST__VAL_BLOB,
+    UST__VAL_OTHER
+} ust__val_type;
+typedef struct ust__row_source {
+    ust__val_type (*type)(void *ctx, int col);
+    int64_t (*int64)(void *ctx, int col);
+    const void *(*bytes)(void *ctx, int col, size_t *len);
+    void *ctx;
+} ust__row_source;
+/* Fills rec from a row whose columns are UST__COL_* (see
+ * ust__log_row_decode). */
+int ust__log_row_decode_from(const ust__row_source *src, ust_log_record *rec,
+                             unsigned char prev[UST_SHA256_LEN], char **err);
 
 /* Fills rec from a row selected with UST__LOG_COLUMNS; prev_hash into prev
  * (may be NULL). 0, UST_ENOMEM, UST_EPARSE (a column of the wrong type, or a

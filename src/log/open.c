@@ -127,7 +127,7 @@ static int has_responses(ust_log *log)
     return has_column(log, "SELECT response_status FROM events LIMIT 0");
 }
 
-int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
+int ust__sqlite_open(const char *path, unsigned flags, ust_log **out, char **err)
 {
     *out = NULL;
     struct stat st;
@@ -138,6 +138,7 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
         ust_free(log);
         return UST_ENOMEM;
     }
+    log->backend = &ust__log_sqlite;
     int oflags = (flags & UST_LOG_READONLY)
                      ? SQLITE_OPEN_READONLY
                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
@@ -193,7 +194,7 @@ int ust_log_open(const char *path, unsigned flags, ust_log **out, char **err)
     *out = log;
     return 0;
 fail:
-    ust_log_close(log);
+    ust__sqlite_close(log);
     return rc;
 }
 
@@ -204,7 +205,7 @@ static void record_head(ust_log *log)
 {
     int64_t seq = 0;
     char hex[UST_SHA256_HEX_LEN + 1];
-    if (ust_log_head(log, &seq, hex, NULL) != 0 || seq <= 0)
+    if (ust__sqlite_head(log, &seq, hex, NULL) != 0 || seq <= 0)
         return;
     char *sql = ust_sprintf("INSERT OR REPLACE INTO meta SELECT 'head', '%lld %s'"
                             " WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'head'"
@@ -227,7 +228,7 @@ static int close_cleanly(ust_log *log)
     return rc == SQLITE_OK ? 0 : 1;
 }
 
-int ust_log_close(ust_log *log)
+int ust__sqlite_close(ust_log *log)
 {
     if (log == NULL)
         return 0;
@@ -246,7 +247,7 @@ int ust_log_close(ust_log *log)
     return in_wal;
 }
 
-int ust_log_begin(ust_log *log, char **err)
+int ust__sqlite_begin(ust_log *log, char **err)
 {
     if (log->in_outer_tx)
         return ust_errf(err, UST_EINVAL, "%s: transaction already open", log->path);
@@ -256,7 +257,7 @@ int ust_log_begin(ust_log *log, char **err)
     return rc;
 }
 
-int ust_log_commit(ust_log *log, char **err)
+int ust__sqlite_commit(ust_log *log, char **err)
 {
     int rc = ust__log_exec(log, "COMMIT;", err);
     if (rc != 0)
@@ -265,9 +266,27 @@ int ust_log_commit(ust_log *log, char **err)
     return rc;
 }
 
-void ust_log_rollback(ust_log *log)
+void ust__sqlite_rollback(ust_log *log)
 {
     if (log->in_outer_tx)
         ust__log_exec(log, "ROLLBACK;", NULL);
     log->in_outer_tx = 0;
 }
+
+const ust__log_backend ust__log_sqlite = {
+    .name = "SQLite",
+    .open = ust__sqlite_open,
+    .close = ust__sqlite_close,
+    .append = ust__sqlite_append,
+    .begin = ust__sqlite_begin,
+    .commit = ust__sqlite_commit,
+    .rollback = ust__sqlite_rollback,
+    .cursor_open = ust__sqlite_cursor_open,
+    .cursor_next = ust__sqlite_cursor_next,
+    .cursor_close = ust__sqlite_cursor_close,
+    .verify = ust__sqlite_verify,
+    .head = ust__sqlite_head,
+    .stats = ust__sqlite_stats,
+    .prune_through = ust__sqlite_prune_through,
+    .backup = ust__sqlite_backup,
+};

@@ -101,17 +101,9 @@ static int record_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t
     return rc;
 }
 
-int ust_log_prune(ust_log *log, int64_t before_us, int64_t now_us, int64_t *n_pruned,
-                  char **err)
+int ust__sqlite_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
+                              int64_t now_us, int64_t *n_pruned, char **err)
 {
-    return ust_log_prune_through(log, before_us, INT64_MAX, now_us, n_pruned, err);
-}
-
-int ust_log_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
-                          int64_t now_us, int64_t *n_pruned, char **err)
-{
-    if (n_pruned != NULL)
-        *n_pruned = 0;
     if (log->insert == NULL)
         return ust_errf(err, UST_EINVAL, "%s: opened read-only", log->path);
     ust__log_tip_remember(log, 0, NULL); /* the next append reads the tip again */

@@ -50,7 +50,7 @@ static json_t *time_or_null(sqlite3_stmt *st, int col)
     return json_string(buf);
 }
 
-int ust_log_stats(ust_log *log, json_t **out, char **err)
+int ust__sqlite_stats(ust_log *log, json_t **out, char **err)
 {
     *out = NULL;
     json_t *o = json_object();

@@ -5,7 +5,6 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,24 +259,14 @@ static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result
     return 0;
 }
 
-int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
+int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
+                       ust_log_verify_result *res, char **err)
 {
-    return ust_log_verify_anchored(log, 0, NULL, res, err);
-}
-
-int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
-                            ust_log_verify_result *res, char **err)
-{
-    memset(res, 0, sizeof(*res));
     chain_walk w;
     memset(&w, 0, sizeof(w));
     if (anchor_seq > 0) {
-        if (anchor_hex == NULL || strlen(anchor_hex) != UST_SHA256_HEX_LEN)
-            return ust_errf(err, UST_EINVAL,
-                            "an anchor is a seq and its 64-digit hex hash");
         w.anchors[1].seq = anchor_seq;
-        for (int i = 0; i < UST_SHA256_HEX_LEN; i++) /* as ust_hex_encode spells it */
-            w.anchors[1].hex[i] = (char)tolower((unsigned char)anchor_hex[i]);
+        memcpy(w.anchors[1].hex, anchor_hex, UST_SHA256_HEX_LEN);
     }
     /* One read transaction: the rows checked are one consistent snapshot even
      * while the recorder appends. */
@@ -361,7 +350,7 @@ int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor
     return rc;
 }
 
-int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
+int ust__sqlite_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
                  char **err)
 {
     unsigned char h[UST_SHA256_LEN];
