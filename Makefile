@@ -4,12 +4,16 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= 2
 CMAKE_FLAGS ?=
-DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev \
+DEB_PACKAGES = cmake make gcc pkg-config libsqlite3-dev libjansson-dev libssl-dev libpq-dev \
                libuv1-dev libcmocka-dev libhttp-parser-dev libsystemd-dev libcurl4-openssl-dev
 # The tests also need a browser (the report test opens index.html) and the
 # interpreters of the example plugins, and nginx (the mirror test):
 # command=package, installed when the command is missing.
 TEST_COMMANDS = chromium=chromium python3=python3 node=nodejs nginx=nginx-light
+# Packages the tests need whose commands are off PATH: the PostgreSQL server
+# (initdb, pg_ctl in /usr/lib/postgresql/N/bin) the PostgreSQL log's tests
+# start (psql comes with it).
+TEST_PACKAGES = postgresql
 # The fuzz targets only: clang, and libFuzzer (Debian ships it in clang's runtime).
 FUZZ_PACKAGES = clang libclang-rt-14-dev
 FUZZ_BUILD   ?= build-fuzz
@@ -33,6 +37,7 @@ test-deps: deps
 	  command -v $${pair%%=*} >/dev/null 2>&1 || need="$$need $${pair#*=}"; \
 	done; \
 	if [ -n "$$need" ]; then $(MAKE) --no-print-directory install-packages PACKAGES="$$need"; fi
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_PACKAGES)"
 	@./scripts/get-promtool.sh $(PROMTOOL)
 
 install-packages:

@@ -21,6 +21,8 @@ ust_require_pkg(CMOCKA cmocka libcmocka-dev)
 ust_require_pkg(SYSTEMD libsystemd libsystemd-dev)
 # The HTTP client (http_client.h): keep-alive, timeouts, https.
 ust_require_pkg(CURL libcurl libcurl4-openssl-dev)
+# The event log in PostgreSQL (docs/log.md).
+ust_require_pkg(LIBPQ libpq libpq-dev)
 
 # Debian's http-parser ships no pkg-config file.
 find_path(HTTP_PARSER_INCLUDE_DIR http_parser.h)

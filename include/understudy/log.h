@@ -109,6 +109,10 @@ typedef struct ust_log_verify_result {
     char head_hash[UST_SHA256_HEX_LEN + 1];
     int64_t n_prunes;       /* prunes recorded */
     int64_t pruned_through; /* last seq removed by a prune, 0 if none */
+    /* A PostgreSQL log: each stream's head, an array of {"stream", "label",
+     * "events", "head_seq", "head_hash"} the caller json_decref's (also
+     * after UST_ETAMPER); NULL for a SQLite log (one chain). */
+    json_t *streams;
 } ust_log_verify_result;
 
 /* 0 when the chain holds; UST_ETAMPER with res->bad_seq and res->reason when

@@ -233,6 +233,25 @@ static int cmd_export(struct log_opts *o)
     return rc;
 }
 
+/* A PostgreSQL log's streams, one line each (verified through its head,
+ * or up to the bad row). */
+static void print_stream_heads(json_t *streams, int ok)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(streams, i, s)
+    {
+        const char *hash = json_string_value(json_object_get(s, "head_hash"));
+        printf("stream %lld (%s): %lld events%s, head seq %lld, head hash %s\n",
+               (long long)json_integer_value(json_object_get(s, "stream")),
+               json_string_value(json_object_get(s, "label")),
+               (long long)json_integer_value(json_object_get(s, "events")),
+               ok ? "" : " verified",
+               (long long)json_integer_value(json_object_get(s, "head_seq")),
+               hash ? hash : "");
+    }
+}
+
 static int cmd_verify(struct log_opts *o)
 {
     long long anchor_seq = 0;
@@ -264,6 +283,8 @@ static int cmd_verify(struct log_opts *o)
             json_object_set_new(j, "bad_seq", json_integer(res.bad_seq));
             json_object_set_new(j, "reason", json_string(res.reason));
         }
+        if (res.streams != NULL)
+            json_object_set(j, "streams", res.streams);
         json_dumpf(j, stdout, JSON_COMPACT);
         putchar('\n');
         json_decref(j);
@@ -280,6 +301,9 @@ static int cmd_verify(struct log_opts *o)
     } else {
         printf("TAMPERED: seq %lld: %s\n", (long long)res.bad_seq, res.reason);
     }
+    if (!o->json)
+        print_stream_heads(res.streams, rc == 0);
+    json_decref(res.streams);
     return rc == 0 ? UST_EXIT_OK : UST_EXIT_FINDING;
 }
 

@@ -123,7 +123,8 @@ static int insert_one(ust_log *log, const ust_log_record *rec,
     return rc;
 }
 
-static int check_records(ust_log *log, const ust_log_record *recs, size_t n, char **err)
+int ust__log_check_records(const ust_log *log, const ust_log_record *recs, size_t n,
+                           char **err)
 {
     for (size_t i = 0; i < n; i++) {
         const ust_request *r = &recs[i].req;
@@ -190,15 +191,13 @@ static int insert_all(ust_log *log, const ust_log_record *recs, size_t n, int64_
 }
 
 int ust__sqlite_append(ust_log *log, const ust_log_record *recs, size_t n,
-                   int64_t *first_seq, char **err)
+                       int64_t *first_seq, char **err)
 {
     if (log->insert == NULL)
         return ust_errf(err, UST_EINVAL, "%s: opened read-only", log->path);
     if (n == 0)
         return 0;
-    int rc = check_records(log, recs, n, err);
-    if (rc != 0)
-        return rc;
+    int rc = 0;
     /* A savepoint nests inside ust_log_begin and is a transaction of its own
      * otherwise; BEGIN IMMEDIATE first so the tip cannot move under us. */
     int outer = log->in_outer_tx;

@@ -12,7 +12,8 @@
 
 const ust__log_backend *ust__log_backend_for(const char *path)
 {
-    if (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0)
+    if (strncmp(path, "postgresql://", 13) == 0 ||
+        strncmp(path, "postgres://", 11) == 0)
         return &ust__log_pg;
     return &ust__log_sqlite;
 }
@@ -31,7 +32,8 @@ int ust_log_close(ust_log *log)
 int ust_log_append(ust_log *log, const ust_log_record *recs, size_t n,
                    int64_t *first_seq, char **err)
 {
-    return log->backend->append(log, recs, n, first_seq, err);
+    int rc = n > 0 ? ust__log_check_records(log, recs, n, err) : 0;
+    return rc != 0 ? rc : log->backend->append(log, recs, n, first_seq, err);
 }
 
 int ust_log_begin(ust_log *log, char **err)

@@ -158,6 +158,20 @@ void ust__log_chain_link(ust__row_hasher *h, const unsigned char prev[UST_SHA256
     EVP_DigestFinal_ex(h->md, out, &n);
 }
 
+/* SHA-256 over the frame built so far (zeros when it could not be built:
+ * they never verify). */
+static void digest_frame(ust__row_hasher *h, unsigned char out[UST_SHA256_LEN])
+{
+    if (h->failed || !hasher_ready(h)) {
+        memset(out, 0, UST_SHA256_LEN);
+        return;
+    }
+    unsigned int n = UST_SHA256_LEN;
+    EVP_DigestInit_ex(h->md, h->sha256, NULL);
+    EVP_DigestUpdate(h->md, h->frame, h->len);
+    EVP_DigestFinal_ex(h->md, out, &n);
+}
+
 void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
                          unsigned char out[UST_SHA256_LEN])
 {
@@ -174,14 +188,34 @@ void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
     put(h, p->anchor, UST_SHA256_LEN);
     put(h, p->link_prev, UST_SHA256_LEN);
     put(h, p->prev_hash, UST_SHA256_LEN);
-    if (h->failed || !hasher_ready(h)) {
-        memset(out, 0, UST_SHA256_LEN);
-        return;
-    }
-    unsigned int n = UST_SHA256_LEN;
-    EVP_DigestInit_ex(h->md, h->sha256, NULL);
-    EVP_DigestUpdate(h->md, h->frame, h->len);
-    EVP_DigestFinal_ex(h->md, out, &n);
+    digest_frame(h, out);
+}
+
+void ust__log_stream_genesis(ust__row_hasher *h, int64_t stream, int64_t opened_at,
+                             const char *label, unsigned char out[UST_SHA256_LEN])
+{
+    h->len = 0;
+    h->failed = 0;
+    put(h, "understudy-stream-1", 19);
+    put_u64(h, (uint64_t)stream);
+    put_u64(h, (uint64_t)opened_at);
+    put_str(h, label);
+    digest_frame(h, out);
+}
+
+void ust__log_commit_hash(ust__row_hasher *h, const ust__commit_record *c,
+                          unsigned char out[UST_SHA256_LEN])
+{
+    h->len = 0;
+    h->failed = 0;
+    put(h, "understudy-commit-1", 19);
+    put_u64(h, (uint64_t)c->first_seq);
+    put_u64(h, (uint64_t)c->last_seq);
+    put_u64(h, (uint64_t)c->stream);
+    put_u64(h, (uint64_t)c->first_stream_seq);
+    put(h, c->last_hash, UST_SHA256_LEN);
+    put(h, c->prev_hash, UST_SHA256_LEN);
+    digest_frame(h, out);
 }
 
 int ust__log_chain_tip(ust_log *log, int64_t *next_seq,

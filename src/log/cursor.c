@@ -109,7 +109,8 @@ static void copy_hash(const ust__row_source *src, int col,
                       unsigned char out[UST_SHA256_LEN])
 {
     size_t n = 0;
-    const void *b = col_type(src, col) == UST__VAL_BLOB ? col_bytes(src, col, &n) : NULL;
+    const void *b =
+        col_type(src, col) == UST__VAL_BLOB ? col_bytes(src, col, &n) : NULL;
     memset(out, 0, UST_SHA256_LEN);
     if (b != NULL && n == UST_SHA256_LEN)
         memcpy(out, b, UST_SHA256_LEN);
@@ -162,7 +163,8 @@ static int sig_column(const ust__row_source *src, int col, ust_sig_status *out,
 }
 
 /* A blob column's bytes into a copy of its own (*out NULL when empty). */
-static int dup_blob(const ust__row_source *src, int col, unsigned char **out, size_t *len)
+static int dup_blob(const ust__row_source *src, int col, unsigned char **out,
+                    size_t *len)
 {
     size_t n = 0;
     const void *b = col_bytes(src, col, &n);
@@ -295,7 +297,7 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
 }
 
 int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
-                        char **err)
+                            char **err)
 {
     *out = NULL;
     sqlite_cursor *cur = ust_calloc(1, sizeof(*cur));

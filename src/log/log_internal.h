@@ -151,6 +151,32 @@ typedef struct ust__prune_record {
 void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
                          unsigned char out[UST_SHA256_LEN]);
 
+/* Several writers (the PostgreSQL log): each writes a stream of its own,
+ * chained from its genesis (a hash of the stream's id, when it was opened
+ * and its label) with the row digest above, the stream's own seq in place of
+ * seq. Each transaction's rows get the next global seqs in commit order, and
+ * a commit record says which: it is chained to the commit before it and
+ * covers the hash of its last row, so the global order is hashed too. */
+void ust__log_stream_genesis(ust__row_hasher *h, int64_t stream, int64_t opened_at,
+                             const char *label, unsigned char out[UST_SHA256_LEN]);
+typedef struct ust__commit_record {
+    int64_t first_seq, last_seq;             /* the global seqs it gives */
+    int64_t stream, first_stream_seq;        /* to these rows of one stream */
+    unsigned char last_hash[UST_SHA256_LEN]; /* the hash of its last row */
+    unsigned char prev_hash[UST_SHA256_LEN]; /* the previous commit's, or zeros */
+} ust__commit_record;
+void ust__log_commit_hash(ust__row_hasher *h, const ust__commit_record *c,
+                          unsigned char out[UST_SHA256_LEN]);
+
+/* A verify's finding: bad_seq and the reason (printf). UST_ETAMPER. */
+int ust__log_tamper(ust_log_verify_result *res, int64_t seq, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The checks every record passes before any backend appends it (backend.c
+ * makes them). */
+int ust__log_check_records(const ust_log *log, const ust_log_record *recs, size_t n,
+                           char **err);
+
 /* The next seq and the hash it chains to, for an append inside the write
  * transaction: remembered from this connection's last append when nothing
  * else has committed since, else read. 0 or an error. */

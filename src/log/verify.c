@@ -50,9 +50,7 @@ static int is_zero(const unsigned char h[UST_SHA256_LEN])
     return 1;
 }
 
-static int tamper(ust_log_verify_result *res, int64_t seq, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int tamper(ust_log_verify_result *res, int64_t seq, const char *fmt, ...)
+int ust__log_tamper(ust_log_verify_result *res, int64_t seq, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -119,21 +117,23 @@ static int check_prune(ust_log *log, sqlite3_stmt *st, ust_log_verify_result *re
     if (get_hash(st, 6, p.anchor) != 0 || get_hash(st, 8, p.link_prev) != 0 ||
         get_hash(st, 9, stored_prev) != 0 || get_hash(st, 10, hash) != 0 ||
         sqlite3_column_type(st, 7) != SQLITE_INTEGER)
-        return tamper(res, p.first_seq,
-                      "prune record %lld has no valid hash (inserted by hand?)", n);
+        return ust__log_tamper(
+            res, p.first_seq, "prune record %lld has no valid hash (inserted by hand?)",
+            n);
     memcpy(p.prev_hash, stored_prev, UST_SHA256_LEN);
     ust__log_prune_hash(&log->hasher, &p, computed);
     if (memcmp(stored_prev, prev_prune, UST_SHA256_LEN) != 0)
-        return tamper(res, p.first_seq,
-                      "prune record %lld does not chain from the one before"
-                      " (a prune record deleted, inserted or replaced)",
-                      n);
+        return ust__log_tamper(res, p.first_seq,
+                               "prune record %lld does not chain from the one before"
+                               " (a prune record deleted, inserted or replaced)",
+                               n);
     if (memcmp(computed, hash, UST_SHA256_LEN) != 0)
-        return tamper(res, p.first_seq,
-                      "prune record %lld does not match its hash (changed)", n);
+        return ust__log_tamper(
+            res, p.first_seq, "prune record %lld does not match its hash (changed)", n);
     if (p.count != p.last_seq - p.first_seq + 1 || p.tip_seq < p.last_seq ||
         p.tip_seq < *prev_tip)
-        return tamper(res, p.first_seq, "prune record %lld is inconsistent", n);
+        return ust__log_tamper(res, p.first_seq, "prune record %lld is inconsistent",
+                               n);
     memcpy(prev_prune, hash, UST_SHA256_LEN);
     *prev_tip = p.tip_seq;
     prune_link *grown = ust_realloc(w->links, (w->n_links + 1) * sizeof(*grown));
@@ -173,24 +173,25 @@ static int read_prunes(ust_log *log, ust_log_verify_result *res, chain_walk *w,
         res->n_prunes++;
         /* Each prune removes the prefix that follows the previous one. */
         if (first != w->next_seq || last < first) {
-            rc = tamper(
+            rc = ust__log_tamper(
                 res, first, "prune record %lld starts at seq %lld, expected %lld",
                 (long long)res->n_prunes, (long long)first, (long long)w->next_seq);
             break;
         }
         if (get_hash(st, 6, w->cur) != 0 || is_zero(w->cur)) {
-            rc = tamper(res, first, "prune record %lld has no valid anchor hash",
-                        (long long)res->n_prunes);
+            rc = ust__log_tamper(res, first,
+                                 "prune record %lld has no valid anchor hash",
+                                 (long long)res->n_prunes);
             break;
         }
         if (res->n_prunes > w->legacy)
             rc = check_prune(log, st, res, w, prev_prune, &prev_tip);
         else if (log->prune_chain && sqlite3_column_type(st, 10) != SQLITE_NULL)
             /* Counted among the old records, but made by this version. */
-            rc = tamper(res, first,
-                        "prune record %lld is chained but counted as format 1"
-                        " (meta.legacy_prunes changed)",
-                        (long long)res->n_prunes);
+            rc = ust__log_tamper(res, first,
+                                 "prune record %lld is chained but counted as format 1"
+                                 " (meta.legacy_prunes changed)",
+                                 (long long)res->n_prunes);
         w->next_seq = last + 1;
         res->pruned_through = last;
     }
@@ -210,10 +211,11 @@ static int apply_links(chain_walk *w, int64_t seq, ust_log_verify_result *res)
         if (l->tip_seq < seq)
             continue; /* its tip was pruned later: nothing left to link to */
         if (memcmp(l->link_prev, w->cur, UST_SHA256_LEN) != 0)
-            return tamper(res, seq,
-                          "a prune record does not chain from seq %lld (prune record"
-                          " inserted or replaced)",
-                          (long long)seq);
+            return ust__log_tamper(
+                res, seq,
+                "a prune record does not chain from seq %lld (prune record"
+                " inserted or replaced)",
+                (long long)seq);
         memcpy(w->cur, l->hash, UST_SHA256_LEN);
         note_head(w, seq, w->cur);
     }
@@ -227,35 +229,39 @@ static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result
     int64_t meta = w->anchors[0].seq, given = w->anchors[1].seq;
     int64_t first = w->next_seq - 1; /* below this, pruned: nothing to compare */
     if (meta < 0)
-        return tamper(res, 0, "meta holds an unreadable head");
+        return ust__log_tamper(res, 0, "meta holds an unreadable head");
     if (meta > tip)
-        return tamper(res, tip + 1,
-                      tip == 0
-                          ? "the log is empty, but it held seq %lld when last opened"
-                            " or closed for writing (rows deleted, or its -wal file"
-                            " lost)"
-                          : "the log held seq %lld when last opened or closed for"
-                            " writing, but ends here (rows cut off, or its -wal file"
-                            " lost)",
-                      (long long)meta);
+        return ust__log_tamper(
+            res, tip + 1,
+            tip == 0 ? "the log is empty, but it held seq %lld when last opened"
+                       " or closed for writing (rows deleted, or its -wal file"
+                       " lost)"
+                     : "the log held seq %lld when last opened or closed for"
+                       " writing, but ends here (rows cut off, or its -wal file"
+                       " lost)",
+            (long long)meta);
     if (meta > 0 && meta >= first && !w->anchors[0].matched)
-        return tamper(res, meta,
-                      "not the chain the log held when last opened or closed for"
-                      " writing (rows rewritten)");
+        return ust__log_tamper(
+            res, meta,
+            "not the chain the log held when last opened or closed for"
+            " writing (rows rewritten)");
     if (given > tip)
-        return tamper(res, tip + 1,
-                      "the log ends at seq %lld, before the anchor's seq %lld (rows cut"
-                      " off)",
-                      (long long)tip, (long long)given);
+        return ust__log_tamper(
+            res, tip + 1,
+            "the log ends at seq %lld, before the anchor's seq %lld (rows cut"
+            " off)",
+            (long long)tip, (long long)given);
     if (given > 0 && given < first)
-        return tamper(res, given,
-                      "the anchor's seq was pruned (through seq %lld): it cannot be"
-                      " checked; keep a newer anchor",
-                      (long long)first);
+        return ust__log_tamper(
+            res, given,
+            "the anchor's seq was pruned (through seq %lld): it cannot be"
+            " checked; keep a newer anchor",
+            (long long)first);
     if (given > 0 && !w->anchors[1].matched)
-        return tamper(res, given,
-                      "the chain does not pass through the anchor's hash here (rows"
-                      " rewritten)");
+        return ust__log_tamper(
+            res, given,
+            "the chain does not pass through the anchor's hash here (rows"
+            " rewritten)");
     return 0;
 }
 
@@ -293,30 +299,32 @@ int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
         unsigned char stored_prev[UST_SHA256_LEN], computed[UST_SHA256_LEN];
         rc = ust__log_row_decode(st, &rec, stored_prev, err);
         if (rc == UST_EPARSE) {
-            rc = tamper(res, sqlite3_column_int64(st, 0), "row cannot be read: %s",
-                        err && *err ? *err : "malformed");
+            rc = ust__log_tamper(res, sqlite3_column_int64(st, 0),
+                                 "row cannot be read: %s",
+                                 err && *err ? *err : "malformed");
             break;
         }
         if (rc != 0)
             break;
         res->checked++;
         if (rec.seq != expect_seq) {
-            rc = tamper(res, expect_seq,
-                        rec.seq > expect_seq
-                            ? "missing: the next row is seq %lld (rows deleted)"
-                            : "out of order: found seq %lld",
-                        (long long)rec.seq);
+            rc =
+                ust__log_tamper(res, expect_seq,
+                                rec.seq > expect_seq
+                                    ? "missing: the next row is seq %lld (rows deleted)"
+                                    : "out of order: found seq %lld",
+                                (long long)rec.seq);
         } else if (memcmp(stored_prev, w.cur, UST_SHA256_LEN) != 0) {
-            rc = tamper(res, rec.seq,
-                        "does not chain from seq %lld (row inserted or replaced)",
-                        (long long)(rec.seq - 1));
+            rc = ust__log_tamper(
+                res, rec.seq, "does not chain from seq %lld (row inserted or replaced)",
+                (long long)(rec.seq - 1));
         } else {
             unsigned char digest[UST_SHA256_LEN];
             ust__log_row_digest(&log->hasher, &rec, digest);
             ust__log_chain_link(&log->hasher, w.cur, digest, computed);
             if (memcmp(computed, rec.hash, UST_SHA256_LEN) != 0)
-                rc = tamper(res, rec.seq,
-                            "content does not match its hash (row changed)");
+                rc = ust__log_tamper(res, rec.seq,
+                                     "content does not match its hash (row changed)");
         }
         if (rc == 0) {
             memcpy(w.cur, rec.hash, UST_SHA256_LEN);
@@ -333,10 +341,11 @@ int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
     ust__log_exec(log, "COMMIT;", NULL);
     int64_t tip = expect_seq - 1; /* the last seq the chain reaches */
     if (rc == 0 && w.next_link < w.n_links)
-        rc = tamper(res, tip + 1,
-                    "a prune record was made at seq %lld, but the log ends at seq %lld"
-                    " (rows cut off)",
-                    (long long)w.links[w.next_link].tip_seq, (long long)tip);
+        rc = ust__log_tamper(
+            res, tip + 1,
+            "a prune record was made at seq %lld, but the log ends at seq %lld"
+            " (rows cut off)",
+            (long long)w.links[w.next_link].tip_seq, (long long)tip);
     if (rc == 0)
         rc = check_anchors(&w, tip, res);
     ust_free(w.links);
@@ -351,7 +360,7 @@ int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
 }
 
 int ust__sqlite_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
-                 char **err)
+                     char **err)
 {
     unsigned char h[UST_SHA256_LEN];
     int64_t next;

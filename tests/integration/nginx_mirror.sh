@@ -14,6 +14,7 @@ if [ -z "$nginx" ]; then
   exit 1
 fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$src/tests/integration/common.sh"
 
 # The doc's nginx block is the file, byte for byte.
 python3 - "$src/docs/deploy.md" "$conf_file" <<'PY' || fail "docs/deploy.md does not show docs/deploy/nginx-mirror.conf as it is"
@@ -39,23 +40,8 @@ trap cleanup EXIT
 export UNDERSTUDY_STRIPE_SECRET=whsec_nginx_mirror_test
 export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 
-# Waits (bounded, for a broken run only) until a command succeeds; on
-# failure says what did not happen and shows the end of that part's log.
-wait_for() {
-  local what=$1 log=$2; shift 2
-  for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
-  fail "$what: $(tail -5 "$log" 2>/dev/null)"
-}
-
 # understudy, recording only what the mirror sends it.
-python3 - "$src/tests/data/config.json" "$build" "$tmp/config.json" <<'PY'
-import json, sys
-cfg = json.load(open(sys.argv[1]))
-b = sys.argv[2]
-cfg["plugins"]["legacy"]["path"] = b + "/src/plugins/legacy/understudy-legacy.so"
-cfg["plugins"]["candidate"]["path"] = b + "/src/plugins/candidate/understudy-candidate.so"
-json.dump(cfg, open(sys.argv[3], "w"))
-PY
+write_test_config "$src" "$build" "$tmp/config.json"
 "$bin" serve --config "$tmp/config.json" --listen 127.0.0.1:0 --log "$tmp/events.db" \
   --run "$tmp/run.db" 2> "$tmp/serve.log" &
 serve_pid=$!
