@@ -136,7 +136,7 @@ static char *without_password(const char *url)
     char *colon = strchr(auth, ':');
     if (at == NULL || (slash != NULL && slash < at) || colon == NULL || colon > at)
         return copy;
-    memmove(colon + 1, at, strlen(at) + 1);
+    memmove(colon, at, strlen(at) + 1);
     return copy;
 }
 

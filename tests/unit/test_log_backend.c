@@ -1,0 +1,80 @@
+/* Which backend a log path names, and what a URL changes outside the log:
+ * the config keeps it as written, serve's file lock leaves it alone, and a
+ * message about it never shows its password. */
+#include "support.h"
+
+#include "log/log_internal.h"
+
+#include <understudy/alloc.h>
+#include <understudy/config.h>
+#include <understudy/error.h>
+
+#include <jansson.h>
+
+static void test_scheme_picks_the_backend(void **state)
+{
+    (void)state;
+    assert_ptr_equal(ust__log_backend_for("postgresql://u@db/log"), &ust__log_pg);
+    assert_ptr_equal(ust__log_backend_for("postgres://db/log"), &ust__log_pg);
+    assert_ptr_equal(ust__log_backend_for("events.db"), &ust__log_sqlite);
+    assert_ptr_equal(ust__log_backend_for("/var/lib/postgresql/events.db"),
+                     &ust__log_sqlite);
+    assert_ptr_equal(ust__log_backend_for("postgresql:events.db"), &ust__log_sqlite);
+}
+
+static void test_url_message_hides_the_password(void **state)
+{
+    (void)state;
+    ust_log *log = NULL;
+    char *err = NULL;
+    /* Port 1 on loopback: nothing listens, the connection is refused. */
+    int rc = ust_log_open("postgresql://ust:s3cret@127.0.0.1:1/events?connect_timeout=5",
+                          UST_LOG_READONLY, &log, &err);
+    assert_int_equal(rc, UST_EDB);
+    assert_null(log);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "postgresql://ust@127.0.0.1:1/events"));
+    assert_null(strstr(err, "s3cret"));
+    ust_free(err);
+}
+
+static void test_url_takes_no_file_lock(void **state)
+{
+    (void)state;
+    ust_db_lock *lock = (ust_db_lock *)&lock;
+    char *err = NULL;
+    assert_int_equal(ust_db_lock_take("postgresql://db/log", &lock, &err), 0);
+    assert_null(lock);
+    ust_db_lock_release(lock);
+}
+
+static void test_config_keeps_a_url(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], src[PATH_MAX], path[PATH_MAX + 16];
+    ust_test_tmpdir(dir);
+    ust_test_source_path("tests/data/config.json", src);
+    json_t *cfg_json = json_load_file(src, 0, NULL);
+    assert_non_null(cfg_json);
+    json_object_set_new(cfg_json, "log", json_string("postgresql://ust@db:5432/log"));
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    assert_int_equal(json_dump_file(cfg_json, path, 0), 0);
+    json_decref(cfg_json);
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_config_load(path, &cfg, &err), 0);
+    assert_string_equal(cfg->log_path, "postgresql://ust@db:5432/log");
+    ust_config_free(cfg);
+    ust_test_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scheme_picks_the_backend),
+        cmocka_unit_test(test_url_message_hides_the_password),
+        cmocka_unit_test(test_url_takes_no_file_lock),
+        cmocka_unit_test(test_config_keeps_a_url),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
