@@ -4,7 +4,8 @@
 # PostgreSQL log, and two recorders into one PostgreSQL log (each under half
 # the load, their rates summed). 1 KiB signed Stripe callbacks driven by
 # wrk; three rounds, each configuration once per round; medians reported
-# (for two recorders, the slower one's p99).
+# (for two recorders, the slower one's p99). Then replay from PostgreSQL
+# beside replay of the same events from SQLite.
 # The PostgreSQL server is the benchmark's own (tests/integration/pg_lib.sh),
 # on this disk, fsync on; every process shares the machine's cores.
 # usage: tests/bench/pg.sh [BUILD_DIR] [SECONDS] [CONNECTIONS]   (needs wrk, postgresql)
@@ -108,3 +109,24 @@ wait 2>/dev/null || true
 srvs=()
 ./"$build"/src/understudy log verify --log "$two" | sed -n '1p;/^stream/p'
 ./"$build"/src/understudy log verify --log "$one" | head -1
+
+# Replay: the PostgreSQL log of the single recorder, and the same events
+# copied into a SQLite file (export | import keeps every byte), each three
+# times into a fresh run database; events per second, medians.
+u=./"$build"/src/understudy
+"$u" log export --log "$one" | "$u" log import --config "$dir/config.json" --log "$dir/copy.db" > /dev/null
+events=$("$u" log stats --log "$dir/copy.db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+replay_rate() { # log run
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$u" replay --config "$dir/config.json" --log "$1" --run "$2" --quiet > /dev/null
+  t1=$(date +%s.%N)
+  awk -v n="$events" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}'
+}
+declare -a rp_sqlite rp_pg
+for round in 1 2 3; do
+  rp_sqlite+=("$(replay_rate "$dir/copy.db" "$dir/run-sqlite-$round.db")")
+  rp_pg+=("$(replay_rate "$one" "$dir/run-pg-$round.db")")
+done
+printf 'replay of %s events (reference plugins): SQLite %s events/s, PostgreSQL %s events/s\n' \
+  "$events" "$(median "${rp_sqlite[@]}")" "$(median "${rp_pg[@]}")"
