@@ -75,22 +75,20 @@ static void put_int(row_params *p, int col, int slot, int64_t v)
 #define PUT_CONFIG(col, m) put_text(p, col, rec->m[0] ? rec->m : NULL);
 #define PUT(kind, m, column, wire, wire_at, export, source) PUT_##kind(PCOL(column), m)
 
-static int pack_into_arena(ust__pg_log *pg, size_t *used, const ust_header *h, size_t n,
+/* Packs headers into log->pack, then onto the end of the arena (every row
+ * of a statement needs its own bytes until it is sent). */
+static int pack_into_arena(ust_log *log, size_t *used, const ust_header *h, size_t n,
                            size_t *at, size_t *len)
 {
-    char *buf = NULL;
-    size_t cap = 0;
-    if (ust_headers_pack(h, n, &buf, &cap, len) != 0)
+    ust__pg_log *pg = log->pg;
+    if (ust__headers_pack(log, h, n, len) != 0)
         return UST_ENOMEM;
     char *grown = ust_grow(pg->arena, &pg->arena_cap, *used + *len + 1, 4096, 1);
-    if (grown == NULL) {
-        ust_free(buf);
+    if (grown == NULL)
         return UST_ENOMEM;
-    }
     pg->arena = grown;
     if (*len > 0)
-        memcpy(pg->arena + *used, buf, *len);
-    ust_free(buf);
+        memcpy(pg->arena + *used, log->pack, *len);
     *at = *used;
     *used += *len;
     return 0;
@@ -113,13 +111,13 @@ static int fill_params(ust_log *log, const ust_log_record *rec, int64_t stream_s
     UST_EVENT_FIELDS(PUT)
     put_bytes(p, PCOL(prev_hash), prev, UST_SHA256_LEN);
     put_bytes(p, PCOL(hash), hash, UST_SHA256_LEN);
-    int rc = pack_into_arena(log->pg, arena_used, r->headers, r->n_headers,
-                             &p->headers_at, &p->headers_len);
+    int rc = pack_into_arena(log, arena_used, r->headers, r->n_headers, &p->headers_at,
+                             &p->headers_len);
     const ust_response *a = &rec->response;
     if (rc == 0 && a->status != 0) {
         put_int(p, PCOL(response_status), 4, a->status);
         put_bytes(p, PCOL(response_body), a->body, a->body_len);
-        rc = pack_into_arena(log->pg, arena_used, a->headers, a->n_headers,
+        rc = pack_into_arena(log, arena_used, a->headers, a->n_headers,
                              &p->resp_headers_at, &p->resp_headers_len);
     }
     return rc;
