@@ -63,6 +63,14 @@ heads = [(s["stream"], s["events"], s["head_seq"]) for s in v["streams"]]
 assert heads == [(1, n, n), (2, n, 2 * n)], heads
 PY
 
+# An anchor (a global seq and its hash, kept elsewhere) is checked there.
+anchor=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); s=v["streams"][0]; print("%d:%s" % (s["head_seq"], s["head_hash"]))' "$tmp/verify.json")
+"$bin" log verify --log "$url" --anchor "$anchor" > "$tmp/anchor.txt" || fail "verify --anchor $anchor: $(cat "$tmp/anchor.txt")"
+wrong="${anchor%:*}:$(printf '0%.0s' $(seq 64))"
+if "$bin" log verify --log "$url" --anchor "$wrong" > "$tmp/anchor.txt"; then fail "verify passed a wrong anchor"; fi
+grep -q "^TAMPERED: seq ${anchor%:*}: the chain does not pass through the anchor" "$tmp/anchor.txt" \
+  || fail "a wrong anchor: $(cat "$tmp/anchor.txt")"
+
 # The log's user: the database itself refuses to change a row.
 as_user() { psql -X -q -v ON_ERROR_STOP=1 -h "$PG_HOST" -p "$PG_PORT" -U ustlog -d ustlog -c "$1" 2>&1; }
 for sql in "UPDATE understudy.events SET body = 'x' WHERE stream_seq = 3" \
