@@ -75,3 +75,27 @@ pg_make_log() {
   pg_admin -c "CREATE ROLE $1 LOGIN" -c "CREATE DATABASE $1 OWNER $1" >&2 || return 1
   echo "postgresql://$1@$PG_HOST:$PG_PORT/$1"
 }
+
+# The start of a test of a log in PostgreSQL (after common.sh, with src,
+# build and fail defined): a folder $tmp, a server, the log's database $url,
+# the signing secrets (the Stripe one is SECRET), tests/data/config.json as
+# $tmp/config.json, and a trap that SIGKILLs what the test put in pids,
+# stops the server and removes $tmp, however the test ends.
+pg_test_begin() { # SECRET
+  tmp=$(mktemp -d)
+  pids=()
+  trap pg_test_end EXIT
+  pg_start || fail "no PostgreSQL server"
+  url=$(pg_make_log ustlog) || fail "cannot make the log's database"
+  export UNDERSTUDY_STRIPE_SECRET=$1
+  export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+  write_test_config "$src" "$build" "$tmp/config.json"
+}
+
+pg_test_end() {
+  local p
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pg_stop
+  rm -rf "$tmp"
+}

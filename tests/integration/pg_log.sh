@@ -7,13 +7,10 @@
 # usage: pg_log.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
-. "$src/tests/integration/pg_lib.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
-cleanup() { pg_stop; rm -rf "$tmp"; }
-trap cleanup EXIT
-pg_start || fail "no PostgreSQL server"
-url=$(pg_make_log ustlog) || fail "cannot make the log's database"
+. "$src/tests/integration/common.sh"
+. "$src/tests/integration/pg_lib.sh"
+pg_test_begin unused
 
 set -a
 . "$src/scenarios/demo.env"

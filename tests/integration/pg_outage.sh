@@ -6,24 +6,13 @@
 # usage: pg_outage.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
-. "$src/tests/integration/pg_lib.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$src/tests/integration/common.sh"
-tmp=$(mktemp -d)
-serve_pid=
-cleanup() {
-  [ -n "$serve_pid" ] && kill -9 "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
-  pg_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-pg_start || fail "no PostgreSQL server"
-url=$(pg_make_log ustlog) || fail "cannot make the log's database"
-export UNDERSTUDY_STRIPE_SECRET=whsec_pg_outage_test
-export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-write_test_config "$src" "$build" "$tmp/config.json"
+. "$src/tests/integration/pg_lib.sh"
+pg_test_begin whsec_pg_outage_test
 "$bin" serve --config "$tmp/config.json" --listen 127.0.0.1:0 --log "$url" 2> "$tmp/serve.log" &
 serve_pid=$!
+pids+=("$serve_pid")
 wait_for "serve did not start" "$tmp/serve.log" grep -q 'listening on' "$tmp/serve.log"
 addr=$(sed -n 's/.*listening on \([0-9.:]*\).*/\1/p' "$tmp/serve.log" | head -1)
 
@@ -52,7 +41,6 @@ for i in 1 2; do
 done
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "serve did not stop cleanly: $(tail -5 "$tmp/serve.log")"
-serve_pid=
 "$bin" log verify --log "$url" > "$tmp/verify.txt" || fail "verify: $(cat "$tmp/verify.txt")"
 grep -q "^ok: 3 events verified" "$tmp/verify.txt" || fail "verify said: $(cat "$tmp/verify.txt")"
 grep -q "^stream 1 (.*): 3 events" "$tmp/verify.txt" || fail "not one stream: $(cat "$tmp/verify.txt")"

@@ -8,23 +8,10 @@
 # usage: pg_recorders.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
-. "$src/tests/integration/pg_lib.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$src/tests/integration/common.sh"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pg_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-pg_start || fail "no PostgreSQL server"
-url=$(pg_make_log ustlog) || fail "cannot make the log's database"
-export UNDERSTUDY_STRIPE_SECRET=whsec_pg_recorders_test
-export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-write_test_config "$src" "$build" "$tmp/config.json"
+. "$src/tests/integration/pg_lib.sh"
+pg_test_begin whsec_pg_recorders_test
 
 # Recorder a records only; recorder b also runs the live runner on the log.
 start_serve() { # name [--run DB]
