@@ -110,12 +110,17 @@ srvs=()
 ./"$build"/src/understudy log verify --log "$two" | sed -n '1p;/^stream/p'
 ./"$build"/src/understudy log verify --log "$one" | head -1
 
-# Replay: the PostgreSQL log of the single recorder, and the same events
-# copied into a SQLite file (export | import keeps every byte), each three
-# times into a fresh run database; events per second, medians.
+# Replay: the first REPLAY_EVENTS (20000) of the single recorder's events,
+# imported into a PostgreSQL log of their own and into a SQLite file (export
+# | import keeps every byte), each replayed three times into a fresh run
+# database; events per second, medians.
 u=./"$build"/src/understudy
-"$u" log export --log "$one" | "$u" log import --config "$dir/config.json" --log "$dir/copy.db" > /dev/null
-events=$("$u" log stats --log "$dir/copy.db" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+replay_log=$(pg_make_log replay)
+"$u" log export --log "$one" --out "$dir/all.jsonl"
+head -n "${REPLAY_EVENTS:-20000}" "$dir/all.jsonl" > "$dir/replay.jsonl"
+"$u" log import --config "$dir/config.json" --log "$dir/copy.db" "$dir/replay.jsonl" > /dev/null
+"$u" log import --config "$dir/config.json" --log "$replay_log" "$dir/replay.jsonl" > /dev/null
+events=$(wc -l < "$dir/replay.jsonl")
 replay_rate() { # log run
   local t0 t1
   t0=$(date +%s.%N)
@@ -126,7 +131,7 @@ replay_rate() { # log run
 declare -a rp_sqlite rp_pg
 for round in 1 2 3; do
   rp_sqlite+=("$(replay_rate "$dir/copy.db" "$dir/run-sqlite-$round.db")")
-  rp_pg+=("$(replay_rate "$one" "$dir/run-pg-$round.db")")
+  rp_pg+=("$(replay_rate "$replay_log" "$dir/run-pg-$round.db")")
 done
 printf 'replay of %s events (reference plugins): SQLite %s events/s, PostgreSQL %s events/s\n' \
   "$events" "$(median "${rp_sqlite[@]}")" "$(median "${rp_pg[@]}")"
