@@ -383,6 +383,18 @@ static int cmd_stats(struct log_opts *o)
         print_counts("by route", json_object_get(s, "routes"));
         print_counts("by provider", json_object_get(s, "providers"));
         print_counts("by signature", json_object_get(s, "signatures"));
+        size_t i;
+        json_t *st;
+        json_array_foreach(json_object_get(s, "streams"), i, st)
+        {
+            if (i == 0)
+                printf("streams:\n");
+            printf("  %-4lld %-28s %lld events, opened %s\n",
+                   (long long)json_integer_value(json_object_get(st, "stream")),
+                   json_string_value(json_object_get(st, "label")),
+                   (long long)json_integer_value(json_object_get(st, "events")),
+                   json_string_value(json_object_get(st, "opened_at")));
+        }
     }
     json_decref(s);
     return UST_EXIT_OK;

@@ -60,6 +60,11 @@ heads = [(s["stream"], s["events"], s["head_seq"]) for s in v["streams"]]
 assert heads == [(1, n, n), (2, n, 2 * n)], heads
 PY
 
+"$bin" log stats --log "$url" > "$tmp/stats.txt" || fail "stats"
+grep -q "^events: *$((2 * n)) (seq 1..$((2 * n)))" "$tmp/stats.txt" || fail "stats said: $(cat "$tmp/stats.txt")"
+[ "$(grep -c "^  [12] .* $n events, opened " "$tmp/stats.txt")" = 2 ] \
+  || fail "stats does not list the two streams: $(cat "$tmp/stats.txt")"
+
 # An anchor (a global seq and its hash, kept elsewhere) is checked there.
 anchor=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); s=v["streams"][0]; print("%d:%s" % (s["head_seq"], s["head_hash"]))' "$tmp/verify.json")
 "$bin" log verify --log "$url" --anchor "$anchor" > "$tmp/anchor.txt" || fail "verify --anchor $anchor: $(cat "$tmp/anchor.txt")"

@@ -28,8 +28,9 @@ static void test_url_message_hides_the_password(void **state)
     ust_log *log = NULL;
     char *err = NULL;
     /* Port 1 on loopback: nothing listens, the connection is refused. */
-    int rc = ust_log_open("postgresql://ust:s3cret@127.0.0.1:1/events?connect_timeout=5",
-                          UST_LOG_READONLY, &log, &err);
+    int rc =
+        ust_log_open("postgresql://ust:s3cret@127.0.0.1:1/events?connect_timeout=5",
+                     UST_LOG_READONLY, &log, &err);
     assert_int_equal(rc, UST_EDB);
     assert_null(log);
     assert_non_null(err);
