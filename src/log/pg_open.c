@@ -46,14 +46,20 @@ static const char schema_sql[] =
                        " first_stream_seq bigint NOT NULL, last_hash bytea NOT NULL,"
                        " prev_hash bytea NOT NULL, hash bytea NOT NULL,"
                        " CHECK (last_seq >= first_seq));"
+                       /* a stream's tip when its writer closed (verify holds
+                        * the stream to it: see record_head) */
+                       "CREATE TABLE understudy.heads(stream bigint NOT NULL,"
+                       " stream_seq bigint NOT NULL, hash bytea NOT NULL,"
+                       " PRIMARY KEY(stream, stream_seq));"
                        "CREATE FUNCTION understudy.append_only() RETURNS trigger"
                        " LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION"
                        " 'the event log is append-only: % on %.% refused',"
                        " TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME; END$$;" APPEND_ONLY(
                            "meta") APPEND_ONLY("streams") APPEND_ONLY("events")
-                           APPEND_ONLY("commits") "INSERT INTO understudy.meta"
-                                                  " VALUES('format', '" UST__PG_FORMAT
-                                                  "');";
+                           APPEND_ONLY("commits")
+                               APPEND_ONLY("heads") "INSERT INTO understudy.meta"
+                                                    " VALUES('format', '" UST__PG_FORMAT
+                                                    "');";
 
 int ust__pg_error(ust_log *log, PGresult *res, const char *what, char **err)
 {
@@ -252,10 +258,33 @@ fail:
     return rc;
 }
 
+/* The stream's tip, recorded when its writer closes cleanly: verify then
+ * names rows of it cut off later (with their commit records, at the newest
+ * end of the log, which the chains alone cannot show). Best effort, as the
+ * SQLite log's head in meta is. */
+static void record_head(ust_log *log)
+{
+    ust__pg_log *pg = log->pg;
+    if (pg->conn == NULL || !pg->writable || pg->stream == 0 || !pg->tip_known ||
+        pg->in_outer_tx || pg->tip_next <= 1 || PQstatus(pg->conn) != CONNECTION_OK)
+        return;
+    unsigned char b_id[8], b_seq[8];
+    ust__pg_put_int(b_id, pg->stream);
+    ust__pg_put_int(b_seq, pg->tip_next - 1);
+    const char *values[] = {(const char *)b_id, (const char *)b_seq,
+                            (const char *)pg->tip_hash};
+    int lengths[] = {8, 8, UST_SHA256_LEN};
+    PQclear(ust__pg_run(log,
+                        "INSERT INTO understudy.heads(stream, stream_seq, hash)"
+                        " VALUES($1, $2, $3) ON CONFLICT DO NOTHING",
+                        3, values, lengths));
+}
+
 static int pg_close(ust_log *log)
 {
     ust__pg_log *pg = log->pg;
     if (pg != NULL) {
+        record_head(log);
         if (pg->conn != NULL)
             PQfinish(pg->conn); /* an open transaction is rolled back */
         ust_free(pg->arena);

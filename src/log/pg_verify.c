@@ -19,6 +19,10 @@ typedef struct stream_state {
     int64_t next_row;    /* the stream_seq its next row must have */
     unsigned char cur[UST_SHA256_LEN]; /* what that row chains from */
     int64_t rows, head_seq;
+    /* The tip its writer recorded when it closed (0: none): the stream
+     * must reach it, through that hash. */
+    int64_t closed_at;
+    unsigned char closed_hash[UST_SHA256_LEN];
 } stream_state;
 
 typedef struct commit_end {
@@ -97,6 +101,45 @@ static int read_streams(walk *w, char **err)
     }
     PQclear(r);
     return rc;
+}
+
+/* The heads writers recorded as they closed, the latest of each stream. */
+static int read_heads(walk *w, char **err)
+{
+    PGresult *r = ust__pg_run(w->log,
+                              "SELECT DISTINCT ON (stream) stream, stream_seq, hash"
+                              " FROM understudy.heads ORDER BY stream, stream_seq DESC",
+                              0, NULL, NULL);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return ust__pg_error(w->log, r, "read heads", err);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+        stream_state *s = find_stream(w, ust__pg_int(r, i, 0));
+        if (s == NULL || hash_column(r, i, 2, s->closed_hash) != 0)
+            rc = ust__log_tamper(w->res, 0,
+                                 "a head record names no stream, or has no valid hash"
+                                 " (stream %lld)",
+                                 (long long)ust__pg_int(r, i, 0));
+        else
+            s->closed_at = ust__pg_int(r, i, 1);
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Every stream reached the head its writer recorded at its close. */
+static int check_heads(walk *w)
+{
+    for (size_t i = 0; i < w->n_streams; i++) {
+        const stream_state *s = &w->streams[i];
+        if (s->closed_at > s->rows)
+            return ust__log_tamper(w->res, w->tip + 1,
+                                   "stream %lld held row %lld when its writer closed,"
+                                   " but ends at row %lld (rows cut off)",
+                                   (long long)s->id, (long long)s->closed_at,
+                                   (long long)s->rows);
+    }
+    return 0;
 }
 
 /* The commit records: seqs from 1 without a gap, each chained to the one
@@ -230,6 +273,11 @@ static int check_row(walk *w, PGresult *r, int row, ust_log_record *rec, int64_t
                 (long long)id, (long long)sseq);
         w->next_commit++;
     }
+    if (sseq == s->closed_at && memcmp(s->closed_hash, rec->hash, UST_SHA256_LEN) != 0)
+        return ust__log_tamper(w->res, rec->seq,
+                               "stream %lld row %lld: not the row its writer closed on"
+                               " (rows rewritten)",
+                               (long long)id, (long long)sseq);
     memcpy(s->cur, rec->hash, UST_SHA256_LEN);
     s->next_row++;
     s->rows++;
@@ -329,9 +377,10 @@ int ust__pg_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
                           "verify", err);
     if (rc != 0)
         return rc;
-    if ((rc = read_streams(&w, err)) == 0 && (rc = read_commits(&w, err)) == 0 &&
-        (rc = walk_rows(&w, err)) == 0)
-        rc = check_orphans(&w, err);
+    if ((rc = read_streams(&w, err)) == 0 && (rc = read_heads(&w, err)) == 0 &&
+        (rc = read_commits(&w, err)) == 0 && (rc = walk_rows(&w, err)) == 0 &&
+        (rc = check_orphans(&w, err)) == 0)
+        rc = check_heads(&w);
     ust__pg_exec(log, "COMMIT", "verify", NULL);
     if (rc == 0 && anchor_seq > w.tip)
         rc = ust__log_tamper(

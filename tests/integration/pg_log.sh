@@ -102,6 +102,17 @@ if "$bin" log verify --log "$url" > "$tmp/tampered2.txt"; then fail "verify pass
 grep -q "^TAMPERED: seq 1: commit records" "$tmp/tampered2.txt" \
   || fail "verify did not name the missing commit record: $(cat "$tmp/tampered2.txt")"
 
+# The newest rows cut off with their commit records (a suffix: every chain
+# still holds) are named by the head their writer recorded at its close.
+cut=$(pg_make_log cutlog) || fail "cannot make a second log"
+for i in 1 2; do "$bin" log import --config "$cfg" --log "$cut" "$jsonl" > /dev/null || fail "import $i"; done
+PG_ADMIN_DB=cutlog pg_admin -c "SET session_replication_role = replica" \
+  -c "DELETE FROM understudy.commits WHERE stream = 2" \
+  -c "DELETE FROM understudy.events WHERE stream = 2" > /dev/null || fail "cut off stream 2"
+if "$bin" log verify --log "$cut" > "$tmp/cut.txt"; then fail "verify passed a log cut off: $(cat "$tmp/cut.txt")"; fi
+grep -q "^TAMPERED: seq $((n + 1)): stream 2 held row $n when its writer closed, but ends at row 0" "$tmp/cut.txt" \
+  || fail "verify did not name the cut: $(cat "$tmp/cut.txt")"
+
 # What the PostgreSQL log leaves to the database's tools is refused plainly.
 if out=$("$bin" log backup --log "$url" --out "$tmp/copy.db" 2>&1); then fail "log backup of a PostgreSQL log"; fi
 grep -q "pg_dump" <<< "$out" || fail "log backup said: $out"
