@@ -21,20 +21,25 @@
 #define E_COLUMN(kind, m, column, wire, wire_at, export, source) "e." #column ", "
 #define ROW_SEQ "c.first_seq + (e.stream_seq - c.first_stream_seq)"
 
+/* The rows of the commits that overlap ($1, $1 + $2]: from the commit
+ * holding seq $1 + 1, found by one index probe, so a window costs the same
+ * at any depth of the log. The casts fix the parameters' type: "$1 + 1"
+ * alone would make $1 an integer, not the bigint sent. */
 const char ust__pg_select_after[] =
     "SELECT " ROW_SEQ ", e.received_at, e.remote, e.method, e.target, e.headers,"
     " e.body, " UST_EVENT_FIELDS(
         E_COLUMN) "e.prev_hash, e.hash, e.response_status,"
-                  " e.response_headers, e.response_body,"
-                  " e.stream, e.stream_seq"
-                  " FROM understudy.commits c JOIN"
-                  " understudy.events e ON e.stream = c.stream"
+                  " e.response_headers, e.response_body, e.stream, e.stream_seq"
+                  " FROM understudy.commits c JOIN understudy.events e ON e.stream = "
+                  "c.stream"
                   " AND e.stream_seq BETWEEN c.first_stream_seq"
-                  " AND c.first_stream_seq + (c.last_seq -"
-                  " c.first_seq)"
-                  /* the commits that overlap ($1, $1 + $2] */
-                  " WHERE c.last_seq > $1 AND c.first_seq <= $1 "
-                  "+ $2 AND " ROW_SEQ " > $1 AND " ROW_SEQ " <= $1 + $2 ORDER BY 1";
+                  " AND c.first_stream_seq + (c.last_seq - c.first_seq)"
+                  " WHERE c.first_seq >= coalesce((SELECT max(first_seq) FROM "
+                  "understudy.commits"
+                  " WHERE first_seq <= $1::bigint + 1), 1) AND c.first_seq <= "
+                  "$1::bigint + $2::bigint"
+                  " AND " ROW_SEQ " > $1::bigint AND " ROW_SEQ
+                  " <= $1::bigint + $2::bigint ORDER BY 1";
 
 typedef struct pg_row {
     PGresult *res;
