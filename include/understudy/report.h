@@ -44,7 +44,6 @@ typedef struct ust_report_opts {
     const char *log_path;     /* NULL: the log the run's metadata names */
     const ust_triage *triage; /* may be NULL: everything is open */
     size_t max_examples;      /* per class; 0 = 5 */
-    size_t max_timelines;     /* entities per class; 0 = 10 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
     ust_progress progress;    /* divergences written, of the run's */
 } ust_report_opts;

@@ -1,6 +1,8 @@
 /* index.html: one self-contained file, no network, no script. Every string
  * that came from outside (payloads, headers, plugin output, class names) is
  * escaped, and a Content-Security-Policy forbids scripts besides. */
+#include "report/event.h"
+#include "report/html_escape.h"
 #include "report/model.h"
 
 #include <understudy/alloc.h>
@@ -10,29 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const html_entity[256] = {
-    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
-};
-
-static void esc(FILE *f, const char *s)
-{
-    ust__report_put_escaped(f, s, html_entity, UST__REPORT_BIDI_VISIBLE);
-}
-
-static void esc_json(FILE *f, const json_t *v)
-{
-    char *text = v ? json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
-    esc(f, text ? text : "null");
-    ust_free(text);
-}
-
-static void when(FILE *f, int64_t us)
-{
-    char buf[32];
-    ust_time_format(us, buf);
-    esc(f, buf);
-}
 
 static const char style[] =
     "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;"
@@ -57,16 +36,16 @@ static void write_run(FILE *f, const ust__report_model *m)
         "candidate_version", "candidate_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fputs("<tr><th>", f);
-        esc(f, keys[i]);
+        ust__html_esc(f, keys[i]);
         fputs("</th><td><code>", f);
-        esc(f, json_string_value(json_object_get(m->meta, keys[i])));
+        ust__html_esc(f, json_string_value(json_object_get(m->meta, keys[i])));
         fputs("</code></td></tr>", f);
     }
     fputs("<tr><th>span</th><td>", f);
     if (m->events > 0) {
-        when(f, m->first_at);
+        ust__html_time(f, m->first_at);
         fputs(" &ndash; ", f);
-        when(f, m->last_at);
+        ust__html_time(f, m->last_at);
     }
     fprintf(f,
             "</td></tr><tr><th>events</th><td>%lld read, %lld decided by both, %lld"
@@ -86,7 +65,7 @@ static void write_run(FILE *f, const ust__report_model *m)
         json_object_foreach(objs[g], k, v)
         {
             fputs("<tr><td>", f);
-            esc(f, k);
+            ust__html_esc(f, k);
             fprintf(f, "</td><td class=n>%lld</td></tr>",
                     (long long)json_integer_value(v));
         }
@@ -159,14 +138,14 @@ static void write_chart(FILE *f, const ust__report_model *m)
             pad, 14, (long long)peak, (double)m->bucket_us / 1e6);
     fprintf(f, "<text x=%d y=%d font-size=11>", pad, h + 16);
     if (m->events > 0)
-        when(f, m->first_at);
+        ust__html_time(f, m->first_at);
     fprintf(f, "</text><text x=%d y=%d font-size=11 text-anchor=end>", w - pad, h + 16);
     if (m->events > 0)
-        when(f, m->last_at);
+        ust__html_time(f, m->last_at);
     fputs("</text></svg><p class=legend>", f);
     for (size_t c = 0; c <= top && m->divergences > 0; c++) {
         fprintf(f, "<span style=\"background:%s\"></span>", colours[c < top ? c : 5]);
-        esc(f, c < top ? m->classes[c].name : "other classes");
+        ust__html_esc(f, c < top ? m->classes[c].name : "other classes");
         fputs("<br>", f);
     }
     fputs("</p>", f);
@@ -181,7 +160,7 @@ static void write_classes(FILE *f, const ust__report_model *m)
     for (size_t i = 0; i < m->n_detailed; i++) {
         const ust__report_class *c = &m->classes[i];
         fprintf(f, "<tr><td><a href=\"#class-%zu\">", i);
-        esc(f, c->name);
+        ust__html_esc(f, c->name);
         fprintf(f, "</a></td><td class=n>%lld</td><td class=n>%lld</td><td>",
                 (long long)c->count, (long long)c->follow_ons);
         size_t k;
@@ -190,17 +169,17 @@ static void write_classes(FILE *f, const ust__report_model *m)
         {
             char *t = json_dumps(fs, JSON_COMPACT);
             fputs("<code>", f);
-            esc(f, t);
+            ust__html_esc(f, t);
             fputs("</code> ", f);
             ust_free(t);
         }
         fputs("</td><td>", f);
-        when(f, c->first_at);
+        ust__html_time(f, c->first_at);
         fputs("</td><td>", f);
-        when(f, c->last_at);
+        ust__html_time(f, c->last_at);
         fputs("</td><td>", f);
         ust__report_put_triage(
-            f, c->accepted, html_entity,
+            f, c->accepted, ust__html_entity,
             "<span class=ok>accepted</span>: ", "<span class=open>open</span>", 1);
         fputs("</td></tr>", f);
     }
@@ -212,72 +191,15 @@ static void write_classes(FILE *f, const ust__report_model *m)
                 m->n_classes - m->n_detailed);
 }
 
-static void write_decision(FILE *f, const char *who, const json_t *d)
-{
-    fputs("<div><h4>", f);
-    esc(f, who);
-    fputs("</h4><pre>", f);
-    esc_json(f, d);
-    fputs("</pre></div>", f);
-}
-
-static void write_timeline(FILE *f, const ust__report_timeline *t)
-{
-    fputs("<details><summary>timeline of <code>", f);
-    esc(f, t->entity);
-    fprintf(
-        f,
-        "</code> (%zu event%s%s)</summary><table><tr><th>seq</th><th>received</th>"
-        "<th>event</th><th>legacy</th><th>state</th><th>candidate</th><th>state</th>"
-        "<th></th></tr>",
-        t->n, t->n == 1 ? "" : "s", t->truncated ? ", first 100 shown" : "");
-    for (size_t i = 0; i < t->n; i++) {
-        const ust__report_row *r = &t->rows[i];
-        fprintf(f, "<tr%s><td class=n>%lld</td><td>",
-                r->follow_on  ? " class=follow"
-                : r->diverged ? " class=div"
-                              : "",
-                (long long)r->seq);
-        when(f, r->at);
-        const char *cells[] = {r->event_type, r->lv, r->ls, r->cv, r->cs};
-        for (int k = 0; k < 5; k++) {
-            fputs("</td><td>", f);
-            esc(f, cells[k] ? cells[k] : (k == 1 || k == 3) ? "not fed" : "");
-        }
-        fputs("</td><td>", f);
-        fputs(r->follow_on ? "follow-on" : r->diverged ? "divergence" : "", f);
-        fputs("</td></tr>", f);
-    }
-    fputs("</table></details>", f);
-}
-
 static void write_details(FILE *f, const ust__report_model *m)
 {
     for (size_t i = 0; i < m->n_detailed; i++) {
         const ust__report_class *c = &m->classes[i];
         fprintf(f, "<h3 id=\"class-%zu\">", i);
-        esc(f, c->name);
+        ust__html_esc(f, c->name);
         fprintf(f, " <span class=muted>(%lld)</span></h3>", (long long)c->count);
-        for (size_t k = 0; k < c->n_examples; k++) {
-            const ust__report_example *e = &c->examples[k];
-            fprintf(f, "<details%s><summary>example: seq %lld, fields <code>",
-                    k == 0 ? " open" : "", (long long)e->seq);
-            char *fields =
-                json_dumps(json_object_get(e->divergence, "fields"), JSON_COMPACT);
-            esc(f, fields);
-            ust_free(fields);
-            fputs("</code></summary><div class=side>", f);
-            write_decision(f, "legacy", json_object_get(e->divergence, "legacy"));
-            write_decision(f, "candidate", json_object_get(e->divergence, "candidate"));
-            fputs("</div><h4>request as received</h4><pre>", f);
-            if (e->request != NULL)
-                esc_json(f, e->request);
-            else
-                fputs("(the event log is not available)", f);
-            fputs("</pre></details>", f);
-        }
-        for (size_t k = 0; k < c->n_timelines; k++)
-            write_timeline(f, &c->timelines[k]);
+        for (size_t k = 0; k < c->n_examples; k++)
+            ust__report_event_html(f, &c->examples[k], k == 0);
     }
 }
 
@@ -287,7 +209,7 @@ static void write_stale(FILE *f, const ust__report_model *m)
     if (m->gate.n_stale == 0)
         return;
     fputs("<p>stale triage entries (they accept no class of this run):</p><ul>", f);
-    ust__report_put_stale(f, &m->gate, html_entity, "<li><code>", "</code> (",
+    ust__report_put_stale(f, &m->gate, ust__html_entity, "<li><code>", "</code> (",
                           ")</li>");
     fputs("</ul>", f);
 }
@@ -308,7 +230,7 @@ int ust__report_write_html(const ust__report_model *m, const char *path, char **
     fprintf(f, "<p><strong class=%s>%s</strong>: ", pass ? "ok" : "open",
             pass ? "every divergence is triaged" : "not ready for cutover");
     if (m->gate.refusal != NULL) {
-        esc(f, m->gate.refusal);
+        ust__html_esc(f, m->gate.refusal);
         fputs(";", f);
     }
     fprintf(f, " %lld divergence(s) in %zu class(es), %lld open.</p>",

@@ -106,46 +106,6 @@ static void bucket_add(const ust__report_model *m, int64_t *buckets, int64_t at,
     buckets[b] += n;
 }
 
-/* The raw request of an event, as JSON for display, redacted. */
-static json_t *raw_request(loader *l, const ust__report_model *m, int64_t seq)
-{
-    if (l->log == NULL)
-        return NULL;
-    ust_log_cursor *cur = NULL;
-    ust_log_record rec;
-    memset(&rec, 0, sizeof(rec));
-    json_t *out = NULL;
-    if (ust_log_cursor_open(l->log, seq - 1, &cur, NULL) == 0 &&
-        ust_log_cursor_next(cur, &rec, NULL) == 1 && rec.seq == seq) {
-        /* The request only: a recorded answer is shown (redacted) as the
-         * legacy's decision. */
-        ust_response_clear(&rec.response);
-        char *line = ust_jsonl_format(&rec, 0);
-        json_error_t jerr;
-        out = line ? ust_json_loads(line, 0, &jerr) : NULL;
-        ust_free(line);
-        /* A JSON body is shown parsed, so its named fields can be masked. */
-        json_t *body = json_object_get(out, "body");
-        json_t *parsed = json_is_string(body)
-                             ? ust_json_loads(json_string_value(body), 0, &jerr)
-                             : NULL;
-        if (parsed != NULL) {
-            ust_redact_json(parsed, m->redact);
-            json_object_set_new(out, "body", parsed);
-        }
-        size_t i;
-        json_t *h;
-        json_array_foreach(json_object_get(out, "headers"), i, h)
-        {
-            if (ust_redact_header(m->redact, json_string_value(json_array_get(h, 0))))
-                json_array_set_new(h, 1, json_string("[redacted]"));
-        }
-    }
-    ust_log_record_clear(&rec);
-    ust_log_cursor_close(cur);
-    return out;
-}
-
 typedef struct class_loader {
     loader *l;
     const ust__report_model *m;
@@ -155,19 +115,12 @@ typedef struct class_loader {
 static int add_example(void *ctx, const ust_run_divergence *d)
 {
     class_loader *cl = ctx;
-    ust__report_example *e = &cl->c->examples[cl->c->n_examples++];
-    e->seq = d->seq;
-    json_error_t jerr;
-    e->divergence = ust_json_loads(d->line, 0, &jerr);
-    ust_redact_json(json_object_get(json_object_get(e->divergence, "legacy"), "body"),
-                    cl->m->redact);
-    ust_redact_json(
-        json_object_get(json_object_get(e->divergence, "candidate"), "body"),
-        cl->m->redact);
-    e->request = raw_request(cl->l, cl->m, e->seq);
+    cl->c->examples[cl->c->n_examples++].seq = d->seq;
     return 0;
 }
 
+/* The seqs first, then each example in full: an example's own reads (its
+ * entity's story) cannot run inside the read of the class's divergences. */
 static int load_examples(loader *l, const ust__report_model *m, ust__report_class *c,
                          size_t cap)
 {
@@ -176,52 +129,13 @@ static int load_examples(loader *l, const ust__report_model *m, ust__report_clas
         return UST_ENOMEM;
     class_loader cl = {l, m, c};
     ust_run_filter f = {.class_name = c->name, .limit = cap};
-    return ust_run_divergences(l->run, &f, add_example, &cl, l->err);
-}
-
-enum { MAX_ROWS = 100 };
-
-static int add_row(void *ctx, const ust_run_event *e)
-{
-    ust__report_timeline *t = ctx;
-    if (t->n == MAX_ROWS) {
-        t->truncated = 1;
-        return 1;
+    int rc = ust_run_divergences(l->run, &f, add_example, &cl, l->err);
+    for (size_t k = 0; rc == 0 && k < c->n_examples; k++) {
+        ust__report_event *e = &c->examples[k];
+        rc = ust__report_event_load(l->run, l->log, m->redact, e->seq, e, l->err);
+        rc = rc < 0 ? rc : 0;
     }
-    ust__report_row *r = &t->rows[t->n++];
-    r->seq = e->seq;
-    r->at = e->received_at;
-    r->event_type = ust_strdup(e->event_type);
-    r->lv = ust_strdup(e->legacy_verdict);
-    r->ls = ust_strdup(e->legacy_state);
-    r->cv = ust_strdup(e->candidate_verdict);
-    r->cs = ust_strdup(e->candidate_state);
-    r->diverged = e->diverged;
-    r->follow_on = e->follow_on;
-    return 0;
-}
-
-static int add_timeline(void *ctx, const char *entity)
-{
-    class_loader *cl = ctx;
-    ust__report_timeline *t = &cl->c->timelines[cl->c->n_timelines++];
-    t->entity = ust_strdup(entity);
-    t->rows = ust_calloc(MAX_ROWS, sizeof(*t->rows));
-    if (t->rows == NULL)
-        return UST_ENOMEM;
-    int rc =
-        ust_run_timeline(cl->l->run, t->entity, MAX_ROWS + 1, add_row, t, cl->l->err);
-    return rc == 1 ? 0 : rc;
-}
-
-/* The entities where the class's divergences started (not follow-ons). */
-static int load_timelines(loader *l, ust__report_class *c, size_t cap)
-{
-    c->timelines = ust_calloc(cap, sizeof(*c->timelines));
-    if (c->timelines == NULL)
-        return UST_ENOMEM;
-    class_loader cl = {l, NULL, c};
-    return ust_run_class_entities(l->run, c->name, cap, add_timeline, &cl, l->err);
+    return rc;
 }
 
 static int add_field_set(void *ctx, const char *fields)
@@ -264,8 +178,6 @@ static int load_class_details(loader *l, ust__report_model *m, ust__report_class
     rc = c->buckets ? load_buckets(l, m, c->name, c->buckets) : UST_ENOMEM;
     if (rc == 0)
         rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
-    if (rc == 0)
-        rc = load_timelines(l, c, l->o->max_timelines ? l->o->max_timelines : 10);
     return rc;
 }
 
@@ -358,24 +270,9 @@ void ust__report_model_clear(ust__report_model *m)
         ust__report_class *c = &m->classes[i];
         ust_free(c->name);
         json_decref(c->field_sets);
-        for (size_t k = 0; k < c->n_examples; k++) {
-            json_decref(c->examples[k].divergence);
-            json_decref(c->examples[k].request);
-        }
+        for (size_t k = 0; k < c->n_examples; k++)
+            ust__report_event_clear(&c->examples[k]);
         ust_free(c->examples);
-        for (size_t k = 0; k < c->n_timelines; k++) {
-            ust__report_timeline *t = &c->timelines[k];
-            for (size_t r = 0; r < t->n; r++) {
-                ust_free(t->rows[r].event_type);
-                ust_free(t->rows[r].lv);
-                ust_free(t->rows[r].ls);
-                ust_free(t->rows[r].cv);
-                ust_free(t->rows[r].cs);
-            }
-            ust_free(t->rows);
-            ust_free(t->entity);
-        }
-        ust_free(c->timelines);
         ust_free(c->buckets);
     }
     ust_free(m->classes);

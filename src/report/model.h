@@ -7,40 +7,22 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "report/escape.h"
+#include "report/event.h"
+
 #include <understudy/report.h>
 #include <understudy/run.h>
 
 /* Verdict columns of the matrix: 0 is "not fed", 1..7 the verdicts. */
 #define UST__REPORT_VERDICTS 8
 
-typedef struct ust__report_row {
-    int64_t seq, at;
-    char *event_type, *lv, *ls, *cv, *cs;
-    int diverged, follow_on;
-} ust__report_row;
-
-typedef struct ust__report_timeline {
-    char *entity;
-    ust__report_row *rows;
-    size_t n;
-    int truncated;
-} ust__report_timeline;
-
-typedef struct ust__report_example {
-    int64_t seq;
-    json_t *divergence; /* the divergence line, redacted */
-    json_t *request; /* the raw request from the log, redacted; NULL if unavailable */
-} ust__report_example;
-
 typedef struct ust__report_class {
     char *name;
     int64_t count, first_at, last_at, follow_ons;
     json_t *field_sets; /* distinct "fields" arrays, at most 5 */
     const ust_triage_entry *accepted;
-    ust__report_example *examples;
+    ust__report_event *examples; /* each with its entity's story */
     size_t n_examples;
-    ust__report_timeline *timelines;
-    size_t n_timelines;
     int64_t *buckets; /* divergences per time bucket */
 } ust__report_class;
 
@@ -74,16 +56,6 @@ void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size);
 /* Index in the matrix of a verdict name (0 for NULL or unknown). */
 int ust__report_verdict_index(const char *name);
 const char *ust__report_verdict_label(int index);
-
-/* Writes s with each character that replace (256 entries, by byte) maps to a
- * string written as that string instead (NULL, or no replace: the character
- * as it is), and each bidi control as bidi_format with its code point (one
- * unsigned argument). */
-void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
-                             const char *bidi_format);
-
-/* How HTML and Markdown show a bidi control: visible, and inert. */
-#define UST__REPORT_BIDI_VISIBLE "{U+%04X}"
 
 /* A class's triage as both reports tell it: open_label when nothing accepted
  * it, else accepted_label, the reason and "(owner)" ("(owner, date)" with

@@ -67,29 +67,6 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t t
     return rc;
 }
 
-void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
-                             const char *bidi_format)
-{
-    /* Plain runs go out in one write: a report streams every divergence. */
-    const char *run = s;
-    for (; s != NULL && *s; s++) {
-        uint32_t cp = (unsigned char)*s == 0xE2 ? ust_utf8_bidi_control(s) : 0;
-        const char *r = cp == 0 && replace != NULL ? replace[(unsigned char)*s] : NULL;
-        if (cp == 0 && r == NULL)
-            continue;
-        fwrite(run, 1, (size_t)(s - run), f);
-        if (cp != 0) {
-            fprintf(f, bidi_format, (unsigned)cp);
-            s += 2;
-        } else {
-            fputs(r, f);
-        }
-        run = s + 1;
-    }
-    if (run != NULL)
-        fwrite(run, 1, (size_t)(s - run), f);
-}
-
 void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
                             const char *const *replace, const char *accepted_label,
                             const char *open_label, int with_date)

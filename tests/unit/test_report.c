@@ -68,8 +68,7 @@ static void report(world *w, const ust_triage *t, char out[PATH_MAX])
     ust_report_opts o = {.run_path = w->run_path,
                          .out_dir = out,
                          .triage = t,
-                         .max_examples = 5,
-                         .max_timelines = 10};
+                         .max_examples = 5};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
