@@ -29,6 +29,10 @@ typedef struct ust_triage {
  * An entry whose expires is before today (UTC, by the wall clock) is marked
  * expired: it accepts nothing. */
 int ust_triage_load(const char *path, ust_triage **out, char **err);
+/* The same from len bytes of text (they may hold NULs), path naming them in
+ * messages: what ust_triage_load does with the file's bytes. */
+int ust_triage_parse(const char *text, size_t len, const char *path, ust_triage **out,
+                     char **err);
 void ust_triage_free(ust_triage *t);
 /* The first entry not expired that accepts cls, or NULL. t may be NULL. An
  * error class (either verdict is `error`: "... → error", "...: error → ...",

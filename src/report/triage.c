@@ -268,14 +268,15 @@ static int take_entry(const char *path, size_t i, json_t *e, const char *today,
     return 0;
 }
 
-int ust_triage_load(const char *path, ust_triage **out, char **err)
+/* The entries of doc (NULL: it did not parse, jerr says why), which takes
+ * doc's reference; path names it in messages. */
+static int from_doc(json_t *doc, const json_error_t *jerr, const char *path,
+                    ust_triage **out, char **err)
 {
     *out = NULL;
-    json_error_t jerr;
-    json_t *doc = ust_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (doc == NULL)
-        return ust_errf(err, UST_ECONFIG, "%s:%d:%d: %s", path, jerr.line, jerr.column,
-                        jerr.text);
+        return ust_errf(err, UST_ECONFIG, "%s:%d:%d: %s", path, jerr->line,
+                        jerr->column, jerr->text);
     json_t *accepted = json_object_get(doc, "accepted");
     if (!json_is_object(doc) || !json_is_array(accepted)) {
         json_decref(doc);
@@ -311,4 +312,19 @@ int ust_triage_load(const char *path, ust_triage **out, char **err)
     }
     *out = t;
     return 0;
+}
+
+int ust_triage_parse(const char *text, size_t len, const char *path, ust_triage **out,
+                     char **err)
+{
+    json_error_t jerr;
+    json_t *doc = ust_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    return from_doc(doc, &jerr, path, out, err);
+}
+
+int ust_triage_load(const char *path, ust_triage **out, char **err)
+{
+    json_error_t jerr;
+    json_t *doc = ust_json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    return from_doc(doc, &jerr, path, out, err);
 }
