@@ -11,8 +11,10 @@
 /* ---- triage ------------------------------------------------------------ */
 
 typedef struct ust_triage_entry {
-    char *class_glob; /* '*' matches any run of characters */
+    char *class_glob; /* '*' matches any run of characters; "->" read as U+2192 */
     char *reason, *owner, *date;
+    char *expires; /* NULL, or YYYY-MM-DD: the last day (UTC) it accepts */
+    int expired;   /* expires was before the day the file was loaded */
 } ust_triage_entry;
 
 typedef struct ust_triage {
@@ -20,15 +22,31 @@ typedef struct ust_triage {
     size_t n;
 } ust_triage;
 
-/* Loads {"accepted": [{"class", "reason", "owner", "date"}, ...]}. A
- * malformed file is UST_ECONFIG with *err naming the entry and field, never
- * an empty list. */
+/* Loads {"accepted": [{"class", "reason", "owner", "date", "expires"}, ...]}.
+ * A malformed file (also an unknown key, a date not of the calendar) is
+ * UST_ECONFIG with *err naming the entry and field, never an empty list.
+ * "->" in a class is read as the arrow U+2192 of class names ("-->" is not).
+ * An entry whose expires is before today (UTC, by the wall clock) is marked
+ * expired: it accepts nothing. */
 int ust_triage_load(const char *path, ust_triage **out, char **err);
+/* The same from len bytes of text (they may hold NULs), path naming them in
+ * messages: what ust_triage_load does with the file's bytes. */
+int ust_triage_parse(const char *text, size_t len, const char *path, ust_triage **out,
+                     char **err);
 void ust_triage_free(ust_triage *t);
-/* The first entry that accepts cls, or NULL. t may be NULL. An error class
- * (the candidate's verdict is `error`, its class ends in "-> error", the arrow U+2192)
- * is accepted only by an entry that names it exactly, without a '*'. */
+/* The first entry not expired that accepts cls, or NULL. t may be NULL. An
+ * error class (either verdict is `error`: "... → error", "...: error → ...",
+ * the arrow U+2192) is accepted only by an entry that names it exactly,
+ * without a '*'. */
 const ust_triage_entry *ust_triage_match(const ust_triage *t, const char *cls);
+/* The first expired entry that would have accepted cls, by the same rule. */
+const ust_triage_entry *ust_triage_match_expired(const ust_triage *t, const char *cls);
+/* For a pattern that accepted nothing: the same pattern with the arrow of
+ * class names (" → ") between its last two words when they read as two
+ * verdicts and an arrow was typed otherwise ("=>", "-->", " > ", "→"
+ * without spaces) or, when classes_have_arrow, left out. *out is that
+ * (ust_malloc'd) or NULL when there is nothing to suggest; UST_ENOMEM. */
+int ust_triage_arrow_hint(const char *pattern, int classes_have_arrow, char **out);
 /* Whole-string match; '*' matches any run of characters (also none). */
 int ust_glob_match(const char *pattern, const char *text);
 
@@ -58,6 +76,7 @@ typedef struct ust_gate_class {
     char *class_name;
     int64_t count;
     const ust_triage_entry *accepted; /* NULL: open */
+    const ust_triage_entry *expired;  /* open: the expired entry that accepted it */
 } ust_gate_class;
 
 typedef struct ust_gate_result {
@@ -69,9 +88,15 @@ typedef struct ust_gate_result {
      * whole log: it never started, decided no event, or stopped short. */
     char *refusal;
     int64_t decided, cursor, log_head;
-    /* The triage entries that accepted no class of the run. */
+    /* The triage entries, not expired, that accepted no class of the run;
+     * for each, the spelling with the arrow it may have meant
+     * (ust_triage_arrow_hint, ust_malloc'd) or NULL. */
     const ust_triage_entry **stale;
+    char **stale_hints;
     size_t n_stale;
+    /* The entries past their expires date: they accepted nothing. */
+    const ust_triage_entry **expired;
+    size_t n_expired;
 } ust_gate_result;
 
 /* Judges the run at run_path against t (NULL: nothing accepted), reading the

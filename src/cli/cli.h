@@ -25,7 +25,8 @@ int ust_cli_gen(int argc, char **argv);
  * fallback is used). Returns UST_EXIT_USAGE. */
 int ust_cli_fail(char *msg, const char *fallback);
 
-/* Writes usage to stdout (help asked) or stderr (usage error). */
+/* Writes usage to stdout (help asked) or stderr (usage error), then a last
+ * line "understudy VERSION". */
 int ust_cli_usage(const char *text, int asked);
 
 /* Loads the config at path (required), and its secrets when asked; on

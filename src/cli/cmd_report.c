@@ -88,6 +88,47 @@ int ust_cli_report(int argc, char **argv)
     return UST_EXIT_OK;
 }
 
+/* The classes of the run, then the triage entries that accepted none, with
+ * what to do about them. */
+static void print_classes(const ust_gate_result *res)
+{
+    for (size_t i = 0; i < res->n; i++) {
+        const ust_gate_class *c = &res->classes[i];
+        if (c->accepted != NULL)
+            printf("accepted  %8lld  %s  (%s)\n", (long long)c->count, c->class_name,
+                   c->accepted->owner);
+        else if (c->expired != NULL)
+            printf("open      %8lld  %s  (%s's entry expired after %s)\n",
+                   (long long)c->count, c->class_name, c->expired->owner,
+                   c->expired->expires);
+        else
+            printf("open      %8lld  %s\n", (long long)c->count, c->class_name);
+    }
+    for (size_t i = 0; i < res->n_stale; i++) {
+        printf("stale     %8s  %s  (%s): accepts no class of this run", "",
+               res->stale[i]->class_glob, res->stale[i]->owner);
+        if (res->stale_hints[i] != NULL)
+            printf("; did you mean \"%s\"?", res->stale_hints[i]);
+        fputs("\n", stdout);
+    }
+    for (size_t i = 0; i < res->n_expired; i++)
+        printf("expired   %8s  %s  (%s): expired after %s, accepts nothing\n", "",
+               res->expired[i]->class_glob, res->expired[i]->owner,
+               res->expired[i]->expires);
+    if (res->n_stale > 0)
+        printf("triage: %zu stale entr%s: remove %s or correct %s class (the arrow is "
+               "U+2192, or \"->\"); %s not fail the gate, but would accept a future "
+               "divergence nobody has looked at\n",
+               res->n_stale, res->n_stale == 1 ? "y" : "ies",
+               res->n_stale == 1 ? "it" : "them", res->n_stale == 1 ? "its" : "their",
+               res->n_stale == 1 ? "it does" : "they do");
+    if (res->n_expired > 0)
+        printf("triage: %zu expired entr%s: the classes %s accepted are open; look at "
+               "them again, then move \"expires\" on or remove the entr%s\n",
+               res->n_expired, res->n_expired == 1 ? "y" : "ies",
+               res->n_expired == 1 ? "it" : "they", res->n_expired == 1 ? "y" : "ies");
+}
+
 int ust_cli_gate(int argc, char **argv)
 {
     ust_gate_result res;
@@ -101,17 +142,7 @@ int ust_cli_gate(int argc, char **argv)
         ust_triage_free(o.t);
         return ust_cli_fail(err, "gate failed");
     }
-    for (size_t i = 0; i < res.n; i++) {
-        if (res.classes[i].accepted == NULL)
-            printf("open      %8lld  %s\n", (long long)res.classes[i].count,
-                   res.classes[i].class_name);
-        else
-            printf("accepted  %8lld  %s  (%s)\n", (long long)res.classes[i].count,
-                   res.classes[i].class_name, res.classes[i].accepted->owner);
-    }
-    for (size_t i = 0; i < res.n_stale; i++)
-        printf("stale     %8s  %s  (%s): accepts no class of this run\n", "",
-               res.stale[i]->class_glob, res.stale[i]->owner);
+    print_classes(&res);
     int pass = ust_gate_pass(&res, o.max_open);
     if (res.refusal != NULL)
         printf("gate: FAIL: %s\n", res.refusal);

@@ -203,15 +203,27 @@ static void write_details(FILE *f, const ust__report_model *m)
     }
 }
 
-/* Triage entries that accepted nothing: the file has drifted from the runs. */
+/* Triage entries that accepted nothing: the file has drifted from the runs,
+ * or its entries' time is up. */
 static void write_stale(FILE *f, const ust__report_model *m)
 {
-    if (m->gate.n_stale == 0)
-        return;
-    fputs("<p>stale triage entries (they accept no class of this run):</p><ul>", f);
-    ust__report_put_stale(f, &m->gate, ust__html_entity, "<li><code>", "</code> (",
-                          ")</li>");
-    fputs("</ul>", f);
+    ust__report_entry_style stale = {.replace = ust__html_entity,
+                                     .before = "<li><code>",
+                                     .between = "</code> (",
+                                     .owner_end = ")",
+                                     .end = "</li>",
+                                     .closing = "</ul>"};
+    ust__report_entry_style expired = stale;
+    stale.heading = "<p>stale triage entries (they accept no class of this run: "
+                    "remove them or correct their class):</p><ul>";
+    stale.extra_before = ": did you mean <code>";
+    stale.extra_after = "</code>?";
+    expired.heading = "<p>expired triage entries (they accept nothing: the classes "
+                      "they accepted are open):</p><ul>";
+    expired.extra_before = ", expired after ";
+    expired.extra_after = "";
+    ust__report_put_unused(f, &m->gate, 0, &stale);
+    ust__report_put_unused(f, &m->gate, 1, &expired);
 }
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err)

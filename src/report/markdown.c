@@ -86,11 +86,24 @@ int ust__report_write_markdown(const ust__report_model *m, const char *path, cha
                                0);
         fputs(" |\n", f);
     }
-    if (m->gate.n_stale > 0)
-        fputs("\n## Stale triage entries\n\nThey accept no class of this run.\n\n"
-              "| class | owner |\n|---|---|\n",
-              f);
-    ust__report_put_stale(f, &m->gate, cell_escape, "| ", " | ", " |\n");
+    /* The two lists are tables of the same columns but their last. */
+    ust__report_entry_style rows = {.replace = cell_escape,
+                                    .before = "| ",
+                                    .between = " | ",
+                                    .owner_end = "",
+                                    .extra_before = " | ",
+                                    .extra_after = "",
+                                    .end = " |\n",
+                                    .closing = ""};
+    ust__report_entry_style stale = rows, expired = rows;
+    stale.heading = "\n## Stale triage entries\n\nThey accept no class of this run: "
+                    "remove them or correct their class.\n\n| class | owner | did you "
+                    "mean |\n|---|---|---|\n";
+    expired.heading = "\n## Expired triage entries\n\nThey accept nothing: the classes "
+                      "they accepted are open.\n\n| class | owner | expired after |\n"
+                      "|---|---|---|\n";
+    ust__report_put_unused(f, &m->gate, 0, &stale);
+    ust__report_put_unused(f, &m->gate, 1, &expired);
     if (m->n_classes > m->n_detailed)
         fprintf(f, "\n%zu more classes: see divergences.jsonl.\n",
                 m->n_classes - m->n_detailed);

@@ -63,11 +63,19 @@ const char *ust__report_verdict_label(int index);
 void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
                             const char *const *replace, const char *accepted_label,
                             const char *open_label, int with_date);
-/* Each stale triage entry of the gate: before, its class glob, between, its
- * owner, after (the texts escaped through replace). */
-void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
-                           const char *const *replace, const char *before,
-                           const char *between, const char *after);
+/* How a report lists the triage entries that accepted nothing: when there
+ * is one, heading, then each entry as before, its class glob, between, its
+ * owner, owner_end, then (when there is one) a stale entry's arrow hint or
+ * an expired entry's date between extra_before and extra_after, then end;
+ * after the last, closing. The texts are escaped through replace. */
+typedef struct ust__report_entry_style {
+    const char *const *replace;
+    const char *heading, *before, *between, *owner_end, *extra_before, *extra_after,
+        *end, *closing;
+} ust__report_entry_style;
+/* The gate's stale entries (expired 0) or its expired ones (1). */
+void ust__report_put_unused(FILE *f, const ust_gate_result *gate, int expired,
+                            const ust__report_entry_style *s);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,

@@ -86,19 +86,36 @@ void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
     fputs(")", f);
 }
 
-void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
-                           const char *const *replace, const char *before,
-                           const char *between, const char *after)
+static void put_entry(FILE *f, const ust_triage_entry *e, const char *extra,
+                      const ust__report_entry_style *s)
 {
-    for (size_t i = 0; i < gate->n_stale; i++) {
-        fputs(before, f);
-        ust__report_put_escaped(f, gate->stale[i]->class_glob, replace,
-                                UST__REPORT_BIDI_VISIBLE);
-        fputs(between, f);
-        ust__report_put_escaped(f, gate->stale[i]->owner, replace,
-                                UST__REPORT_BIDI_VISIBLE);
-        fputs(after, f);
+    fputs(s->before, f);
+    ust__report_put_escaped(f, e->class_glob, s->replace, UST__REPORT_BIDI_VISIBLE);
+    fputs(s->between, f);
+    ust__report_put_escaped(f, e->owner, s->replace, UST__REPORT_BIDI_VISIBLE);
+    fputs(s->owner_end, f);
+    if (extra != NULL) {
+        fputs(s->extra_before, f);
+        ust__report_put_escaped(f, extra, s->replace, UST__REPORT_BIDI_VISIBLE);
+        fputs(s->extra_after, f);
     }
+    fputs(s->end, f);
+}
+
+void ust__report_put_unused(FILE *f, const ust_gate_result *gate, int expired,
+                            const ust__report_entry_style *s)
+{
+    size_t n = expired ? gate->n_expired : gate->n_stale;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0)
+            fputs(s->heading, f);
+        if (expired)
+            put_entry(f, gate->expired[i], gate->expired[i]->expires, s);
+        else
+            put_entry(f, gate->stale[i], gate->stale_hints[i], s);
+    }
+    if (n > 0)
+        fputs(s->closing, f);
 }
 
 int ust_report_write(const ust_report_opts *o, char **err)
