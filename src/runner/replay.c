@@ -100,6 +100,48 @@ static int record_identity(replay *r, char **err)
     return 0;
 }
 
+/* A partition's run holds its share of the log alone: resumed as another
+ * share (or as the whole log), or a run of the whole log resumed as a
+ * share, it would mix two selections of the log in one set of results. A
+ * run of the whole log records no partition. */
+static int check_partition(replay *r, int64_t cursor, char **err)
+{
+    char want[32] = "";
+    if (r->o->partition.n > 0)
+        ust_partition_format(&r->o->partition, want);
+    char *stored = NULL;
+    int rc = ust__rundb_meta_get(r->run.db, "partition", &stored);
+    if (rc < 0)
+        return ust_errf(err, rc, "%s: cannot read run metadata", r->o->run_path);
+    /* Nothing decided yet: any share may start it. */
+    const char *had = rc == 1 ? stored : cursor > 0 ? "" : want;
+    if (strcmp(had, want) != 0)
+        rc = ust_errf(err, UST_EINVAL,
+                      "%s: this run decided %s%s%s, not %s%s%s: use a new --run "
+                      "database (or pass %s%s)",
+                      r->o->run_path, *had ? "partition " : "the whole log", had,
+                      *had ? " of the log" : "", *want ? "partition " : "the whole log",
+                      want, *want ? " of it" : "", *had ? "--partition " : "no --partition",
+                      had);
+    else
+        rc = 0;
+    ust_free(stored);
+    if (rc != 0 || *want == '\0')
+        return rc;
+    /* The key too, which the config's hash covers already: the report
+     * shows it beside the partition. */
+    json_t *by = json_array();
+    for (size_t i = 0; i < r->o->cfg->n_partition_by; i++)
+        json_array_append_new(by, json_string(r->o->cfg->partition_by[i]));
+    char *by_text = json_dumps(by, JSON_COMPACT);
+    json_decref(by);
+    rc = by_text == NULL ? UST_ENOMEM : check_identity(r, "partition", want, err);
+    if (rc == 0)
+        rc = check_identity(r, "partition_by", by_text, err);
+    ust_free(by_text);
+    return rc;
+}
+
 /* The row at the cursor must be the one the run last decided: a run resumed
  * against another log (or a rewritten one) is refused. */
 static int check_cursor_row(replay *r, int64_t cursor, char **err)
@@ -233,6 +275,7 @@ typedef struct item {
     ust_log_record rec;
     ust_event ev;
     int viewed, fed;
+    int outside; /* of another partition: passed over */
     ust_decision c; /* the candidate's */
     ust_decision l; /* a journaled legacy's, decided with its batch */
     int l_ready;
@@ -254,7 +297,8 @@ static int prepare_item(replay *r, item *it, char **err)
     /* The signature status is evidence from arrival; replay trusts the log,
      * which the chain protects, rather than secrets it may not have. */
     it->ev.sig = it->rec.sig;
-    it->fed = it->ev.route != NULL &&
+    it->outside = !ust_partition_holds(&r->o->partition, r->o->cfg, &it->ev);
+    it->fed = !it->outside && it->ev.route != NULL &&
               (it->ev.sig == UST_SIG_VERIFIED || it->ev.sig == UST_SIG_UNSIGNED);
     return 0;
 }
@@ -271,6 +315,14 @@ static void release_item(item *it)
 
 static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
 {
+    if (it->outside) {
+        /* Another runner's: only the cursor moves, so a partition's run
+         * still decides up to its log's head. */
+        stats->outside++;
+        r->last_seq = it->rec.seq;
+        memcpy(r->last_hash, it->rec.hash, UST_SHA256_LEN);
+        return 0;
+    }
     ust_event *ev = &it->ev;
     ust_decision l;
     memset(&l, 0, sizeof(l));
@@ -511,6 +563,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
     int64_t cursor = 0;
     if (rc == 0)
         rc = ust__rundb_cursor(r->run.db, &cursor, err);
+    if (rc == 0)
+        rc = check_partition(r, cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0 && ust_alloc_failures() != refused)
