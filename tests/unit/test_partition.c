@@ -459,6 +459,45 @@ static void test_an_event_without_key_is_partition_0s(void **state)
     assert_int_equal(n[1], 3);
 }
 
+/* The command line: K/N out of range is a usage error saying what to give;
+ * a partition's summary counts the events it passed over. */
+static void test_the_command_line(void **state)
+{
+    world *w = *state;
+    gen_log(w, w->cfg, 300);
+    char cfg[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX], rp[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", cfg);
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
+    run_path(w, "cli.db", rp);
+    char *out = NULL;
+    assert_int_equal(ust_test_cli(w->dir, &out,
+                                  "replay --config '%s' --log '%s' --run '%s' "
+                                  "--legacy '%s' --candidate '%s' --partition 2/2",
+                                  cfg, w->log_path, rp, lp, cp),
+                     2);
+    assert_non_null(strstr(out, "understudy: --partition 2/2: K counts from 0, so it "
+                                "is below N: 0/2 to 1/2\n"));
+    assert_int_equal(access(rp, F_OK), -1);
+    free(out);
+    assert_int_equal(ust_test_cli(w->dir, &out,
+                                  "replay --config '%s' --log '%s' --run '%s' "
+                                  "--legacy '%s' --candidate '%s' --partition 1/2",
+                                  cfg, w->log_path, rp, lp, cp),
+                     0);
+    ust_replay_stats st;
+    free(replay_ok(w, w->cfg, "lib.db", (ust_partition){1, 2}, &st));
+    char *want =
+        ust_sprintf("replayed 300 events after seq 0: %lld decided by both "
+                    "plugins, %lld not fed (signature or route), %lld of "
+                    "other partitions, ",
+                    (long long)st.fed, (long long)st.not_fed, (long long)st.outside);
+    if (strstr(out, want) == NULL)
+        fail_msg("%s", out);
+    ust_free(want);
+    free(out);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, world_teardown)
@@ -468,6 +507,7 @@ int main(void)
         T(test_partition_by_is_checked),
         T(test_an_event_without_key_is_partition_0s),
         T(test_resume_as_another_partition_is_refused),
+        T(test_the_command_line),
         T(test_identity_alone_splits_an_order),
         T(test_partitions_together_are_the_whole_run),
     };
