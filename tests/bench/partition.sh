@@ -43,6 +43,7 @@ both() {
   wait "$p1"
 }
 
+load=$(cut -d' ' -f1-3 /proc/loadavg) # other work on the machine skews wall times
 : > "$dir/whole.times"
 : > "$dir/parts.times"
 for r in $(seq "$rounds"); do
@@ -60,7 +61,7 @@ report() { # NAME FILE
   printf '%-30s %6.2f s wall %8.0f events/s   %6.2f s CPU   (wall of each: %s)\n' \
     "$1" "$wall" "$(echo "$events / $wall" | bc -l)" "$cpu" "$(cut -d' ' -f1 "$2" | tr '\n' ' ')"
 }
-echo "replay of $events generated events (seed 7, a week), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg), median of $rounds"
+echo "replay of $events generated events (seed 7, a week), $(nproc) cores, load average before: $load, median of $rounds"
 report "whole log, one runner:" "$dir/whole.times"
 report "two partitions, side by side:" "$dir/parts.times"
 w=$(cut -d' ' -f1 "$dir/whole.times" | median)
