@@ -5,6 +5,7 @@
  * the stream never shows what the run database does not hold. */
 #include "runner/answers_reader.h"
 #include "runner/journal.h"
+#include "runner/partition.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
 
@@ -98,48 +99,6 @@ static int record_identity(replay *r, char **err)
             return rc;
     }
     return 0;
-}
-
-/* A partition's run holds its share of the log alone: resumed as another
- * share (or as the whole log), or a run of the whole log resumed as a
- * share, it would mix two selections of the log in one set of results. A
- * run of the whole log records no partition. */
-static int check_partition(replay *r, int64_t cursor, char **err)
-{
-    char want[32] = "";
-    if (r->o->partition.n > 0)
-        ust_partition_format(&r->o->partition, want);
-    char *stored = NULL;
-    int rc = ust__rundb_meta_get(r->run.db, "partition", &stored);
-    if (rc < 0)
-        return ust_errf(err, rc, "%s: cannot read run metadata", r->o->run_path);
-    /* Nothing decided yet: any share may start it. */
-    const char *had = rc == 1 ? stored : cursor > 0 ? "" : want;
-    if (strcmp(had, want) != 0)
-        rc = ust_errf(err, UST_EINVAL,
-                      "%s: this run decided %s%s%s, not %s%s%s: use a new --run "
-                      "database (or pass %s%s)",
-                      r->o->run_path, *had ? "partition " : "the whole log", had,
-                      *had ? " of the log" : "", *want ? "partition " : "the whole log",
-                      want, *want ? " of it" : "", *had ? "--partition " : "no --partition",
-                      had);
-    else
-        rc = 0;
-    ust_free(stored);
-    if (rc != 0 || *want == '\0')
-        return rc;
-    /* The key too, which the config's hash covers already: the report
-     * shows it beside the partition. */
-    json_t *by = json_array();
-    for (size_t i = 0; i < r->o->cfg->n_partition_by; i++)
-        json_array_append_new(by, json_string(r->o->cfg->partition_by[i]));
-    char *by_text = json_dumps(by, JSON_COMPACT);
-    json_decref(by);
-    rc = by_text == NULL ? UST_ENOMEM : check_identity(r, "partition", want, err);
-    if (rc == 0)
-        rc = check_identity(r, "partition_by", by_text, err);
-    ust_free(by_text);
-    return rc;
 }
 
 /* The row at the cursor must be the one the run last decided: a run resumed
@@ -275,7 +234,7 @@ typedef struct item {
     ust_log_record rec;
     ust_event ev;
     int viewed, fed;
-    int outside; /* of another partition: passed over */
+    int outside;    /* of another partition: passed over */
     ust_decision c; /* the candidate's */
     ust_decision l; /* a journaled legacy's, decided with its batch */
     int l_ready;
@@ -564,7 +523,7 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
     if (rc == 0)
         rc = ust__rundb_cursor(r->run.db, &cursor, err);
     if (rc == 0)
-        rc = check_partition(r, cursor, err);
+        rc = ust__partition_check_run(&r->run, &o->partition, o->cfg, cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0 && ust_alloc_failures() != refused)
