@@ -127,6 +127,10 @@ typedef struct ust_config {
      * name matched at any depth ("email"). */
     char **redact;
     size_t n_redact;
+    /* "partition_by": the event's text fields whose first present value is
+     * its partition key (replay --partition); default intent, identity */
+    char **partition_by;
+    size_t n_partition_by;
     /* capture: header values stored as a keyed digest, never in clear */
     struct {
         char **mask_headers; /* names, matched case-insensitively */

@@ -5,6 +5,7 @@
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
+#include <understudy/event.h>
 #include <understudy/sig.h>
 
 #include "event/event_internal.h"
@@ -892,9 +893,47 @@ static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+static int valid_partition_field(const char *s)
+{
+    return ust_event_text_column(s) >= 0;
+}
+
+/* "partition_by": one text field of the event, or an ordered list of them
+ * whose first present value is the key; absent, the intent (an order's
+ * events meet in one partition), then the identity. */
+static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
+{
+    char what[PATH_CAP];
+    (void)snprintf(what, sizeof(what), "a field of the event, one of %s",
+                   ust_event_text_columns());
+    json_t *v = json_object_get(root, "partition_by");
+    if (v != NULL && !json_is_string(v))
+        return take_string_array(c, root, "partition_by", 1,
+                                 "a field name or a non-empty array of them", what,
+                                 valid_partition_field, &cfg->partition_by,
+                                 &cfg->n_partition_by);
+    const char *one = v != NULL ? json_string_value(v) : NULL;
+    if (one != NULL && !valid_partition_field(one)) {
+        size_t mark = push_key(c, "partition_by");
+        int rc = bad(c, what);
+        pop(c, mark);
+        return rc;
+    }
+    static const char *const default_key[] = {"intent", "identity"};
+    size_t n = one != NULL ? 1 : sizeof(default_key) / sizeof(default_key[0]);
+    if ((cfg->partition_by = ust_calloc(n + 1, sizeof(char *))) == NULL)
+        return nomem(c);
+    for (size_t i = 0; i < n; i++)
+        if ((cfg->partition_by[i] = ust_strdup(one ? one : default_key[i])) == NULL)
+            return nomem(c);
+    cfg->n_partition_by = n;
+    return 0;
+}
+
 static const char *const top_keys[] = {
     "listen",  "log",    "run",       "limits",  "routes",       "plugins",
-    "compare", "redact", "retention", "capture", "admin_listen", "health"};
+    "compare", "redact", "retention", "capture", "admin_listen", "health",
+    "partition_by"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -922,7 +961,8 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
     pop(c, mark);
     if ((rc = parse_compare(c, root, cfg)) != 0 ||
         (rc = parse_retention(c, root, cfg)) != 0 ||
-        (rc = parse_capture(c, root, cfg)) != 0)
+        (rc = parse_capture(c, root, cfg)) != 0 ||
+        (rc = parse_partition_by(c, root, cfg)) != 0)
         return rc;
     return take_string_array(
         c, root, "redact", 0, "an array of field names or JSON Pointers",
@@ -1156,6 +1196,7 @@ void ust_config_free(ust_config *cfg)
     free_strv(cfg->compare_ignore);
     free_strv(cfg->compare_headers);
     free_strv(cfg->redact);
+    free_strv(cfg->partition_by);
     free_strv(cfg->capture.mask_headers);
     ust_free(cfg->capture.mask_key_env);
     if (cfg->capture.mask_key != NULL)

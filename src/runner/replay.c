@@ -5,6 +5,7 @@
  * the stream never shows what the run database does not hold. */
 #include "runner/answers_reader.h"
 #include "runner/journal.h"
+#include "runner/partition.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
 
@@ -233,6 +234,7 @@ typedef struct item {
     ust_log_record rec;
     ust_event ev;
     int viewed, fed;
+    int outside;    /* of another partition: passed over */
     ust_decision c; /* the candidate's */
     ust_decision l; /* a journaled legacy's, decided with its batch */
     int l_ready;
@@ -254,7 +256,8 @@ static int prepare_item(replay *r, item *it, char **err)
     /* The signature status is evidence from arrival; replay trusts the log,
      * which the chain protects, rather than secrets it may not have. */
     it->ev.sig = it->rec.sig;
-    it->fed = it->ev.route != NULL &&
+    it->outside = !ust_partition_holds(&r->o->partition, r->o->cfg, &it->ev);
+    it->fed = !it->outside && it->ev.route != NULL &&
               (it->ev.sig == UST_SIG_VERIFIED || it->ev.sig == UST_SIG_UNSIGNED);
     return 0;
 }
@@ -271,6 +274,14 @@ static void release_item(item *it)
 
 static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
 {
+    if (it->outside) {
+        /* Another runner's: only the cursor moves, so a partition's run
+         * still decides up to its log's head. */
+        stats->outside++;
+        r->last_seq = it->rec.seq;
+        memcpy(r->last_hash, it->rec.hash, UST_SHA256_LEN);
+        return 0;
+    }
     ust_event *ev = &it->ev;
     ust_decision l;
     memset(&l, 0, sizeof(l));
@@ -511,6 +522,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
     int64_t cursor = 0;
     if (rc == 0)
         rc = ust__rundb_cursor(r->run.db, &cursor, err);
+    if (rc == 0)
+        rc = ust__partition_check_run(&r->run, &o->partition, o->cfg, cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0 && ust_alloc_failures() != refused)

@@ -16,6 +16,9 @@ if [ -x "$build/tests/bench_replay" ]; then
   echo "### replay"
   "$build/tests/bench_replay" "$dir" "$build" "${REPLAY_EVENTS:-1000000}"
 fi
+echo
+echo "### replay: the whole log beside two partitions at once"
+./tests/bench/partition.sh "$build" "${PARTITION_EVENTS:-200000}" 3
 if [ -x "$build/tests/bench_url" ]; then
   echo
   echo "### url candidate beside a plain libcurl loop (service answering at once, then in 1 ms)"

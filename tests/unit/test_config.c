@@ -383,11 +383,13 @@ static const refused_case misspelled[] = {
     /* A key's control characters never reach the terminal. */
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
-     "plugins, compare, redact, retention, capture, admin_listen, health)"},
+     "plugins, compare, redact, retention, capture, admin_listen, health, "
+     "partition_by)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
-     "routes, plugins, compare, redact, retention, capture, admin_listen, health)"},
+     "routes, plugins, compare, redact, retention, capture, admin_listen, health, "
+     "partition_by)"},
     {WITH("\"health\":{\"max_lag\":5}"),
      "cfg.json: unknown key \"health.max_lag\" (did you mean \"max_lag_s\"?)"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
