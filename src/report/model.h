@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include <understudy/log.h>
 #include <understudy/report.h>
 #include <understudy/run.h>
 
@@ -41,8 +42,20 @@ typedef struct ust__report_class {
     size_t n_examples;
     ust__report_timeline *timelines;
     size_t n_timelines;
-    int64_t *buckets; /* divergences per time bucket */
+    int64_t *buckets; /* divergences per bar of the chart */
+    int64_t *days;    /* per UTC day, for the first UST__REPORT_DAY_CLASSES only */
 } ust__report_class;
+
+/* The chart's bars at most, and the classes the daily table names. */
+#define UST__REPORT_MAX_BARS 48
+#define UST__REPORT_DAY_CLASSES 5
+
+/* Time slots of equal width from origin_us (a multiple of the width, so a
+ * slot starts on a round UTC time): the chart's bars, the table's days. */
+typedef struct ust__report_slots {
+    int64_t origin_us, width_us;
+    size_t n;
+} ust__report_slots;
 
 typedef struct ust__report_model {
     json_t *meta;
@@ -53,15 +66,43 @@ typedef struct ust__report_model {
     ust__report_class *classes; /* by count, descending; detailed up to the cap */
     size_t n_classes, n_detailed;
     ust_gate_result gate; /* the verdict: the gate's judgement of the run */
-    int64_t first_at, last_at, bucket_us;
-    size_t n_buckets;
-    int64_t *total_buckets;
+    int64_t first_at, last_at;
+    ust__report_slots bars, days;
+    int64_t *total_buckets, *total_days;
+    /* What the report is: generated_at, understudy_version, triage (path and
+     * sha256, or null), log_chain (verified, through_seq and sha256, or
+     * reason). */
+    json_t *about;
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
  * its model from one connection). */
 int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
                     const ust_triage *t, ust_gate_result *res, char **err);
+
+/* The slots of the chart's bars over [first_us, last_us]: the narrowest
+ * round width (1 s, 2 s, 5 s, ... 1 h, 2 h, 3 h, 4 h, 6 h, 12 h, 1 d, ...)
+ * that needs at most UST__REPORT_MAX_BARS. */
+ust__report_slots ust__report_bar_slots(int64_t first_us, int64_t last_us);
+/* Whole UTC days from the one of first_us to the one of last_us. */
+ust__report_slots ust__report_day_slots(int64_t first_us, int64_t last_us);
+
+/* m->about, for the run open as run and its log (NULL when it could not be
+ * opened: log_error says why). UST_EINVAL with *err for a malformed
+ * SOURCE_DATE_EPOCH. */
+int ust__report_about_load(const ust_report_opts *o, ust_log *log,
+                           const char *log_error, ust__report_model *m, char **err);
+
+/* How a report writes its metadata: each item as row_start, its name,
+ * row_mid, its text (escaped through replace; hashes and paths between
+ * code_open and code_close, escaped through code_replace), row_end. */
+typedef struct ust__report_about_style {
+    const char *const *replace, *const *code_replace;
+    const char *row_start, *row_mid, *row_end, *code_open, *code_close;
+    const char *verified, *not_verified; /* the log chain's two states */
+} ust__report_about_style;
+void ust__report_put_about(FILE *f, const json_t *about,
+                           const ust__report_about_style *s);
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
 void ust__report_model_clear(ust__report_model *m);
@@ -96,6 +137,11 @@ void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
 void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
                            const char *const *replace, const char *before,
                            const char *between, const char *after);
+
+/* s as HTML text (and attribute value): every markup character escaped. */
+void ust__report_html_text(FILE *f, const char *s);
+/* The chart of divergences over the run's span, with its legend. */
+void ust__report_write_chart(FILE *f, const ust__report_model *m);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,
