@@ -263,6 +263,24 @@ static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result
 static int verify_walk(ust_log *log, int64_t limit, int64_t anchor_seq,
                        const char *anchor_hex, ust_log_verify_result *res, char **err);
 
+/* The walk reads each page once: a page cache would hold pages it never reads
+ * again, in the memory of a report that verifies beside its other reads. So
+ * it keeps a small one (64 KiB), then gives the handle its own back. Sets
+ * PRAGMA cache_size to size, and returns what it was. */
+static int64_t swap_cache_size(ust_log *log, int64_t size)
+{
+    int64_t was = -2000; /* SQLite's default */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(log->db, "PRAGMA cache_size", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        was = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA cache_size=%lld", (long long)size);
+    sqlite3_exec(log->db, sql, NULL, NULL, NULL);
+    return was;
+}
+
 int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
 {
     return ust_log_verify_anchored(log, 0, NULL, res, err);
@@ -299,8 +317,8 @@ static int verify_walk(ust_log *log, int64_t limit, int64_t anchor_seq,
                             "an anchor is a seq and its 64-digit hex hash");
         w.anchors[1].seq = anchor_seq;
         w.anchors[1].matched = anchor_hex == NULL;
-        for (int i = 0; anchor_hex && i < UST_SHA256_HEX_LEN;
-             i++) /* as ust_hex_encode spells it */
+        /* As ust_hex_encode spells it. */
+        for (int i = 0; anchor_hex && i < UST_SHA256_HEX_LEN; i++)
             w.anchors[1].hex[i] = (char)tolower((unsigned char)anchor_hex[i]);
     }
     /* One read transaction: the rows checked are one consistent snapshot even
@@ -308,6 +326,7 @@ static int verify_walk(ust_log *log, int64_t limit, int64_t anchor_seq,
     int rc = ust__log_exec(log, "BEGIN;", err);
     if (rc != 0)
         return rc;
+    int64_t cache = swap_cache_size(log, -64);
     if ((rc = read_meta(log, &w, err)) == 0)
         rc = read_prunes(log, res, &w, err);
     /* A head recorded past the limit names rows the walk does not read. */
@@ -373,6 +392,7 @@ static int verify_walk(ust_log *log, int64_t limit, int64_t anchor_seq,
         rc = ust__log_db_error(log, "read events", err);
     sqlite3_finalize(st);
     ust__log_exec(log, "COMMIT;", NULL);
+    swap_cache_size(log, cache);
     int64_t tip = expect_seq - 1; /* the last seq the chain reaches */
     if (rc == 0 && w.next_link < w.n_links && w.links[w.next_link].tip_seq <= limit)
         rc = tamper(res, tip + 1,

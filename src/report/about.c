@@ -1,6 +1,6 @@
 /* What a report is, beside what it says: when it was made, by which
- * understudy, against which triage file, and whether the events its run read
- * are the ones the log's hash chain vouches for. */
+ * understudy, against which triage file (and chain_check.c: whether the
+ * events its run read are the ones the log's hash chain vouches for). */
 #include "report/model.h"
 
 #include <understudy/alloc.h>
@@ -61,44 +61,7 @@ static json_t *triage_file(const ust_report_opts *o)
     return t;
 }
 
-static json_t *not_verified(const char *reason)
-{
-    return json_pack("{sbss}", "verified", 0, "reason", reason ? reason : "unknown");
-}
-
-/* The chain from the log's first row to the run's cursor, through the head
- * hash the run recorded when it was at that seq. */
-static json_t *log_chain(const ust__report_model *m, ust_log *log,
-                         const char *log_error)
-{
-    int64_t cursor = m->gate.cursor;
-    if (log == NULL)
-        return not_verified(log_error);
-    if (cursor <= 0)
-        return not_verified("the run decided no event");
-    const char *seq = json_string_value(json_object_get(m->meta, "log_head_seq"));
-    const char *hex = json_string_value(json_object_get(m->meta, "log_head_sha256"));
-    const char *anchor = seq && hex && strtoll(seq, NULL, 10) == cursor ? hex : NULL;
-    ust_log_verify_result res;
-    char *err = NULL;
-    int rc = ust_log_verify_through(log, cursor, anchor, &res, &err);
-    json_t *out;
-    if (rc == 0) {
-        out = json_pack("{sbsIss}", "verified", 1, "through_seq", (json_int_t)cursor,
-                        "sha256", res.head_hash);
-    } else if (rc == UST_ETAMPER) {
-        char *why = ust_sprintf("seq %lld: %s", (long long)res.bad_seq, res.reason);
-        out = not_verified(why);
-        ust_free(why);
-    } else {
-        out = not_verified(err);
-    }
-    ust_free(err);
-    return out;
-}
-
-int ust__report_about_load(const ust_report_opts *o, ust_log *log,
-                           const char *log_error, ust__report_model *m, char **err)
+int ust__report_about_load(const ust_report_opts *o, ust__report_model *m, char **err)
 {
     m->about = json_object();
     if (m->about == NULL)
@@ -109,7 +72,6 @@ int ust__report_about_load(const ust_report_opts *o, ust_log *log,
     json_object_set_new(m->about, "understudy_version",
                         json_string(understudy_version()));
     json_object_set_new(m->about, "triage", triage_file(o));
-    json_object_set_new(m->about, "log_chain", log_chain(m, log, log_error));
     return 0;
 }
 

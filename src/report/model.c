@@ -246,6 +246,21 @@ static int load_slots(loader *l, const ust__report_slots *slots, const char *cls
                                       add_slot, &sl, l->err);
 }
 
+/* The days' counts of cls (NULL: all) into days, added from its bars when
+ * each bar lies within one day (a bar of at most a day is: its width divides
+ * a day, and it starts at a multiple of its width), else read. */
+static int load_days(loader *l, const ust__report_model *m, const char *cls,
+                     const int64_t *bars, int64_t *days)
+{
+    if (m->days.width_us % m->bars.width_us != 0)
+        return load_slots(l, &m->days, cls, days);
+    for (size_t b = 0; b < m->bars.n; b++) {
+        int64_t at = m->bars.origin_us + (int64_t)b * m->bars.width_us;
+        days[(at - m->days.origin_us) / m->days.width_us] += bars[b];
+    }
+    return 0;
+}
+
 static int load_class_details(loader *l, ust__report_model *m, ust__report_class *c)
 {
     c->field_sets = json_array();
@@ -257,7 +272,7 @@ static int load_class_details(loader *l, ust__report_model *m, ust__report_class
     rc = c->buckets ? load_slots(l, &m->bars, c->name, c->buckets) : UST_ENOMEM;
     if (rc == 0 && c - m->classes < UST__REPORT_DAY_CLASSES) {
         c->days = ust_calloc(m->days.n, sizeof(int64_t));
-        rc = c->days ? load_slots(l, &m->days, c->name, c->days) : UST_ENOMEM;
+        rc = c->days ? load_days(l, m, c->name, c->buckets, c->days) : UST_ENOMEM;
     }
     if (rc == 0)
         rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
@@ -306,7 +321,7 @@ static int load_classes(loader *l, ust__report_model *m)
         rc = load_class_details(l, m, &m->classes[i]);
     if (rc == 0)
         rc = load_slots(l, &m->bars, NULL, m->total_buckets);
-    return rc == 0 ? load_slots(l, &m->days, NULL, m->total_days) : rc;
+    return rc == 0 ? load_days(l, m, NULL, m->total_buckets, m->total_days) : rc;
 }
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err)
@@ -324,17 +339,14 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
         rc = 0;
     const char *log_path = o->log_path ? o->log_path : named;
-    /* Read for the examples, and the chain verified up to the run's cursor. */
-    char *log_error = NULL;
-    if (rc == 0 && log_path == NULL)
-        log_error = ust_strdup("the run names no event log");
-    else if (rc == 0 &&
-             ust_log_open(log_path, UST_LOG_READONLY, &l.log, &log_error) != 0)
-        l.log = NULL;
+    /* Its chain checked meanwhile, up to the run's cursor. */
+    if (rc == 0)
+        rc = ust__report_chain_start(log_path, m->gate.cursor, m->meta, &m->chain);
+    if (rc == 0 && log_path != NULL)
+        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
     ust_free(named);
     if (rc == 0)
-        rc = ust__report_about_load(o, l.log, log_error, m, err);
-    ust_free(log_error);
+        rc = ust__report_about_load(o, m, err);
     if (rc == 0)
         rc = load_counts(&l, m);
     if (rc == 0)
@@ -387,6 +399,7 @@ void ust__report_model_clear(ust__report_model *m)
     ust_free(m->classes);
     ust_free(m->total_buckets);
     ust_free(m->total_days);
+    json_decref(ust__report_chain_finish(m->chain));
     json_decref(m->about);
     json_decref(m->meta);
     json_decref(m->redact);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include <understudy/log.h>
 #include <understudy/report.h>
 #include <understudy/run.h>
 
@@ -57,6 +56,8 @@ typedef struct ust__report_slots {
     size_t n;
 } ust__report_slots;
 
+typedef struct ust__report_chain ust__report_chain;
+
 typedef struct ust__report_model {
     json_t *meta;
     json_t *redact;
@@ -73,6 +74,7 @@ typedef struct ust__report_model {
      * sha256, or null), log_chain (verified, through_seq and sha256, or
      * reason). */
     json_t *about;
+    ust__report_chain *chain; /* the check for about's log_chain, running */
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
@@ -87,11 +89,20 @@ ust__report_slots ust__report_bar_slots(int64_t first_us, int64_t last_us);
 /* Whole UTC days from the one of first_us to the one of last_us. */
 ust__report_slots ust__report_day_slots(int64_t first_us, int64_t last_us);
 
-/* m->about, for the run open as run and its log (NULL when it could not be
- * opened: log_error says why). UST_EINVAL with *err for a malformed
+/* m->about but its log_chain. UST_EINVAL with *err for a malformed
  * SOURCE_DATE_EPOCH. */
-int ust__report_about_load(const ust_report_opts *o, ust_log *log,
-                           const char *log_error, ust__report_model *m, char **err);
+int ust__report_about_load(const ust_report_opts *o, ust__report_model *m, char **err);
+
+/* The chain of the log at log_path (NULL: the run names none) checked from its first
+ * row to the run's cursor, and through the head hash the run recorded (meta:
+ * log_head_seq, log_head_sha256) when that is the cursor's: on a thread of its own, a
+ * read as long as the report's others, on another file. 0, or UST_ENOMEM. */
+int ust__report_chain_start(const char *log_path, int64_t cursor, const json_t *meta,
+                            ust__report_chain **out);
+/* Waits for the check and ends it: {"verified": true, "through_seq",
+ * "sha256"} or {"verified": false, "reason"}. c may be NULL (nothing
+ * started: NULL). */
+json_t *ust__report_chain_finish(ust__report_chain *c);
 
 /* How a report writes its metadata: each item as row_start, its name,
  * row_mid, its text (escaped through replace; hashes and paths between

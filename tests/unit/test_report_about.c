@@ -169,6 +169,36 @@ static void test_chart_draws_the_rest_as_other(void **state)
     free(html);
 }
 
+/* The rows of summary.md's table by day: each must be the day after the
+ * one before, from first (a date), its classes adding up to its total; the
+ * sum of the totals, and their number in *n. */
+static long day_rows(const char *md, const char *first, size_t *n)
+{
+    const char *table = strstr(md, "## Divergences by day (UTC)");
+    assert_non_null(table);
+    must_contain(table, "| date | divergences | ");
+    must_contain(table, " other |\n");
+    int64_t day_us = 0;
+    char date[32];
+    snprintf(date, sizeof(date), "%sT00:00:00Z", first);
+    assert_int_equal(ust_time_parse(date, &day_us), 0);
+    long sum = 0;
+    *n = 0;
+    for (const char *p = strstr(table, "\n| 2");
+         p != NULL && strncmp(p, "\n| 2", 4) == 0;
+         p = strchr(p + 1, '\n'), (*n)++, day_us += 86400000000LL) {
+        ust_time_format(day_us, date);
+        assert_memory_equal(p + 3, date, 10);
+        char *end = NULL;
+        long total = strtol(p + 16, &end, 10), classes = 0;
+        sum += total;
+        while (*end == ' ' && end[1] == '|' && end[2] == ' ')
+            classes += strtol(end + 3, &end, 10);
+        assert_int_equal(classes, total);
+    }
+    return sum;
+}
+
 /* One row per UTC day of the span, the empty day too, and the rows add up
  * to the run's divergences, each row's classes to its total. */
 static void test_summary_has_the_trend_by_day(void **state)
@@ -176,30 +206,39 @@ static void test_summary_has_the_trend_by_day(void **state)
     world *w = *state;
     char out[PATH_MAX];
     char *md = two_days_report(w, 0, "summary.md", out);
-    const char *table = strstr(md, "## Divergences by day (UTC)");
-    assert_non_null(table);
-    must_contain(table, "| date | divergences | ");
-    must_contain(table, " other |\n");
-    const char *days[] = {"2026-11-29", "2026-11-30", "2026-12-01"};
-    long sum = 0;
-    const char *p = strstr(table, "\n| 2026-");
-    for (size_t d = 0; d < 3; d++) {
-        assert_non_null(p);
-        p++;
-        assert_memory_equal(p + 2, days[d], 10);
-        char *end = NULL;
-        long total = strtol(p + 15, &end, 10), classes = 0;
-        sum += total;
-        while (*end == ' ' && end[1] == '|' && end[2] == ' ')
-            classes += strtol(end + 3, &end, 10);
-        assert_int_equal(classes, total);
-        p = strchr(p, '\n');
-    }
-    assert_true(p == NULL || strncmp(p, "\n| 2026-", 8) != 0);
-    must_contain(table, "| 2026-11-30 | 0 |");
+    size_t n = 0;
+    long sum = day_rows(md, "2026-11-29", &n);
+    assert_int_equal(n, 3);
+    must_contain(md, "| 2026-11-30 | 0 | 0 | 0 | 0 | 0 | 0 |\n");
+    must_contain(md, "| 2026-12-01 | 4 | 1 | 1 | 1 | 1 | 0 |\n");
     char *count = world_query(w, "SELECT count(*) FROM divergences");
     assert_int_equal(sum, atol(count));
     ust_free(count);
+    free(md);
+}
+
+/* A run of two months: its bars are two days wide, and each divergence is
+ * still counted on its own day. */
+static void test_a_long_run_is_counted_by_day(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, NULL, "t1", "o1", 100);
+    world_api(w, DAY_S, NULL, "t1", "o2", 100);
+    world_api(w, DAY_S + 60, NULL, "t1", "o3", 100);
+    world_api(w, 60 * DAY_S, NULL, "t1", "o4", 100);
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    char out[PATH_MAX];
+    report_with(w, NULL, NULL, 0, out);
+    char *md = read_out(out, "summary.md");
+    char *html = read_out(out, "index.html");
+    must_contain(html, "each bar: 2 d;");
+    size_t n = 0;
+    assert_int_equal(day_rows(md, "2026-11-29", &n), 4);
+    assert_int_equal(n, 61);
+    must_contain(md, "| 2026-11-29 | 1 | 1 | 0 |\n| 2026-11-30 | 2 | 2 | 0 |\n");
+    must_contain(md, "| 2027-01-28 | 1 | 1 | 0 |\n");
+    free(html);
     free(md);
 }
 
@@ -340,6 +379,7 @@ int main(void)
         T(test_chart_has_axes_and_a_colour_per_class),
         T(test_chart_draws_the_rest_as_other),
         T(test_summary_has_the_trend_by_day),
+        T(test_a_long_run_is_counted_by_day),
         T(test_metadata_names_the_triage_file_and_the_chain),
         T(test_source_date_epoch_dates_the_report),
         T(test_a_tampered_log_is_not_verified),
