@@ -174,6 +174,8 @@ static void put_time_axis(FILE *f, const plot *p)
     while (i + 1 < N_ROUND && (end - start) / (round_s[i] * SECOND) > 8)
         i++;
     int64_t interval = round_s[i] * SECOND;
+    if ((end - start) / interval > 8) /* years: a whole number of four weeks */
+        interval *= (end - start) / interval / 8 + 1;
     int many_days = floor_to(start, DAY) != floor_to(end - 1, DAY);
     double px = (double)(W - LEFT - RIGHT) / (double)(end - start);
     fprintf(f, "<g class=xaxis font-size=11 text-anchor=middle>");
