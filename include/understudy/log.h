@@ -120,6 +120,14 @@ int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err);
  * checked and fails too. UST_EINVAL for a malformed anchor. */
 int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
                             ust_log_verify_result *res, char **err);
+/* The chain from the first row up to through_seq (>= 1) only, rows after it
+ * unread (a report checks what its run read, however far the log has grown
+ * since): it must reach through_seq, and there pass through through_hex (64
+ * hex digits; NULL: any hash). The head meta recorded is checked when it is
+ * at or below through_seq. res->head_seq and head_hash: where the walk ended.
+ * A through_seq below the latest prune cannot be checked and fails. */
+int ust_log_verify_through(ust_log *log, int64_t through_seq, const char *through_hex,
+                           ust_log_verify_result *res, char **err);
 
 /* Last seq and its hash (hex), seq 0 and "" when empty. */
 int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],

@@ -61,13 +61,18 @@ typedef struct ust_report_opts {
     const char *out_dir;      /* created when missing */
     const char *log_path;     /* NULL: the log the run's metadata names */
     const ust_triage *triage; /* may be NULL: everything is open */
+    const char *triage_path;  /* the file triage was loaded from, for the report's
+                                 metadata (its path and SHA-256); may be NULL */
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
     ust_progress progress;    /* divergences written, of the run's */
 } ust_report_opts;
 
 /* Writes index.html, summary.md and divergences.jsonl into out_dir, in
- * memory bounded by the caps whatever the run's size. */
+ * memory bounded by the caps whatever the run's size. They say when they
+ * were made: now, or SOURCE_DATE_EPOCH (whole seconds since 1970, UTC) when
+ * that is set, so the same run can give the same bytes; a malformed
+ * SOURCE_DATE_EPOCH is UST_EINVAL. */
 int ust_report_write(const ust_report_opts *o, char **err);
 
 /* ---- gate -------------------------------------------------------------- */

@@ -72,8 +72,11 @@ int ust_cli_report(int argc, char **argv)
     int rc = start("report", argc, argv, &o);
     if (rc != UST_CLI_GO_ON)
         return rc;
-    ust_report_opts ro = {
-        .run_path = o.run, .out_dir = o.out, .log_path = o.log, .triage = o.t};
+    ust_report_opts ro = {.run_path = o.run,
+                          .out_dir = o.out,
+                          .log_path = o.log,
+                          .triage = o.t,
+                          .triage_path = o.triage};
     ust_cli_progress progress;
     ro.progress =
         ust_cli_progress_start(&progress, "report", "divergences", o.progress_flag);

@@ -260,6 +260,27 @@ static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result
     return 0;
 }
 
+static int verify_walk(ust_log *log, int64_t limit, int64_t anchor_seq,
+                       const char *anchor_hex, ust_log_verify_result *res, char **err);
+
+/* The walk reads each page once: a page cache would hold pages it never reads
+ * again, in the memory of a report that verifies beside its other reads. So
+ * it keeps a small one (64 KiB), then gives the handle its own back. Sets
+ * PRAGMA cache_size to size, and returns what it was. */
+static int64_t swap_cache_size(ust_log *log, int64_t size)
+{
+    int64_t was = -2000; /* SQLite's default */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(log->db, "PRAGMA cache_size", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        was = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA cache_size=%lld", (long long)size);
+    sqlite3_exec(log->db, sql, NULL, NULL, NULL);
+    return was;
+}
+
 int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
 {
     return ust_log_verify_anchored(log, 0, NULL, res, err);
@@ -268,15 +289,36 @@ int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
 int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
                             ust_log_verify_result *res, char **err)
 {
+    if (anchor_seq > 0 && anchor_hex == NULL)
+        return ust_errf(err, UST_EINVAL,
+                        "an anchor is a seq and its 64-digit hex hash");
+    return verify_walk(log, INT64_MAX, anchor_seq, anchor_hex, res, err);
+}
+
+int ust_log_verify_through(ust_log *log, int64_t through_seq, const char *through_hex,
+                           ust_log_verify_result *res, char **err)
+{
+    if (through_seq <= 0)
+        return ust_errf(err, UST_EINVAL, "verify through a seq >= 1");
+    return verify_walk(log, through_seq, through_seq, through_hex, res, err);
+}
+
+/* The walk over the rows with seq <= limit; anchor_seq (0: none) must be
+ * reached, and passed through with anchor_hex there (NULL: any hash). */
+static int verify_walk(ust_log *log, int64_t limit, int64_t anchor_seq,
+                       const char *anchor_hex, ust_log_verify_result *res, char **err)
+{
     memset(res, 0, sizeof(*res));
     chain_walk w;
     memset(&w, 0, sizeof(w));
     if (anchor_seq > 0) {
-        if (anchor_hex == NULL || strlen(anchor_hex) != UST_SHA256_HEX_LEN)
+        if (anchor_hex != NULL && strlen(anchor_hex) != UST_SHA256_HEX_LEN)
             return ust_errf(err, UST_EINVAL,
                             "an anchor is a seq and its 64-digit hex hash");
         w.anchors[1].seq = anchor_seq;
-        for (int i = 0; i < UST_SHA256_HEX_LEN; i++) /* as ust_hex_encode spells it */
+        w.anchors[1].matched = anchor_hex == NULL;
+        /* As ust_hex_encode spells it. */
+        for (int i = 0; anchor_hex && i < UST_SHA256_HEX_LEN; i++)
             w.anchors[1].hex[i] = (char)tolower((unsigned char)anchor_hex[i]);
     }
     /* One read transaction: the rows checked are one consistent snapshot even
@@ -284,19 +326,27 @@ int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor
     int rc = ust__log_exec(log, "BEGIN;", err);
     if (rc != 0)
         return rc;
+    int64_t cache = swap_cache_size(log, -64);
     if ((rc = read_meta(log, &w, err)) == 0)
         rc = read_prunes(log, res, &w, err);
+    /* A head recorded past the limit names rows the walk does not read. */
+    if (w.anchors[0].seq > limit)
+        w.anchors[0].seq = 0;
     int64_t expect_seq = w.next_seq;
     note_head(&w, expect_seq - 1, w.cur);
     if (rc == 0)
         rc = apply_links(&w, expect_seq - 1, res);
     sqlite3_stmt *st = NULL;
-    char *sql = rc == 0 ? ust_sprintf("%s ORDER BY seq", ust__log_select(log)) : NULL;
+    char *sql =
+        rc == 0 ? ust_sprintf("%s WHERE seq <= ?1 ORDER BY seq", ust__log_select(log))
+                : NULL;
     if (rc == 0 && sql == NULL)
         rc = UST_ENOMEM;
     if (rc == 0 && sqlite3_prepare_v2(log->db, sql, -1, &st, NULL) != SQLITE_OK)
         rc = ust__log_db_error(log, "read events", err);
     ust_free(sql);
+    if (st != NULL)
+        sqlite3_bind_int64(st, 1, limit);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int step = SQLITE_DONE;
@@ -342,8 +392,9 @@ int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor
         rc = ust__log_db_error(log, "read events", err);
     sqlite3_finalize(st);
     ust__log_exec(log, "COMMIT;", NULL);
+    swap_cache_size(log, cache);
     int64_t tip = expect_seq - 1; /* the last seq the chain reaches */
-    if (rc == 0 && w.next_link < w.n_links)
+    if (rc == 0 && w.next_link < w.n_links && w.links[w.next_link].tip_seq <= limit)
         rc = tamper(res, tip + 1,
                     "a prune record was made at seq %lld, but the log ends at seq %lld"
                     " (rows cut off)",

@@ -27,6 +27,24 @@ static const char style[] =
     "td code{word-break:break-word}.legend span{display:inline-block;width:10px;"
     "height:10px;margin:0 .4em 0 1em}";
 
+/* The report's own metadata (model.h: about). */
+static void write_about(FILE *f, const json_t *about)
+{
+    static const ust__report_about_style html = {
+        ust__html_entity,
+        ust__html_entity,
+        "<tr><th>",
+        "</th><td>",
+        "</td></tr>",
+        "<code>",
+        "</code>",
+        "<span class=ok>verified</span>",
+        "<span class=open>NOT verified</span>"};
+    fputs("<h2>Report</h2><table>", f);
+    ust__report_put_about(f, about, &html);
+    fputs("</table>", f);
+}
+
 static void write_run(FILE *f, const ust__report_model *m)
 {
     fputs("<h2>Run</h2><table>", f);
@@ -89,66 +107,6 @@ static void write_matrix(FILE *f, const ust__report_model *m)
         fputs("</tr>", f);
     }
     fputs("</table>", f);
-}
-
-/* Divergences over the run's span: a stacked bar per time bucket, one colour
- * per class among the five largest, the rest together. */
-static void write_chart(FILE *f, const ust__report_model *m)
-{
-    static const char *const colours[] = {"#d1495b", "#edae49", "#00798c",
-                                          "#30638e", "#8f5d9e", "#9aa0ad"};
-    const int w = 960, h = 220, pad = 30;
-    int64_t peak = 1;
-    for (size_t b = 0; b < m->n_buckets; b++)
-        if (m->total_buckets[b] > peak)
-            peak = m->total_buckets[b];
-    double bw = (double)(w - 2 * pad) / (double)m->n_buckets;
-    fprintf(
-        f,
-        "<h2>Divergences over time</h2><svg id=chart "
-        "xmlns=\"http://www.w3.org/2000/svg\""
-        " width=\"%d\" height=\"%d\" role=img aria-label=\"divergences over time\">",
-        w, h + 24);
-    fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke=#889 />", pad, h, w - pad, h);
-    size_t top = m->n_detailed < 5 ? m->n_detailed : 5;
-    for (size_t b = 0; b < m->n_buckets; b++) {
-        double y = h;
-        int64_t shown = 0;
-        for (size_t c = 0; c <= top; c++) {
-            int64_t n;
-            if (c < top) {
-                n = m->classes[c].buckets[b];
-                shown += n;
-            } else {
-                n = m->total_buckets[b] - shown;
-            }
-            if (n <= 0)
-                continue;
-            double bh = (double)n * (h - pad) / (double)peak;
-            y -= bh;
-            fprintf(f,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                    "fill=\"%s\">"
-                    "<title>%lld</title></rect>",
-                    pad + b * bw, y, bw * 0.9, bh, colours[c < top ? c : 5],
-                    (long long)n);
-        }
-    }
-    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %.3g s</text>",
-            pad, 14, (long long)peak, (double)m->bucket_us / 1e6);
-    fprintf(f, "<text x=%d y=%d font-size=11>", pad, h + 16);
-    if (m->events > 0)
-        ust__html_time(f, m->first_at);
-    fprintf(f, "</text><text x=%d y=%d font-size=11 text-anchor=end>", w - pad, h + 16);
-    if (m->events > 0)
-        ust__html_time(f, m->last_at);
-    fputs("</text></svg><p class=legend>", f);
-    for (size_t c = 0; c <= top && m->divergences > 0; c++) {
-        fprintf(f, "<span style=\"background:%s\"></span>", colours[c < top ? c : 5]);
-        ust__html_esc(f, c < top ? m->classes[c].name : "other classes");
-        fputs("<br>", f);
-    }
-    fputs("</p>", f);
 }
 
 static void write_classes(FILE *f, const ust__report_model *m)
@@ -249,9 +207,10 @@ int ust__report_write_html(const ust__report_model *m, const char *path, char **
             (long long)m->divergences, m->n_classes,
             (long long)m->gate.open_divergences);
     write_stale(f, m);
+    write_about(f, m->about);
     write_run(f, m);
     write_matrix(f, m);
-    write_chart(f, m);
+    ust__report_write_chart(f, m);
     write_classes(f, m);
     write_details(f, m);
     fputs("</body></html>\n", f);

@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_BUCKETS 48
-
 typedef struct loader {
     ust_run *run;
     const ust_report_opts *o;
@@ -86,24 +84,13 @@ static int load_counts(loader *l, ust__report_model *m)
                                 m->by_signature, l->err)) != 0 ||
         (rc = ust_run_verdict_pairs(l->run, add_pair, m, l->err)) != 0)
         return rc;
-    /* Time buckets spread over the run's span, so the chart's right end is
-     * its last event whether the run took seconds or a week. */
-    m->n_buckets = N_BUCKETS;
-    int64_t span = m->last_at - m->first_at + 1;
-    m->bucket_us = span / N_BUCKETS + 1;
-    m->total_buckets = ust_calloc(N_BUCKETS, sizeof(int64_t));
-    return m->total_buckets ? 0 : UST_ENOMEM;
-}
-
-static void bucket_add(const ust__report_model *m, int64_t *buckets, int64_t at,
-                       int64_t n)
-{
-    int64_t b = (at - m->first_at) / m->bucket_us;
-    if (b < 0)
-        b = 0;
-    if (b >= (int64_t)m->n_buckets)
-        b = (int64_t)m->n_buckets - 1;
-    buckets[b] += n;
+    /* Bars of a round width over the run's span, so the chart reads in whole
+     * minutes, hours or days whether the run took seconds or a week. */
+    m->bars = ust__report_bar_slots(m->first_at, m->last_at);
+    m->days = ust__report_day_slots(m->first_at, m->last_at);
+    m->total_buckets = ust_calloc(m->bars.n, sizeof(int64_t));
+    m->total_days = ust_calloc(m->days.n, sizeof(int64_t));
+    return m->total_buckets && m->total_days ? 0 : UST_ENOMEM;
 }
 
 typedef struct class_loader {
@@ -147,24 +134,45 @@ static int add_field_set(void *ctx, const char *fields)
     return 0;
 }
 
-typedef struct bucket_loader {
-    const ust__report_model *m;
-    int64_t *buckets;
-} bucket_loader;
+typedef struct slot_loader {
+    const ust__report_slots *slots;
+    int64_t *counts;
+} slot_loader;
 
-static int add_bucket(void *ctx, int64_t at, int64_t n)
+static int add_slot(void *ctx, int64_t at, int64_t n)
 {
-    bucket_loader *b = ctx;
-    bucket_add(b->m, b->buckets, at, n);
+    slot_loader *sl = ctx;
+    int64_t i = (at - sl->slots->origin_us) / sl->slots->width_us;
+    if (i < 0)
+        i = 0;
+    if (i >= (int64_t)sl->slots->n)
+        i = (int64_t)sl->slots->n - 1;
+    sl->counts[i] += n;
     return 0;
 }
 
-static int load_buckets(loader *l, const ust__report_model *m, const char *cls,
-                        int64_t *buckets)
+/* The divergences of cls (NULL: all) per slot, into counts (slots->n). */
+static int load_slots(loader *l, const ust__report_slots *slots, const char *cls,
+                      int64_t *counts)
 {
-    bucket_loader b = {m, buckets};
-    return ust_run_divergence_buckets(l->run, cls, m->first_at, m->bucket_us,
-                                      add_bucket, &b, l->err);
+    slot_loader sl = {slots, counts};
+    return ust_run_divergence_buckets(l->run, cls, slots->origin_us, slots->width_us,
+                                      add_slot, &sl, l->err);
+}
+
+/* The days' counts of cls (NULL: all) into days, added from its bars when
+ * each bar lies within one day (a bar of at most a day is: its width divides
+ * a day, and it starts at a multiple of its width), else read. */
+static int load_days(loader *l, const ust__report_model *m, const char *cls,
+                     const int64_t *bars, int64_t *days)
+{
+    if (m->days.width_us % m->bars.width_us != 0)
+        return load_slots(l, &m->days, cls, days);
+    for (size_t b = 0; b < m->bars.n; b++) {
+        int64_t at = m->bars.origin_us + (int64_t)b * m->bars.width_us;
+        days[(at - m->days.origin_us) / m->days.width_us] += bars[b];
+    }
+    return 0;
 }
 
 static int load_class_details(loader *l, ust__report_model *m, ust__report_class *c)
@@ -174,8 +182,12 @@ static int load_class_details(loader *l, ust__report_model *m, ust__report_class
         ust_run_class_fields(l->run, c->name, 5, add_field_set, c->field_sets, l->err);
     if (rc != 0)
         return rc;
-    c->buckets = ust_calloc(m->n_buckets, sizeof(int64_t));
-    rc = c->buckets ? load_buckets(l, m, c->name, c->buckets) : UST_ENOMEM;
+    c->buckets = ust_calloc(m->bars.n, sizeof(int64_t));
+    rc = c->buckets ? load_slots(l, &m->bars, c->name, c->buckets) : UST_ENOMEM;
+    if (rc == 0 && c - m->classes < UST__REPORT_DAY_CLASSES) {
+        c->days = ust_calloc(m->days.n, sizeof(int64_t));
+        rc = c->days ? load_days(l, m, c->name, c->buckets, c->days) : UST_ENOMEM;
+    }
     if (rc == 0)
         rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
     return rc;
@@ -219,9 +231,9 @@ static int load_classes(loader *l, ust__report_model *m)
     int rc = ust_run_classes(l->run, add_class, &cl, l->err);
     for (size_t i = 0; rc == 0 && i < m->n_detailed; i++)
         rc = load_class_details(l, m, &m->classes[i]);
-    if (rc != 0)
-        return rc;
-    return load_buckets(l, m, NULL, m->total_buckets);
+    if (rc == 0)
+        rc = load_slots(l, &m->bars, NULL, m->total_buckets);
+    return rc == 0 ? load_days(l, m, NULL, m->total_buckets, m->total_days) : rc;
 }
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err)
@@ -239,9 +251,14 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
         rc = 0;
     const char *log_path = o->log_path ? o->log_path : named;
+    /* Its chain checked meanwhile, up to the run's cursor. */
+    if (rc == 0)
+        rc = ust__report_chain_start(log_path, m->gate.cursor, m->meta, &m->chain);
     if (rc == 0 && log_path != NULL)
         ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
     ust_free(named);
+    if (rc == 0)
+        rc = ust__report_about_load(o, m, err);
     if (rc == 0)
         rc = load_counts(&l, m);
     if (rc == 0)
@@ -274,9 +291,13 @@ void ust__report_model_clear(ust__report_model *m)
             ust__report_event_clear(&c->examples[k]);
         ust_free(c->examples);
         ust_free(c->buckets);
+        ust_free(c->days);
     }
     ust_free(m->classes);
     ust_free(m->total_buckets);
+    ust_free(m->total_days);
+    json_decref(ust__report_chain_finish(m->chain));
+    json_decref(m->about);
     json_decref(m->meta);
     json_decref(m->redact);
     json_decref(m->by_route);

@@ -23,8 +23,22 @@ typedef struct ust__report_class {
     const ust_triage_entry *accepted;
     ust__report_event *examples; /* each with its entity's story */
     size_t n_examples;
-    int64_t *buckets; /* divergences per time bucket */
+    int64_t *buckets; /* divergences per bar of the chart */
+    int64_t *days;    /* per UTC day, for the first UST__REPORT_DAY_CLASSES only */
 } ust__report_class;
+
+/* The chart's bars at most, and the classes the daily table names. */
+#define UST__REPORT_MAX_BARS 48
+#define UST__REPORT_DAY_CLASSES 5
+
+/* Time slots of equal width from origin_us (a multiple of the width, so a
+ * slot starts on a round UTC time): the chart's bars, the table's days. */
+typedef struct ust__report_slots {
+    int64_t origin_us, width_us;
+    size_t n;
+} ust__report_slots;
+
+typedef struct ust__report_chain ust__report_chain;
 
 typedef struct ust__report_model {
     json_t *meta;
@@ -35,15 +49,53 @@ typedef struct ust__report_model {
     ust__report_class *classes; /* by count, descending; detailed up to the cap */
     size_t n_classes, n_detailed;
     ust_gate_result gate; /* the verdict: the gate's judgement of the run */
-    int64_t first_at, last_at, bucket_us;
-    size_t n_buckets;
-    int64_t *total_buckets;
+    int64_t first_at, last_at;
+    ust__report_slots bars, days;
+    int64_t *total_buckets, *total_days;
+    /* What the report is: generated_at, understudy_version, triage (path and
+     * sha256, or null), log_chain (verified, through_seq and sha256, or
+     * reason). */
+    json_t *about;
+    ust__report_chain *chain; /* the check for about's log_chain, running */
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
  * its model from one connection). */
 int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
                     const ust_triage *t, ust_gate_result *res, char **err);
+
+/* The slots of the chart's bars over [first_us, last_us]: the narrowest
+ * round width (1 s, 2 s, 5 s, ... 1 h, 2 h, 3 h, 4 h, 6 h, 12 h, 1 d, ...)
+ * that needs at most UST__REPORT_MAX_BARS. */
+ust__report_slots ust__report_bar_slots(int64_t first_us, int64_t last_us);
+/* Whole UTC days from the one of first_us to the one of last_us. */
+ust__report_slots ust__report_day_slots(int64_t first_us, int64_t last_us);
+
+/* m->about but its log_chain. UST_EINVAL with *err for a malformed
+ * SOURCE_DATE_EPOCH. */
+int ust__report_about_load(const ust_report_opts *o, ust__report_model *m, char **err);
+
+/* The chain of the log at log_path (NULL: the run names none) checked from its first
+ * row to the run's cursor, and through the head hash the run recorded (meta:
+ * log_head_seq, log_head_sha256) when that is the cursor's: on a thread of its own, a
+ * read as long as the report's others, on another file. 0, or UST_ENOMEM. */
+int ust__report_chain_start(const char *log_path, int64_t cursor, const json_t *meta,
+                            ust__report_chain **out);
+/* Waits for the check and ends it: {"verified": true, "through_seq",
+ * "sha256"} or {"verified": false, "reason"}. c may be NULL (nothing
+ * started: NULL). */
+json_t *ust__report_chain_finish(ust__report_chain *c);
+
+/* How a report writes its metadata: each item as row_start, its name,
+ * row_mid, its text (escaped through replace; hashes and paths between
+ * code_open and code_close, escaped through code_replace), row_end. */
+typedef struct ust__report_about_style {
+    const char *const *replace, *const *code_replace;
+    const char *row_start, *row_mid, *row_end, *code_open, *code_close;
+    const char *verified, *not_verified; /* the log chain's two states */
+} ust__report_about_style;
+void ust__report_put_about(FILE *f, const json_t *about,
+                           const ust__report_about_style *s);
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
 void ust__report_model_clear(ust__report_model *m);
@@ -76,6 +128,9 @@ typedef struct ust__report_entry_style {
 /* The gate's stale entries (expired 0) or its expired ones (1). */
 void ust__report_put_unused(FILE *f, const ust_gate_result *gate, int expired,
                             const ust__report_entry_style *s);
+
+/* The chart of divergences over the run's span, with its legend. */
+void ust__report_write_chart(FILE *f, const ust__report_model *m);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,

@@ -131,12 +131,15 @@ int ust_report_write(const ust_report_opts *o, char **err)
     char *jsonl = ust_sprintf("%s/divergences.jsonl", o->out_dir);
     if (html == NULL || md == NULL || jsonl == NULL)
         rc = UST_ENOMEM;
+    /* The JSONL first, while the log's chain is checked beside it. */
+    if (rc == 0)
+        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
+    json_object_set_new(m.about, "log_chain", ust__report_chain_finish(m.chain));
+    m.chain = NULL;
     if (rc == 0)
         rc = ust__report_write_html(&m, html, err);
     if (rc == 0)
         rc = ust__report_write_markdown(&m, md, err);
-    if (rc == 0)
-        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
     ust_free(html);
     ust_free(md);
     ust_free(jsonl);
