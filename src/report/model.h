@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include <understudy/coverage.h>
 #include <understudy/report.h>
+#include <understudy/log.h>
 #include <understudy/run.h>
 
 /* Verdict columns of the matrix: 0 is "not fed", 1..7 the verdicts. */
@@ -56,6 +58,10 @@ typedef struct ust__report_model {
     int64_t first_at, last_at, bucket_us;
     size_t n_buckets;
     int64_t *total_buckets;
+    /* What the traffic exercised, up to the run's cursor; has_coverage 0
+     * when the event log could not be read (then it is unknown). */
+    ust_coverage coverage;
+    int has_coverage;
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
@@ -96,6 +102,16 @@ void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
 void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
                            const char *const *replace, const char *before,
                            const char *between, const char *after);
+
+/* The coverage of the run open as run, from log (open). */
+int ust__report_coverage(ust_run *run, ust_log *log, ust_coverage *out, char **err);
+
+/* The coverage sections of index.html and summary.md (coverage_sections.c),
+ * and summary.json. */
+void ust__report_write_coverage_html(FILE *f, const ust__report_model *m);
+void ust__report_write_coverage_markdown(FILE *f, const ust__report_model *m);
+int ust__report_write_summary_json(const ust__report_model *m, const char *path,
+                                   char **err);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,
