@@ -67,7 +67,7 @@ typedef struct counter {
     /* Moves to paid (by seq - base), from the transaction read for the
      * intent read: one bit per event. */
     unsigned char *moved_to_paid;
-    int64_t base, n_bits, first_seq;
+    int64_t base, n_bits, first_seq, last_seq;
     /* the transaction read: the group's state */
     int state;                /* STATE_NONE or a state's index */
     unsigned targets_seen;    /* one bit per target state */
@@ -100,6 +100,7 @@ static int each_event(void *ctx, const ust_log_scan_row *r)
     counter *c = ctx;
     if (c->first_seq == 0)
         c->first_seq = r->seq;
+    c->last_seq = r->seq;
     if (r->sig == UST_SIG_INVALID)
         COUNT(c, signature_invalid);
     else if (r->sig == UST_SIG_MISSING)
@@ -296,7 +297,7 @@ int ust_coverage_count(ust_log *log, const ust_coverage_params *p, int64_t throu
     int rc = scan(log, &c, every, each_event, err);
     if (rc == 0 && c.first_seq > 0) {
         c.base = c.first_seq;
-        c.n_bits = through_seq - c.first_seq + 1;
+        c.n_bits = c.last_seq - c.first_seq + 1; /* the events there are */
         c.moved_to_paid = ust_calloc((size_t)(c.n_bits / 8 + 1), 1);
         if (c.moved_to_paid == NULL)
             rc = UST_ENOMEM;
