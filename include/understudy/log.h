@@ -101,15 +101,20 @@ void ust_log_cursor_close(ust_log_cursor *cur);
 /* The derived fields of events read in an order of a count's own (coverage
  * counts groups of events: by event id, by transaction, by idempotency
  * key). Each order reads only the rows whose key columns are all set, and
- * sorts them in SQLite (spilling to temporary files: memory stays small
- * whatever the log's length). */
+ * only the columns it names below (the others are NULL, or 0), sorted by
+ * SQLite (spilling to temporary files: memory stays small whatever the
+ * log's length). */
 typedef enum ust_log_scan_order {
-    UST_LOG_SCAN_SEQ,         /* every row, by seq */
-    UST_LOG_SCAN_EVENT_ID,    /* by (provider, event_id, seq) */
-    UST_LOG_SCAN_TRANSACTION, /* by (provider, transaction_id, seq) */
-    /* by (provider, intent, amount, currency, received_at, seq) */
+    /* every row, by seq: all but received_at, provider, tenant and the hash */
+    UST_LOG_SCAN_SEQ,
+    /* by (provider, event_id, seq): seq, provider, event_id */
+    UST_LOG_SCAN_EVENT_ID,
+    /* by (provider, transaction_id, seq): and event_id, target_status */
+    UST_LOG_SCAN_TRANSACTION,
+    /* by (provider, intent, amount, currency, received_at, seq): those */
     UST_LOG_SCAN_INTENT,
-    UST_LOG_SCAN_KEY /* by (route, idem_key, tenant, seq) */
+    /* by (route, idem_key, tenant, seq): those, received_at, request_sha256 */
+    UST_LOG_SCAN_KEY
 } ust_log_scan_order;
 
 typedef enum ust_log_scan_select {
@@ -130,7 +135,8 @@ typedef struct ust_log_scan_opts {
     const char *target_status; /* only rows with this target state; NULL: any */
 } ust_log_scan_opts;
 
-/* One row; its strings are borrowed for the callback only, NULL when absent. */
+/* One row; its strings are borrowed for the callback only, NULL when absent
+ * or not read by the order. */
 typedef struct ust_log_scan_row {
     int64_t seq, received_at_us;
     const char *route, *provider, *event_id, *transaction_id, *target_status,

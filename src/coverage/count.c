@@ -68,6 +68,10 @@ typedef struct counter {
      * intent read: one bit per event. */
     unsigned char *moved_to_paid;
     int64_t base, n_bits, first_seq, last_seq;
+    /* What each read by group would find, from the pass by seq: a read
+     * with nothing to find is not made (a log of API requests without keys
+     * is read once). */
+    int64_t by_event_id, by_transaction, by_intent, by_key;
     /* the transaction read: the group's state */
     int state;                /* STATE_NONE or a state's index */
     unsigned targets_seen;    /* one bit per target state */
@@ -109,6 +113,16 @@ static int each_event(void *ctx, const ust_log_scan_row *r)
         COUNT(c, signature_expired);
     if (r->api && r->idem_key == NULL)
         COUNT(c, api_missing_key);
+    if (r->api) {
+        c->by_key += r->idem_key != NULL;
+    } else if (r->route != NULL &&
+               (r->sig == UST_SIG_VERIFIED || r->sig == UST_SIG_UNSIGNED)) {
+        c->by_event_id += r->event_id != NULL;
+        c->by_transaction += r->transaction_id != NULL;
+        c->by_intent += r->transaction_id != NULL && r->intent != NULL &&
+                        r->has_amount && r->currency != NULL &&
+                        r->target_status != NULL && strcmp(r->target_status, "paid") == 0;
+    }
     return 0;
 }
 
@@ -302,20 +316,20 @@ int ust_coverage_count(ust_log *log, const ust_coverage_params *p, int64_t throu
         if (c.moved_to_paid == NULL)
             rc = UST_ENOMEM;
     }
-    if (rc == 0 && c.first_seq > 0) {
+    if (rc == 0 && c.by_event_id > 0) {
         hooks.order = UST_LOG_SCAN_EVENT_ID;
         rc = scan(log, &c, hooks, each_by_event_id, err);
     }
-    if (rc == 0 && c.first_seq > 0) {
+    if (rc == 0 && c.by_transaction > 0) {
         hooks.order = UST_LOG_SCAN_TRANSACTION;
         rc = scan(log, &c, hooks, each_by_transaction, err);
     }
-    if (rc == 0 && c.first_seq > 0) {
+    if (rc == 0 && c.by_intent > 0) {
         hooks.order = UST_LOG_SCAN_INTENT;
         hooks.target_status = "paid";
         rc = scan(log, &c, hooks, each_by_intent, err);
     }
-    if (rc == 0 && c.first_seq > 0) {
+    if (rc == 0 && c.by_key > 0) {
         ust_log_scan_opts keyed = every;
         keyed.order = UST_LOG_SCAN_KEY;
         keyed.select = UST_LOG_SCAN_API;
