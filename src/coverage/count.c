@@ -73,11 +73,11 @@ typedef struct counter {
      * is read once). */
     int64_t by_event_id, by_transaction, by_intent, by_key;
     /* the transaction read: the group's state */
-    int state;                /* STATE_NONE or a state's index */
-    unsigned targets_seen;    /* one bit per target state */
-    char **ids;               /* event ids seen in the transaction */
+    int state;             /* STATE_NONE or a state's index */
+    unsigned targets_seen; /* one bit per target state */
+    char **ids;            /* event ids seen in the transaction */
     size_t n_ids, cap_ids;
-    int64_t last_paid_at;     /* the intent read: the group's last move to paid */
+    int64_t last_paid_at; /* the intent read: the group's last move to paid */
     int has_last_paid;
     char first_sha[UST_SHA256_HEX_LEN + 1]; /* the key read: the first request */
     int64_t first_at;
@@ -121,7 +121,8 @@ static int each_event(void *ctx, const ust_log_scan_row *r)
         c->by_transaction += r->transaction_id != NULL;
         c->by_intent += r->transaction_id != NULL && r->intent != NULL &&
                         r->has_amount && r->currency != NULL &&
-                        r->target_status != NULL && strcmp(r->target_status, "paid") == 0;
+                        r->target_status != NULL &&
+                        strcmp(r->target_status, "paid") == 0;
     }
     return 0;
 }
@@ -226,7 +227,7 @@ static int each_by_transaction(void *ctx, const ust_log_scan_row *r)
     }
     c->targets_seen |= 1u << target;
     return r->event_id != NULL && !id_seen(c, r->event_id) ? remember_id(c, r->event_id)
-                                                            : 0;
+                                                           : 0;
 }
 
 /* By (provider, intent, amount, currency), in arrival time: a move to paid

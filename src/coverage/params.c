@@ -39,11 +39,10 @@ char *ust_coverage_params_format(const ust_coverage_params *p)
 {
     json_error_t jerr;
     json_t *routes = p->api_routes ? ust_json_loads(p->api_routes, 0, &jerr) : NULL;
-    json_t *o = json_pack("{sIsIsIso}", "semantic_window_s",
-                          (json_int_t)p->semantic_window_s, "op_latency_ms",
-                          (json_int_t)p->op_latency_ms, "key_ttl_s",
-                          (json_int_t)p->key_ttl_s, "api_routes",
-                          routes ? routes : json_null());
+    json_t *o = json_pack(
+        "{sIsIsIso}", "semantic_window_s", (json_int_t)p->semantic_window_s,
+        "op_latency_ms", (json_int_t)p->op_latency_ms, "key_ttl_s",
+        (json_int_t)p->key_ttl_s, "api_routes", routes ? routes : json_null());
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return text;
@@ -91,8 +90,9 @@ int ust_coverage_params_parse(const char *json, ust_coverage_params *out, char *
         rc = UST_ENOMEM;
     else if (rc == 0 && routes != NULL && !json_is_array(routes) &&
              !json_is_null(routes))
-        rc = ust_errf(err, UST_EPARSE, "run metadata coverage: api_routes is not an "
-                                       "array");
+        rc = ust_errf(err, UST_EPARSE,
+                      "run metadata coverage: api_routes is not an "
+                      "array");
     json_decref(o);
     if (rc != 0)
         ust_coverage_params_clear(out);

@@ -13,11 +13,12 @@
 /* The columns of a row, in the order of ust_log_scan_row's members; a read
  * selects those its order names, NULL in place of the others. */
 #define SCAN_COLUMNS(X)                                                                \
-    X(SEQ, seq) X(RECEIVED_AT, received_at) X(ROUTE, route) X(PROVIDER, provider)      \
-    X(EVENT_ID, event_id) X(TRANSACTION_ID, transaction_id)                            \
-    X(TARGET_STATUS, target_status) X(INTENT, intent) X(AMOUNT, amount)                \
-    X(CURRENCY, currency) X(IDEM_KEY, idem_key) X(TENANT, tenant)                      \
-    X(REQUEST_SHA256, request_sha256) X(SIGNATURE, signature)
+    X(SEQ, seq)                                                                        \
+    X(RECEIVED_AT, received_at) X(ROUTE, route) X(PROVIDER, provider)                  \
+        X(EVENT_ID, event_id) X(TRANSACTION_ID, transaction_id)                        \
+            X(TARGET_STATUS, target_status) X(INTENT, intent) X(AMOUNT, amount)        \
+                X(CURRENCY, currency) X(IDEM_KEY, idem_key) X(TENANT, tenant)          \
+                    X(REQUEST_SHA256, request_sha256) X(SIGNATURE, signature)
 #define COL_ENUM(id, name) COL_##id,
 enum { SCAN_COLUMNS(COL_ENUM) COL_API, N_COLS };
 #undef COL_ENUM
@@ -30,7 +31,8 @@ static const char *const column_names[] = {SCAN_COLUMNS(COL_NAME)};
  * array of paths, bound as ?2), or, without a list, it has a route but
  * neither an event id nor a transaction id (what only webhooks carry). */
 #define API_BY_LIST "(route IN (SELECT value FROM json_each(?2)))"
-#define API_BY_FIELDS "(route IS NOT NULL AND event_id IS NULL AND transaction_id IS NULL)"
+#define API_BY_FIELDS                                                                  \
+    "(route IS NOT NULL AND event_id IS NULL AND transaction_id IS NULL)"
 
 static const struct {
     const char *where, *order;
@@ -38,8 +40,8 @@ static const struct {
 } orders[] = {
     [UST_LOG_SCAN_SEQ] = {"1", "seq",
                           C(SEQ) | C(ROUTE) | C(EVENT_ID) | C(TRANSACTION_ID) |
-                              C(TARGET_STATUS) | C(INTENT) | C(AMOUNT) |
-                              C(CURRENCY) | C(IDEM_KEY) | C(SIGNATURE)},
+                              C(TARGET_STATUS) | C(INTENT) | C(AMOUNT) | C(CURRENCY) |
+                              C(IDEM_KEY) | C(SIGNATURE)},
     [UST_LOG_SCAN_EVENT_ID] = {"event_id IS NOT NULL", "provider, event_id, seq",
                                C(SEQ) | C(PROVIDER) | C(EVENT_ID)},
     [UST_LOG_SCAN_TRANSACTION] = {"transaction_id IS NOT NULL",
@@ -83,15 +85,15 @@ static char *scan_sql(const ust_log_scan_opts *o)
     char *sql =
         cols == NULL
             ? NULL
-            : ust_sprintf("SELECT * FROM (SELECT %s, signature AS sig_filter,"
-                          " target_status AS status_filter, route AS route_filter FROM events WHERE seq <= ?1"
-                          " AND %s) WHERE %s%s%s ORDER BY %s",
-                          cols, orders[o->order].where, selections[o->select],
-                          o->accepted_only
-                              ? " AND sig_filter IN ('verified', 'unsigned')"
-                              : "",
-                          o->target_status != NULL ? " AND status_filter = ?3" : "",
-                          orders[o->order].order);
+            : ust_sprintf(
+                  "SELECT * FROM (SELECT %s, signature AS sig_filter,"
+                  " target_status AS status_filter, route AS route_filter FROM events "
+                  "WHERE seq <= ?1"
+                  " AND %s) WHERE %s%s%s ORDER BY %s",
+                  cols, orders[o->order].where, selections[o->select],
+                  o->accepted_only ? " AND sig_filter IN ('verified', 'unsigned')" : "",
+                  o->target_status != NULL ? " AND status_filter = ?3" : "",
+                  orders[o->order].order);
     ust_free(cols);
     return sql;
 }
@@ -133,7 +135,8 @@ int ust_log_scan(ust_log *log, const ust_log_scan_opts *o,
         return ust_errf(err, UST_EINVAL, "%s: no such scan", log->path);
     /* A small page cache: the sorter keeps about that much in memory and
      * spills the rest to temporary files. */
-    int rc = ust__log_exec(log, "PRAGMA cache_size=-1024; PRAGMA temp_store=FILE;", err);
+    int rc =
+        ust__log_exec(log, "PRAGMA cache_size=-1024; PRAGMA temp_store=FILE;", err);
     if (rc != 0)
         return rc;
     char *sql = scan_sql(o);

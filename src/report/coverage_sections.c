@@ -19,16 +19,19 @@ void ust__report_write_coverage_html(FILE *f, const ust__report_model *m)
         fprintf(f, "<p class=open>%s</p>", unknown);
         return;
     }
-    fprintf(f, "<p class=muted>%s</p><table><tr><th>kind</th><th>events</th>"
-               "<th>note</th></tr>", intro);
+    fprintf(f,
+            "<p class=muted>%s</p><table><tr><th>kind</th><th>events</th>"
+            "<th>note</th></tr>",
+            intro);
     for (int k = 0; k < UST_COVERAGE_N; k++) {
         int64_t n = m->coverage.counts[k];
         fprintf(f, "<tr><td><code>%s</code></td><td class=\"n%s\">%lld</td><td>",
                 ust_coverage_kind_name((ust_coverage_kind)k), n ? "" : " zero",
                 (long long)n);
         if (n == 0)
-            fprintf(f, "<span class=open>not exercised</span>: no event of this kind; "
-                       "<code>%s</code> exercises it",
+            fprintf(f,
+                    "<span class=open>not exercised</span>: no event of this kind; "
+                    "<code>%s</code> exercises it",
                     ust_coverage_kind_scenario((ust_coverage_kind)k));
         fputs("</td></tr>", f);
     }

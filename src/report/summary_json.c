@@ -21,8 +21,7 @@ static json_t *gate_json(const ust__report_model *m)
     return json_pack("{sbsIsIsoss?}", "pass", ust_gate_pass(&m->gate, 0),
                      "open_divergences", (json_int_t)m->gate.open_divergences,
                      "open_classes", (json_int_t)m->gate.open_classes, "refused",
-                     json_boolean(m->gate.refusal != NULL), "refusal",
-                     m->gate.refusal);
+                     json_boolean(m->gate.refusal != NULL), "refusal", m->gate.refusal);
 }
 
 int ust__report_write_summary_json(const ust__report_model *m, const char *path,

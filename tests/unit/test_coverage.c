@@ -34,10 +34,10 @@ typedef struct world {
 #define UNSIGNED "\"signature\": {\"scheme\": \"none\"}, "
 static const char config_text[] =
     "{\"routes\": ["
-    "{\"path\": \"/hooks\", \"kind\": \"webhook\", \"provider\": \"acme\", " UNSIGNED HOOK_FIELDS
-    "},"
-    "{\"path\": \"/other\", \"kind\": \"webhook\", \"provider\": \"other\", " UNSIGNED HOOK_FIELDS
-    "},"
+    "{\"path\": \"/hooks\", \"kind\": \"webhook\", \"provider\": \"acme\", " UNSIGNED
+        HOOK_FIELDS "},"
+    "{\"path\": \"/other\", \"kind\": \"webhook\", \"provider\": \"other\", " UNSIGNED
+        HOOK_FIELDS "},"
     "{\"path\": \"/signed\", \"kind\": \"webhook\", \"provider\": \"stripe\","
     " \"signature\": {\"scheme\": \"stripe\", \"secret_env\": "
     "\"UNDERSTUDY_STRIPE_SECRET\"}, " HOOK_FIELDS "},"
@@ -155,9 +155,9 @@ static void test_identical_redelivery(void **state)
 {
     world *w = *state;
     hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 100);
-    hook(w, "/hooks", 60, "e1", "t1", "paid", "o1", 100);    /* again: 1 */
-    hook(w, "/hooks", 7200, "e1", "t1", "paid", "o1", 100);  /* and again: 2 */
-    hook(w, "/other", 60, "e1", "t9", "paid", "o9", 900);    /* another provider */
+    hook(w, "/hooks", 60, "e1", "t1", "paid", "o1", 100);      /* again: 1 */
+    hook(w, "/hooks", 7200, "e1", "t1", "paid", "o1", 100);    /* and again: 2 */
+    hook(w, "/other", 60, "e1", "t9", "paid", "o9", 900);      /* another provider */
     hook(w, "/hooks", 100, "e2", "t1", "refunded", "o1", 100); /* a new event */
     ust_coverage got = count_through(w, 0, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(identical_redelivery) = 2});
@@ -167,11 +167,11 @@ static void test_redelivery_new_id(void **state)
 {
     world *w = *state;
     hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 100);
-    hook(w, "/hooks", 60, "e2", "t1", "paid", "o1", 100);  /* a new id for paid: 1 */
-    hook(w, "/hooks", 90, "e1", "t1", "paid", "o1", 100);  /* an old id: identical */
+    hook(w, "/hooks", 60, "e2", "t1", "paid", "o1", 100); /* a new id for paid: 1 */
+    hook(w, "/hooks", 90, "e1", "t1", "paid", "o1", 100); /* an old id: identical */
     hook(w, "/hooks", 120, "e3", "t1", "refunded", "o1", 100); /* a state not seen */
-    hook(w, "/hooks", 180, "e4", "t2", "paid", "o2", 200); /* another transaction */
-    hook(w, "/other", 240, "e5", "t1", "paid", "o1", 100); /* another provider */
+    hook(w, "/hooks", 180, "e4", "t2", "paid", "o2", 200);     /* another transaction */
+    hook(w, "/other", 240, "e5", "t1", "paid", "o1", 100);     /* another provider */
     ust_coverage got = count_through(w, 0, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(identical_redelivery) = 1,
                                                   K(redelivery_new_id) = 1});
@@ -197,16 +197,16 @@ static void test_out_of_order(void **state)
     hook(w, "/hooks", 23, "c4", "tc", "refunded", "oc", 300);
     ust_coverage got = count_through(w, 0, 0);
     /* a3, a4, b2 and c4 each bring a new id for a state seen before */
-    expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(out_of_order) = 4,
-                                                  K(redelivery_new_id) = 4});
+    expect_counts(
+        &got, (int64_t[UST_COVERAGE_N]){K(out_of_order) = 4, K(redelivery_new_id) = 4});
 }
 
 static void test_semantic_pair(void **state)
 {
     world *w = *state;
     hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 1500);
-    hook(w, "/hooks", 10, "e1", "t1", "paid", "o1", 1500);  /* a redelivery: no move */
-    hook(w, "/hooks", 600, "e2", "t2", "paid", "o1", 1500); /* 600 s: in (1) */
+    hook(w, "/hooks", 10, "e1", "t1", "paid", "o1", 1500);   /* a redelivery: no move */
+    hook(w, "/hooks", 600, "e2", "t2", "paid", "o1", 1500);  /* 600 s: in (1) */
     hook(w, "/hooks", 1201, "e3", "t3", "paid", "o1", 1500); /* 601 s: out */
     hook(w, "/hooks", 1202, "e4", "t4", "paid", "o1", 1600); /* another amount */
     hook(w, "/other", 1203, "e5", "t5", "paid", "o1", 1500); /* another provider */
@@ -215,9 +215,9 @@ static void test_semantic_pair(void **state)
     hook(w, "/hooks", 1205, "e7", "t7", "cancelled", "o1", 1500);
     hook(w, "/hooks", 1206, "e8", "t7", "paid", "o1", 1500);
     ust_coverage got = count_through(w, 0, 0);
-    expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(identical_redelivery) = 1,
-                                                  K(semantic_pair) = 2,
-                                                  K(out_of_order) = 1});
+    expect_counts(&got,
+                  (int64_t[UST_COVERAGE_N]){K(identical_redelivery) = 1,
+                                            K(semantic_pair) = 2, K(out_of_order) = 1});
 }
 
 static void test_semantic_window_from_the_config(void **state)
@@ -225,7 +225,7 @@ static void test_semantic_window_from_the_config(void **state)
     world *w = *state;
     w->cfg->coverage.semantic_window_s = 5;
     hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 1500);
-    hook(w, "/hooks", 5, "e2", "t2", "paid", "o1", 1500); /* in */
+    hook(w, "/hooks", 5, "e2", "t2", "paid", "o1", 1500);  /* in */
     hook(w, "/hooks", 11, "e3", "t3", "paid", "o1", 1500); /* 6 s: out */
     ust_coverage got = count_through(w, 0, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(semantic_pair) = 1});
@@ -235,18 +235,17 @@ static void test_api_repeats(void **state)
 {
     world *w = *state;
     api(w, 0, "k1", "t1", 100);
-    api(w, 499, "k1", "t1", 100);          /* within 500 ms: concurrent */
-    api(w, 500, "k1", "t1", 100);          /* 500 ms: completed */
-    api(w, 1000, "k1", "t1", 200);         /* another hash: mismatch */
-    api(w, 86400000, "k1", "t1", 100);     /* a day after: completed, not after */
-    api(w, 86400001, "k1", "t1", 100);     /* past the TTL: completed and after */
-    api(w, 86400002, "k1", "t1", 300);     /* mismatch and after */
-    api(w, 2000, "k2", "t1", 100);         /* another key */
+    api(w, 499, "k1", "t1", 100);      /* within 500 ms: concurrent */
+    api(w, 500, "k1", "t1", 100);      /* 500 ms: completed */
+    api(w, 1000, "k1", "t1", 200);     /* another hash: mismatch */
+    api(w, 86400000, "k1", "t1", 100); /* a day after: completed, not after */
+    api(w, 86400001, "k1", "t1", 100); /* past the TTL: completed and after */
+    api(w, 86400002, "k1", "t1", 300); /* mismatch and after */
+    api(w, 2000, "k2", "t1", 100);     /* another key */
     ust_coverage got = count_through(w, 0, 0);
-    expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(api_concurrent_repeat) = 1,
-                                                  K(api_completed_repeat) = 3,
-                                                  K(api_payload_mismatch) = 2,
-                                                  K(api_after_ttl) = 2});
+    expect_counts(&got, (int64_t[UST_COVERAGE_N]){
+                            K(api_concurrent_repeat) = 1, K(api_completed_repeat) = 3,
+                            K(api_payload_mismatch) = 2, K(api_after_ttl) = 2});
     /* The first request of the key is what each repeat is held to: a
      * mismatching one in between changes nothing. */
 }
@@ -257,7 +256,7 @@ static void test_api_params_from_the_config(void **state)
     w->cfg->coverage.op_latency_ms = 2000;
     w->cfg->coverage.key_ttl_s = 60;
     api(w, 0, "k1", "t1", 100);
-    api(w, 1999, "k1", "t1", 100); /* concurrent */
+    api(w, 1999, "k1", "t1", 100);  /* concurrent */
     api(w, 60001, "k1", "t1", 100); /* completed, after the TTL */
     ust_coverage got = count_through(w, 0, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(api_concurrent_repeat) = 1,
@@ -269,13 +268,13 @@ static void test_api_key_across_tenants(void **state)
 {
     world *w = *state;
     api(w, 0, "k1", "t1", 100);
-    api(w, 10, "k1", "t2", 100);  /* under another tenant first: 1 */
-    api(w, 20, "k1", "t2", 100);  /* t2 had it already: a repeat of t2's */
-    api(w, 30, "k1", "t3", 100);  /* 2 */
-    api(w, 40, "k1", "t1", 100);  /* t1 had it: a repeat */
-    api(w, 50, "k2", NULL, 100);  /* no tenant */
-    api(w, 60, "k2", "t1", 100);  /* after the tenant-less one: 3 */
-    api(w, 70, "k3", "t4", 100);  /* a key of one tenant only */
+    api(w, 10, "k1", "t2", 100); /* under another tenant first: 1 */
+    api(w, 20, "k1", "t2", 100); /* t2 had it already: a repeat of t2's */
+    api(w, 30, "k1", "t3", 100); /* 2 */
+    api(w, 40, "k1", "t1", 100); /* t1 had it: a repeat */
+    api(w, 50, "k2", NULL, 100); /* no tenant */
+    api(w, 60, "k2", "t1", 100); /* after the tenant-less one: 3 */
+    api(w, 70, "k3", "t4", 100); /* a key of one tenant only */
     ust_coverage got = count_through(w, 0, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(api_key_across_tenants) = 3,
                                                   K(api_completed_repeat) = 0,
@@ -288,7 +287,7 @@ static void test_api_missing_key(void **state)
     api(w, 0, NULL, "t1", 100);
     api(w, 10, NULL, NULL, 100);
     api(w, 20, "k1", "t1", 100);
-    hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 100); /* a webhook has no key */
+    hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 100);  /* a webhook has no key */
     post(w, "/nowhere", 0, "{}", NULL, NULL, NULL, NULL); /* no route at all */
     ust_coverage got = count_through(w, 0, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(api_missing_key) = 2});
@@ -325,18 +324,17 @@ static void signed_hook(world *w, int64_t at_s, int64_t signed_at_s, const char 
 static void test_signatures(void **state)
 {
     world *w = *state;
-    signed_hook(w, 0, 0, "t=1,v1=00", "e1");   /* invalid */
-    signed_hook(w, 1, 0, "", "e1");            /* missing */
-    signed_hook(w, 2000, 0, NULL, "e1");       /* expired: signed 2000 s before */
-    signed_hook(w, 3000, 3000, NULL, "e1");    /* verified */
-    signed_hook(w, 3001, 3001, NULL, "e2");    /* verified, a new id for paid */
+    signed_hook(w, 0, 0, "t=1,v1=00", "e1"); /* invalid */
+    signed_hook(w, 1, 0, "", "e1");          /* missing */
+    signed_hook(w, 2000, 0, NULL, "e1");     /* expired: signed 2000 s before */
+    signed_hook(w, 3000, 3000, NULL, "e1");  /* verified */
+    signed_hook(w, 3001, 3001, NULL, "e2");  /* verified, a new id for paid */
     /* Webhook kinds count verified events only: e1 verified is the first of
      * its id, though three refused copies came before it. */
     ust_coverage got = count_through(w, 0, 0);
-    expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(signature_invalid) = 1,
-                                                  K(signature_missing) = 1,
-                                                  K(signature_expired) = 1,
-                                                  K(redelivery_new_id) = 1});
+    expect_counts(&got, (int64_t[UST_COVERAGE_N]){
+                            K(signature_invalid) = 1, K(signature_missing) = 1,
+                            K(signature_expired) = 1, K(redelivery_new_id) = 1});
 }
 
 static void test_only_events_through_the_cursor(void **state)
@@ -344,7 +342,7 @@ static void test_only_events_through_the_cursor(void **state)
     world *w = *state;
     hook(w, "/hooks", 0, "e1", "t1", "paid", "o1", 100);  /* seq 1 */
     hook(w, "/hooks", 60, "e1", "t1", "paid", "o1", 100); /* seq 2 */
-    api(w, 0, NULL, NULL, 100);                            /* seq 3 */
+    api(w, 0, NULL, NULL, 100);                           /* seq 3 */
     ust_coverage got = count_through(w, 2, 0);
     expect_counts(&got, (int64_t[UST_COVERAGE_N]){K(identical_redelivery) = 1});
     got = count_through(w, 1, 0);
@@ -360,8 +358,8 @@ static void test_kind_names(void **state)
     assert_int_equal(ust_coverage_kind_parse("api_after", &k), UST_EINVAL);
     assert_string_equal(ust_coverage_kind_name(UST_COVERAGE_signature_expired),
                         "signature_expired");
-    assert_non_null(strstr(ust_coverage_kind_list(),
-                           "identical_redelivery, redelivery_new_id, "));
+    assert_non_null(
+        strstr(ust_coverage_kind_list(), "identical_redelivery, redelivery_new_id, "));
     assert_null(ust_coverage_kind_name(UST_COVERAGE_N));
     /* the params round-trip through the run's metadata */
     ust_coverage_params p = {1, 2, 3, (char *)"[\"/pay\"]"}, q;
@@ -423,7 +421,8 @@ static void test_each_scenario_exercises_its_kind(void **state)
         ust_coverage cov;
         assert_int_equal(ust_coverage_count(log, &p, INT64_MAX, &cov, &err), 0);
         if (cov.counts[k] <= 0)
-            fail_msg("%s has no %s event", ust_coverage_kind_scenario((ust_coverage_kind)k),
+            fail_msg("%s has no %s event",
+                     ust_coverage_kind_scenario((ust_coverage_kind)k),
                      ust_coverage_kind_name((ust_coverage_kind)k));
         ust_scenario_free(sc);
         ust_log_close(log);
@@ -448,18 +447,19 @@ static void check_report(world *w, const char *run)
         fail_msg("report: %s", err);
     char *md = ust_test_read_file(md_path), *html = ust_test_read_file(html_path);
     assert_non_null(strstr(md, "| `identical_redelivery` | 1 |  |"));
-    assert_non_null(strstr(md, "| `api_concurrent_repeat` | 0 | **not exercised**: no "
-                               "event of this kind; `scenarios/12-parallel-same-key.json` "
-                               "exercises it |"));
+    assert_non_null(strstr(md,
+                           "| `api_concurrent_repeat` | 0 | **not exercised**: no "
+                           "event of this kind; `scenarios/12-parallel-same-key.json` "
+                           "exercises it |"));
     assert_non_null(strstr(html, "<h2 id=coverage>"));
     assert_non_null(strstr(html, "<code>scenarios/18-api-without-key.json</code>"));
     free(md);
     free(html);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(run, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "DELETE FROM meta WHERE key = 'coverage'", NULL,
-                                  NULL, NULL),
-                     SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db, "DELETE FROM meta WHERE key = 'coverage'", NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     ust_coverage cov;
     assert_int_equal(ust_report_coverage(run, NULL, &cov, &err), 0);
@@ -496,9 +496,8 @@ static void test_gate_requires_coverage(void **state)
         fail_msg("replay: %s", err);
     char *out = NULL;
     /* without the flag the run passes: scenario 01 diverges nowhere */
-    assert_int_equal(ust_test_cli(w->dir, &out, "gate --run '%s' --triage '%s'", run,
-                                  triage),
-                     0);
+    assert_int_equal(
+        ust_test_cli(w->dir, &out, "gate --run '%s' --triage '%s'", run, triage), 0);
     free(out);
     assert_int_equal(ust_test_cli(w->dir, &out,
                                   "gate --run '%s' --triage '%s' --require-coverage "
