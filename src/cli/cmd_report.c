@@ -13,10 +13,12 @@ static const char report_usage[] =
     "usage: understudy report --run DB --out DIR [--triage FILE] [--log DB]\n"
     "                         [--progress|--quiet]\n"
     "\n"
-    "Writes DIR/index.html (self-contained, safe to open), DIR/summary.md and\n"
-    "DIR/divergences.jsonl (every divergence) for a run. Their verdict line is the\n"
-    "gate's. --log: the event log the run read, when it is no longer where the\n"
-    "run's metadata says.\n" UST_CLI_PROGRESS_HELP;
+    "Writes DIR/index.html (self-contained, safe to open), DIR/summary.md,\n"
+    "DIR/summary.json (totals, verdict, coverage) and DIR/divergences.jsonl (every\n"
+    "divergence) for a run. Their verdict line is the gate's; their Coverage\n"
+    "section counts what the traffic exercised, from the log's events. --log: the\n"
+    "event log the run read, when it is no longer where the run's metadata says.\n"
+    UST_CLI_PROGRESS_HELP;
 
 static const char gate_usage[] =
     "usage: understudy gate --run DB --triage FILE [--max-open N] [--log DB]\n"
@@ -88,7 +90,8 @@ int ust_cli_report(int argc, char **argv)
     ust_triage_free(o.t);
     if (rc != UST_EXIT_OK)
         return rc;
-    printf("report written to %s/index.html (also summary.md, divergences.jsonl)\n",
+    printf("report written to %s/index.html (also summary.md, summary.json, "
+           "divergences.jsonl)\n",
            o.out);
     return UST_EXIT_OK;
 }
