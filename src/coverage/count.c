@@ -1,7 +1,10 @@
-/* Counting coverage: five reads of the log, each in the order one family
- * of kinds needs (by seq; by event id; by transaction; by intent; by
- * idempotency key), each group of events checked with a small state here.
- * docs/semantics.md says what each kind means and why. */
+/* Counting coverage: up to five reads of the log, each in the order one
+ * family of kinds needs (by seq; by event id; by transaction; by intent; by
+ * idempotency key; the first says which of the others would find anything),
+ * each group of events checked with a small state here. Every read stops at
+ * through_seq, and the log is append-only, so the reads agree on what they
+ * see while a recorder appends. docs/semantics.md says what each kind means
+ * and why. */
 #include <understudy/alloc.h>
 #include <understudy/coverage.h>
 #include <understudy/error.h>
