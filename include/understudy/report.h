@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <understudy/coverage.h>
 #include <understudy/progress.h>
 
 /* ---- triage ------------------------------------------------------------ */
@@ -68,11 +69,11 @@ typedef struct ust_report_opts {
     ust_progress progress;    /* divergences written, of the run's */
 } ust_report_opts;
 
-/* Writes index.html, summary.md and divergences.jsonl into out_dir, in
- * memory bounded by the caps whatever the run's size. They say when they
- * were made: now, or SOURCE_DATE_EPOCH (whole seconds since 1970, UTC) when
- * that is set, so the same run can give the same bytes; a malformed
- * SOURCE_DATE_EPOCH is UST_EINVAL. */
+/* Writes index.html, summary.md, summary.json and divergences.jsonl into
+ * out_dir, in memory bounded by the caps whatever the run's size. They say
+ * when they were made: now, or SOURCE_DATE_EPOCH (whole seconds since 1970,
+ * UTC) when that is set, so the same run can give the same bytes; a
+ * malformed SOURCE_DATE_EPOCH is UST_EINVAL. */
 int ust_report_write(const ust_report_opts *o, char **err);
 
 /* ---- gate -------------------------------------------------------------- */
@@ -113,5 +114,11 @@ int ust_gate_check(const char *run_path, const char *log_path, const ust_triage 
 /* 1 when the run may cut over: not refused, at most max_open open. */
 int ust_gate_pass(const ust_gate_result *res, int64_t max_open);
 void ust_gate_result_clear(ust_gate_result *res);
+
+/* What the traffic of the run at run_path exercised: the events of its log
+ * (log_path, NULL: the one the run's metadata names) up to its cursor,
+ * counted with the params the run recorded (`gate --require-coverage`). */
+int ust_report_coverage(const char *run_path, const char *log_path, ust_coverage *out,
+                        char **err);
 
 #endif

@@ -27,6 +27,7 @@
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_MAX_CONNECTIONS 1024
 #define MAX_HEALTH_MAX_LAG_S 1000000000LL
+#define MAX_COVERAGE_VALUE 1000000000LL
 #define DEFAULT_HEALTH_MAX_LAG_S 300
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
@@ -811,6 +812,44 @@ static int parse_health(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+/* coverage: what the coverage counts take for a double click's window, an
+ * operation's duration and a key's lifetime (docs/semantics.md). */
+static int parse_coverage(vctx *c, json_t *root, ust_config *cfg)
+{
+    static const char *const coverage_keys[] = {"semantic_window_s", "op_latency_ms",
+                                                "key_ttl_s"};
+    const struct {
+        const char *key;
+        int64_t def, *out;
+    } knobs[] = {
+        {"semantic_window_s", UST_COVERAGE_DEFAULT_SEMANTIC_WINDOW_S,
+         &cfg->coverage.semantic_window_s},
+        {"op_latency_ms", UST_COVERAGE_DEFAULT_OP_LATENCY_MS,
+         &cfg->coverage.op_latency_ms},
+        {"key_ttl_s", UST_COVERAGE_DEFAULT_KEY_TTL_S, &cfg->coverage.key_ttl_s},
+    };
+    json_t *coverage;
+    size_t mark;
+    int rc = open_block(c, root, "coverage", KEYS(coverage_keys), &coverage, &mark);
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+        *knobs[i].out = knobs[i].def;
+    if (rc != 0 || coverage == NULL)
+        return rc;
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+        if ((rc = take_posint(c, coverage, knobs[i].key, knobs[i].def,
+                              knobs[i].out)) != 0)
+            return rc;
+        if (*knobs[i].out > MAX_COVERAGE_VALUE) { /* µs of it fit an int64 */
+            size_t at = push_key(c, knobs[i].key);
+            rc = bad(c, "at most 1000000000");
+            pop(c, at);
+            return rc;
+        }
+    }
+    pop(c, mark);
+    return 0;
+}
+
 /* The header a route reads, by name, for its signature or any derived
  * field, or NULL: such a header cannot be masked, or the stored request
  * could not be verified or derived again from what the log holds. */
@@ -933,7 +972,7 @@ static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
 static const char *const top_keys[] = {
     "listen",  "log",    "run",       "limits",  "routes",       "plugins",
     "compare", "redact", "retention", "capture", "admin_listen", "health",
-    "partition_by"};
+    "partition_by", "coverage"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -946,6 +985,7 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         (rc = take_string(c, root, "admin_listen", 0, "a string", NULL,
                           &cfg->admin_listen)) != 0 ||
         (rc = parse_health(c, root, cfg)) != 0 ||
+        (rc = parse_coverage(c, root, cfg)) != 0 ||
         (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
         (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
         (rc = parse_limits(c, root, cfg)) != 0 ||

@@ -212,6 +212,7 @@ int ust__report_write_html(const ust__report_model *m, const char *path, char **
     write_matrix(f, m);
     ust__report_write_chart(f, m);
     write_classes(f, m);
+    ust__report_write_coverage_html(f, m);
     write_details(f, m);
     fputs("</body></html>\n", f);
     if (fclose(f) != 0)

@@ -147,6 +147,7 @@ int ust__report_write_markdown(const ust__report_model *m, const char *path, cha
     if (m->n_classes > m->n_detailed)
         fprintf(f, "\n%zu more classes: see divergences.jsonl.\n",
                 m->n_classes - m->n_detailed);
+    ust__report_write_coverage_markdown(f, m);
     if (fclose(f) != 0)
         return ust_errf(err, UST_EIO, "%s: write failed", path);
     return 0;

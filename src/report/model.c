@@ -255,7 +255,7 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     if (rc == 0)
         rc = ust__report_chain_start(log_path, m->gate.cursor, m->meta, &m->chain);
     if (rc == 0 && log_path != NULL)
-        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
+        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples, coverage */
     ust_free(named);
     if (rc == 0)
         rc = ust__report_about_load(o, m, err);
@@ -263,6 +263,11 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
         rc = load_counts(&l, m);
     if (rc == 0)
         rc = load_classes(&l, m);
+    /* Without its log the run's coverage is unknown, which the report says;
+     * a log that opens but cannot be read is an error. */
+    if (rc == 0 && l.log != NULL &&
+        (rc = ust__report_coverage(l.run, l.log, &m->coverage, err)) == 0)
+        m->has_coverage = 1;
     ust_log_close(l.log);
     ust_run_close(l.run);
     if (rc != 0)

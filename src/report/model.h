@@ -10,7 +10,9 @@
 #include "report/escape.h"
 #include "report/event.h"
 
+#include <understudy/coverage.h>
 #include <understudy/report.h>
+#include <understudy/log.h>
 #include <understudy/run.h>
 
 /* Verdict columns of the matrix: 0 is "not fed", 1..7 the verdicts. */
@@ -57,6 +59,10 @@ typedef struct ust__report_model {
      * reason). */
     json_t *about;
     ust__report_chain *chain; /* the check for about's log_chain, running */
+    /* What the traffic exercised, up to the run's cursor; has_coverage 0
+     * when the event log could not be read (then it is unknown). */
+    ust_coverage coverage;
+    int has_coverage;
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
@@ -131,6 +137,16 @@ void ust__report_put_unused(FILE *f, const ust_gate_result *gate, int expired,
 
 /* The chart of divergences over the run's span, with its legend. */
 void ust__report_write_chart(FILE *f, const ust__report_model *m);
+
+/* The coverage of the run open as run, from log (open). */
+int ust__report_coverage(ust_run *run, ust_log *log, ust_coverage *out, char **err);
+
+/* The coverage sections of index.html and summary.md (coverage_sections.c),
+ * and summary.json. */
+void ust__report_write_coverage_html(FILE *f, const ust__report_model *m);
+void ust__report_write_coverage_markdown(FILE *f, const ust__report_model *m);
+int ust__report_write_summary_json(const ust__report_model *m, const char *path,
+                                   char **err);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,

@@ -1,4 +1,5 @@
-/* Writing a report directory: index.html, summary.md, divergences.jsonl. */
+/* Writing a report directory: index.html, summary.md, summary.json,
+ * divergences.jsonl. */
 #include "report/model.h"
 
 #include <understudy/alloc.h>
@@ -129,7 +130,8 @@ int ust_report_write(const ust_report_opts *o, char **err)
     char *html = ust_sprintf("%s/index.html", o->out_dir);
     char *md = ust_sprintf("%s/summary.md", o->out_dir);
     char *jsonl = ust_sprintf("%s/divergences.jsonl", o->out_dir);
-    if (html == NULL || md == NULL || jsonl == NULL)
+    char *summary = ust_sprintf("%s/summary.json", o->out_dir);
+    if (html == NULL || md == NULL || jsonl == NULL || summary == NULL)
         rc = UST_ENOMEM;
     /* The JSONL first, while the log's chain is checked beside it. */
     if (rc == 0)
@@ -140,9 +142,12 @@ int ust_report_write(const ust_report_opts *o, char **err)
         rc = ust__report_write_html(&m, html, err);
     if (rc == 0)
         rc = ust__report_write_markdown(&m, md, err);
+    if (rc == 0)
+        rc = ust__report_write_summary_json(&m, summary, err);
     ust_free(html);
     ust_free(md);
     ust_free(jsonl);
+    ust_free(summary);
     ust__report_model_clear(&m);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/compare.h>
+#include <understudy/coverage.h>
 #include <understudy/error.h>
 #include <understudy/event.h>
 #include <understudy/host.h>
@@ -34,6 +35,7 @@ struct ust_runner {
     char **lines;                /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
     char *redact;          /* the config's redact list as JSON text */
+    char *coverage;        /* what the report counts coverage with (JSON) */
     struct batch *batches; /* two: one read and started, one being finished */
     /* The last event decided, and the last one committed (what the run
      * database says): a step that fails goes back to the second. */
@@ -79,6 +81,14 @@ static int record_identity(replay *r, char **err)
     json_decref(redact);
     if (r->redact == NULL)
         return UST_ENOMEM;
+    /* And which routes take API requests, and the coverage params. */
+    ust_coverage_params cov;
+    if (ust_coverage_params_from_config(r->o->cfg, &cov) != 0)
+        return UST_ENOMEM;
+    r->coverage = ust_coverage_params_format(&cov);
+    ust_coverage_params_clear(&cov);
+    if (r->coverage == NULL)
+        return UST_ENOMEM;
     struct {
         const char *key, *value;
     } parts[] = {
@@ -92,6 +102,7 @@ static int record_identity(replay *r, char **err)
         {"candidate_version", ust_plugin_version(r->candidate)},
         {"candidate_sha256", ust_plugin_file_sha256(r->candidate)},
         {"redact", r->redact},
+        {"coverage", r->coverage},
     };
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         int rc = check_identity(r, parts[i].key, parts[i].value, err);
@@ -462,6 +473,7 @@ static void close_parts(replay *r)
     ust_free(r->lines);
     ust_free(r->batches);
     ust_free(r->redact);
+    ust_free(r->coverage);
     ust__answers_reader_close(&r->answers);
     ust_plugin_unload(r->legacy);
     ust_plugin_unload(r->candidate);

@@ -33,6 +33,17 @@ if [ -x "$build/tests/bench_report" ]; then
   echo "### report"
   "$build/tests/bench_report" "$dir" "$build" "${REPORT_EVENTS:-1000000}"
 fi
+if [ -x "$build/tests/bench_coverage" ]; then
+  echo
+  echo "### coverage count over a generated week"
+  n=${COVERAGE_EVENTS:-1000000}
+  ( set -a; . scenarios/demo.env; set +a
+    "$build/src/understudy" gen --config tests/data/config.json --events "$n" --seed 1 \
+      --out "$dir/cov.jsonl" --quiet
+    "$build/src/understudy" log import --config tests/data/config.json --log "$dir/cov.db" \
+      --quiet "$dir/cov.jsonl" >/dev/null
+    "$build/tests/bench_coverage" "$dir/cov.db" tests/data/config.json 3 )
+fi
 if command -v wrk >/dev/null && command -v nginx >/dev/null; then
   echo
   echo "### recording beside nginx"
