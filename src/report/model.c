@@ -1,6 +1,7 @@
 /* Gathering the report's model from the run database (and the raw requests
  * of the examples from the event log the run read). */
 #include "report/model.h"
+#include "report/redact_line.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
@@ -159,11 +160,7 @@ static int add_example(void *ctx, const ust_run_divergence *d)
     e->seq = d->seq;
     json_error_t jerr;
     e->divergence = ust_json_loads(d->line, 0, &jerr);
-    ust_redact_json(json_object_get(json_object_get(e->divergence, "legacy"), "body"),
-                    cl->m->redact);
-    ust_redact_json(
-        json_object_get(json_object_get(e->divergence, "candidate"), "body"),
-        cl->m->redact);
+    ust__report_redact_line(e->divergence, cl->m->redact);
     e->request = raw_request(cl->l, cl->m, e->seq);
     return 0;
 }
