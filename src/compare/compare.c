@@ -60,20 +60,28 @@ static void apply_ignores(const ust_config *cfg, json_t *root)
     }
 }
 
-static void append_token(char *path, size_t cap, const char *token)
+/* path + "/" + key as a JSON Pointer token ('~' and '/' escaped), whole
+ * however long: a cut name would name another place than its value's. */
+static char *child_path(const char *path, const char *key)
 {
-    size_t len = strlen(path);
-    if (len + 1 < cap)
-        path[len++] = '/', path[len] = '\0';
-    for (const char *p = token; *p && len + 2 < cap; p++) {
+    size_t n = strlen(path), len = n + 2;
+    for (const char *p = key; *p; p++)
+        len += *p == '~' || *p == '/' ? 2 : 1;
+    char *out = ust_malloc(len);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, path, n);
+    out[n++] = '/';
+    for (const char *p = key; *p; p++) {
         if (*p == '~' || *p == '/') {
-            path[len++] = '~';
-            path[len++] = *p == '~' ? '0' : '1';
+            out[n++] = '~';
+            out[n++] = *p == '~' ? '0' : '1';
         } else {
-            path[len++] = *p;
+            out[n++] = *p;
         }
-        path[len] = '\0';
     }
+    out[n] = '\0';
+    return out;
 }
 
 static int cmp_cstr(const void *a, const void *b)
@@ -101,20 +109,23 @@ static const char **union_keys(json_t *a, json_t *b, size_t *n)
 /* An entry "body<pointer>" for each differing leaf, both values as they are
  * at the pointer (NULL: that side has nothing there), while the diff holds
  * fewer than MAX_BODY_PATHS entries. */
-static void diff_json(differ *d, json_t *a, json_t *b, char *path, size_t cap)
+static void diff_json(differ *d, json_t *a, json_t *b, const char *path)
 {
     if (json_array_size(d->out) >= MAX_BODY_PATHS || json_equal(a, b))
         return;
     if (json_is_object(a) && json_is_object(b)) {
-        size_t saved = strlen(path), n = 0;
+        size_t n = 0;
         const char **keys = union_keys(a, b, &n);
         if (keys == NULL)
             d->failed = 1;
         for (size_t i = 0; keys != NULL && i < n; i++) {
-            append_token(path, cap, keys[i]);
-            diff_json(d, json_object_get(a, keys[i]), json_object_get(b, keys[i]), path,
-                      cap);
-            path[saved] = '\0';
+            char *child = child_path(path, keys[i]);
+            if (child == NULL)
+                d->failed = 1;
+            else
+                diff_json(d, json_object_get(a, keys[i]), json_object_get(b, keys[i]),
+                          child);
+            ust_free(child);
         }
         ust_free(keys);
         return;
@@ -142,10 +153,9 @@ static void compare_body(differ *d, const ust_config *cfg, const ust_decision *l
     if (a && b) {
         apply_ignores(cfg, a);
         apply_ignores(cfg, b);
-        char path[512] = "";
         d->no_body_l = l->body == NULL;
         d->no_body_c = c->body == NULL;
-        diff_json(d, a, b, path, sizeof(path));
+        diff_json(d, a, b, "");
     } else if ((a == NULL && json_error_code(&ea) == json_error_out_of_memory) ||
                (b == NULL && json_error_code(&eb) == json_error_out_of_memory)) {
         d->failed = 1;

@@ -186,6 +186,36 @@ static void test_the_body_cap_holds_for_names_and_values(void **state)
     json_decref(b);
 }
 
+/* A body path is named whole however long, so the name still says where
+ * its value is (and which field names a redact rule sees on the way). */
+static void test_a_long_path_is_named_whole(void **state)
+{
+    (void)state;
+    ust_config cfg = {0};
+    char key[700];
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    ust_decision l = decision(UST_VERDICT_APPLIED, 200, NULL);
+    ust_decision c = decision(UST_VERDICT_APPLIED, 200, NULL);
+    l.body = ust_sprintf("{\"%s\":{\"email\":\"a@b.c\"}}", key);
+    c.body = ust_sprintf("{\"%s\":{\"email\":\"d@e.f\"}}", key);
+    json_t *diff = ust_compare_diff(&cfg, &l, &c);
+    char *want = ust_sprintf("body/%s/email", key);
+    const char *field =
+        json_string_value(json_object_get(json_array_get(diff, 0), "field"));
+    assert_non_null(field);
+    assert_string_equal(field, want);
+    json_t *rules = json_pack("[s]", "email");
+    assert_int_equal(ust_redact_at(json_object_get(json_array_get(diff, 0), "legacy"),
+                                   field + 4, rules),
+                     1);
+    json_decref(rules);
+    ust_free(want);
+    json_decref(diff);
+    ust_free(l.body);
+    ust_free(c.body);
+}
+
 /* ---- redaction -------------------------------------------------------- */
 
 /* A value found at a pointer is masked as it would be inside its document:
@@ -267,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_headers_side_by_side),
         cmocka_unit_test(test_flags_side_by_side),
         cmocka_unit_test(test_the_body_cap_holds_for_names_and_values),
+        cmocka_unit_test(test_a_long_path_is_named_whole),
         cmocka_unit_test(test_a_value_at_a_pointer_is_masked_as_in_its_document),
         cmocka_unit_test(test_a_divergence_line_is_masked_whole),
     };
