@@ -1,6 +1,7 @@
 /* Gathering the report's model from the run database (and the raw requests
  * of the examples from the event log the run read). */
 #include "report/model.h"
+#include "report/redact_line.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>

@@ -1,6 +1,7 @@
 /* Writing a report directory: index.html, summary.md, summary.json,
  * divergences.jsonl. */
 #include "report/model.h"
+#include "report/redact_line.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
@@ -28,18 +29,19 @@ static int write_line(void *ctx, const ust_run_divergence *d)
     if (json_array_size(w->redact) > 0) {
         json_error_t jerr;
         json_t *doc = ust_json_loads(d->line, 0, &jerr);
-        ust_redact_json(json_object_get(json_object_get(doc, "legacy"), "body"),
-                        w->redact);
-        ust_redact_json(json_object_get(json_object_get(doc, "candidate"), "body"),
-                        w->redact);
+        ust__report_redact_line(doc, w->redact);
         masked = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         json_decref(doc);
     }
-    /* In JSON text a bidi control can only be inside a string, where its \u
-     * escape means the same. */
-    ust__report_put_escaped(w->f, masked ? masked : d->line, NULL, "\\u%04X");
     int rc = 0;
-    if (fputc('\n', w->f) == EOF || ferror(w->f))
+    /* A line the rules could not be applied to is not written unmasked. */
+    if (json_array_size(w->redact) > 0 && masked == NULL)
+        rc = ust_errf(w->err, UST_ENOMEM, "%s: cannot mask seq %lld", w->path,
+                      (long long)d->seq);
+    else /* In JSON text a bidi control can only be inside a string, where
+          * its \u escape means the same. */
+        ust__report_put_escaped(w->f, masked ? masked : d->line, NULL, "\\u%04X");
+    if (rc == 0 && (fputc('\n', w->f) == EOF || ferror(w->f)))
         rc = ust_errf(w->err, UST_EIO, "%s: write failed", w->path);
     ust_free(masked);
     w->done++;

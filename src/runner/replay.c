@@ -191,9 +191,11 @@ static int keep_line(replay *r, char *line)
     return 0;
 }
 
+/* The line of a divergence: its "fields" are the names of its "diff", one
+ * comparison's (ust_compare_diff). */
 static int write_divergence(replay *r, const ust_event *ev, const char *entity,
                             const ust_decision *l, const ust_decision *c,
-                            json_t *fields, char **err)
+                            const json_t *diff, char **err)
 {
     const char *what = ev->event_type ? ev->event_type
                        : ev->route    ? ev->route->path
@@ -202,7 +204,9 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     int follow_on = ust__run_writer_entity_diverged(&r->run, entity, err);
     char when[32];
     ust_time_format(ev->received_at_us, when);
-    char *field_text = json_dumps(fields, JSON_COMPACT);
+    json_t *fields = ust_compare_diff_fields(diff);
+    char *field_text = fields ? json_dumps(fields, JSON_COMPACT) : NULL;
+    json_decref(fields);
     ust_jsonw w = {0};
     ust_jsonw_object(&w);
     ust_jsonw_member_int(&w, "seq", ev->seq);
@@ -211,6 +215,8 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     ust_jsonw_key(&w, "fields");
     ust_jsonw_raw(&w, field_text ? field_text : "[]",
                   field_text ? strlen(field_text) : 2);
+    ust_jsonw_key(&w, "diff");
+    ust_jsonw_value(&w, diff);
     ust_jsonw_member_string(&w, "entity", entity);
     ust_jsonw_key(&w, "follow_on");
     ust_jsonw_bool(&w, follow_on);
@@ -297,7 +303,7 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     ust_decision l;
     memset(&l, 0, sizeof(l));
     const char *entity = ev->identity;
-    json_t *fields = NULL;
+    json_t *diff = NULL;
     int rc = 0;
     if (it->fed) {
         int64_t t0 = ust_time_mono_us();
@@ -316,8 +322,8 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
         if (r->o->legacy_decide != NULL)
             ust_histogram_observe(r->o->legacy_decide, took);
         entity = l.entity ? l.entity : it->c.entity ? it->c.entity : ev->identity;
-        fields = ust_compare_decisions(r->o->cfg, &l, &it->c);
-        if (fields == NULL)
+        diff = ust_compare_diff(r->o->cfg, &l, &it->c);
+        if (diff == NULL)
             rc = UST_ENOMEM;
         stats->fed++;
     } else {
@@ -325,11 +331,10 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     }
     if (rc == 0)
         rc = ust__run_writer_decision(&r->run, ev, entity, it->fed,
-                                      fields != NULL && json_array_size(fields) > 0, &l,
-                                      &it->c, err);
-    if (rc == 0 && fields != NULL && json_array_size(fields) > 0)
-        rc = write_divergence(r, ev, entity, &l, &it->c, fields, err);
-    json_decref(fields);
+                                      json_array_size(diff) > 0, &l, &it->c, err);
+    if (rc == 0 && json_array_size(diff) > 0)
+        rc = write_divergence(r, ev, entity, &l, &it->c, diff, err);
+    json_decref(diff);
     ust_decision_clear(&l);
     r->last_seq = it->rec.seq;
     memcpy(r->last_hash, it->rec.hash, UST_SHA256_LEN);

@@ -2,6 +2,7 @@
 #include "replay_world.h"
 
 #include "http/metrics.h"
+#include "report/model.h"
 #include "runner/rundb.h"
 
 #include <understudy/report.h>
@@ -135,6 +136,74 @@ static void test_html_escapes_and_redacts(void **state)
     must_contain(html, "timeline of <code>stripe:pi_1</code> (5 events)");
     must_contain(html, "<tr class=follow><td class=n>5</td>");
     free(html);
+}
+
+/* The diff's values are masked as the decisions are: a parallel repeat of
+ * one key (the legacy's body against the candidate's error, Retry-After
+ * compared) under rules naming a body field, a body pointer and that
+ * header. What the rules do not name is shown, and an absent side stays
+ * absent. */
+static void test_the_diff_is_redacted_like_the_bodies(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 0.2, "k1", "t1", "o7", 1000);
+    world_record(w);
+    w->cfg->compare_headers = ust_calloc(2, sizeof(char *)); /* NULL-ended */
+    w->cfg->compare_headers[0] = ust_strdup("Retry-After");
+    w->cfg->n_compare_headers = 1;
+    static const char *const rules[] = {"payment_id", "/amount", "Retry-After"};
+    w->cfg->redact = ust_calloc(4, sizeof(char *));
+    for (size_t i = 0; i < 3; i++)
+        w->cfg->redact[i] = ust_strdup(rules[i]);
+    w->cfg->n_redact = 3;
+    world_replay(w, "legacy", "candidate", NULL);
+    char *stored =
+        world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences");
+    must_contain(stored, "\"legacy\":\"pay_2\"");
+    must_contain(stored, "{\"field\":\"header:retry-after\",\"candidate\":\"1\"}");
+    ust_free(stored);
+    char out[PATH_MAX];
+    report(w, NULL, out);
+    char *jsonl = report_text(out, "divergences.jsonl");
+    json_error_t jerr;
+    json_t *line = json_loads(jsonl, JSON_DISABLE_EOF_CHECK, &jerr);
+    assert_non_null(line);
+    char *diff = json_dumps(json_object_get(line, "diff"), JSON_COMPACT);
+    static const char want[] =
+        "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
+        "\"in_progress\"},{\"field\":\"status\",\"legacy\":201,\"candidate\":409},"
+        "{\"field\":\"header:retry-after\",\"candidate\":\"[redacted]\"},"
+        "{\"field\":\"body/amount\",\"legacy\":\"[redacted]\"},"
+        "{\"field\":\"body/currency\",\"legacy\":\"eur\"},"
+        "{\"field\":\"body/error\",\"candidate\":\"in_progress\"},"
+        "{\"field\":\"body/order_id\",\"legacy\":\"o7\"},"
+        "{\"field\":\"body/payment_id\",\"legacy\":\"[redacted]\"},"
+        "{\"field\":\"state\",\"legacy\":\"completed\",\"candidate\":"
+        "\"in_progress\"}]";
+    assert_string_equal(diff, want);
+    ust_free(diff);
+    json_decref(line);
+    must_not_contain(jsonl, "pay_2");
+    must_not_contain(jsonl, "\"retry-after\":\"1\"");
+    free(jsonl);
+    char *html = report_text(out, "index.html");
+    must_not_contain(html, "pay_2");
+    free(html);
+    /* The pages' examples hold the same line, masked the same. */
+    ust__report_model m;
+    memset(&m, 0, sizeof(m));
+    ust_report_opts o = {.run_path = w->run_path, .max_examples = 5};
+    char *err = NULL;
+    if (ust__report_model_load(&o, &m, &err) != 0)
+        fail_msg("model: %s", err);
+    assert_int_equal(m.n_classes, 1);
+    assert_int_equal(m.classes[0].n_examples, 1);
+    char *example = json_dumps(
+        json_object_get(m.classes[0].examples[0].divergence, "diff"), JSON_COMPACT);
+    assert_string_equal(example, want);
+    ust_free(example);
+    ust__report_model_clear(&m);
 }
 
 static void test_examples_are_capped_and_in_order(void **state)
@@ -907,6 +976,7 @@ int main(void)
         T(test_summary_counts_are_exact),
         T(test_html_escapes_and_redacts),
         T(test_examples_are_capped_and_in_order),
+        T(test_the_diff_is_redacted_like_the_bodies),
         T(test_gate_follows_the_triage_file),
         T(test_malformed_triage_names_the_entry),
         cmocka_unit_test(test_glob),
