@@ -46,7 +46,8 @@ typedef struct ust__report_message {
 
 /* The earlier transaction a semantic duplicate repeats (seq 0: none
  * found): the last one before it the candidate moved to paid (an api
- * route: executed) with the same intent, amount and currency. */
+ * route: executed) with the same intent, amount and currency, searched at
+ * most a day back. */
 typedef struct ust__report_repeat {
     int64_t seq, at;
     char *identity;

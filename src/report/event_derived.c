@@ -115,6 +115,11 @@ static int flagged(const ust__report_event *e)
     return 0;
 }
 
+/* How far back the search goes: far past any window the candidate is
+ * likely run with (600 s by default), and a bound on the rows a report reads
+ * for a duplicate whose earlier transaction the log no longer holds. */
+#define LOOKBACK_US (86400LL * 1000000)
+
 int ust__report_find_repeat(ust_run *run, ust_log *log, ust__report_event *e,
                             const ust_log_record *self, char **err)
 {
@@ -129,6 +134,8 @@ int ust__report_find_repeat(ust_run *run, ust_log *log, ust__report_event *e,
     int rc = ust_log_cursor_open_before(log, e->seq, &cur, err);
     while (rc == 0 && (rc = ust_log_cursor_next(cur, &rec, err)) == 1) {
         rc = 0;
+        if (rec.req.received_at_us < self->req.received_at_us - LOOKBACK_US)
+            break;
         if (!matches(&s, &rec))
             continue;
         rc = ust_run_event_at(run, rec.seq, candidate_moved, &s, err);
