@@ -68,10 +68,14 @@ static void put_table(FILE *f, char **cells, size_t rows, size_t cols)
                 w[c] = len < MAX_WIDTH ? len : MAX_WIDTH;
         }
     for (size_t r = 0; r < rows; r++) {
+        char **row = cells + r * cols;
+        size_t last = cols; /* no padding after the last cell with text */
+        while (last > 1 && (row[last - 1] == NULL || row[last - 1][0] == '\0'))
+            last--;
         fputs(" ", f);
-        for (size_t c = 0; c < cols; c++) {
-            const char *s = cells[r * cols + c] ? cells[r * cols + c] : "";
-            if (c + 1 < cols)
+        for (size_t c = 0; c < last; c++) {
+            const char *s = row[c] ? row[c] : "";
+            if (c + 1 < last)
                 fprintf(f, " %-*s ", (int)w[c], s);
             else
                 fprintf(f, " %s", s);
