@@ -97,6 +97,17 @@ int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
 /* 1 and *rec filled (cleared first), 0 at the end, negative on error. */
 int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust_log_cursor_close(ust_log_cursor *cur);
+/* The same, newest first: the rows before before_seq, in descending seq. */
+int ust_log_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                               char **err);
+
+/* The rows of seqs (n of them), in that order, each passed to fn (the
+ * record is borrowed for the call); a seq the log does not hold is skipped.
+ * fn returns 0 to go on, anything else stops the read and is returned. 0 at
+ * the end, or UST_EDB / UST_EPARSE / UST_ENOMEM with *err. */
+int ust_log_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
+                      int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                      char **err);
 
 /* The derived fields of events read in an order of a count's own (coverage
  * counts groups of events: by event id, by transaction, by idempotency

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <understudy/coverage.h>
 #include <understudy/progress.h>
@@ -75,6 +76,21 @@ typedef struct ust_report_opts {
  * UTC) when that is set, so the same run can give the same bytes; a
  * malformed SOURCE_DATE_EPOCH is UST_EINVAL. */
 int ust_report_write(const ust_report_opts *o, char **err);
+
+/* ---- one event: understudy show --------------------------------------- */
+
+typedef struct ust_show_opts {
+    const char *run_path;
+    const char *log_path; /* NULL: the log the run's metadata names */
+    int64_t seq;
+} ust_show_opts;
+
+/* Writes the event at o->seq of the run as text to out: its decisions and
+ * diff, the request as it arrived with its derived fields, the entity's
+ * timeline, masked by the run's redaction rules. 1 when shown (*log_missing
+ * set when the event log could not be read: the text then says the request
+ * is unavailable), 0 when the run has no event at that seq, <0 with *err. */
+int ust_report_show(const ust_show_opts *o, FILE *out, int *log_missing, char **err);
 
 /* ---- gate -------------------------------------------------------------- */
 

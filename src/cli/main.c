@@ -16,6 +16,7 @@ static const char usage[] =
     "  replay --config FILE --log DB --run DB  feed a log to legacy and candidate\n"
     "  report --run DB --out DIR [--triage F]  HTML, Markdown and JSONL of a run\n"
     "  gate --run DB --triage FILE             may the candidate take over?\n"
+    "  show --run DB SEQ                       one event: request, decisions, diff\n"
     "  drive --config FILE --render|--check|--target ... SCENARIO...\n"
     "                                          scripted traffic and its outcome\n"
     "  gen --config FILE --events N --seed S --out OUT.jsonl [--truth FILE]\n"
@@ -49,6 +50,7 @@ static const struct {
     {"log", ust_cli_log},   {"serve", ust_cli_serve}, {"replay", ust_cli_replay},
     {"gen", ust_cli_gen},   {"drive", ust_cli_drive}, {"report", ust_cli_report},
     {"gate", ust_cli_gate},
+    {"show", ust_cli_show},
 };
 
 int main(int argc, char **argv)

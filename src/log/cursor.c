@@ -211,8 +211,8 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
         (rc = dup_column(st, UST__COL_target, 0, &rec->req.target, err)) != 0)
         goto fail;
     rc = ust_headers_unpack(sqlite3_column_blob(st, UST__COL_headers),
-                             (size_t)sqlite3_column_bytes(st, UST__COL_headers),
-                             &rec->req, err);
+                            (size_t)sqlite3_column_bytes(st, UST__COL_headers),
+                            &rec->req, err);
     if (rc != 0)
         goto fail;
     int blen = sqlite3_column_bytes(st, UST__COL_body);
@@ -237,15 +237,16 @@ fail:
     return rc;
 }
 
-int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
-                        char **err)
+/* A cursor over the rows that where (a condition on ?1) selects, in order. */
+static int cursor_open(ust_log *log, const char *where, int64_t seq,
+                       ust_log_cursor **out, char **err)
 {
     *out = NULL;
     ust_log_cursor *cur = ust_calloc(1, sizeof(*cur));
     if (cur == NULL)
         return UST_ENOMEM;
     cur->log = log;
-    char *sql = ust_sprintf("%s WHERE seq > ?1 ORDER BY seq", ust__log_select(log));
+    char *sql = ust_sprintf("%s WHERE %s", ust__log_select(log), where);
     if (sql == NULL ||
         sqlite3_prepare_v2(log->db, sql, -1, &cur->st, NULL) != SQLITE_OK) {
         ust_free(sql);
@@ -253,9 +254,21 @@ int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
         return sql == NULL ? UST_ENOMEM : ust__log_db_error(log, "read events", err);
     }
     ust_free(sql);
-    sqlite3_bind_int64(cur->st, 1, after_seq);
+    sqlite3_bind_int64(cur->st, 1, seq);
     *out = cur;
     return 0;
+}
+
+int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
+                        char **err)
+{
+    return cursor_open(log, "seq > ?1 ORDER BY seq", after_seq, out, err);
+}
+
+int ust_log_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                               char **err)
+{
+    return cursor_open(log, "seq < ?1 ORDER BY seq DESC", before_seq, out, err);
 }
 
 int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err)

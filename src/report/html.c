@@ -25,7 +25,12 @@ static const char style[] =
     "tr.div td{background:#fff3e0}tr.follow td{background:#fdf8ef}"
     "details{margin:.5em 0 1em}summary{cursor:pointer}.muted{color:#667}"
     "td code{word-break:break-word}.legend span{display:inline-block;width:10px;"
-    "height:10px;margin:0 .4em 0 1em}";
+    "height:10px;margin:0 .4em 0 1em}"
+    /* one event (event_html.c): the values that differ, side by side */
+    "table.diff td.legacy{background:#fdecea}table.diff td.candidate{background:"
+    "#e7f5ec}table.diff td code{font-weight:600}.absent{color:#889;font-style:italic}"
+    "table.headers td,table.derived td{font-size:.92em}pre.raw{white-space:pre-wrap;"
+    "word-break:break-all}h5{margin:.6em 0 .2em}";
 
 /* The report's own metadata (model.h: about). */
 static void write_about(FILE *f, const json_t *about)
