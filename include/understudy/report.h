@@ -68,6 +68,11 @@ typedef struct ust_report_opts {
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
     ust_progress progress;    /* divergences written, of the run's */
+    /* When n_runs > 1, in place of run_path: the runs of the partitions of
+     * one replay, read as one run (run.h: ust_run_open_many); the report
+     * names them. */
+    const char *const *run_paths;
+    size_t n_runs;
 } ust_report_opts;
 
 /* Writes index.html, summary.md, summary.json and divergences.jsonl into
@@ -127,6 +132,11 @@ typedef struct ust_gate_result {
  * error (a read that failed, the log missing) with *err. */
 int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
                    ust_gate_result *res, char **err);
+/* The same for the runs of the partitions of one replay, read as one
+ * (run.h: ust_run_open_many); one path is ust_gate_check's. */
+int ust_gate_check_runs(const char *const *run_paths, size_t n_runs,
+                        const char *log_path, const ust_triage *t, ust_gate_result *res,
+                        char **err);
 /* 1 when the run may cut over: not refused, at most max_open open. */
 int ust_gate_pass(const ust_gate_result *res, int64_t max_open);
 void ust_gate_result_clear(ust_gate_result *res);
@@ -136,5 +146,7 @@ void ust_gate_result_clear(ust_gate_result *res);
  * counted with the params the run recorded (`gate --require-coverage`). */
 int ust_report_coverage(const char *run_path, const char *log_path, ust_coverage *out,
                         char **err);
+int ust_report_coverage_runs(const char *const *run_paths, size_t n_runs,
+                             const char *log_path, ust_coverage *out, char **err);
 
 #endif

@@ -4,25 +4,27 @@
 #include <understudy/alloc.h>
 #include <understudy/coverage.h>
 #include <understudy/report.h>
+#include <understudy/run.h>
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char report_usage[] =
-    "usage: understudy report --run DB --out DIR [--triage FILE] [--log DB]\n"
-    "                         [--progress|--quiet]\n"
+    "usage: understudy report --run DB [--run DB...] --out DIR [--triage FILE]\n"
+    "                         [--log DB] [--progress|--quiet]\n"
     "\n"
     "Writes DIR/index.html (self-contained, safe to open), DIR/summary.md,\n"
     "DIR/summary.json (totals, verdict, coverage) and DIR/divergences.jsonl (every\n"
     "divergence) for a run. Their verdict line is the gate's; their Coverage\n"
     "section counts what the traffic exercised, from the log's events. --log: the\n"
     "event log the run read, when it is no longer where the run's metadata says.\n"
-    UST_CLI_PROGRESS_HELP;
+    "--run given once per partition (replay --partition K/N): the runs of every\n"
+    "partition of one replay, read as one run.\n" UST_CLI_PROGRESS_HELP;
 
 static const char gate_usage[] =
-    "usage: understudy gate --run DB --triage FILE [--max-open N] [--log DB]\n"
-    "                       [--require-coverage KIND[,KIND...]]\n"
+    "usage: understudy gate --run DB [--run DB...] --triage FILE [--max-open N]\n"
+    "                       [--log DB] [--require-coverage KIND[,KIND...]]\n"
     "\n"
     "Exit 0 when the run decided every event of its log up to the log's head and\n"
     "every divergence is accepted by the triage file (or at most N are not); 1\n"
@@ -30,10 +32,29 @@ static const char gate_usage[] =
     "the run or the log cannot be read. --log: the event log the run read, when it\n"
     "is no longer where the run's metadata says. --require-coverage: fail (1) too\n"
     "when the traffic up to the run's cursor held no event of a named kind (the\n"
-    "report's Coverage section lists them).\n";
+    "report's Coverage section lists them). --run given once per partition\n"
+    "(replay --partition K/N): the runs of every partition of one replay, judged\n"
+    "as one run (complete when each is).\n";
+
+/* --run, once or once per partition (its usage error says 11). */
+_Static_assert(UST_RUN_MANY_MAX == 11, "the --run usage error names the limit");
+typedef struct run_list {
+    const char *paths[UST_RUN_MANY_MAX];
+    size_t n;
+} run_list;
+
+static int add_run(const char *path, void *out)
+{
+    run_list *runs = out;
+    if (runs->n == UST_RUN_MANY_MAX)
+        return -1;
+    runs->paths[runs->n++] = path;
+    return 0;
+}
 
 struct report_opts {
-    const char *run, *out, *triage, *log;
+    run_list runs;
+    const char *out, *triage, *log;
     const char *require; /* gate only: --require-coverage, as given */
     int64_t max_open;
     int progress_flag; /* report only */
@@ -48,7 +69,9 @@ static int start(const char *cmd, int argc, char **argv, struct report_opts *o)
     int report = strcmp(cmd, "report") == 0;
     memset(o, 0, sizeof(*o));
     const ust_cli_opt opts[] = {
-        UST_CLI_STR("run", &o->run),
+        UST_CLI_CONV("run", add_run, &o->runs,
+                     "--run is given at most 11 times (once per partition of one "
+                     "replay)"),
         UST_CLI_STR("out", &o->out),
         UST_CLI_STR("triage", &o->triage),
         UST_CLI_CONV("max-open", ust_cli_conv_count, &o->max_open,
@@ -63,7 +86,7 @@ static int start(const char *cmd, int argc, char **argv, struct report_opts *o)
     if (optind < argc)
         return ust_cli_fail(ust_sprintf("unexpected argument \"%s\"", argv[optind]),
                             NULL);
-    if (o->run == NULL || (report ? o->out : o->triage) == NULL)
+    if (o->runs.n == 0 || (report ? o->out : o->triage) == NULL)
         return ust_cli_fail(ust_sprintf("%s: --run DB and %s are required (try --help)",
                                         cmd, report ? "--out DIR" : "--triage FILE"),
                             NULL);
@@ -79,7 +102,9 @@ int ust_cli_report(int argc, char **argv)
     int rc = start("report", argc, argv, &o);
     if (rc != UST_CLI_GO_ON)
         return rc;
-    ust_report_opts ro = {.run_path = o.run,
+    ust_report_opts ro = {.run_path = o.runs.paths[0],
+                          .run_paths = o.runs.paths,
+                          .n_runs = o.runs.n,
                           .out_dir = o.out,
                           .log_path = o.log,
                           .triage = o.t,
@@ -173,7 +198,7 @@ static int check_required(const struct report_opts *o, const int want[UST_COVERA
 {
     ust_coverage cov;
     char *err = NULL;
-    if (ust_report_coverage(o->run, o->log, &cov, &err) != 0)
+    if (ust_report_coverage_runs(o->runs.paths, o->runs.n, o->log, &cov, &err) != 0)
         return ust_cli_fail(err, "gate: cannot count the coverage");
     int missing = 0;
     for (int k = 0; k < UST_COVERAGE_N; k++) {
@@ -204,7 +229,7 @@ int ust_cli_gate(int argc, char **argv)
         return rc;
     }
     char *err = NULL;
-    rc = ust_gate_check(o.run, o.log, o.t, &res, &err);
+    rc = ust_gate_check_runs(o.runs.paths, o.runs.n, o.log, o.t, &res, &err);
     if (rc != 0) {
         ust_triage_free(o.t);
         return ust_cli_fail(err, "gate failed");

@@ -63,9 +63,16 @@ int ust__report_about_load(const ust_report_opts *o, ust__report_model *m, char 
     int rc = generated_at(m->about, err);
     if (rc != 0)
         return rc;
-    json_object_set_new(m->about, "understudy_version",
-                        json_string(ust_version()));
+    json_object_set_new(m->about, "understudy_version", json_string(ust_version()));
     json_object_set_new(m->about, "triage", triage_file(o));
+    /* Which runs it read, when it read several as one (a single run is
+     * named as it always was: by the log and plugins of its Run section). */
+    if (o->n_runs > 1) {
+        json_t *runs = json_array();
+        for (size_t i = 0; runs != NULL && i < o->n_runs; i++)
+            json_array_append_new(runs, json_string(o->run_paths[i]));
+        json_object_set_new(m->about, "runs", runs);
+    }
     return 0;
 }
 
@@ -101,6 +108,24 @@ void ust__report_put_about(FILE *f, const json_t *about,
     row(f, "understudy", s);
     put_text(f, json_object_get(about, "understudy_version"), s);
     fputs(s->row_end, f);
+    const json_t *runs = json_object_get(about, "runs");
+    if (json_is_array(runs)) {
+        /* On a line of its own (HTML's rows share one), so that the report
+         * of partitions read as one differs from the whole run's by it
+         * alone. */
+        const char *own_line = s->row_end[strlen(s->row_end) - 1] == '\n' ? "" : "\n";
+        fputs(own_line, f);
+        row(f, "runs (partitions read as one)", s);
+        size_t i;
+        const json_t *path;
+        json_array_foreach(runs, i, path)
+        {
+            fputs(i ? ", " : "", f);
+            put_code(f, path, s);
+        }
+        fputs(s->row_end, f);
+        fputs(own_line, f);
+    }
     row(f, "triage file", s);
     if (json_is_object(triage)) {
         put_code(f, json_object_get(triage, "path"), s);

@@ -28,8 +28,15 @@ int ust__report_coverage(ust_run *run, ust_log *log, ust_coverage *out, char **e
 int ust_report_coverage(const char *run_path, const char *log_path, ust_coverage *out,
                         char **err)
 {
+    return ust_report_coverage_runs(&run_path, 1, log_path, out, err);
+}
+
+int ust_report_coverage_runs(const char *const *run_paths, size_t n_runs,
+                             const char *log_path, ust_coverage *out, char **err)
+{
     ust_run *run = NULL;
-    int rc = ust_run_open(run_path, &run, err);
+    int rc = ust_run_open_many(run_paths, n_runs, &run, err);
+    const char *run_path = rc == 0 ? ust_run_name(run) : NULL;
     char *named = NULL;
     if (rc == 0 && log_path == NULL && (rc = ust_run_log(run, &named, err)) == 0)
         rc = ust_errf(err, UST_EINVAL,

@@ -213,14 +213,21 @@ int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
     return rc;
 }
 
-int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
-                   ust_gate_result *res, char **err)
+int ust_gate_check_runs(const char *const *run_paths, size_t n_runs,
+                        const char *log_path, const ust_triage *t, ust_gate_result *res,
+                        char **err)
 {
     memset(res, 0, sizeof(*res));
     ust_run *run = NULL;
-    int rc = ust_run_open(run_path, &run, err);
+    int rc = ust_run_open_many(run_paths, n_runs, &run, err);
     if (rc == 0)
-        rc = ust__gate_judge(run, run_path, log_path, t, res, err);
+        rc = ust__gate_judge(run, ust_run_name(run), log_path, t, res, err);
     ust_run_close(run);
     return rc;
+}
+
+int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
+                   ust_gate_result *res, char **err)
+{
+    return ust_gate_check_runs(&run_path, 1, log_path, t, res, err);
 }

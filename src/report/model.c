@@ -241,11 +241,12 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
 {
     memset(m, 0, sizeof(*m));
     loader l = {.o = o, .err = err};
-    int rc = ust_run_open(o->run_path, &l.run, err);
+    int rc = ust__report_run_open(o, &l.run, err);
     if (rc != 0)
         return rc;
     /* The verdict is the gate's own judgement, read first. */
-    rc = ust__gate_judge(l.run, o->run_path, o->log_path, o->triage, &m->gate, err);
+    rc = ust__gate_judge(l.run, ust_run_name(l.run), o->log_path, o->triage, &m->gate,
+                         err);
     if (rc == 0)
         rc = load_meta(&l, m);
     char *named = NULL;
@@ -274,6 +275,12 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     if (rc != 0)
         ust__report_model_clear(m);
     return rc;
+}
+
+int ust__report_run_open(const ust_report_opts *o, ust_run **out, char **err)
+{
+    return o->n_runs > 1 ? ust_run_open_many(o->run_paths, o->n_runs, out, err)
+                         : ust_run_open(o->run_path, out, err);
 }
 
 void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size)

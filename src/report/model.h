@@ -69,6 +69,8 @@ typedef struct ust__report_model {
  * its model from one connection). */
 int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
                     const ust_triage *t, ust_gate_result *res, char **err);
+/* Opens the run o reads: run_path, or the n_runs of run_paths as one. */
+int ust__report_run_open(const ust_report_opts *o, ust_run **out, char **err);
 
 /* The slots of the chart's bars over [first_us, last_us]: the narrowest
  * round width (1 s, 2 s, 5 s, ... 1 h, 2 h, 3 h, 4 h, 6 h, 12 h, 1 d, ...)

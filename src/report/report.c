@@ -55,7 +55,7 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t t
                        const char *path, char **err)
 {
     ust_run *run = NULL;
-    int rc = ust_run_open(o->run_path, &run, err);
+    int rc = ust__report_run_open(o, &run, err);
     if (rc != 0)
         return rc;
     jsonl_writer w = {o, redact, total, 0, fopen(path, "wb"), path, err};

@@ -1,5 +1,6 @@
 /* Reading a run database (see run.h): the queries of report, gate and drive,
  * kept beside the schema they read (rundb.c). */
+#include "runner/run_handle.h"
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
@@ -8,11 +9,6 @@
 
 #include <sqlite3.h>
 #include <string.h>
-
-struct ust_run {
-    sqlite3 *db;
-    char *path;
-};
 
 int ust_run_open(const char *path, ust_run **out, char **err)
 {
@@ -33,6 +29,11 @@ int ust_run_open(const char *path, ust_run **out, char **err)
     }
     *out = run;
     return 0;
+}
+
+const char *ust_run_name(const ust_run *run)
+{
+    return run->path;
 }
 
 void ust_run_close(ust_run *run)
@@ -215,9 +216,11 @@ int ust_run_class_fields(ust_run *run, const char *cls, size_t limit,
                          int (*fn)(void *ctx, const char *fields), void *ctx,
                          char **err)
 {
+    /* In the order each first diverged: the scan's order would differ
+     * between one run and its partitions read together. */
     return class_texts(run,
-                       "SELECT DISTINCT fields FROM divergences WHERE class = ?1"
-                       " LIMIT ?2",
+                       "SELECT fields FROM divergences WHERE class = ?1"
+                       " GROUP BY fields ORDER BY min(seq) LIMIT ?2",
                        cls, limit, fn, ctx, err);
 }
 
