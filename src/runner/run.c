@@ -297,10 +297,14 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
     return rc;
 }
 
+/* The divergence's follow_on by a lookup rather than a join: over the
+ * partitions of a replay read as one (run_many.c), a join of the two views
+ * would copy every divergence for each read, where the lookup's seq reaches
+ * each run's primary key. */
 #define EVENT_SELECT                                                                   \
     "SELECT d.seq, d.received_at, d.event_type, d.fed, d.diverged,"                    \
-    " coalesce(v.follow_on, 0), d.l_verdict, d.l_state, d.c_verdict, d.c_state"        \
-    " FROM decisions d LEFT JOIN divergences v ON v.seq = d.seq"
+    " coalesce((SELECT v.follow_on FROM divergences v WHERE v.seq = d.seq), 0),"       \
+    " d.l_verdict, d.l_state, d.c_verdict, d.c_state FROM decisions d"
 
 /* Reads the events of st (prepared and bound), *n of them: 0 at the end,
  * fn's value when it stopped, or an error. */
