@@ -277,6 +277,46 @@ static void test_a_partition_behind_holds_the_gate(void **state)
     (void)f;
 }
 
+static int add_text(void *ctx, const char *text)
+{
+    char **all = ctx;
+    char *grown = ust_sprintf("%s%s;", *all, text);
+    ust_free(*all);
+    *all = grown;
+    return 0;
+}
+
+/* A reader whose rows have no order of their own reads the runs together
+ * in seq order, as it reads one run: a class's field sets in the order
+ * each first diverged, not the order the runs were given. */
+static void test_field_sets_come_in_seq_order(void **state)
+{
+    (void)state;
+    world *w = world_new();
+    w->cfg->candidate.isolate = 0;
+    world_stripe(w, 1, "evt_a1", "payment_intent.succeeded", "pi_a", "ord_a", 500);
+    world_record(w);
+    ust_replay_stats st;
+    free(replay_ok(w, w->cfg, "f0.db", (ust_partition){0, 2}, &st));
+    free(replay_ok(w, w->cfg, "f1.db", (ust_partition){1, 2}, &st));
+    char p0[PATH_MAX], p1[PATH_MAX];
+    run_path(w, "f0.db", p0);
+    run_path(w, "f1.db", p1);
+    world_exec_at(p0, "INSERT INTO divergences VALUES(200, 1, 'k', '[\"b\"]', 'e',"
+                      " 0, '{}'), (300, 1, 'k', '[\"c\"]', 'e', 0, '{}')");
+    world_exec_at(p1, "INSERT INTO divergences VALUES(100, 1, 'k', '[\"a\"]', 'e',"
+                      " 0, '{}'), (400, 1, 'k', '[\"b\"]', 'e', 0, '{}')");
+    const char *both[] = {p0, p1};
+    ust_run *run = NULL;
+    char *err = NULL, *all = ust_strdup("");
+    assert_int_equal(ust_run_open_many(both, 2, &run, &err), 0);
+    assert_int_equal(ust_run_class_fields(run, "k", 5, add_text, &all, &err), 0);
+    assert_string_equal(all, "[\"a\"];[\"b\"];[\"c\"];");
+    ust_free(all);
+    ust_run_close(run);
+    world_free(w);
+}
+
 /* ust_run_open_many refuses paths; its message holds want. */
 static void expect_refused(const char *const *paths, size_t n, const char *want)
 {
@@ -381,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_a_partition_behind_holds_the_gate),
         cmocka_unit_test(test_runs_not_of_one_split_are_refused),
         cmocka_unit_test(test_one_run_is_read_as_before),
+        cmocka_unit_test(test_field_sets_come_in_seq_order),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
