@@ -81,6 +81,14 @@ static int refuse_whole(const part *pts, size_t n, size_t whole, char **err)
                     pts[0].path, pts[1].path);
 }
 
+static int holds(const part *pts, size_t n, uint32_t k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pts[i].p.k == k)
+            return 1;
+    return 0;
+}
+
 /* The runs are the shares of one split: no run of the whole log, one N,
  * each K once, none missing. */
 static int check_split(const part *pts, size_t n, char **err)
@@ -107,11 +115,8 @@ static int check_split(const part *pts, size_t n, char **err)
         return 0;
     /* Fewer runs than partitions, each K once: the first K none holds. */
     uint32_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (pts[i].p.k == k) {
-            k++;
-            i = (size_t)-1; /* from the first run again, for k + 1 */
-        }
+    while (holds(pts, n, k))
+        k++;
     return ust_errf(err, UST_EINVAL,
                     "the runs are %zu of the %u partitions of the log: partition "
                     "%u/%u is missing; give the run of every partition",
