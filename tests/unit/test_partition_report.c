@@ -221,12 +221,16 @@ static void test_gate_over_partitions_judges_as_the_whole(void **state)
 
     /* And on the command line: the same exit and the same last line. */
     char *out_w = NULL, *out_p = NULL;
-    int rw = ust_test_cli(f->w->dir, &out_w, "gate --run '%s' --triage '%s'", f->whole,
-                          path);
-    int rp = ust_test_cli(f->w->dir, &out_p, "gate --run '%s' --run '%s' --triage '%s'",
-                          f->p0, f->p1, path);
+    /* With the coverage counted over both, as over the whole. */
+    const char *cov = "--require-coverage signature_invalid,out_of_order";
+    int rw = ust_test_cli(f->w->dir, &out_w, "gate --run '%s' --triage '%s' %s",
+                          f->whole, path, cov);
+    int rp =
+        ust_test_cli(f->w->dir, &out_p, "gate --run '%s' --run '%s' --triage '%s' %s",
+                     f->p0, f->p1, path, cov);
     assert_int_equal(rw, 0);
     assert_int_equal(rp, rw);
+    assert_non_null(strstr(out_w, "coverage  "));
     assert_string_equal(out_p, out_w);
     free(out_w);
     free(out_p);
