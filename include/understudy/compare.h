@@ -7,11 +7,35 @@
 #include <understudy/config.h>
 #include <understudy/host.h>
 
-/* The names of the fields that differ, in a fixed order: "verdict", "status",
- * "header:<name>" for each header the config names, "body" or
- * "body<pointer>" for each differing leaf (ignore rules applied), "state",
- * "flags". Returns a new JSON array (empty when the decisions agree), or NULL
- * on allocation failure. */
+/* What differs, one entry per differing field in a fixed order: a new JSON
+ * array (empty when the decisions agree) of {"field": NAME, "legacy": V,
+ * "candidate": V}, keys in that order, or NULL on allocation failure.
+ * NAME and V:
+ *   "verdict"        the verdict's name
+ *   "status"         the HTTP status, an integer
+ *   "header:<name>"  each header the config's compare.headers names (name
+ *                    lower-case), its value as the decision carries it
+ *   "body<pointer>"  each differing leaf of the bodies parsed as JSON, the
+ *                    config's compare.ignore removed first; objects are
+ *                    walked key by key (sorted), anything else is a leaf;
+ *                    V the value at the pointer ("body" alone: the whole
+ *                    body); no body entry is added once the diff holds
+ *                    16 entries
+ *   "body"           a body that is not JSON: each side's text, a string
+ *   "state"          the state after, a string, or null when none
+ *   "flags"          the array of flag strings
+ * A side with no value at all for the field (the pointer names nothing in
+ * its body, the header is absent, there is no body) has no key: absent is
+ * not JSON null. The values are the diff's own (copies, not the
+ * decisions'). */
+json_t *ust_compare_diff(const ust_config *cfg, const ust_decision *legacy,
+                         const ust_decision *candidate);
+
+/* A diff's field names, in its order: a new array of strings, or NULL on
+ * allocation failure. */
+json_t *ust_compare_diff_fields(const json_t *diff);
+
+/* The field names of ust_compare_diff, which is what it is made from. */
 json_t *ust_compare_decisions(const ust_config *cfg, const ust_decision *legacy,
                               const ust_decision *candidate);
 

@@ -94,6 +94,11 @@ typedef struct ust_plugin_config {
     } reset;
 } ust_plugin_config;
 
+/* The coverage object's defaults. */
+#define UST_COVERAGE_DEFAULT_SEMANTIC_WINDOW_S 600
+#define UST_COVERAGE_DEFAULT_OP_LATENCY_MS 500
+#define UST_COVERAGE_DEFAULT_KEY_TTL_S 86400
+
 typedef struct ust_config {
     char *file; /* path as given, for messages */
     /* The folder of the file's real path, which its relative paths (log,
@@ -116,6 +121,12 @@ typedef struct ust_config {
     struct {
         int64_t max_lag_s; /* /healthz: the runner may lag this long; default 300 */
     } health;
+    /* What coverage counts with (coverage.h, docs/semantics.md). */
+    struct {
+        int64_t semantic_window_s; /* default 600 */
+        int64_t op_latency_ms;     /* default 500 */
+        int64_t key_ttl_s;         /* default 86400 */
+    } coverage;
     ust_route *routes;
     size_t n_routes;
     ust_plugin_config legacy, candidate;
@@ -127,6 +138,10 @@ typedef struct ust_config {
      * name matched at any depth ("email"). */
     char **redact;
     size_t n_redact;
+    /* "partition_by": the event's text fields whose first present value is
+     * its partition key (replay --partition); default intent, identity */
+    char **partition_by;
+    size_t n_partition_by;
     /* capture: header values stored as a keyed digest, never in clear */
     struct {
         char **mask_headers; /* names, matched case-insensitively */

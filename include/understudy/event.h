@@ -46,6 +46,16 @@ enum { UST_DERIVE_SKIP_SIGNATURE = 1 };
 int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned flags,
                         ust_event *ev, char **err);
 
+/* The partition key of ev under cfg (replay --partition): the value of
+ * the first of cfg->partition_by that ev has, not empty (borrowed from ev),
+ * or NULL when it has none of them. */
+const char *ust_event_partition_key(const ust_config *cfg, const ust_event *ev);
+/* The index of the event's text field of that column name (provider,
+ * event_id, identity, ...: the names partition_by may give), or -1. */
+int ust_event_text_column(const char *column);
+/* Those names, comma-separated, for a message. */
+const char *ust_event_text_columns(void);
+
 /* Request hash: SHA-256 of the body's canonical JSON (keys sorted, compact);
  * a non-JSON body (or one nested too deep) hashes as raw bytes. *is_json tells
  * which (may be NULL). 0 or UST_ENOMEM. */

@@ -15,6 +15,10 @@ void ust_sha256(const void *data, size_t len, unsigned char out[UST_SHA256_LEN])
 void ust_hex_encode(const unsigned char *bytes, size_t n, char *hex);
 /* SHA-256 of data as 64 hex chars + NUL. */
 void ust_sha256_hex(const void *data, size_t len, char hex[UST_SHA256_HEX_LEN + 1]);
+/* The first 8 bytes of data's SHA-256 read as a big-endian number: a hash
+ * the same on every machine and in every version, for a choice that must
+ * stay put (a route's sample, a runner's partition). */
+uint64_t ust_sha256_u64(const void *data, size_t len);
 /* SHA-256 of a whole file as hex. 0, UST_EIO. */
 int ust_sha256_file_hex(const char *path, char hex[UST_SHA256_HEX_LEN + 1]);
 

@@ -100,6 +100,73 @@ int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
 /* 1 and *rec filled (cleared first), 0 at the end, negative on error. */
 int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust_log_cursor_close(ust_log_cursor *cur);
+/* The same, newest first: the rows before before_seq, in descending seq. */
+int ust_log_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                               char **err);
+
+/* The rows of seqs (n of them), in that order, each passed to fn (the
+ * record is borrowed for the call); a seq the log does not hold is skipped.
+ * fn returns 0 to go on, anything else stops the read and is returned. 0 at
+ * the end, or UST_EDB / UST_EPARSE / UST_ENOMEM with *err. */
+int ust_log_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
+                      int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                      char **err);
+
+/* The derived fields of events read in an order of a count's own (coverage
+ * counts groups of events: by event id, by transaction, by idempotency
+ * key). Each order reads only the rows whose key columns are all set, and
+ * only the columns it names below (the others are NULL, or 0), sorted by
+ * SQLite (spilling to temporary files: memory stays small whatever the
+ * log's length). */
+typedef enum ust_log_scan_order {
+    /* every row, by seq: all but received_at, provider, tenant and the hash */
+    UST_LOG_SCAN_SEQ,
+    /* by (provider, event_id, seq): seq, provider, event_id */
+    UST_LOG_SCAN_EVENT_ID,
+    /* by (provider, transaction_id, seq): and event_id, target_status */
+    UST_LOG_SCAN_TRANSACTION,
+    /* by (provider, intent, amount, currency, received_at, seq): those */
+    UST_LOG_SCAN_INTENT,
+    /* by (route, idem_key, tenant, seq): those, received_at, request_sha256 */
+    UST_LOG_SCAN_KEY
+} ust_log_scan_order;
+
+typedef enum ust_log_scan_select {
+    UST_LOG_SCAN_ALL,      /* every row of the order */
+    UST_LOG_SCAN_WEBHOOKS, /* rows of a route that are not API requests */
+    UST_LOG_SCAN_API       /* API requests */
+} ust_log_scan_select;
+
+typedef struct ust_log_scan_opts {
+    ust_log_scan_order order;
+    ust_log_scan_select select;
+    int64_t through_seq; /* rows with seq <= through_seq */
+    /* Which rows are API requests: those of these route paths (a JSON array
+     * of strings), or, when NULL (a run that did not record its routes),
+     * those of a route with neither an event id nor a transaction id. */
+    const char *api_routes;
+    int accepted_only;         /* only signatures "verified" and "unsigned" */
+    const char *target_status; /* only rows with this target state; NULL: any */
+} ust_log_scan_opts;
+
+/* One row; its strings are borrowed for the callback only, NULL when absent
+ * or not read by the order. */
+typedef struct ust_log_scan_row {
+    int64_t seq, received_at_us;
+    const char *route, *provider, *event_id, *transaction_id, *target_status,
+        *intent, *currency, *idem_key, *tenant, *request_sha256;
+    int64_t amount;
+    int has_amount;
+    ust_sig_status sig;
+    int api; /* an API request, by o->api_routes */
+} ust_log_scan_row;
+
+/* Calls each for every row selected, in the order; a nonzero return stops
+ * the scan with that code. Lowers the handle's page cache (1 MiB) and keeps
+ * temporary tables in files, for this scan and after. */
+int ust_log_scan(ust_log *log, const ust_log_scan_opts *o,
+                 int (*each)(void *ctx, const ust_log_scan_row *row), void *ctx,
+                 char **err);
 
 typedef struct ust_log_verify_result {
     int64_t checked;  /* rows whose hash was recomputed */
@@ -127,6 +194,14 @@ int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err);
  * checked and fails too. UST_EINVAL for a malformed anchor. */
 int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
                             ust_log_verify_result *res, char **err);
+/* The chain from the first row up to through_seq (>= 1) only, rows after it
+ * unread (a report checks what its run read, however far the log has grown
+ * since): it must reach through_seq, and there pass through through_hex (64
+ * hex digits; NULL: any hash). The head meta recorded is checked when it is
+ * at or below through_seq. res->head_seq and head_hash: where the walk ended.
+ * A through_seq below the latest prune cannot be checked and fails. */
+int ust_log_verify_through(ust_log *log, int64_t through_seq, const char *through_hex,
+                           ust_log_verify_result *res, char **err);
 
 /* Last seq and its hash (hex), seq 0 and "" when empty. */
 int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],

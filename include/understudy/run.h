@@ -18,6 +18,21 @@ typedef struct ust_run ust_run;
 
 /* Opens the run database at path read-only. 0, or UST_EDB with *err. */
 int ust_run_open(const char *path, ust_run **out, char **err);
+/* The partitions of one replay (replay --partition K/N, each in its own
+ * run database) read as one run: every reader then reads their rows
+ * together, as they would one run of the whole log. Refused (UST_EINVAL
+ * with *err saying why) unless paths hold every partition 0/N to N-1/N of
+ * one split, each once, made from one log with one config and the same
+ * plugins; a run of the whole log is never mixed in. The metadata read then
+ * holds one value per key: the runs' own, "partition" as their list
+ * ("0/2,1/2"), and where the runs stopped (log_head_seq, log_head_sha256,
+ * cursor_hash) that of the one that stopped first, as the cursor is the
+ * least of theirs: the runs are read as complete only when each is. At
+ * most UST_RUN_MANY_MAX paths; one is ust_run_open's. */
+#define UST_RUN_MANY_MAX 11
+int ust_run_open_many(const char *const *paths, size_t n, ust_run **out, char **err);
+/* What names the run in messages: its path, or the paths joined by " + ". */
+const char *ust_run_name(const ust_run *run);
 void ust_run_close(ust_run *run);
 
 /* One read transaction: the reads up to ust_run_end see one commit (a live

@@ -13,6 +13,28 @@
 #include <understudy/progress.h>
 #include <understudy/histogram.h>
 
+/* A share of the log (replay --partition K/N): the events whose partition
+ * key (the config's "partition_by": ust_event_partition_key, event.h)
+ * hashes to k of n; k counts from 0. An event with no key is partition 0's.
+ * The hash is the first 8 bytes of the key's SHA-256, read big-endian, mod
+ * n: the same on every machine and in every version. */
+typedef struct ust_partition {
+    uint32_t k, n; /* n 0: the whole log */
+} ust_partition;
+
+#define UST_PARTITION_MAX 65536 /* n at most */
+
+/* "K/N" (decimal, 0 <= K < N <= UST_PARTITION_MAX) into *out. 0, or
+ * UST_EINVAL with *err saying what to give. */
+int ust_partition_parse(const char *text, ust_partition *out, char **err);
+/* "K/N" into buf. */
+void ust_partition_format(const ust_partition *p, char buf[32]);
+/* The partition of key among n (1 <= n); a NULL key is partition 0's. */
+uint32_t ust_partition_of(const char *key, uint32_t n);
+/* Whether p holds ev (always, when p->n is 0). */
+int ust_partition_holds(const ust_partition *p, const ust_config *cfg,
+                        const ust_event *ev);
+
 typedef struct ust_replay_opts {
     const ust_config *cfg;
     const char *log_path;
@@ -44,12 +66,18 @@ typedef struct ust_replay_opts {
      * its batch took spread evenly over the batch's events (a child that
      * pipelines decides a batch in one round trip). */
     ust_histogram *legacy_decide, *candidate_decide;
+    /* replay --partition: the events of other partitions are passed over
+     * (the cursor goes past them; no plugin sees them, no row holds them);
+     * n 0 decides every event. */
+    ust_partition partition;
 } ust_replay_opts;
 
 typedef struct ust_replay_stats {
-    int64_t events;        /* read from the log in this call */
+    int64_t events;        /* read from the log in this call: fed + not_fed +
+                              outside */
     int64_t fed;           /* decided by both plugins */
     int64_t not_fed;       /* signature failed or route unknown */
+    int64_t outside;       /* of another partition: read and passed over */
     int64_t divergences;   /* written in this call */
     int64_t resumed_after; /* cursor the call started from */
     int64_t legacy_decide_us, candidate_decide_us; /* time in decide (or reading

@@ -20,12 +20,14 @@ int ust_cli_report(int argc, char **argv);
 int ust_cli_gate(int argc, char **argv);
 int ust_cli_drive(int argc, char **argv);
 int ust_cli_gen(int argc, char **argv);
+int ust_cli_show(int argc, char **argv);
 
 /* Prints "understudy: <msg>" to stderr and frees msg (may be NULL, then
  * fallback is used). Returns UST_EXIT_USAGE. */
 int ust_cli_fail(char *msg, const char *fallback);
 
-/* Writes usage to stdout (help asked) or stderr (usage error). */
+/* Writes usage to stdout (help asked) or stderr (usage error), then a last
+ * line "understudy VERSION". */
 int ust_cli_usage(const char *text, int asked);
 
 /* Loads the config at path (required), and its secrets when asked; on

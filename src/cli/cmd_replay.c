@@ -11,7 +11,8 @@
 static const char usage[] =
     "usage: understudy replay --config FILE [--log DB] [--run DB]\n"
     "                         [--legacy PLUGIN.so] [--candidate PLUGIN.so]\n"
-    "                         [--divergences FILE|-] [--progress|--quiet]\n"
+    "                         [--divergences FILE|-] [--partition K/N]\n"
+    "                         [--progress|--quiet]\n"
     "\n"
     "Feeds every event of the log, in seq order, to the legacy and the candidate\n"
     "plugin; only the legacy decides. Decisions and divergences go to the run\n"
@@ -19,18 +20,22 @@ static const char usage[] =
     "database that already holds part of the run resumes from its cursor.\n"
     "Both plugins must start and say their hello before the first event: else\n"
     "exit 2, and a run database made by that start is removed.\n"
+    "--partition K/N (K from 0 to N-1) decides only the events whose key (the\n"
+    "config's \"partition_by\": the intent, else the identity) hashes to K;\n"
+    "the others are passed over. Each partition has its own run database.\n"
     "--log and --run default to the config's \"log\" and "
     "\"run\".\n" UST_CLI_PROGRESS_HELP;
 
 int ust_cli_replay(int argc, char **argv)
 {
-    const char *config = NULL, *div_path = NULL;
+    const char *config = NULL, *div_path = NULL, *partition = NULL;
     int progress_flag = 0;
     ust_replay_opts o;
     memset(&o, 0, sizeof(o));
-    const ust_cli_opt opts[] = {UST_CLI_STR("config", &config), UST_CLI_RUN_FILES(o),
-                                UST_CLI_STR("divergences", &div_path),
-                                UST_CLI_PROGRESS_FLAGS(&progress_flag), UST_CLI_END};
+    const ust_cli_opt opts[] = {
+        UST_CLI_STR("config", &config),         UST_CLI_RUN_FILES(o),
+        UST_CLI_STR("divergences", &div_path),  UST_CLI_STR("partition", &partition),
+        UST_CLI_PROGRESS_FLAGS(&progress_flag), UST_CLI_END};
     int rc = ust_cli_parse("replay", argc, argv, opts, usage);
     if (rc != UST_CLI_GO_ON)
         return rc;
@@ -39,6 +44,10 @@ int ust_cli_replay(int argc, char **argv)
         ust_cli_load_config("replay", config, 0, &cfg) != 0)
         return UST_EXIT_USAGE;
     char *err = NULL;
+    if (partition != NULL && ust_partition_parse(partition, &o.partition, &err) != 0) {
+        ust_config_free(cfg);
+        return ust_cli_fail(err, "replay: bad --partition");
+    }
     o.cfg = cfg;
     if (o.log_path == NULL)
         o.log_path = cfg->log_path;
@@ -61,12 +70,14 @@ int ust_cli_replay(int argc, char **argv)
                               "replay failed");
     if (rc != UST_EXIT_OK || progress.quiet)
         goto out;
-    fprintf(
-        stderr,
-        "replayed %lld events after seq %lld: %lld decided by both plugins, %lld not "
-        "fed (signature or route), %lld divergences\n",
-        (long long)st.events, (long long)st.resumed_after, (long long)st.fed,
-        (long long)st.not_fed, (long long)st.divergences);
+    fprintf(stderr,
+            "replayed %lld events after seq %lld: %lld decided by both plugins, %lld "
+            "not fed (signature or route), ",
+            (long long)st.events, (long long)st.resumed_after, (long long)st.fed,
+            (long long)st.not_fed);
+    if (o.partition.n > 0)
+        fprintf(stderr, "%lld of other partitions, ", (long long)st.outside);
+    fprintf(stderr, "%lld divergences\n", (long long)st.divergences);
 out:
     ust_cli_close_output(o.divergences);
     ust_config_free(cfg);

@@ -2,6 +2,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/host.h>
+#include <understudy/version.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -15,10 +16,13 @@ static const char usage[] =
     "  replay --config FILE --log DB --run DB  feed a log to legacy and candidate\n"
     "  report --run DB --out DIR [--triage F]  HTML, Markdown and JSONL of a run\n"
     "  gate --run DB --triage FILE             may the candidate take over?\n"
+    "  show --run DB SEQ                       one event: request, decisions, diff\n"
     "  drive --config FILE --render|--check|--target ... SCENARIO...\n"
     "                                          scripted traffic and its outcome\n"
     "  gen --config FILE --events N --seed S --out OUT.jsonl [--truth FILE]\n"
     "                                          synthetic traffic, deterministic\n"
+    "\n"
+    "  --version                               understudy's version\n"
     "\n"
     "Every command has --help. Exit status: 0 success, 1 a finding (tampering,\n"
     "divergences not triaged), 2 a usage or input error.\n";
@@ -32,7 +36,9 @@ int ust_cli_fail(char *msg, const char *fallback)
 
 int ust_cli_usage(const char *text, int asked)
 {
-    fputs(text, asked ? stdout : stderr);
+    FILE *to = asked ? stdout : stderr;
+    /* Every usage ends with the version, so a pasted --help says which. */
+    fprintf(to, "%s\nunderstudy %s\n", text, ust_version());
     return asked ? UST_EXIT_OK : UST_EXIT_USAGE;
 }
 
@@ -44,6 +50,7 @@ static const struct {
     {"log", ust_cli_log},   {"serve", ust_cli_serve}, {"replay", ust_cli_replay},
     {"gen", ust_cli_gen},   {"drive", ust_cli_drive}, {"report", ust_cli_report},
     {"gate", ust_cli_gate},
+    {"show", ust_cli_show},
 };
 
 int main(int argc, char **argv)
@@ -57,6 +64,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
         strcmp(cmd, "help") == 0)
         return ust_cli_usage(usage, 1);
+    if (strcmp(cmd, "--version") == 0) {
+        printf("understudy %s\n", ust_version());
+        return UST_EXIT_OK;
+    }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);

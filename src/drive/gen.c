@@ -71,6 +71,31 @@ static int64_t uniform(rng *r, int64_t lo, int64_t hi)
     return lo + (int64_t)(next(r) % (uint64_t)(hi - lo + 1));
 }
 
+/* What each event exercises, by the kinds of coverage (docs/semantics.md),
+ * as this generator planted it: counted at emit time from its own plan,
+ * never by the coverage module, so a test can hold one against the other. */
+#define GEN_COVERAGE(X)                                                                \
+    X(IDENTICAL_REDELIVERY, identical_redelivery)                                      \
+    X(REDELIVERY_NEW_ID, redelivery_new_id)                                            \
+    X(OUT_OF_ORDER, out_of_order)                                                      \
+    X(SEMANTIC_PAIR, semantic_pair)                                                    \
+    X(API_COMPLETED_REPEAT, api_completed_repeat)                                      \
+    X(API_CONCURRENT_REPEAT, api_concurrent_repeat)                                    \
+    X(API_PAYLOAD_MISMATCH, api_payload_mismatch)                                      \
+    X(API_AFTER_TTL, api_after_ttl)                                                    \
+    X(API_KEY_ACROSS_TENANTS, api_key_across_tenants)                                  \
+    X(API_MISSING_KEY, api_missing_key)                                                \
+    X(SIGNATURE_INVALID, signature_invalid)                                            \
+    X(SIGNATURE_MISSING, signature_missing)                                            \
+    X(SIGNATURE_EXPIRED, signature_expired)
+#define COVER_INDEX(id, name) COVER_INDEX_##id,
+enum { GEN_COVERAGE(COVER_INDEX) N_COVER };
+#undef COVER_INDEX
+#define COVER_NAME(id, name) #name,
+static const char *const cover_names[N_COVER] = {GEN_COVERAGE(COVER_NAME)};
+#undef COVER_NAME
+#define COVER(id) (1u << COVER_INDEX_##id)
+
 enum { T_PAID, T_REFUNDED };
 enum {
     TRUTH_NONE,
@@ -86,6 +111,7 @@ typedef struct pending {
     int64_t at;
     uint64_t tie; /* creation order: equal times leave in a fixed order */
     int api, type, bad_signature, truth;
+    unsigned cover; /* COVER() bits: the kinds of coverage it exercises */
     int64_t evt, pi, order, amount, key;
 } pending;
 
@@ -147,6 +173,8 @@ typedef struct gen {
     /* Keyed once, for the route's secret and for the forged one: a one-shot
      * HMAC() per event looked the digest up again every time. */
     ust_sig_signer *valid, *forged;
+    int api_keyed; /* the api route reads the Idempotency-Key gen sends */
+    int64_t covered[N_COVER]; /* events emitted of each kind */
 } gen;
 
 static int add(gen *g, pending p)
@@ -182,6 +210,7 @@ static int plan_case(gen *g, int kind, int64_t at)
     case 1: /* identical retry: the same event again, later */
         rc = add(g, p);
         p.at += retry_delay_us(g);
+        p.cover = COVER(IDENTICAL_REDELIVERY);
         if (rc == 0)
             rc = add(g, p), n = 2;
         break;
@@ -193,13 +222,16 @@ static int plan_case(gen *g, int kind, int64_t at)
             rc = add(g, p);
         p.type = T_PAID, p.evt = ++g->ids, p.at += retry_delay_us(g);
         p.truth = TRUTH_REJECTED_PAID;
+        /* paid was seen under another id, and refunded is final */
+        p.cover = COVER(REDELIVERY_NEW_ID) | COVER(OUT_OF_ORDER);
         if (rc == 0)
             rc = add(g, p), n = 3;
         break;
     case 3: /* out of order: the refund first */
         p.type = T_REFUNDED, p.truth = TRUTH_REJECTED_REFUND;
+        p.cover = COVER(OUT_OF_ORDER); /* nothing was paid */
         rc = add(g, p);
-        p.type = T_PAID, p.truth = TRUTH_NONE, p.evt = ++g->ids;
+        p.type = T_PAID, p.truth = TRUTH_NONE, p.evt = ++g->ids, p.cover = 0;
         p.at += uniform(&g->r, 1, 60) * 1000000;
         if (rc == 0)
             rc = add(g, p), n = 2;
@@ -207,7 +239,10 @@ static int plan_case(gen *g, int kind, int64_t at)
     case 4: /* semantic duplicate: another transaction, same order, seconds later */
         rc = add(g, p);
         p.evt = ++g->ids, p.pi = ++g->ids, p.truth = TRUTH_FLAG;
-        p.at += uniform(&g->r, 1, 30) * 1000000;
+        int64_t gap_us = uniform(&g->r, 1, 30) * 1000000;
+        p.at += gap_us;
+        if (gap_us <= g->o->cfg->coverage.semantic_window_s * 1000000)
+            p.cover = COVER(SEMANTIC_PAIR);
         if (rc == 0)
             rc = add(g, p), n = 2;
         break;
@@ -215,21 +250,32 @@ static int plan_case(gen *g, int kind, int64_t at)
     case 6: /* and its retry after completion */
     case 7: /* and a concurrent repeat */
         p.api = 1, p.key = p.evt;
+        p.cover = g->api_keyed ? 0 : COVER(API_MISSING_KEY);
         rc = add(g, p);
         if (kind == 5)
             break;
+        int64_t after_us;
         if (kind == 6) {
-            p.at += uniform(&g->r, 2, 600) * 1000000;
+            after_us = uniform(&g->r, 2, 600) * 1000000;
             p.truth = g->compares_replayed ? TRUTH_REPLAYED : TRUTH_NONE;
         } else {
-            p.at += uniform(&g->r, 10, 300) * 1000; /* within op_latency_ms (500) */
+            after_us = uniform(&g->r, 10, 300) * 1000; /* within op_latency_ms (500) */
             p.truth = TRUTH_IN_PROGRESS;
         }
+        p.at += after_us;
+        /* the same body and key again: a repeat, by how long after */
+        if (g->api_keyed)
+            p.cover = after_us < g->o->cfg->coverage.op_latency_ms * 1000
+                          ? COVER(API_CONCURRENT_REPEAT)
+                          : COVER(API_COMPLETED_REPEAT);
+        if (g->api_keyed && after_us > g->o->cfg->coverage.key_ttl_s * 1000000)
+            p.cover |= COVER(API_AFTER_TTL);
         if (rc == 0)
             rc = add(g, p), n = 2;
         break;
     default: /* a forged signature: recorded, never decided */
         p.bad_signature = 1;
+        p.cover = COVER(SIGNATURE_INVALID);
         rc = add(g, p);
         break;
     }
@@ -359,7 +405,20 @@ static int emit(gen *g, const pending *p, int64_t seq)
         return UST_EIO;
     if (g->o->truth != NULL && p->truth != TRUTH_NONE)
         write_truth(g, seq, p->truth);
+    for (int k = 0; k < N_COVER; k++)
+        g->covered[k] += (p->cover >> k) & 1;
     return 0;
+}
+
+/* The truth file's last line: the events emitted of each kind of
+ * coverage, every kind in a fixed order. */
+static void write_coverage(const gen *g)
+{
+    fputs("{\"coverage\":{", g->o->truth);
+    for (int k = 0; k < N_COVER; k++)
+        fprintf(g->o->truth, "%s\"%s\":%lld", k ? "," : "", cover_names[k],
+                (long long)g->covered[k]);
+    fputs("}}\n", g->o->truth);
 }
 
 static int compares(const ust_config *cfg, const char *header)
@@ -389,6 +448,8 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
             "%s: gen needs a stripe route (with its secret in the environment)"
             " and an api route",
             o->cfg->file);
+    g.api_keyed =
+        g.api->idem_header != NULL && strcasecmp(g.api->idem_header, "Idempotency-Key") == 0;
     g.compares_retry_after = compares(o->cfg, "Retry-After");
     g.compares_replayed = compares(o->cfg, "Idempotent-Replayed");
     g.buf = ust_malloc(g.cap = 4096);
@@ -432,6 +493,8 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
         if (rc == 0)
             ust_progress_tell(&o->progress, seq, (double)seq / (double)o->events);
     }
+    if (rc == 0 && o->truth != NULL)
+        write_coverage(&g);
     ust_free(g.h.v);
     ust_free(g.buf);
     ust_sig_signer_free(g.valid);

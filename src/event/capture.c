@@ -60,12 +60,7 @@ int ust_capture_sampled_out(const ust_route *r, const char *identity,
     if (r == NULL || r->sample_bp >= 10000 || identity == NULL ||
         (sig != UST_SIG_VERIFIED && sig != UST_SIG_UNSIGNED))
         return 0;
-    unsigned char d[UST_SHA256_LEN];
-    ust_sha256(identity, strlen(identity), d);
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | d[i];
-    return v % 10000 >= (uint64_t)r->sample_bp;
+    return ust_sha256_u64(identity, strlen(identity)) % 10000 >= (uint64_t)r->sample_bp;
 }
 
 int ust_capture_redact(const ust_config *cfg, ust_request *req)

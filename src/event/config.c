@@ -5,6 +5,7 @@
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
+#include <understudy/event.h>
 #include <understudy/sig.h>
 
 #include "event/event_internal.h"
@@ -26,6 +27,7 @@
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_MAX_CONNECTIONS 1024
 #define MAX_HEALTH_MAX_LAG_S 1000000000LL
+#define MAX_COVERAGE_VALUE 1000000000LL
 #define DEFAULT_HEALTH_MAX_LAG_S 300
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
@@ -810,6 +812,44 @@ static int parse_health(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+/* coverage: what the coverage counts take for a double click's window, an
+ * operation's duration and a key's lifetime (docs/semantics.md). */
+static int parse_coverage(vctx *c, json_t *root, ust_config *cfg)
+{
+    static const char *const coverage_keys[] = {"semantic_window_s", "op_latency_ms",
+                                                "key_ttl_s"};
+    const struct {
+        const char *key;
+        int64_t def, *out;
+    } knobs[] = {
+        {"semantic_window_s", UST_COVERAGE_DEFAULT_SEMANTIC_WINDOW_S,
+         &cfg->coverage.semantic_window_s},
+        {"op_latency_ms", UST_COVERAGE_DEFAULT_OP_LATENCY_MS,
+         &cfg->coverage.op_latency_ms},
+        {"key_ttl_s", UST_COVERAGE_DEFAULT_KEY_TTL_S, &cfg->coverage.key_ttl_s},
+    };
+    json_t *coverage;
+    size_t mark;
+    int rc = open_block(c, root, "coverage", KEYS(coverage_keys), &coverage, &mark);
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+        *knobs[i].out = knobs[i].def;
+    if (rc != 0 || coverage == NULL)
+        return rc;
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+        if ((rc = take_posint(c, coverage, knobs[i].key, knobs[i].def,
+                              knobs[i].out)) != 0)
+            return rc;
+        if (*knobs[i].out > MAX_COVERAGE_VALUE) { /* µs of it fit an int64 */
+            size_t at = push_key(c, knobs[i].key);
+            rc = bad(c, "at most 1000000000");
+            pop(c, at);
+            return rc;
+        }
+    }
+    pop(c, mark);
+    return 0;
+}
+
 /* The header a route reads, by name, for its signature or any derived
  * field, or NULL: such a header cannot be masked, or the stored request
  * could not be verified or derived again from what the log holds. */
@@ -892,9 +932,47 @@ static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+static int valid_partition_field(const char *s)
+{
+    return ust_event_text_column(s) >= 0;
+}
+
+/* "partition_by": one text field of the event, or an ordered list of them
+ * whose first present value is the key; absent, the intent (an order's
+ * events meet in one partition), then the identity. */
+static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
+{
+    char what[PATH_CAP];
+    (void)snprintf(what, sizeof(what), "a field of the event, one of %s",
+                   ust_event_text_columns());
+    json_t *v = json_object_get(root, "partition_by");
+    if (v != NULL && !json_is_string(v))
+        return take_string_array(c, root, "partition_by", 1,
+                                 "a field name or a non-empty array of them", what,
+                                 valid_partition_field, &cfg->partition_by,
+                                 &cfg->n_partition_by);
+    const char *one = v != NULL ? json_string_value(v) : NULL;
+    if (one != NULL && !valid_partition_field(one)) {
+        size_t mark = push_key(c, "partition_by");
+        int rc = bad(c, what);
+        pop(c, mark);
+        return rc;
+    }
+    static const char *const default_key[] = {"intent", "identity"};
+    size_t n = one != NULL ? 1 : sizeof(default_key) / sizeof(default_key[0]);
+    if ((cfg->partition_by = ust_calloc(n + 1, sizeof(char *))) == NULL)
+        return nomem(c);
+    for (size_t i = 0; i < n; i++)
+        if ((cfg->partition_by[i] = ust_strdup(one ? one : default_key[i])) == NULL)
+            return nomem(c);
+    cfg->n_partition_by = n;
+    return 0;
+}
+
 static const char *const top_keys[] = {
     "listen",  "log",    "run",       "limits",  "routes",       "plugins",
-    "compare", "redact", "retention", "capture", "admin_listen", "health"};
+    "compare", "redact", "retention", "capture", "admin_listen", "health",
+    "partition_by", "coverage"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -907,6 +985,7 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         (rc = take_string(c, root, "admin_listen", 0, "a string", NULL,
                           &cfg->admin_listen)) != 0 ||
         (rc = parse_health(c, root, cfg)) != 0 ||
+        (rc = parse_coverage(c, root, cfg)) != 0 ||
         (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
         (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
         (rc = parse_limits(c, root, cfg)) != 0 ||
@@ -922,7 +1001,8 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
     pop(c, mark);
     if ((rc = parse_compare(c, root, cfg)) != 0 ||
         (rc = parse_retention(c, root, cfg)) != 0 ||
-        (rc = parse_capture(c, root, cfg)) != 0)
+        (rc = parse_capture(c, root, cfg)) != 0 ||
+        (rc = parse_partition_by(c, root, cfg)) != 0)
         return rc;
     return take_string_array(
         c, root, "redact", 0, "an array of field names or JSON Pointers",
@@ -1158,6 +1238,7 @@ void ust_config_free(ust_config *cfg)
     free_strv(cfg->compare_ignore);
     free_strv(cfg->compare_headers);
     free_strv(cfg->redact);
+    free_strv(cfg->partition_by);
     free_strv(cfg->capture.mask_headers);
     ust_free(cfg->capture.mask_key_env);
     if (cfg->capture.mask_key != NULL)

@@ -58,6 +58,13 @@ int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
     return log->backend->cursor_open(log, after_seq, out, err);
 }
 
+int ust_log_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                               char **err)
+{
+    *out = NULL;
+    return log->backend->cursor_open_before(log, before_seq, out, err);
+}
+
 int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err)
 {
     return cur->log->backend->cursor_next(cur, rec, err);
@@ -69,9 +76,37 @@ void ust_log_cursor_close(ust_log_cursor *cur)
         cur->log->backend->cursor_close(cur);
 }
 
+int ust_log_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
+                      int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                      char **err)
+{
+    return log->backend->read_seqs(log, seqs, n, fn, ctx, err);
+}
+
+int ust_log_scan(ust_log *log, const ust_log_scan_opts *o,
+                 int (*each)(void *ctx, const ust_log_scan_row *row), void *ctx,
+                 char **err)
+{
+    if ((unsigned)o->order > UST_LOG_SCAN_KEY || (unsigned)o->select > UST_LOG_SCAN_API)
+        return ust_errf(err, UST_EINVAL, "%s: no such scan", log->path);
+    return log->backend->scan(log, o, each, ctx, err);
+}
+
 int ust_log_verify(ust_log *log, ust_log_verify_result *res, char **err)
 {
     return ust_log_verify_anchored(log, 0, NULL, res, err);
+}
+
+/* A hash given to compare with, as ust_hex_encode spells it: 64 hex digits,
+ * lowercase. */
+static int spell_hash(const char *given, char hex[UST_SHA256_HEX_LEN + 1], char **err)
+{
+    if (strlen(given) != UST_SHA256_HEX_LEN)
+        return ust_errf(err, UST_EINVAL,
+                        "an anchor is a seq and its 64-digit hex hash");
+    for (int i = 0; i <= UST_SHA256_HEX_LEN; i++)
+        hex[i] = (char)tolower((unsigned char)given[i]);
+    return 0;
 }
 
 int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
@@ -80,13 +115,29 @@ int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor
     memset(res, 0, sizeof(*res));
     char hex[UST_SHA256_HEX_LEN + 1] = "";
     if (anchor_seq > 0) {
-        if (anchor_hex == NULL || strlen(anchor_hex) != UST_SHA256_HEX_LEN)
-            return ust_errf(err, UST_EINVAL,
-                            "an anchor is a seq and its 64-digit hex hash");
-        for (int i = 0; i < UST_SHA256_HEX_LEN; i++) /* as ust_hex_encode spells it */
-            hex[i] = (char)tolower((unsigned char)anchor_hex[i]);
+        int rc = anchor_hex == NULL ? spell_hash("", hex, err)
+                                    : spell_hash(anchor_hex, hex, err);
+        if (rc != 0)
+            return rc;
     }
-    return log->backend->verify(log, anchor_seq, anchor_seq > 0 ? hex : NULL, res, err);
+    return log->backend->verify(log, INT64_MAX, anchor_seq, anchor_seq > 0 ? hex : NULL,
+                                res, err);
+}
+
+int ust_log_verify_through(ust_log *log, int64_t through_seq, const char *through_hex,
+                           ust_log_verify_result *res, char **err)
+{
+    memset(res, 0, sizeof(*res));
+    if (through_seq <= 0)
+        return ust_errf(err, UST_EINVAL, "verify through a seq >= 1");
+    char hex[UST_SHA256_HEX_LEN + 1] = "";
+    if (through_hex != NULL) {
+        int rc = spell_hash(through_hex, hex, err);
+        if (rc != 0)
+            return rc;
+    }
+    return log->backend->verify(log, through_seq, through_seq,
+                                through_hex != NULL ? hex : NULL, res, err);
 }
 
 int ust_log_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],

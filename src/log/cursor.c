@@ -289,22 +289,29 @@ static const void *sqlite_bytes(void *ctx, int col, size_t *len)
     return b;
 }
 
+ust__row_source ust__sqlite_row_source(sqlite3_stmt *st)
+{
+    ust__row_source src = {sqlite_type, sqlite_integer, sqlite_bytes, st};
+    return src;
+}
+
 int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
                         unsigned char prev[UST_SHA256_LEN], char **err)
 {
-    ust__row_source src = {sqlite_type, sqlite_integer, sqlite_bytes, st};
+    ust__row_source src = ust__sqlite_row_source(st);
     return ust__log_row_decode_from(&src, rec, prev, err);
 }
 
-int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
-                            char **err)
+/* A cursor over the rows that where (a condition on ?1) selects, in order. */
+static int cursor_open(ust_log *log, const char *where, int64_t seq,
+                       ust_log_cursor **out, char **err)
 {
     *out = NULL;
     sqlite_cursor *cur = ust_calloc(1, sizeof(*cur));
     if (cur == NULL)
         return UST_ENOMEM;
     cur->base.log = log;
-    char *sql = ust_sprintf("%s WHERE seq > ?1 ORDER BY seq", ust__log_select(log));
+    char *sql = ust_sprintf("%s WHERE %s", ust__log_select(log), where);
     if (sql == NULL ||
         sqlite3_prepare_v2(log->db, sql, -1, &cur->st, NULL) != SQLITE_OK) {
         ust_free(sql);
@@ -312,9 +319,21 @@ int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **ou
         return sql == NULL ? UST_ENOMEM : ust__log_db_error(log, "read events", err);
     }
     ust_free(sql);
-    sqlite3_bind_int64(cur->st, 1, after_seq);
+    sqlite3_bind_int64(cur->st, 1, seq);
     *out = &cur->base;
     return 0;
+}
+
+int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
+                            char **err)
+{
+    return cursor_open(log, "seq > ?1 ORDER BY seq", after_seq, out, err);
+}
+
+int ust__sqlite_cursor_open_before(ust_log *log, int64_t before_seq,
+                                   ust_log_cursor **out, char **err)
+{
+    return cursor_open(log, "seq < ?1 ORDER BY seq DESC", before_seq, out, err);
 }
 
 int ust__sqlite_cursor_next(ust_log_cursor *base, ust_log_record *rec, char **err)

@@ -34,12 +34,23 @@ typedef struct ust__log_backend {
     void (*rollback)(ust_log *log);
     int (*cursor_open)(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                        char **err);
+    int (*cursor_open_before)(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                              char **err);
     int (*cursor_next)(ust_log_cursor *cur, ust_log_record *rec, char **err);
     void (*cursor_close)(ust_log_cursor *cur);
-    /* anchor_hex is NULL or 64 lowercase hex digits (backend.c checks it);
-     * res is zeroed by the caller. */
-    int (*verify)(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
-                  ust_log_verify_result *res, char **err);
+    int (*read_seqs)(ust_log *log, const int64_t *seqs, size_t n,
+                     int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                     char **err);
+    /* o's order and selection are in range (backend.c checks them). */
+    int (*scan)(ust_log *log, const ust_log_scan_opts *o,
+                int (*each)(void *ctx, const ust_log_scan_row *row), void *ctx,
+                char **err);
+    /* The rows with seq <= limit (INT64_MAX: all of them); anchor_seq (0:
+     * none) must be reached, and there anchor_hex passed through (64
+     * lowercase hex digits, backend.c spells them; NULL: any hash). res is
+     * zeroed by the caller. */
+    int (*verify)(ust_log *log, int64_t limit, int64_t anchor_seq,
+                  const char *anchor_hex, ust_log_verify_result *res, char **err);
     int (*head)(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
                 char **err);
     int (*stats)(ust_log *log, json_t **out, char **err);
@@ -214,10 +225,18 @@ int ust__sqlite_commit(ust_log *log, char **err);
 void ust__sqlite_rollback(ust_log *log);
 int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                             char **err);
+int ust__sqlite_cursor_open_before(ust_log *log, int64_t before_seq,
+                                   ust_log_cursor **out, char **err);
 int ust__sqlite_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust__sqlite_cursor_close(ust_log_cursor *cur);
-int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
-                       ust_log_verify_result *res, char **err);
+int ust__sqlite_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
+                          int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                          char **err);
+int ust__sqlite_scan(ust_log *log, const ust_log_scan_opts *o,
+                     int (*each)(void *ctx, const ust_log_scan_row *row), void *ctx,
+                     char **err);
+int ust__sqlite_verify(ust_log *log, int64_t limit, int64_t anchor_seq,
+                       const char *anchor_hex, ust_log_verify_result *res, char **err);
 int ust__sqlite_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
                      char **err);
 int ust__sqlite_stats(ust_log *log, json_t **out, char **err);
@@ -241,6 +260,23 @@ typedef struct ust__row_source {
     const void *(*bytes)(void *ctx, int col, size_t *len);
     void *ctx;
 } ust__row_source;
+/* A stepped statement's current row as a row source. */
+ust__row_source ust__sqlite_row_source(sqlite3_stmt *st);
+
+/* What ust_log_scan asks of a backend's SQL: the table of events (every
+ * column of the SQLite events table, seq the global order), how a route is
+ * one of a JSON array of paths bound as the second parameter, and how the
+ * first (through_seq) and third (target_status) parameters are spelled. */
+typedef struct ust__scan_dialect {
+    const char *events, *api_by_list, *through, *status;
+} ust__scan_dialect;
+/* The scan's query: the order's columns in ust_log_scan_row's order, NULL for
+ * the others, then the api flag; sorted as the order says. NULL: out of
+ * memory. */
+char *ust__log_scan_sql(const ust_log_scan_opts *o, const ust__scan_dialect *d);
+/* A row of that query into row (its strings borrowed from src). */
+void ust__log_scan_fill(const ust__row_source *src, ust_log_scan_row *row);
+
 /* Fills rec from a row whose columns are UST__COL_* (see
  * ust__log_row_decode). */
 int ust__log_row_decode_from(const ust__row_source *src, ust_log_record *rec,

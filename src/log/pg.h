@@ -49,6 +49,21 @@ int64_t ust__pg_int(const PGresult *res, int row, int col);
 /* v as a binary int8 parameter. */
 void ust__pg_put_int(unsigned char out[8], int64_t v);
 
+/* The rows in the global order: each event joined to the commit record
+ * that gives it its seq, UST__PG_ROW_SEQ. */
+#define UST__PG_ROWS                                                                   \
+    "understudy.commits c JOIN understudy.events e ON e.stream = c.stream"             \
+    " AND e.stream_seq BETWEEN c.first_stream_seq"                                     \
+    " AND c.first_stream_seq + (c.last_seq - c.first_seq)"
+#define UST__PG_ROW_SEQ "c.first_seq + (e.stream_seq - c.first_stream_seq)"
+
+/* A row of a result, as the decoders read it. */
+typedef struct ust__pg_row {
+    PGresult *res;
+    int row;
+} ust__pg_row;
+ust__row_source ust__pg_row_source(ust__pg_row *r);
+
 /* "SELECT <the columns of UST__COL_*>, stream, stream_seq FROM ..." in the
  * global order, rows after $1 (int8), at most $2 of them. */
 extern const char ust__pg_select_after[];
@@ -68,12 +83,20 @@ int ust__pg_append(ust_log *log, const ust_log_record *recs, size_t n,
                    int64_t *first_seq, char **err);
 int ust__pg_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                         char **err);
+int ust__pg_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                               char **err);
 int ust__pg_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust__pg_cursor_close(ust_log_cursor *cur);
+int ust__pg_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
+                      int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                      char **err);
+int ust__pg_scan(ust_log *log, const ust_log_scan_opts *o,
+                 int (*each)(void *ctx, const ust_log_scan_row *row), void *ctx,
+                 char **err);
 int ust__pg_head(ust_log *log, int64_t *seq, char hex[UST_SHA256_HEX_LEN + 1],
                  char **err);
-int ust__pg_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
-                   ust_log_verify_result *res, char **err);
+int ust__pg_verify(ust_log *log, int64_t limit, int64_t anchor_seq,
+                   const char *anchor_hex, ust_log_verify_result *res, char **err);
 int ust__pg_stats(ust_log *log, json_t **out, char **err);
 int ust__pg_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
                           int64_t now_us, int64_t *n_pruned, char **err);

@@ -19,7 +19,7 @@
 #define WINDOW 512
 
 #define E_COLUMN(kind, m, column, wire, wire_at, export, source) "e." #column ", "
-#define ROW_SEQ "c.first_seq + (e.stream_seq - c.first_stream_seq)"
+#define ROW_SEQ UST__PG_ROW_SEQ
 
 /* The rows of the commits that overlap ($1, $1 + $2]: from the commit
  * holding seq $1 + 1, found by one index probe, so a window costs the same
@@ -30,10 +30,7 @@ const char ust__pg_select_after[] =
     " e.body, " UST_EVENT_FIELDS(
         E_COLUMN) "e.prev_hash, e.hash, e.response_status,"
                   " e.response_headers, e.response_body, e.stream, e.stream_seq"
-                  " FROM understudy.commits c JOIN understudy.events e ON e.stream = "
-                  "c.stream"
-                  " AND e.stream_seq BETWEEN c.first_stream_seq"
-                  " AND c.first_stream_seq + (c.last_seq - c.first_seq)"
+                  " FROM " UST__PG_ROWS
                   " WHERE c.first_seq >= coalesce((SELECT max(first_seq) FROM "
                   "understudy.commits"
                   " WHERE first_seq <= $1::bigint + 1), 1) AND c.first_seq <= "
@@ -41,16 +38,11 @@ const char ust__pg_select_after[] =
                   " AND " ROW_SEQ " > $1::bigint AND " ROW_SEQ
                   " <= $1::bigint + $2::bigint ORDER BY 1";
 
-typedef struct pg_row {
-    PGresult *res;
-    int row;
-} pg_row;
-
 /* Every string is bytea (pg_open.c): the decoder reads one as text unless
  * the column holds bytes in the SQLite log too. */
 static ust__val_type pg_type(void *ctx, int col)
 {
-    pg_row *r = ctx;
+    ust__pg_row *r = ctx;
     if (PQgetisnull(r->res, r->row, col))
         return UST__VAL_NULL;
     switch (PQftype(r->res, col)) {
@@ -72,57 +64,80 @@ static ust__val_type pg_type(void *ctx, int col)
 
 static int64_t pg_integer(void *ctx, int col)
 {
-    pg_row *r = ctx;
+    ust__pg_row *r = ctx;
     return ust__pg_int(r->res, r->row, col);
 }
 
 static const void *pg_bytes(void *ctx, int col, size_t *len)
 {
-    pg_row *r = ctx;
+    ust__pg_row *r = ctx;
     *len = (size_t)PQgetlength(r->res, r->row, col);
     return PQgetvalue(r->res, r->row, col);
+}
+
+ust__row_source ust__pg_row_source(ust__pg_row *r)
+{
+    ust__row_source src = {pg_type, pg_integer, pg_bytes, r};
+    return src;
 }
 
 int ust__pg_row_decode(PGresult *res, int row, ust_log_record *rec,
                        unsigned char prev[UST_SHA256_LEN], char **err)
 {
-    pg_row r = {res, row};
-    ust__row_source src = {pg_type, pg_integer, pg_bytes, &r};
+    ust__pg_row r = {res, row};
+    ust__row_source src = ust__pg_row_source(&r);
     return ust__log_row_decode_from(&src, rec, prev, err);
 }
 
 typedef struct pg_cursor {
     ust_log_cursor base;
-    int64_t after; /* the last seq read */
+    int descending;
+    /* Ascending: the last seq read. Descending: the highest seq still to
+     * read (0: none), and whether it was held to the log's last. */
+    int64_t after, below;
+    int below_checked;
     PGresult *res; /* the current window */
     int row, done;
 } pg_cursor;
+
+static int cursor_new(ust_log *log, int descending, int64_t seq, ust_log_cursor **out)
+{
+    pg_cursor *cur = ust_calloc(1, sizeof(*cur));
+    if (cur == NULL)
+        return UST_ENOMEM;
+    cur->base.log = log;
+    cur->descending = descending;
+    if (descending)
+        cur->below = seq - 1;
+    else
+        cur->after = seq;
+    *out = &cur->base;
+    return 0;
+}
 
 int ust__pg_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                         char **err)
 {
     (void)err;
-    pg_cursor *cur = ust_calloc(1, sizeof(*cur));
-    if (cur == NULL)
-        return UST_ENOMEM;
-    cur->base.log = log;
-    cur->after = after_seq;
-    *out = &cur->base;
-    return 0;
+    return cursor_new(log, 0, after_seq, out);
 }
 
-/* The next window after cur->after: seqs have no gaps, so an empty one is
- * the end of the log as committed now. */
-static int fetch(pg_cursor *cur, char **err)
+int ust__pg_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor **out,
+                               char **err)
 {
-    ust_log *log = cur->base.log;
-    PQclear(cur->res);
-    cur->res = NULL;
-    cur->row = 0;
-    unsigned char after[8], window[8];
-    ust__pg_put_int(after, cur->after);
-    ust__pg_put_int(window, WINDOW);
-    const char *values[] = {(const char *)after, (const char *)window};
+    (void)err;
+    return cursor_new(log, 1, before_seq, out);
+}
+
+/* The rows with seqs in (after, after + n], ascending, into *out. */
+static int read_window(ust_log *log, int64_t after, int64_t n, PGresult **out,
+                       char **err)
+{
+    *out = NULL;
+    unsigned char a[8], w[8];
+    ust__pg_put_int(a, after);
+    ust__pg_put_int(w, n);
+    const char *values[] = {(const char *)a, (const char *)w};
     int lengths[] = {8, 8};
     int rc = ust__pg_reconnect(log, err);
     if (rc != 0)
@@ -130,9 +145,46 @@ static int fetch(pg_cursor *cur, char **err)
     PGresult *res = ust__pg_run(log, ust__pg_select_after, 2, values, lengths);
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         return ust__pg_error(log, res, "read events", err);
-    cur->res = res;
-    if (PQntuples(res) == 0)
+    *out = res;
+    return 0;
+}
+
+/* The next window: after cur->after (seqs have no gaps, so an empty one is
+ * the end of the log as committed now), or, descending, the one ending at
+ * cur->below (held to the log's last seq first: a window past it is empty,
+ * and would end the read before it started). */
+static int fetch(pg_cursor *cur, char **err)
+{
+    ust_log *log = cur->base.log;
+    PQclear(cur->res);
+    cur->res = NULL;
+    cur->row = 0;
+    int64_t after = cur->after, n = WINDOW;
+    if (cur->descending) {
+        if (!cur->below_checked) {
+            unsigned char hash[UST_SHA256_LEN], last[UST_SHA256_LEN];
+            int64_t tip = 0;
+            int rc = ust__pg_last_commit(log, &tip, hash, last, err);
+            if (rc != 0)
+                return rc;
+            if (cur->below > tip)
+                cur->below = tip;
+            cur->below_checked = 1;
+        }
+        if (cur->below <= 0) {
+            cur->done = 1;
+            return 0;
+        }
+        after = cur->below > WINDOW ? cur->below - WINDOW : 0;
+        n = cur->below - after;
+    }
+    int rc = read_window(log, after, n, &cur->res, err);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(cur->res) == 0)
         cur->done = 1;
+    if (cur->descending)
+        cur->below = after;
     return 0;
 }
 
@@ -147,10 +199,13 @@ int ust__pg_cursor_next(ust_log_cursor *base, ust_log_record *rec, char **err)
     }
     if (cur->done)
         return 0;
-    int rc = ust__pg_row_decode(cur->res, cur->row++, rec, NULL, err);
+    int n = PQntuples(cur->res), at = cur->row++;
+    int rc =
+        ust__pg_row_decode(cur->res, cur->descending ? n - 1 - at : at, rec, NULL, err);
     if (rc != 0)
         return rc;
-    cur->after = rec->seq;
+    if (!cur->descending)
+        cur->after = rec->seq;
     return 1;
 }
 
@@ -159,6 +214,27 @@ void ust__pg_cursor_close(ust_log_cursor *base)
     pg_cursor *cur = (pg_cursor *)base;
     PQclear(cur->res);
     ust_free(cur);
+}
+
+/* A query per seq: a story names a few rows, scattered over the log. */
+int ust__pg_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
+                      int (*fn)(void *ctx, const ust_log_record *rec), void *ctx,
+                      char **err)
+{
+    int rc = 0;
+    ust_log_record rec;
+    memset(&rec, 0, sizeof(rec));
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        PGresult *res = NULL;
+        if (seqs[i] <= 0 || (rc = read_window(log, seqs[i] - 1, 1, &res, err)) != 0)
+            continue;
+        if (PQntuples(res) == 1 &&
+            (rc = ust__pg_row_decode(res, 0, &rec, NULL, err)) == 0)
+            rc = fn(ctx, &rec);
+        ust_log_record_clear(&rec);
+        PQclear(res);
+    }
+    return rc;
 }
 
 int ust__pg_last_commit(ust_log *log, int64_t *last_seq,

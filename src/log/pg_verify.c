@@ -37,7 +37,8 @@ typedef struct walk {
     size_t n_streams;
     commit_end *commits;
     size_t n_commits, next_commit;
-    int64_t tip; /* the last seq the commit records give */
+    int64_t tip;   /* the last seq the commit records give */
+    int64_t limit; /* the last seq walked (INT64_MAX: the whole log) */
     int64_t anchor_seq;
     const char *anchor_hex;
     int anchor_matched;
@@ -143,14 +144,19 @@ static int check_heads(walk *w)
 }
 
 /* The commit records: seqs from 1 without a gap, each chained to the one
- * before, each starting where its stream's previous one ended. */
+ * before, each starting where its stream's previous one ended; those
+ * starting at or below the limit. */
 static int read_commits(walk *w, char **err)
 {
+    unsigned char limit[8];
+    ust__pg_put_int(limit, w->limit);
+    const char *values[] = {(const char *)limit};
+    int lengths[] = {8};
     PGresult *r = ust__pg_run(w->log,
                               "SELECT first_seq, last_seq, stream, first_stream_seq,"
                               " last_hash, prev_hash, hash FROM understudy.commits"
-                              " ORDER BY first_seq",
-                              0, NULL, NULL);
+                              " WHERE first_seq <= $1 ORDER BY first_seq",
+                              1, values, lengths);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return ust__pg_error(w->log, r, "read commit records", err);
     int n = PQntuples(r), rc = 0;
@@ -285,7 +291,8 @@ static int check_row(walk *w, PGresult *r, int row, ust_log_record *rec, int64_t
     w->res->head_seq = rec->seq;
     ust_hex_encode(rec->hash, UST_SHA256_LEN, w->res->head_hash);
     if (rec->seq == w->anchor_seq)
-        w->anchor_matched = strcmp(w->res->head_hash, w->anchor_hex) == 0;
+        w->anchor_matched =
+            w->anchor_hex == NULL || strcmp(w->res->head_hash, w->anchor_hex) == 0;
     return 0;
 }
 
@@ -295,10 +302,12 @@ static int walk_rows(walk *w, char **err)
     int rc = 0;
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
-    for (;;) {
+    int64_t last = w->tip < w->limit ? w->tip : w->limit;
+    while (expect <= last) {
         unsigned char after[8], window[8];
         ust__pg_put_int(after, expect - 1);
-        ust__pg_put_int(window, WINDOW);
+        ust__pg_put_int(window,
+                        last - (expect - 1) < WINDOW ? last - (expect - 1) : WINDOW);
         const char *values[] = {(const char *)after, (const char *)window};
         int lengths[] = {8, 8};
         PGresult *r = ust__pg_run(w->log, ust__pg_select_after, 2, values, lengths);
@@ -313,12 +322,12 @@ static int walk_rows(walk *w, char **err)
         if (rc != 0 || n == 0)
             break;
     }
-    if (rc == 0 && expect - 1 != w->tip)
+    if (rc == 0 && expect - 1 != last)
         rc = ust__log_tamper(
             w->res, expect,
             "missing: the commit records give seqs through %lld, the rows end"
             " at %lld (rows deleted)",
-            (long long)w->tip, (long long)(expect - 1));
+            (long long)last, (long long)(expect - 1));
     return rc;
 }
 
@@ -364,22 +373,30 @@ static json_t *stream_heads(const walk *w)
     return arr;
 }
 
-int ust__pg_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
-                   ust_log_verify_result *res, char **err)
+/* With a limit (ust_log_verify_through), what the walk reads is the global
+ * order up to it: the commit records starting at or below it, every row
+ * with a seq at or below it (each in its stream's chain, the streams'
+ * genesis and the heads their writers closed on where the walk reaches
+ * them). Rows no commit record covers, and heads the walk does not reach,
+ * are then not looked for: they are outside the order read. */
+int ust__pg_verify(ust_log *log, int64_t limit, int64_t anchor_seq,
+                   const char *anchor_hex, ust_log_verify_result *res, char **err)
 {
     walk w;
     memset(&w, 0, sizeof(w));
     w.log = log;
     w.res = res;
+    w.limit = limit;
     w.anchor_seq = anchor_seq;
     w.anchor_hex = anchor_hex;
+    w.anchor_matched = anchor_hex == NULL;
     int rc = ust__pg_exec(log, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                           "verify", err);
     if (rc != 0)
         return rc;
     if ((rc = read_streams(&w, err)) == 0 && (rc = read_heads(&w, err)) == 0 &&
         (rc = read_commits(&w, err)) == 0 && (rc = walk_rows(&w, err)) == 0 &&
-        (rc = check_orphans(&w, err)) == 0)
+        limit == INT64_MAX && (rc = check_orphans(&w, err)) == 0)
         rc = check_heads(&w);
     ust__pg_exec(log, "COMMIT", "verify", NULL);
     if (rc == 0 && anchor_seq > w.tip)

@@ -265,33 +265,61 @@ static int check_anchors(const chain_walk *w, int64_t tip, ust_log_verify_result
     return 0;
 }
 
-int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
-                       ust_log_verify_result *res, char **err)
+/* The walk reads each page once: a page cache would hold pages it never reads
+ * again, in the memory of a report that verifies beside its other reads. So
+ * it keeps a small one (64 KiB), then gives the handle its own back. Sets
+ * PRAGMA cache_size to size, and returns what it was. */
+static int64_t swap_cache_size(ust_log *log, int64_t size)
+{
+    int64_t was = -2000; /* SQLite's default */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(log->db, "PRAGMA cache_size", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        was = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA cache_size=%lld", (long long)size);
+    sqlite3_exec(log->db, sql, NULL, NULL, NULL);
+    return was;
+}
+
+int ust__sqlite_verify(ust_log *log, int64_t limit, int64_t anchor_seq,
+                       const char *anchor_hex, ust_log_verify_result *res, char **err)
 {
     chain_walk w;
     memset(&w, 0, sizeof(w));
     if (anchor_seq > 0) {
         w.anchors[1].seq = anchor_seq;
-        memcpy(w.anchors[1].hex, anchor_hex, UST_SHA256_HEX_LEN);
+        w.anchors[1].matched = anchor_hex == NULL;
+        if (anchor_hex != NULL)
+            memcpy(w.anchors[1].hex, anchor_hex, UST_SHA256_HEX_LEN);
     }
     /* One read transaction: the rows checked are one consistent snapshot even
      * while the recorder appends. */
     int rc = ust__log_exec(log, "BEGIN;", err);
     if (rc != 0)
         return rc;
+    int64_t cache = swap_cache_size(log, -64);
     if ((rc = read_meta(log, &w, err)) == 0)
         rc = read_prunes(log, res, &w, err);
+    /* A head recorded past the limit names rows the walk does not read. */
+    if (w.anchors[0].seq > limit)
+        w.anchors[0].seq = 0;
     int64_t expect_seq = w.next_seq;
     note_head(&w, expect_seq - 1, w.cur);
     if (rc == 0)
         rc = apply_links(&w, expect_seq - 1, res);
     sqlite3_stmt *st = NULL;
-    char *sql = rc == 0 ? ust_sprintf("%s ORDER BY seq", ust__log_select(log)) : NULL;
+    char *sql =
+        rc == 0 ? ust_sprintf("%s WHERE seq <= ?1 ORDER BY seq", ust__log_select(log))
+                : NULL;
     if (rc == 0 && sql == NULL)
         rc = UST_ENOMEM;
     if (rc == 0 && sqlite3_prepare_v2(log->db, sql, -1, &st, NULL) != SQLITE_OK)
         rc = ust__log_db_error(log, "read events", err);
     ust_free(sql);
+    if (st != NULL)
+        sqlite3_bind_int64(st, 1, limit);
     ust_log_record rec;
     memset(&rec, 0, sizeof(rec));
     int step = SQLITE_DONE;
@@ -339,8 +367,9 @@ int ust__sqlite_verify(ust_log *log, int64_t anchor_seq, const char *anchor_hex,
         rc = ust__log_db_error(log, "read events", err);
     sqlite3_finalize(st);
     ust__log_exec(log, "COMMIT;", NULL);
+    swap_cache_size(log, cache);
     int64_t tip = expect_seq - 1; /* the last seq the chain reaches */
-    if (rc == 0 && w.next_link < w.n_links)
+    if (rc == 0 && w.next_link < w.n_links && w.links[w.next_link].tip_seq <= limit)
         rc = ust__log_tamper(
             res, tip + 1,
             "a prune record was made at seq %lld, but the log ends at seq %lld"

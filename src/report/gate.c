@@ -18,7 +18,11 @@ void ust_gate_result_clear(ust_gate_result *res)
         ust_free(res->classes[i].class_name);
     ust_free(res->classes);
     ust_free(res->refusal);
+    for (size_t i = 0; i < res->n_stale; i++)
+        ust_free(res->stale_hints[i]);
     ust_free(res->stale);
+    ust_free(res->stale_hints);
+    ust_free(res->expired);
     memset(res, 0, sizeof(*res));
 }
 
@@ -125,6 +129,7 @@ static int add_class(ust_gate_result *res, size_t *cap, const char *name, int64_
     res->n++;
     res->divergences += count;
     if (c->accepted == NULL) {
+        c->expired = ust_triage_match_expired(t, c->class_name);
         res->open_divergences += count;
         res->open_classes++;
     } else {
@@ -146,21 +151,47 @@ static int read_class(void *ctx, const ust_run_class *c)
     return add_class(k->res, &k->cap, c->name, c->count, k->t, k->used);
 }
 
+/* The entries that accepted nothing: expired ones, and stale ones (the
+ * class each was written for is gone, fixed or renamed, or was never spelt
+ * as the run spells it, or it only ever met error classes it may not
+ * accept). */
+static int list_unused(const ust_triage *t, const unsigned char *used,
+                       ust_gate_result *res)
+{
+    size_t n = t ? t->n : 0;
+    if (n == 0)
+        return 0;
+    res->stale = ust_calloc(n, sizeof(*res->stale));
+    res->stale_hints = ust_calloc(n, sizeof(*res->stale_hints));
+    res->expired = ust_calloc(n, sizeof(*res->expired));
+    if (res->stale == NULL || res->stale_hints == NULL || res->expired == NULL)
+        return UST_ENOMEM;
+    int arrows = 0;
+    for (size_t i = 0; i < res->n && !arrows; i++)
+        arrows = strstr(res->classes[i].class_name, "\xe2\x86\x92") != NULL;
+    for (size_t i = 0; i < n; i++) {
+        const ust_triage_entry *e = &t->entries[i];
+        if (e->expired) {
+            res->expired[res->n_expired++] = e;
+        } else if (!used[i]) {
+            int rc = ust_triage_arrow_hint(e->class_glob, arrows,
+                                           &res->stale_hints[res->n_stale]);
+            res->stale[res->n_stale++] = e;
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static int read_classes(ust_run *run, const ust_triage *t, ust_gate_result *res,
                         char **err)
 {
     size_t n_entries = t ? t->n : 0;
     class_reader k = {res, 0, t, ust_calloc(n_entries + 1, 1)};
     int rc = k.used ? ust_run_classes(run, read_class, &k, err) : UST_ENOMEM;
-    /* An entry that accepted nothing in this run is stale: the class it was
-     * written for is gone (fixed, renamed) or it only ever met error classes
-     * it may not accept. */
-    if (rc == 0 && n_entries > 0 &&
-        (res->stale = ust_calloc(n_entries, sizeof(*res->stale))) == NULL)
-        rc = UST_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < n_entries; i++)
-        if (!k.used[i])
-            res->stale[res->n_stale++] = &t->entries[i];
+    if (rc == 0)
+        rc = list_unused(t, k.used, res);
     ust_free(k.used);
     return rc;
 }
@@ -182,14 +213,21 @@ int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
     return rc;
 }
 
-int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
-                   ust_gate_result *res, char **err)
+int ust_gate_check_runs(const char *const *run_paths, size_t n_runs,
+                        const char *log_path, const ust_triage *t, ust_gate_result *res,
+                        char **err)
 {
     memset(res, 0, sizeof(*res));
     ust_run *run = NULL;
-    int rc = ust_run_open(run_path, &run, err);
+    int rc = ust_run_open_many(run_paths, n_runs, &run, err);
     if (rc == 0)
-        rc = ust__gate_judge(run, run_path, log_path, t, res, err);
+        rc = ust__gate_judge(run, ust_run_name(run), log_path, t, res, err);
     ust_run_close(run);
     return rc;
+}
+
+int ust_gate_check(const char *run_path, const char *log_path, const ust_triage *t,
+                   ust_gate_result *res, char **err)
+{
+    return ust_gate_check_runs(&run_path, 1, log_path, t, res, err);
 }

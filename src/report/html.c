@@ -1,6 +1,8 @@
 /* index.html: one self-contained file, no network, no script. Every string
  * that came from outside (payloads, headers, plugin output, class names) is
  * escaped, and a Content-Security-Policy forbids scripts besides. */
+#include "report/event.h"
+#include "report/html_escape.h"
 #include "report/model.h"
 
 #include <understudy/alloc.h>
@@ -10,29 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const html_entity[256] = {
-    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
-};
-
-static void esc(FILE *f, const char *s)
-{
-    ust__report_put_escaped(f, s, html_entity, UST__REPORT_BIDI_VISIBLE);
-}
-
-static void esc_json(FILE *f, const json_t *v)
-{
-    char *text = v ? json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
-    esc(f, text ? text : "null");
-    ust_free(text);
-}
-
-static void when(FILE *f, int64_t us)
-{
-    char buf[32];
-    ust_time_format(us, buf);
-    esc(f, buf);
-}
 
 static const char style[] =
     "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;"
@@ -46,7 +25,30 @@ static const char style[] =
     "tr.div td{background:#fff3e0}tr.follow td{background:#fdf8ef}"
     "details{margin:.5em 0 1em}summary{cursor:pointer}.muted{color:#667}"
     "td code{word-break:break-word}.legend span{display:inline-block;width:10px;"
-    "height:10px;margin:0 .4em 0 1em}";
+    "height:10px;margin:0 .4em 0 1em}"
+    /* one event (event_html.c): the values that differ, side by side */
+    "table.diff td.legacy{background:#fdecea}table.diff td.candidate{background:"
+    "#e7f5ec}table.diff td code{font-weight:600}.absent{color:#889;font-style:italic}"
+    "table.headers td,table.derived td{font-size:.92em}pre.raw{white-space:pre-wrap;"
+    "word-break:break-all}h5{margin:.6em 0 .2em}";
+
+/* The report's own metadata (model.h: about). */
+static void write_about(FILE *f, const json_t *about)
+{
+    static const ust__report_about_style html = {
+        ust__html_entity,
+        ust__html_entity,
+        "<tr><th>",
+        "</th><td>",
+        "</td></tr>",
+        "<code>",
+        "</code>",
+        "<span class=ok>verified</span>",
+        "<span class=open>NOT verified</span>"};
+    fputs("<h2>Report</h2><table>", f);
+    ust__report_put_about(f, about, &html);
+    fputs("</table>", f);
+}
 
 static void write_run(FILE *f, const ust__report_model *m)
 {
@@ -57,16 +59,16 @@ static void write_run(FILE *f, const ust__report_model *m)
         "candidate_version", "candidate_sha256"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         fputs("<tr><th>", f);
-        esc(f, keys[i]);
+        ust__html_esc(f, keys[i]);
         fputs("</th><td><code>", f);
-        esc(f, json_string_value(json_object_get(m->meta, keys[i])));
+        ust__html_esc(f, json_string_value(json_object_get(m->meta, keys[i])));
         fputs("</code></td></tr>", f);
     }
     fputs("<tr><th>span</th><td>", f);
     if (m->events > 0) {
-        when(f, m->first_at);
+        ust__html_time(f, m->first_at);
         fputs(" &ndash; ", f);
-        when(f, m->last_at);
+        ust__html_time(f, m->last_at);
     }
     fprintf(f,
             "</td></tr><tr><th>events</th><td>%lld read, %lld decided by both, %lld"
@@ -86,7 +88,7 @@ static void write_run(FILE *f, const ust__report_model *m)
         json_object_foreach(objs[g], k, v)
         {
             fputs("<tr><td>", f);
-            esc(f, k);
+            ust__html_esc(f, k);
             fprintf(f, "</td><td class=n>%lld</td></tr>",
                     (long long)json_integer_value(v));
         }
@@ -112,66 +114,6 @@ static void write_matrix(FILE *f, const ust__report_model *m)
     fputs("</table>", f);
 }
 
-/* Divergences over the run's span: a stacked bar per time bucket, one colour
- * per class among the five largest, the rest together. */
-static void write_chart(FILE *f, const ust__report_model *m)
-{
-    static const char *const colours[] = {"#d1495b", "#edae49", "#00798c",
-                                          "#30638e", "#8f5d9e", "#9aa0ad"};
-    const int w = 960, h = 220, pad = 30;
-    int64_t peak = 1;
-    for (size_t b = 0; b < m->n_buckets; b++)
-        if (m->total_buckets[b] > peak)
-            peak = m->total_buckets[b];
-    double bw = (double)(w - 2 * pad) / (double)m->n_buckets;
-    fprintf(
-        f,
-        "<h2>Divergences over time</h2><svg id=chart "
-        "xmlns=\"http://www.w3.org/2000/svg\""
-        " width=\"%d\" height=\"%d\" role=img aria-label=\"divergences over time\">",
-        w, h + 24);
-    fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke=#889 />", pad, h, w - pad, h);
-    size_t top = m->n_detailed < 5 ? m->n_detailed : 5;
-    for (size_t b = 0; b < m->n_buckets; b++) {
-        double y = h;
-        int64_t shown = 0;
-        for (size_t c = 0; c <= top; c++) {
-            int64_t n;
-            if (c < top) {
-                n = m->classes[c].buckets[b];
-                shown += n;
-            } else {
-                n = m->total_buckets[b] - shown;
-            }
-            if (n <= 0)
-                continue;
-            double bh = (double)n * (h - pad) / (double)peak;
-            y -= bh;
-            fprintf(f,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                    "fill=\"%s\">"
-                    "<title>%lld</title></rect>",
-                    pad + b * bw, y, bw * 0.9, bh, colours[c < top ? c : 5],
-                    (long long)n);
-        }
-    }
-    fprintf(f, "<text x=%d y=%d font-size=11>peak %lld per bucket of %.3g s</text>",
-            pad, 14, (long long)peak, (double)m->bucket_us / 1e6);
-    fprintf(f, "<text x=%d y=%d font-size=11>", pad, h + 16);
-    if (m->events > 0)
-        when(f, m->first_at);
-    fprintf(f, "</text><text x=%d y=%d font-size=11 text-anchor=end>", w - pad, h + 16);
-    if (m->events > 0)
-        when(f, m->last_at);
-    fputs("</text></svg><p class=legend>", f);
-    for (size_t c = 0; c <= top && m->divergences > 0; c++) {
-        fprintf(f, "<span style=\"background:%s\"></span>", colours[c < top ? c : 5]);
-        esc(f, c < top ? m->classes[c].name : "other classes");
-        fputs("<br>", f);
-    }
-    fputs("</p>", f);
-}
-
 static void write_classes(FILE *f, const ust__report_model *m)
 {
     fputs("<h2>Divergence "
@@ -181,7 +123,7 @@ static void write_classes(FILE *f, const ust__report_model *m)
     for (size_t i = 0; i < m->n_detailed; i++) {
         const ust__report_class *c = &m->classes[i];
         fprintf(f, "<tr><td><a href=\"#class-%zu\">", i);
-        esc(f, c->name);
+        ust__html_esc(f, c->name);
         fprintf(f, "</a></td><td class=n>%lld</td><td class=n>%lld</td><td>",
                 (long long)c->count, (long long)c->follow_ons);
         size_t k;
@@ -190,17 +132,17 @@ static void write_classes(FILE *f, const ust__report_model *m)
         {
             char *t = json_dumps(fs, JSON_COMPACT);
             fputs("<code>", f);
-            esc(f, t);
+            ust__html_esc(f, t);
             fputs("</code> ", f);
             ust_free(t);
         }
         fputs("</td><td>", f);
-        when(f, c->first_at);
+        ust__html_time(f, c->first_at);
         fputs("</td><td>", f);
-        when(f, c->last_at);
+        ust__html_time(f, c->last_at);
         fputs("</td><td>", f);
         ust__report_put_triage(
-            f, c->accepted, html_entity,
+            f, c->accepted, ust__html_entity,
             "<span class=ok>accepted</span>: ", "<span class=open>open</span>", 1);
         fputs("</td></tr>", f);
     }
@@ -212,84 +154,39 @@ static void write_classes(FILE *f, const ust__report_model *m)
                 m->n_classes - m->n_detailed);
 }
 
-static void write_decision(FILE *f, const char *who, const json_t *d)
-{
-    fputs("<div><h4>", f);
-    esc(f, who);
-    fputs("</h4><pre>", f);
-    esc_json(f, d);
-    fputs("</pre></div>", f);
-}
-
-static void write_timeline(FILE *f, const ust__report_timeline *t)
-{
-    fputs("<details><summary>timeline of <code>", f);
-    esc(f, t->entity);
-    fprintf(
-        f,
-        "</code> (%zu event%s%s)</summary><table><tr><th>seq</th><th>received</th>"
-        "<th>event</th><th>legacy</th><th>state</th><th>candidate</th><th>state</th>"
-        "<th></th></tr>",
-        t->n, t->n == 1 ? "" : "s", t->truncated ? ", first 100 shown" : "");
-    for (size_t i = 0; i < t->n; i++) {
-        const ust__report_row *r = &t->rows[i];
-        fprintf(f, "<tr%s><td class=n>%lld</td><td>",
-                r->follow_on  ? " class=follow"
-                : r->diverged ? " class=div"
-                              : "",
-                (long long)r->seq);
-        when(f, r->at);
-        const char *cells[] = {r->event_type, r->lv, r->ls, r->cv, r->cs};
-        for (int k = 0; k < 5; k++) {
-            fputs("</td><td>", f);
-            esc(f, cells[k] ? cells[k] : (k == 1 || k == 3) ? "not fed" : "");
-        }
-        fputs("</td><td>", f);
-        fputs(r->follow_on ? "follow-on" : r->diverged ? "divergence" : "", f);
-        fputs("</td></tr>", f);
-    }
-    fputs("</table></details>", f);
-}
-
 static void write_details(FILE *f, const ust__report_model *m)
 {
     for (size_t i = 0; i < m->n_detailed; i++) {
         const ust__report_class *c = &m->classes[i];
         fprintf(f, "<h3 id=\"class-%zu\">", i);
-        esc(f, c->name);
+        ust__html_esc(f, c->name);
         fprintf(f, " <span class=muted>(%lld)</span></h3>", (long long)c->count);
-        for (size_t k = 0; k < c->n_examples; k++) {
-            const ust__report_example *e = &c->examples[k];
-            fprintf(f, "<details%s><summary>example: seq %lld, fields <code>",
-                    k == 0 ? " open" : "", (long long)e->seq);
-            char *fields =
-                json_dumps(json_object_get(e->divergence, "fields"), JSON_COMPACT);
-            esc(f, fields);
-            ust_free(fields);
-            fputs("</code></summary><div class=side>", f);
-            write_decision(f, "legacy", json_object_get(e->divergence, "legacy"));
-            write_decision(f, "candidate", json_object_get(e->divergence, "candidate"));
-            fputs("</div><h4>request as received</h4><pre>", f);
-            if (e->request != NULL)
-                esc_json(f, e->request);
-            else
-                fputs("(the event log is not available)", f);
-            fputs("</pre></details>", f);
-        }
-        for (size_t k = 0; k < c->n_timelines; k++)
-            write_timeline(f, &c->timelines[k]);
+        for (size_t k = 0; k < c->n_examples; k++)
+            ust__report_event_html(f, &c->examples[k], k == 0);
     }
 }
 
-/* Triage entries that accepted nothing: the file has drifted from the runs. */
+/* Triage entries that accepted nothing: the file has drifted from the runs,
+ * or its entries' time is up. */
 static void write_stale(FILE *f, const ust__report_model *m)
 {
-    if (m->gate.n_stale == 0)
-        return;
-    fputs("<p>stale triage entries (they accept no class of this run):</p><ul>", f);
-    ust__report_put_stale(f, &m->gate, html_entity, "<li><code>", "</code> (",
-                          ")</li>");
-    fputs("</ul>", f);
+    ust__report_entry_style stale = {.replace = ust__html_entity,
+                                     .before = "<li><code>",
+                                     .between = "</code> (",
+                                     .owner_end = ")",
+                                     .end = "</li>",
+                                     .closing = "</ul>"};
+    ust__report_entry_style expired = stale;
+    stale.heading = "<p>stale triage entries (they accept no class of this run: "
+                    "remove them or correct their class):</p><ul>";
+    stale.extra_before = ": did you mean <code>";
+    stale.extra_after = "</code>?";
+    expired.heading = "<p>expired triage entries (they accept nothing: the classes "
+                      "they accepted are open):</p><ul>";
+    expired.extra_before = ", expired after ";
+    expired.extra_after = "";
+    ust__report_put_unused(f, &m->gate, 0, &stale);
+    ust__report_put_unused(f, &m->gate, 1, &expired);
 }
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err)
@@ -308,17 +205,19 @@ int ust__report_write_html(const ust__report_model *m, const char *path, char **
     fprintf(f, "<p><strong class=%s>%s</strong>: ", pass ? "ok" : "open",
             pass ? "every divergence is triaged" : "not ready for cutover");
     if (m->gate.refusal != NULL) {
-        esc(f, m->gate.refusal);
+        ust__html_esc(f, m->gate.refusal);
         fputs(";", f);
     }
     fprintf(f, " %lld divergence(s) in %zu class(es), %lld open.</p>",
             (long long)m->divergences, m->n_classes,
             (long long)m->gate.open_divergences);
     write_stale(f, m);
+    write_about(f, m->about);
     write_run(f, m);
     write_matrix(f, m);
-    write_chart(f, m);
+    ust__report_write_chart(f, m);
     write_classes(f, m);
+    ust__report_write_coverage_html(f, m);
     write_details(f, m);
     fputs("</body></html>\n", f);
     if (fclose(f) != 0)

@@ -1,6 +1,7 @@
 /* Gathering the report's model from the run database (and the raw requests
  * of the examples from the event log the run read). */
 #include "report/model.h"
+#include "report/redact_line.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
@@ -11,8 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-#define N_BUCKETS 48
 
 typedef struct loader {
     ust_run *run;
@@ -86,64 +85,13 @@ static int load_counts(loader *l, ust__report_model *m)
                                 m->by_signature, l->err)) != 0 ||
         (rc = ust_run_verdict_pairs(l->run, add_pair, m, l->err)) != 0)
         return rc;
-    /* Time buckets spread over the run's span, so the chart's right end is
-     * its last event whether the run took seconds or a week. */
-    m->n_buckets = N_BUCKETS;
-    int64_t span = m->last_at - m->first_at + 1;
-    m->bucket_us = span / N_BUCKETS + 1;
-    m->total_buckets = ust_calloc(N_BUCKETS, sizeof(int64_t));
-    return m->total_buckets ? 0 : UST_ENOMEM;
-}
-
-static void bucket_add(const ust__report_model *m, int64_t *buckets, int64_t at,
-                       int64_t n)
-{
-    int64_t b = (at - m->first_at) / m->bucket_us;
-    if (b < 0)
-        b = 0;
-    if (b >= (int64_t)m->n_buckets)
-        b = (int64_t)m->n_buckets - 1;
-    buckets[b] += n;
-}
-
-/* The raw request of an event, as JSON for display, redacted. */
-static json_t *raw_request(loader *l, const ust__report_model *m, int64_t seq)
-{
-    if (l->log == NULL)
-        return NULL;
-    ust_log_cursor *cur = NULL;
-    ust_log_record rec;
-    memset(&rec, 0, sizeof(rec));
-    json_t *out = NULL;
-    if (ust_log_cursor_open(l->log, seq - 1, &cur, NULL) == 0 &&
-        ust_log_cursor_next(cur, &rec, NULL) == 1 && rec.seq == seq) {
-        /* The request only: a recorded answer is shown (redacted) as the
-         * legacy's decision. */
-        ust_response_clear(&rec.response);
-        char *line = ust_jsonl_format(&rec, 0);
-        json_error_t jerr;
-        out = line ? ust_json_loads(line, 0, &jerr) : NULL;
-        ust_free(line);
-        /* A JSON body is shown parsed, so its named fields can be masked. */
-        json_t *body = json_object_get(out, "body");
-        json_t *parsed = json_is_string(body)
-                             ? ust_json_loads(json_string_value(body), 0, &jerr)
-                             : NULL;
-        if (parsed != NULL) {
-            ust_redact_json(parsed, m->redact);
-            json_object_set_new(out, "body", parsed);
-        }
-        size_t i;
-        json_t *h;
-        json_array_foreach(json_object_get(out, "headers"), i, h)
-        {
-            if (ust_redact_header(m->redact, json_string_value(json_array_get(h, 0))))
-                json_array_set_new(h, 1, json_string("[redacted]"));
-        }
-    }
-    ust_log_record_clear(&rec);
-    ust_log_cursor_close(cur);
-    return out;
+    /* Bars of a round width over the run's span, so the chart reads in whole
+     * minutes, hours or days whether the run took seconds or a week. */
+    m->bars = ust__report_bar_slots(m->first_at, m->last_at);
+    m->days = ust__report_day_slots(m->first_at, m->last_at);
+    m->total_buckets = ust_calloc(m->bars.n, sizeof(int64_t));
+    m->total_days = ust_calloc(m->days.n, sizeof(int64_t));
+    return m->total_buckets && m->total_days ? 0 : UST_ENOMEM;
 }
 
 typedef struct class_loader {
@@ -155,19 +103,12 @@ typedef struct class_loader {
 static int add_example(void *ctx, const ust_run_divergence *d)
 {
     class_loader *cl = ctx;
-    ust__report_example *e = &cl->c->examples[cl->c->n_examples++];
-    e->seq = d->seq;
-    json_error_t jerr;
-    e->divergence = ust_json_loads(d->line, 0, &jerr);
-    ust_redact_json(json_object_get(json_object_get(e->divergence, "legacy"), "body"),
-                    cl->m->redact);
-    ust_redact_json(
-        json_object_get(json_object_get(e->divergence, "candidate"), "body"),
-        cl->m->redact);
-    e->request = raw_request(cl->l, cl->m, e->seq);
+    cl->c->examples[cl->c->n_examples++].seq = d->seq;
     return 0;
 }
 
+/* The seqs first, then each example in full: an example's own reads (its
+ * entity's story) cannot run inside the read of the class's divergences. */
 static int load_examples(loader *l, const ust__report_model *m, ust__report_class *c,
                          size_t cap)
 {
@@ -176,52 +117,13 @@ static int load_examples(loader *l, const ust__report_model *m, ust__report_clas
         return UST_ENOMEM;
     class_loader cl = {l, m, c};
     ust_run_filter f = {.class_name = c->name, .limit = cap};
-    return ust_run_divergences(l->run, &f, add_example, &cl, l->err);
-}
-
-enum { MAX_ROWS = 100 };
-
-static int add_row(void *ctx, const ust_run_event *e)
-{
-    ust__report_timeline *t = ctx;
-    if (t->n == MAX_ROWS) {
-        t->truncated = 1;
-        return 1;
+    int rc = ust_run_divergences(l->run, &f, add_example, &cl, l->err);
+    for (size_t k = 0; rc == 0 && k < c->n_examples; k++) {
+        ust__report_event *e = &c->examples[k];
+        rc = ust__report_event_load(l->run, l->log, m->redact, e->seq, e, l->err);
+        rc = rc < 0 ? rc : 0;
     }
-    ust__report_row *r = &t->rows[t->n++];
-    r->seq = e->seq;
-    r->at = e->received_at;
-    r->event_type = ust_strdup(e->event_type);
-    r->lv = ust_strdup(e->legacy_verdict);
-    r->ls = ust_strdup(e->legacy_state);
-    r->cv = ust_strdup(e->candidate_verdict);
-    r->cs = ust_strdup(e->candidate_state);
-    r->diverged = e->diverged;
-    r->follow_on = e->follow_on;
-    return 0;
-}
-
-static int add_timeline(void *ctx, const char *entity)
-{
-    class_loader *cl = ctx;
-    ust__report_timeline *t = &cl->c->timelines[cl->c->n_timelines++];
-    t->entity = ust_strdup(entity);
-    t->rows = ust_calloc(MAX_ROWS, sizeof(*t->rows));
-    if (t->rows == NULL)
-        return UST_ENOMEM;
-    int rc =
-        ust_run_timeline(cl->l->run, t->entity, MAX_ROWS + 1, add_row, t, cl->l->err);
-    return rc == 1 ? 0 : rc;
-}
-
-/* The entities where the class's divergences started (not follow-ons). */
-static int load_timelines(loader *l, ust__report_class *c, size_t cap)
-{
-    c->timelines = ust_calloc(cap, sizeof(*c->timelines));
-    if (c->timelines == NULL)
-        return UST_ENOMEM;
-    class_loader cl = {l, NULL, c};
-    return ust_run_class_entities(l->run, c->name, cap, add_timeline, &cl, l->err);
+    return rc;
 }
 
 static int add_field_set(void *ctx, const char *fields)
@@ -233,24 +135,45 @@ static int add_field_set(void *ctx, const char *fields)
     return 0;
 }
 
-typedef struct bucket_loader {
-    const ust__report_model *m;
-    int64_t *buckets;
-} bucket_loader;
+typedef struct slot_loader {
+    const ust__report_slots *slots;
+    int64_t *counts;
+} slot_loader;
 
-static int add_bucket(void *ctx, int64_t at, int64_t n)
+static int add_slot(void *ctx, int64_t at, int64_t n)
 {
-    bucket_loader *b = ctx;
-    bucket_add(b->m, b->buckets, at, n);
+    slot_loader *sl = ctx;
+    int64_t i = (at - sl->slots->origin_us) / sl->slots->width_us;
+    if (i < 0)
+        i = 0;
+    if (i >= (int64_t)sl->slots->n)
+        i = (int64_t)sl->slots->n - 1;
+    sl->counts[i] += n;
     return 0;
 }
 
-static int load_buckets(loader *l, const ust__report_model *m, const char *cls,
-                        int64_t *buckets)
+/* The divergences of cls (NULL: all) per slot, into counts (slots->n). */
+static int load_slots(loader *l, const ust__report_slots *slots, const char *cls,
+                      int64_t *counts)
 {
-    bucket_loader b = {m, buckets};
-    return ust_run_divergence_buckets(l->run, cls, m->first_at, m->bucket_us,
-                                      add_bucket, &b, l->err);
+    slot_loader sl = {slots, counts};
+    return ust_run_divergence_buckets(l->run, cls, slots->origin_us, slots->width_us,
+                                      add_slot, &sl, l->err);
+}
+
+/* The days' counts of cls (NULL: all) into days, added from its bars when
+ * each bar lies within one day (a bar of at most a day is: its width divides
+ * a day, and it starts at a multiple of its width), else read. */
+static int load_days(loader *l, const ust__report_model *m, const char *cls,
+                     const int64_t *bars, int64_t *days)
+{
+    if (m->days.width_us % m->bars.width_us != 0)
+        return load_slots(l, &m->days, cls, days);
+    for (size_t b = 0; b < m->bars.n; b++) {
+        int64_t at = m->bars.origin_us + (int64_t)b * m->bars.width_us;
+        days[(at - m->days.origin_us) / m->days.width_us] += bars[b];
+    }
+    return 0;
 }
 
 static int load_class_details(loader *l, ust__report_model *m, ust__report_class *c)
@@ -260,12 +183,14 @@ static int load_class_details(loader *l, ust__report_model *m, ust__report_class
         ust_run_class_fields(l->run, c->name, 5, add_field_set, c->field_sets, l->err);
     if (rc != 0)
         return rc;
-    c->buckets = ust_calloc(m->n_buckets, sizeof(int64_t));
-    rc = c->buckets ? load_buckets(l, m, c->name, c->buckets) : UST_ENOMEM;
+    c->buckets = ust_calloc(m->bars.n, sizeof(int64_t));
+    rc = c->buckets ? load_slots(l, &m->bars, c->name, c->buckets) : UST_ENOMEM;
+    if (rc == 0 && c - m->classes < UST__REPORT_DAY_CLASSES) {
+        c->days = ust_calloc(m->days.n, sizeof(int64_t));
+        rc = c->days ? load_days(l, m, c->name, c->buckets, c->days) : UST_ENOMEM;
+    }
     if (rc == 0)
         rc = load_examples(l, m, c, l->o->max_examples ? l->o->max_examples : 5);
-    if (rc == 0)
-        rc = load_timelines(l, c, l->o->max_timelines ? l->o->max_timelines : 10);
     return rc;
 }
 
@@ -307,38 +232,55 @@ static int load_classes(loader *l, ust__report_model *m)
     int rc = ust_run_classes(l->run, add_class, &cl, l->err);
     for (size_t i = 0; rc == 0 && i < m->n_detailed; i++)
         rc = load_class_details(l, m, &m->classes[i]);
-    if (rc != 0)
-        return rc;
-    return load_buckets(l, m, NULL, m->total_buckets);
+    if (rc == 0)
+        rc = load_slots(l, &m->bars, NULL, m->total_buckets);
+    return rc == 0 ? load_days(l, m, NULL, m->total_buckets, m->total_days) : rc;
 }
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err)
 {
     memset(m, 0, sizeof(*m));
     loader l = {.o = o, .err = err};
-    int rc = ust_run_open(o->run_path, &l.run, err);
+    int rc = ust__report_run_open(o, &l.run, err);
     if (rc != 0)
         return rc;
     /* The verdict is the gate's own judgement, read first. */
-    rc = ust__gate_judge(l.run, o->run_path, o->log_path, o->triage, &m->gate, err);
+    rc = ust__gate_judge(l.run, ust_run_name(l.run), o->log_path, o->triage, &m->gate,
+                         err);
     if (rc == 0)
         rc = load_meta(&l, m);
     char *named = NULL;
     if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
         rc = 0;
     const char *log_path = o->log_path ? o->log_path : named;
+    /* Its chain checked meanwhile, up to the run's cursor. */
+    if (rc == 0)
+        rc = ust__report_chain_start(log_path, m->gate.cursor, m->meta, &m->chain);
     if (rc == 0 && log_path != NULL)
-        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
+        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples, coverage */
     ust_free(named);
+    if (rc == 0)
+        rc = ust__report_about_load(o, m, err);
     if (rc == 0)
         rc = load_counts(&l, m);
     if (rc == 0)
         rc = load_classes(&l, m);
+    /* Without its log the run's coverage is unknown, which the report says;
+     * a log that opens but cannot be read is an error. */
+    if (rc == 0 && l.log != NULL &&
+        (rc = ust__report_coverage(l.run, l.log, &m->coverage, err)) == 0)
+        m->has_coverage = 1;
     ust_log_close(l.log);
     ust_run_close(l.run);
     if (rc != 0)
         ust__report_model_clear(m);
     return rc;
+}
+
+int ust__report_run_open(const ust_report_opts *o, ust_run **out, char **err)
+{
+    return o->n_runs > 1 ? ust_run_open_many(o->run_paths, o->n_runs, out, err)
+                         : ust_run_open(o->run_path, out, err);
 }
 
 void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size)
@@ -358,28 +300,17 @@ void ust__report_model_clear(ust__report_model *m)
         ust__report_class *c = &m->classes[i];
         ust_free(c->name);
         json_decref(c->field_sets);
-        for (size_t k = 0; k < c->n_examples; k++) {
-            json_decref(c->examples[k].divergence);
-            json_decref(c->examples[k].request);
-        }
+        for (size_t k = 0; k < c->n_examples; k++)
+            ust__report_event_clear(&c->examples[k]);
         ust_free(c->examples);
-        for (size_t k = 0; k < c->n_timelines; k++) {
-            ust__report_timeline *t = &c->timelines[k];
-            for (size_t r = 0; r < t->n; r++) {
-                ust_free(t->rows[r].event_type);
-                ust_free(t->rows[r].lv);
-                ust_free(t->rows[r].ls);
-                ust_free(t->rows[r].cv);
-                ust_free(t->rows[r].cs);
-            }
-            ust_free(t->rows);
-            ust_free(t->entity);
-        }
-        ust_free(c->timelines);
         ust_free(c->buckets);
+        ust_free(c->days);
     }
     ust_free(m->classes);
     ust_free(m->total_buckets);
+    ust_free(m->total_days);
+    json_decref(ust__report_chain_finish(m->chain));
+    json_decref(m->about);
     json_decref(m->meta);
     json_decref(m->redact);
     json_decref(m->by_route);

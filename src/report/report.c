@@ -1,5 +1,7 @@
-/* Writing a report directory: index.html, summary.md, divergences.jsonl. */
+/* Writing a report directory: index.html, summary.md, summary.json,
+ * divergences.jsonl. */
 #include "report/model.h"
+#include "report/redact_line.h"
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
@@ -27,18 +29,19 @@ static int write_line(void *ctx, const ust_run_divergence *d)
     if (json_array_size(w->redact) > 0) {
         json_error_t jerr;
         json_t *doc = ust_json_loads(d->line, 0, &jerr);
-        ust_redact_json(json_object_get(json_object_get(doc, "legacy"), "body"),
-                        w->redact);
-        ust_redact_json(json_object_get(json_object_get(doc, "candidate"), "body"),
-                        w->redact);
+        ust__report_redact_line(doc, w->redact);
         masked = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         json_decref(doc);
     }
-    /* In JSON text a bidi control can only be inside a string, where its \u
-     * escape means the same. */
-    ust__report_put_escaped(w->f, masked ? masked : d->line, NULL, "\\u%04X");
     int rc = 0;
-    if (fputc('\n', w->f) == EOF || ferror(w->f))
+    /* A line the rules could not be applied to is not written unmasked. */
+    if (json_array_size(w->redact) > 0 && masked == NULL)
+        rc = ust_errf(w->err, UST_ENOMEM, "%s: cannot mask seq %lld", w->path,
+                      (long long)d->seq);
+    else /* In JSON text a bidi control can only be inside a string, where
+          * its \u escape means the same. */
+        ust__report_put_escaped(w->f, masked ? masked : d->line, NULL, "\\u%04X");
+    if (rc == 0 && (fputc('\n', w->f) == EOF || ferror(w->f)))
         rc = ust_errf(w->err, UST_EIO, "%s: write failed", w->path);
     ust_free(masked);
     w->done++;
@@ -52,7 +55,7 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t t
                        const char *path, char **err)
 {
     ust_run *run = NULL;
-    int rc = ust_run_open(o->run_path, &run, err);
+    int rc = ust__report_run_open(o, &run, err);
     if (rc != 0)
         return rc;
     jsonl_writer w = {o, redact, total, 0, fopen(path, "wb"), path, err};
@@ -65,29 +68,6 @@ static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t t
     if (rc == 0)
         ust_progress_tell(&o->progress, w.done, 1);
     return rc;
-}
-
-void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
-                             const char *bidi_format)
-{
-    /* Plain runs go out in one write: a report streams every divergence. */
-    const char *run = s;
-    for (; s != NULL && *s; s++) {
-        uint32_t cp = (unsigned char)*s == 0xE2 ? ust_utf8_bidi_control(s) : 0;
-        const char *r = cp == 0 && replace != NULL ? replace[(unsigned char)*s] : NULL;
-        if (cp == 0 && r == NULL)
-            continue;
-        fwrite(run, 1, (size_t)(s - run), f);
-        if (cp != 0) {
-            fprintf(f, bidi_format, (unsigned)cp);
-            s += 2;
-        } else {
-            fputs(r, f);
-        }
-        run = s + 1;
-    }
-    if (run != NULL)
-        fwrite(run, 1, (size_t)(s - run), f);
 }
 
 void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
@@ -109,19 +89,36 @@ void ust__report_put_triage(FILE *f, const ust_triage_entry *accepted,
     fputs(")", f);
 }
 
-void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
-                           const char *const *replace, const char *before,
-                           const char *between, const char *after)
+static void put_entry(FILE *f, const ust_triage_entry *e, const char *extra,
+                      const ust__report_entry_style *s)
 {
-    for (size_t i = 0; i < gate->n_stale; i++) {
-        fputs(before, f);
-        ust__report_put_escaped(f, gate->stale[i]->class_glob, replace,
-                                UST__REPORT_BIDI_VISIBLE);
-        fputs(between, f);
-        ust__report_put_escaped(f, gate->stale[i]->owner, replace,
-                                UST__REPORT_BIDI_VISIBLE);
-        fputs(after, f);
+    fputs(s->before, f);
+    ust__report_put_escaped(f, e->class_glob, s->replace, UST__REPORT_BIDI_VISIBLE);
+    fputs(s->between, f);
+    ust__report_put_escaped(f, e->owner, s->replace, UST__REPORT_BIDI_VISIBLE);
+    fputs(s->owner_end, f);
+    if (extra != NULL) {
+        fputs(s->extra_before, f);
+        ust__report_put_escaped(f, extra, s->replace, UST__REPORT_BIDI_VISIBLE);
+        fputs(s->extra_after, f);
     }
+    fputs(s->end, f);
+}
+
+void ust__report_put_unused(FILE *f, const ust_gate_result *gate, int expired,
+                            const ust__report_entry_style *s)
+{
+    size_t n = expired ? gate->n_expired : gate->n_stale;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0)
+            fputs(s->heading, f);
+        if (expired)
+            put_entry(f, gate->expired[i], gate->expired[i]->expires, s);
+        else
+            put_entry(f, gate->stale[i], gate->stale_hints[i], s);
+    }
+    if (n > 0)
+        fputs(s->closing, f);
 }
 
 int ust_report_write(const ust_report_opts *o, char **err)
@@ -135,17 +132,24 @@ int ust_report_write(const ust_report_opts *o, char **err)
     char *html = ust_sprintf("%s/index.html", o->out_dir);
     char *md = ust_sprintf("%s/summary.md", o->out_dir);
     char *jsonl = ust_sprintf("%s/divergences.jsonl", o->out_dir);
-    if (html == NULL || md == NULL || jsonl == NULL)
+    char *summary = ust_sprintf("%s/summary.json", o->out_dir);
+    if (html == NULL || md == NULL || jsonl == NULL || summary == NULL)
         rc = UST_ENOMEM;
+    /* The JSONL first, while the log's chain is checked beside it. */
+    if (rc == 0)
+        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
+    json_object_set_new(m.about, "log_chain", ust__report_chain_finish(m.chain));
+    m.chain = NULL;
     if (rc == 0)
         rc = ust__report_write_html(&m, html, err);
     if (rc == 0)
         rc = ust__report_write_markdown(&m, md, err);
     if (rc == 0)
-        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
+        rc = ust__report_write_summary_json(&m, summary, err);
     ust_free(html);
     ust_free(md);
     ust_free(jsonl);
+    ust_free(summary);
     ust__report_model_clear(&m);
     return rc;
 }

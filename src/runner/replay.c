@@ -5,6 +5,7 @@
  * the stream never shows what the run database does not hold. */
 #include "runner/answers_reader.h"
 #include "runner/journal.h"
+#include "runner/partition.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
 
@@ -12,6 +13,7 @@
 #include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/compare.h>
+#include <understudy/coverage.h>
 #include <understudy/error.h>
 #include <understudy/event.h>
 #include <understudy/host.h>
@@ -33,6 +35,7 @@ struct ust_runner {
     char **lines;                /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
     char *redact;          /* the config's redact list as JSON text */
+    char *coverage;        /* what the report counts coverage with (JSON) */
     struct batch *batches; /* two: one read and started, one being finished */
     /* The last event decided, and the last one committed (what the run
      * database says): a step that fails goes back to the second. */
@@ -78,6 +81,14 @@ static int record_identity(replay *r, char **err)
     json_decref(redact);
     if (r->redact == NULL)
         return UST_ENOMEM;
+    /* And which routes take API requests, and the coverage params. */
+    ust_coverage_params cov;
+    if (ust_coverage_params_from_config(r->o->cfg, &cov) != 0)
+        return UST_ENOMEM;
+    r->coverage = ust_coverage_params_format(&cov);
+    ust_coverage_params_clear(&cov);
+    if (r->coverage == NULL)
+        return UST_ENOMEM;
     struct {
         const char *key, *value;
     } parts[] = {
@@ -91,6 +102,7 @@ static int record_identity(replay *r, char **err)
         {"candidate_version", ust_plugin_version(r->candidate)},
         {"candidate_sha256", ust_plugin_file_sha256(r->candidate)},
         {"redact", r->redact},
+        {"coverage", r->coverage},
     };
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         int rc = check_identity(r, parts[i].key, parts[i].value, err);
@@ -179,9 +191,11 @@ static int keep_line(replay *r, char *line)
     return 0;
 }
 
+/* The line of a divergence: its "fields" are the names of its "diff", one
+ * comparison's (ust_compare_diff). */
 static int write_divergence(replay *r, const ust_event *ev, const char *entity,
                             const ust_decision *l, const ust_decision *c,
-                            json_t *fields, char **err)
+                            const json_t *diff, char **err)
 {
     const char *what = ev->event_type ? ev->event_type
                        : ev->route    ? ev->route->path
@@ -190,7 +204,9 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     int follow_on = ust__run_writer_entity_diverged(&r->run, entity, err);
     char when[32];
     ust_time_format(ev->received_at_us, when);
-    char *field_text = json_dumps(fields, JSON_COMPACT);
+    json_t *fields = ust_compare_diff_fields(diff);
+    char *field_text = fields ? json_dumps(fields, JSON_COMPACT) : NULL;
+    json_decref(fields);
     ust_jsonw w = {0};
     ust_jsonw_object(&w);
     ust_jsonw_member_int(&w, "seq", ev->seq);
@@ -199,6 +215,8 @@ static int write_divergence(replay *r, const ust_event *ev, const char *entity,
     ust_jsonw_key(&w, "fields");
     ust_jsonw_raw(&w, field_text ? field_text : "[]",
                   field_text ? strlen(field_text) : 2);
+    ust_jsonw_key(&w, "diff");
+    ust_jsonw_value(&w, diff);
     ust_jsonw_member_string(&w, "entity", entity);
     ust_jsonw_key(&w, "follow_on");
     ust_jsonw_bool(&w, follow_on);
@@ -233,6 +251,7 @@ typedef struct item {
     ust_log_record rec;
     ust_event ev;
     int viewed, fed;
+    int outside;    /* of another partition: passed over */
     ust_decision c; /* the candidate's */
     ust_decision l; /* a journaled legacy's, decided with its batch */
     int l_ready;
@@ -254,7 +273,8 @@ static int prepare_item(replay *r, item *it, char **err)
     /* The signature status is evidence from arrival; replay trusts the log,
      * which the chain protects, rather than secrets it may not have. */
     it->ev.sig = it->rec.sig;
-    it->fed = it->ev.route != NULL &&
+    it->outside = !ust_partition_holds(&r->o->partition, r->o->cfg, &it->ev);
+    it->fed = !it->outside && it->ev.route != NULL &&
               (it->ev.sig == UST_SIG_VERIFIED || it->ev.sig == UST_SIG_UNSIGNED);
     return 0;
 }
@@ -271,11 +291,19 @@ static void release_item(item *it)
 
 static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
 {
+    if (it->outside) {
+        /* Another runner's: only the cursor moves, so a partition's run
+         * still decides up to its log's head. */
+        stats->outside++;
+        r->last_seq = it->rec.seq;
+        memcpy(r->last_hash, it->rec.hash, UST_SHA256_LEN);
+        return 0;
+    }
     ust_event *ev = &it->ev;
     ust_decision l;
     memset(&l, 0, sizeof(l));
     const char *entity = ev->identity;
-    json_t *fields = NULL;
+    json_t *diff = NULL;
     int rc = 0;
     if (it->fed) {
         int64_t t0 = ust_time_mono_us();
@@ -294,8 +322,8 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
         if (r->o->legacy_decide != NULL)
             ust_histogram_observe(r->o->legacy_decide, took);
         entity = l.entity ? l.entity : it->c.entity ? it->c.entity : ev->identity;
-        fields = ust_compare_decisions(r->o->cfg, &l, &it->c);
-        if (fields == NULL)
+        diff = ust_compare_diff(r->o->cfg, &l, &it->c);
+        if (diff == NULL)
             rc = UST_ENOMEM;
         stats->fed++;
     } else {
@@ -303,11 +331,10 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
     }
     if (rc == 0)
         rc = ust__run_writer_decision(&r->run, ev, entity, it->fed,
-                                      fields != NULL && json_array_size(fields) > 0, &l,
-                                      &it->c, err);
-    if (rc == 0 && fields != NULL && json_array_size(fields) > 0)
-        rc = write_divergence(r, ev, entity, &l, &it->c, fields, err);
-    json_decref(fields);
+                                      json_array_size(diff) > 0, &l, &it->c, err);
+    if (rc == 0 && json_array_size(diff) > 0)
+        rc = write_divergence(r, ev, entity, &l, &it->c, diff, err);
+    json_decref(diff);
     ust_decision_clear(&l);
     r->last_seq = it->rec.seq;
     memcpy(r->last_hash, it->rec.hash, UST_SHA256_LEN);
@@ -451,6 +478,7 @@ static void close_parts(replay *r)
     ust_free(r->lines);
     ust_free(r->batches);
     ust_free(r->redact);
+    ust_free(r->coverage);
     ust__answers_reader_close(&r->answers);
     ust_plugin_unload(r->legacy);
     ust_plugin_unload(r->candidate);
@@ -511,6 +539,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
     int64_t cursor = 0;
     if (rc == 0)
         rc = ust__rundb_cursor(r->run.db, &cursor, err);
+    if (rc == 0)
+        rc = ust__partition_check_run(&r->run, &o->partition, o->cfg, cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0 && ust_alloc_failures() != refused)

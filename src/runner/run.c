@@ -1,5 +1,6 @@
 /* Reading a run database (see run.h): the queries of report, gate and drive,
  * kept beside the schema they read (rundb.c). */
+#include "runner/run_handle.h"
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
@@ -8,11 +9,6 @@
 
 #include <sqlite3.h>
 #include <string.h>
-
-struct ust_run {
-    sqlite3 *db;
-    char *path;
-};
 
 int ust_run_open(const char *path, ust_run **out, char **err)
 {
@@ -33,6 +29,11 @@ int ust_run_open(const char *path, ust_run **out, char **err)
     }
     *out = run;
     return 0;
+}
+
+const char *ust_run_name(const ust_run *run)
+{
+    return run->path;
 }
 
 void ust_run_close(ust_run *run)
@@ -215,9 +216,11 @@ int ust_run_class_fields(ust_run *run, const char *cls, size_t limit,
                          int (*fn)(void *ctx, const char *fields), void *ctx,
                          char **err)
 {
+    /* In the order each first diverged: the scan's order would differ
+     * between one run and its partitions read together. */
     return class_texts(run,
-                       "SELECT DISTINCT fields FROM divergences WHERE class = ?1"
-                       " LIMIT ?2",
+                       "SELECT fields FROM divergences WHERE class = ?1"
+                       " GROUP BY fields ORDER BY min(seq) LIMIT ?2",
                        cls, limit, fn, ctx, err);
 }
 
@@ -294,10 +297,14 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
     return rc;
 }
 
+/* The divergence's follow_on by a lookup rather than a join: over the
+ * partitions of a replay read as one (run_many.c), a join of the two views
+ * would copy every divergence for each read, where the lookup's seq reaches
+ * each run's primary key. */
 #define EVENT_SELECT                                                                   \
     "SELECT d.seq, d.received_at, d.event_type, d.fed, d.diverged,"                    \
-    " coalesce(v.follow_on, 0), d.l_verdict, d.l_state, d.c_verdict, d.c_state"        \
-    " FROM decisions d LEFT JOIN divergences v ON v.seq = d.seq"
+    " coalesce((SELECT v.follow_on FROM divergences v WHERE v.seq = d.seq), 0),"       \
+    " d.l_verdict, d.l_state, d.c_verdict, d.c_state FROM decisions d"
 
 /* Reads the events of st (prepared and bound), *n of them: 0 at the end,
  * fn's value when it stopped, or an error. */

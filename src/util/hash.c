@@ -39,6 +39,16 @@ void ust_sha256_hex(const void *data, size_t len, char hex[UST_SHA256_HEX_LEN + 
     ust_hex_encode(md, sizeof(md), hex);
 }
 
+uint64_t ust_sha256_u64(const void *data, size_t len)
+{
+    unsigned char md[UST_SHA256_LEN];
+    ust_sha256(data, len, md);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | md[i];
+    return v;
+}
+
 int ust_sha256_file_hex(const char *path, char hex[UST_SHA256_HEX_LEN + 1])
 {
     FILE *f = fopen(path, "rb");

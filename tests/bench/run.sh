@@ -16,6 +16,9 @@ if [ -x "$build/tests/bench_replay" ]; then
   echo "### replay"
   "$build/tests/bench_replay" "$dir" "$build" "${REPLAY_EVENTS:-1000000}"
 fi
+echo
+echo "### replay: the whole log beside two partitions at once"
+./tests/bench/partition.sh "$build" "${PARTITION_EVENTS:-200000}" 3
 if [ -x "$build/tests/bench_url" ]; then
   echo
   echo "### url candidate beside a plain libcurl loop (service answering at once, then in 1 ms)"
@@ -29,6 +32,17 @@ if [ -x "$build/tests/bench_report" ]; then
   echo
   echo "### report"
   "$build/tests/bench_report" "$dir" "$build" "${REPORT_EVENTS:-1000000}"
+fi
+if [ -x "$build/tests/bench_coverage" ]; then
+  echo
+  echo "### coverage count over a generated week"
+  n=${COVERAGE_EVENTS:-1000000}
+  ( set -a; . scenarios/demo.env; set +a
+    "$build/src/understudy" gen --config tests/data/config.json --events "$n" --seed 1 \
+      --out "$dir/cov.jsonl" --quiet
+    "$build/src/understudy" log import --config tests/data/config.json --log "$dir/cov.db" \
+      --quiet "$dir/cov.jsonl" >/dev/null
+    "$build/tests/bench_coverage" "$dir/cov.db" tests/data/config.json 3 )
 fi
 if command -v wrk >/dev/null && command -v nginx >/dev/null; then
   echo

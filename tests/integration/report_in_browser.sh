@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Opens a report in headless Chromium and checks the page as rendered: a
-# hostile payload shows as text and runs nothing, and the chart is there.
+# hostile payload shows as text and runs nothing, the chart is there, and an
+# event under review shows its diff side by side and its headers as a table.
 # usage: report_in_browser.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
@@ -18,6 +19,12 @@ cat > "$tmp/in.jsonl" <<'JSONL'
 {"v":1,"received_at":"2026-11-29T10:00:00Z","remote":"203.0.113.9:1","method":"POST","target":"/payments","headers":[["X-Tenant-Id","t1"]],"body":"{\"order_id\":\"</script><img src=x onerror=alert(1)>\",\"amount\":100,\"currency\":\"eur\"}"}
 {"v":1,"received_at":"2026-11-29T11:00:00Z","remote":"203.0.113.9:2","method":"POST","target":"/payments","headers":[["X-Tenant-Id","<b>t2</b>"]],"body":"{\"order_id\":\"<img src=x onerror=document.body.setAttribute('data-pwned','1')>\",\"amount\":200,\"currency\":\"eur\"}"}
 JSONL
+# A payment refunded, then paid again with a new event id (scenario 5),
+# signed as Stripe signs it: the legacy moves it back to paid, the candidate
+# keeps it refunded.
+"$bin" drive --config "$src/tests/data/config.json" --render "$tmp/paid-after-refund.jsonl" \
+  "$src/scenarios/05-paid-after-refund-new-id.json" > /dev/null
+cat "$tmp/paid-after-refund.jsonl" >> "$tmp/in.jsonl"
 "$bin" log import --config "$src/tests/data/config.json" --log "$tmp/events.db" "$tmp/in.jsonl"
 "$bin" replay --config "$src/tests/data/config.json" --log "$tmp/events.db" --run "$tmp/run.db" \
   --legacy "$build/src/plugins/legacy/understudy-legacy.so" \
@@ -28,6 +35,18 @@ timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no
   --user-data-dir="$tmp/profile" --virtual-time-budget=2000 \
   --dump-dom "file://$tmp/report/index.html" > "$tmp/dom.html" 2> "$tmp/chromium.log"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# An event under review as Chromium rendered it (the DOM dumped to $1, an
+# index or a class page): the paid-after-refunded divergence has the
+# legacy's paid and the candidate's refunded in one row of its diff table,
+# and the request's headers are a table.
+check_event_dom() {
+  local dom=$1
+  grep -oP '<table class="diff">.*?</table>' "$dom" | sed 's#</tr>#</tr>\n#g' \
+    | grep 'class="legacy"><code>"paid"</code>' \
+    | grep -q 'class="candidate"><code>"refunded"</code>' \
+    || fail "$dom: no row of a table.diff holds paid (legacy) and refunded (candidate)"
+  grep -q '<table class="headers">' "$dom" || fail "$dom: the request's headers are not a table.headers"
+}
 [ -s "$tmp/dom.html" ] || fail "chromium rendered nothing: $(tail -3 "$tmp/chromium.log")"
 grep -q 'understudy: divergence report' "$tmp/dom.html" || fail "the page did not render"
 grep -qF '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' "$tmp/dom.html" \
@@ -38,4 +57,5 @@ if grep -q '<b>t2' "$tmp/dom.html"; then fail "a header became markup"; fi
 grep -o '<body[^>]*>' "$tmp/dom.html" | grep -q 'data-pwned' && fail "a payload's script ran"
 grep -q '<svg id="chart"' "$tmp/dom.html" || fail "the chart is missing"
 grep -q '<rect' "$tmp/dom.html" || fail "the chart has no bars"
-echo "ok: report renders in $("$browser" --version 2>/dev/null | head -1); payloads inert, chart present"
+check_event_dom "$tmp/dom.html"
+echo "ok: report renders in $("$browser" --version 2>/dev/null | head -1); payloads inert, chart present, diff and headers tables"

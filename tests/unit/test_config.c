@@ -187,6 +187,18 @@ static void test_defaults(void **state)
     assert_string_equal(cfg->compare_ignore[0], "/payment_id");
     assert_int_equal(cfg->n_compare_headers, 1);
     assert_string_equal(cfg->compare_headers[0], "Retry-After");
+    assert_int_equal(cfg->coverage.semantic_window_s, 600);
+    assert_int_equal(cfg->coverage.op_latency_ms, 500);
+    assert_int_equal(cfg->coverage.key_ttl_s, 86400);
+    ust_config_free(cfg);
+    /* each coverage key on its own */
+    cfg = ust_test_parse_config("{\"routes\":[{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"a\"}],"
+                                "\"plugins\":{\"candidate\":{\"path\":\"c.so\"}},"
+                                "\"coverage\":{\"op_latency_ms\":250}}",
+                                "c.json");
+    assert_int_equal(cfg->coverage.semantic_window_s, 600);
+    assert_int_equal(cfg->coverage.op_latency_ms, 250);
+    assert_int_equal(cfg->coverage.key_ttl_s, 86400);
     ust_config_free(cfg);
 }
 
@@ -205,6 +217,12 @@ static const refused_case broken[] = {
     /* Its microseconds must fit the arithmetic of /healthz. */
     {"{\"routes\":[" R0 "],\"health\":{\"max_lag_s\":9223372036855}}",
      "cfg.json: health.max_lag_s: expected at most 1000000000 seconds"},
+    /* The coverage windows, in µs, must fit the count's arithmetic. */
+    {"{\"routes\":[" R0 "],\"coverage\":{\"key_ttl_s\":9223372036855}}",
+     "cfg.json: coverage.key_ttl_s: expected at most 1000000000"},
+    {"{\"routes\":[" R0 "],\"coverage\":{\"op_latency_ms\":0}}",
+     "cfg.json: coverage.op_latency_ms: expected a positive integer"},
+    {"{\"routes\":[" R0 "],\"coverage\":[]}", "cfg.json: coverage: expected an object"},
     {ROUTES(R0 ",{\"path\":\"/s\",\"kind\":\"webhook\",\"provider\":\"p\","
                "\"signature\":{\"scheme\":\"paypal\",\"secret_env\":\"S\"}}"),
      "cfg.json: routes[1].signature.scheme: expected one of \"stripe\", "
@@ -383,13 +401,18 @@ static const refused_case misspelled[] = {
     /* A key's control characters never reach the terminal. */
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
-     "plugins, compare, redact, retention, capture, admin_listen, health)"},
+     "plugins, compare, redact, retention, capture, admin_listen, health, "
+     "partition_by, coverage)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
-     "routes, plugins, compare, redact, retention, capture, admin_listen, health)"},
+     "routes, plugins, compare, redact, retention, capture, admin_listen, health, "
+     "partition_by, coverage)"},
     {WITH("\"health\":{\"max_lag\":5}"),
      "cfg.json: unknown key \"health.max_lag\" (did you mean \"max_lag_s\"?)"},
+    {WITH("\"coverage\":{\"window\":5}"),
+     "cfg.json: unknown key \"coverage.window\" (known here: semantic_window_s, "
+     "op_latency_ms, key_ttl_s)"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"p\"," UNSIGNED
             ",\"x\":1}"),
      "cfg.json: unknown key \"routes[0].x\" (known here: path, kind, provider, "

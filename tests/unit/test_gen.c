@@ -1,6 +1,7 @@
 /* gen: the same seed gives the same bytes, and a replay of what it wrote
  * finds exactly the divergences its truth file predicts (the 10,000,000
- * event week of the README was checked the same way, by hand). */
+ * event week of the README was checked the same way, by hand), and the
+ * report's coverage counts exactly what its truth file says gen planted. */
 #include "support.h"
 
 #include <understudy/alloc.h>
@@ -8,7 +9,9 @@
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/gen.h>
+#include <understudy/coverage.h>
 #include <understudy/log.h>
+#include <understudy/report.h>
 #include <understudy/runner.h>
 
 #include <sqlite3.h>
@@ -76,9 +79,70 @@ static void test_same_seed_same_bytes(void **state)
     ust_config_free(cfg);
 }
 
+/* The truth file's last line, {"coverage": {...}}, cut off want; the test
+ * fails without it. */
+static json_t *take_coverage_line(char *want)
+{
+    size_t len = strlen(want);
+    assert_true(len > 1 && want[len - 1] == '\n');
+    want[len - 1] = '\0';
+    char *last = strrchr(want, '\n');
+    last = last ? last + 1 : want;
+    json_error_t jerr;
+    json_t *line = json_loads(last, 0, &jerr);
+    assert_non_null(line);
+    json_t *cov = json_incref(json_object_get(line, "coverage"));
+    json_decref(line);
+    assert_non_null(cov);
+    *last = '\0'; /* the divergences, each line with its newline */
+    return cov;
+}
+
+/* The run's coverage as summary.json has it equals the truth file's, kind
+ * for kind, in the report's order. */
+static void check_coverage(world *w, const char *run, const json_t *truth)
+{
+    char out[PATH_MAX], path[PATH_MAX];
+    snprintf(out, sizeof(out), "%s/report", w->dir);
+    snprintf(path, sizeof(path), "%s/summary.json", out);
+    ust_report_opts ro = {.run_path = run, .out_dir = out};
+    char *err = NULL;
+    if (ust_report_write(&ro, &err) != 0)
+        fail_msg("report: %s", err);
+    json_error_t jerr;
+    json_t *summary = json_load_file(path, 0, &jerr);
+    assert_non_null(summary);
+    json_t *got = json_object_get(summary, "coverage");
+    assert_int_equal(json_object_size(got), UST_COVERAGE_N);
+    assert_int_equal(json_object_size(truth), UST_COVERAGE_N);
+    const char *kind;
+    json_t *v;
+    int k = 0;
+    json_object_foreach(got, kind, v)
+    {
+        assert_string_equal(kind, ust_coverage_kind_name((ust_coverage_kind)k++));
+        json_t *want = json_object_get(truth, kind);
+        if (!json_is_integer(want) || json_integer_value(want) != json_integer_value(v))
+            fail_msg("coverage %s: counted %lld, gen planted %lld", kind,
+                     (long long)json_integer_value(v),
+                     (long long)json_integer_value(want));
+    }
+    /* gen plants every kind its mix has: none of those may read 0 */
+    static const char *const planted[] = {
+        "identical_redelivery",  "redelivery_new_id",    "out_of_order",
+        "semantic_pair",         "api_completed_repeat", "api_concurrent_repeat",
+        "signature_invalid"};
+    for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
+        assert_true(json_integer_value(json_object_get(got, planted[i])) > 0);
+    assert_int_equal(json_integer_value(json_object_get(summary, "events")),
+                     json_integer_value(json_object_get(summary, "fed")) +
+                         json_integer_value(json_object_get(got, "signature_invalid")));
+    json_decref(summary);
+}
+
 /* Generates, imports, replays and compares the run's divergences with the
- * truth file, line for line. */
-static void check_truth(world *w, const char *config)
+ * truth file, line for line, and its coverage with the truth's counts. */
+static void check_truth(world *w, const char *config, int64_t events)
 {
     ust_config *cfg = load(config);
     char out[PATH_MAX], truth[PATH_MAX], log_path[PATH_MAX], run[PATH_MAX];
@@ -88,7 +152,7 @@ static void check_truth(world *w, const char *config)
     snprintf(run, sizeof(run), "%s/run.db", w->dir);
     unlink(log_path);
     unlink(run);
-    generate(cfg, 7, 8000, out, truth);
+    generate(cfg, 7, events, out, truth);
     /* The truth is about decisions, not isolation: the candidate in process
      * keeps this quick under the sanitizers. */
     cfg->candidate.isolate = 0;
@@ -126,6 +190,9 @@ static void check_truth(world *w, const char *config)
     sqlite3_finalize(q);
     sqlite3_close(db);
     char *want = ust_test_read_file(truth);
+    json_t *coverage = take_coverage_line(want);
+    check_coverage(w, run, coverage);
+    json_decref(coverage);
     assert_true(strlen(want) > 1000); /* every kind was injected */
     assert_non_null(strstr(want, "in_progress"));
     assert_non_null(strstr(want, "charge.refunded"));
@@ -138,13 +205,13 @@ static void check_truth(world *w, const char *config)
 
 static void test_replay_finds_exactly_the_truth(void **state)
 {
-    check_truth(*state, "tests/data/config.json");
+    check_truth(*state, "tests/data/config.json", 20000);
 }
 
 static void test_truth_follows_the_compared_headers(void **state)
 {
     /* The demo config also compares Retry-After and Idempotent-Replayed. */
-    check_truth(*state, "scenarios/demo.config.json");
+    check_truth(*state, "scenarios/demo.config.json", 8000);
 }
 
 static void test_bad_mix_is_refused(void **state)

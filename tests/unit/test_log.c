@@ -259,6 +259,39 @@ static void test_each_tampering_is_named(void **state)
     }
 }
 
+/* A bounded walk checks the rows up to a seq and no further: a changed row
+ * past it is not its business, one at or before it is, and a log that ends
+ * before it fails. */
+static void test_verify_through_a_seq(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 6, 0);
+    char *err = NULL;
+    ust_log_verify_result whole, res;
+    assert_int_equal(ust_log_verify(f->log, &whole, &err), 0);
+    ust_log_close(f->log);
+    f->log = NULL;
+    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET headers = '[]' WHERE seq = 5");
+    assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
+    assert_int_equal(ust_log_verify_through(f->log, 4, NULL, &res, &err), 0);
+    assert_int_equal(res.head_seq, 4);
+    assert_int_equal(res.checked, 4);
+    assert_int_equal(ust_log_verify_through(f->log, 5, NULL, &res, &err), UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 5);
+    ust_free(err); /* the row's, which cannot be read */
+    err = NULL;
+    assert_int_equal(ust_log_verify_through(f->log, 9, NULL, &res, &err), UST_ETAMPER);
+    ust_free(err);
+    err = NULL;
+    /* The hash at the seq, when given, must be the chain's there. */
+    ust_log_verify_result at4;
+    assert_int_equal(ust_log_verify_through(f->log, 4, NULL, &at4, &err), 0);
+    assert_int_equal(ust_log_verify_through(f->log, 4, at4.head_hash, &res, &err), 0);
+    assert_int_equal(ust_log_verify_through(f->log, 3, at4.head_hash, &res, &err),
+                     UST_ETAMPER);
+    assert_int_equal(res.bad_seq, 3);
+}
+
 static void test_prune_reanchors_and_is_recorded(void **state)
 {
     struct fixture *f = *state;
@@ -1218,6 +1251,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_triggers_refuse_update_and_delete, setup,
                                         teardown),
         cmocka_unit_test(test_each_tampering_is_named),
+        cmocka_unit_test_setup_teardown(test_verify_through_a_seq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_reanchors_and_is_recorded, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_two_writers_chain_onto_each_other, setup,

@@ -286,15 +286,20 @@ static void small_world(world *w)
     w->cfg->candidate.isolate = 0;
 }
 
-/* Decisions and divergences of the run database as one text. */
+/* Decisions and divergences of the run database as one text, with each
+ * divergence's line (its diff: a refused allocation must not cost it an
+ * entry). */
 static char *run_text(world *w)
 {
     char *l = world_verdicts(w, "legacy"), *c = world_verdicts(w, "candidate");
     char *d = world_divergences(w);
-    char *text = ust_sprintf("%s / %s / %s", l, c, d);
+    char *lines = world_query(w, "SELECT group_concat(line, char(10)) FROM"
+                                 " (SELECT line FROM divergences ORDER BY seq)");
+    char *text = ust_sprintf("%s / %s / %s / %s", l, c, d, lines);
     ust_free(l);
     ust_free(c);
     ust_free(d);
+    ust_free(lines);
     return text;
 }
 

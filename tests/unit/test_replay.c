@@ -80,6 +80,11 @@ static void test_paid_after_refund_with_new_id(void **state)
                               " decisions"
                               " WHERE seq = 3"),
                "paid refunded");
+    /* The line shows both sides of each field: paid against refunded. */
+    expect_str(world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences"),
+               "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
+               "\"rejected\"},{\"field\":\"state\",\"legacy\":\"paid\","
+               "\"candidate\":\"refunded\"}]");
 }
 
 /* 6. The same, but the late paid keeps its original event id. */
@@ -157,6 +162,11 @@ static void test_parallel_same_key(void **state)
                               " json_extract(c_headers, '$.retry-after') FROM"
                               " decisions WHERE seq = 2"),
                "409 1");
+    /* The legacy's body has no "error": its side of that entry has no key. */
+    expect_str(world_query(w, "SELECT json_extract(line, '$.diff[4]') ||"
+                              " json_extract(line, '$.diff[3]') FROM divergences"),
+               "{\"field\":\"body/error\",\"candidate\":\"in_progress\"}"
+               "{\"field\":\"body/currency\",\"legacy\":\"eur\"}");
 }
 
 /* 13. A completed retry: both return the stored response. */
@@ -276,6 +286,58 @@ static void test_replay_is_deterministic(void **state)
                "0,1");
     free(first);
     free(second);
+}
+
+/* Each divergence line, as the stream and the run database carry it, has
+ * its "diff" right after "fields": one entry per name, the same names in
+ * the same order. */
+static void test_every_line_has_its_diff_after_fields(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
+    world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
+    world_api(w, 8000, "k1", "t1", "o7", 1000);
+    world_api(w, 8000.1, "k1", "t1", "o7", 1000);
+    world_api(w, 8010, "k1", "t1", "o7", 2000);
+    world_api(w, 8020, NULL, "t1", "o8", 1000);
+    world_record(w);
+    char *stream = NULL;
+    ust_replay_stats st = world_replay(w, "legacy", "candidate", &stream);
+    assert_true(st.divergences >= 4);
+    char *stored = world_query(w, "SELECT group_concat(line, char(10)) || char(10)"
+                                  " FROM (SELECT line FROM divergences ORDER BY seq)");
+    assert_string_equal(stream, stored);
+    ust_free(stored);
+    size_t lines = 0;
+    for (char *line = strtok(stream, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        json_error_t jerr;
+        json_t *doc = json_loads(line, 0, &jerr);
+        assert_non_null(doc);
+        json_t *fields = json_object_get(doc, "fields"),
+               *diff = json_object_get(doc, "diff");
+        char *names = json_dumps(fields, JSON_COMPACT);
+        char *after = ust_sprintf("\"fields\":%s,\"diff\":[{\"field\":", names);
+        if (strstr(line, after) == NULL)
+            fail_msg("no diff right after fields in %s", line);
+        ust_free(after);
+        ust_free(names);
+        assert_true(json_array_size(fields) > 0);
+        assert_int_equal(json_array_size(diff), json_array_size(fields));
+        for (size_t i = 0; i < json_array_size(diff); i++) {
+            json_t *e = json_array_get(diff, i);
+            assert_true(
+                json_equal(json_object_get(e, "field"), json_array_get(fields, i)));
+            assert_true(json_object_get(e, "legacy") ||
+                        json_object_get(e, "candidate"));
+        }
+        json_decref(doc);
+        lines++;
+    }
+    assert_int_equal(lines, st.divergences);
+    free(stream);
 }
 
 /* The legacy against itself: the comparison adds no noise. */
@@ -516,6 +578,7 @@ int main(void)
         T(test_tenants_and_key_forms),
         T(test_other_config_derives_again),
         T(test_replay_is_deterministic),
+        T(test_every_line_has_its_diff_after_fields),
         T(test_legacy_against_legacy_has_no_divergence),
         T(test_resume_with_other_plugin_is_refused),
         T(test_killed_replay_resumes_to_the_same_result),

@@ -2,6 +2,7 @@
 #include "replay_world.h"
 
 #include "http/metrics.h"
+#include "report/model.h"
 #include "runner/rundb.h"
 
 #include <understudy/report.h>
@@ -68,8 +69,7 @@ static void report(world *w, const ust_triage *t, char out[PATH_MAX])
     ust_report_opts o = {.run_path = w->run_path,
                          .out_dir = out,
                          .triage = t,
-                         .max_examples = 5,
-                         .max_timelines = 10};
+                         .max_examples = 5};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
@@ -136,6 +136,74 @@ static void test_html_escapes_and_redacts(void **state)
     must_contain(html, "timeline of <code>stripe:pi_1</code> (5 events)");
     must_contain(html, "<tr class=follow><td class=n>5</td>");
     free(html);
+}
+
+/* The diff's values are masked as the decisions are: a parallel repeat of
+ * one key (the legacy's body against the candidate's error, Retry-After
+ * compared) under rules naming a body field, a body pointer and that
+ * header. What the rules do not name is shown, and an absent side stays
+ * absent. */
+static void test_the_diff_is_redacted_like_the_bodies(void **state)
+{
+    world *w = *state;
+    world_api(w, 0, "k1", "t1", "o7", 1000);
+    world_api(w, 0.2, "k1", "t1", "o7", 1000);
+    world_record(w);
+    w->cfg->compare_headers = ust_calloc(2, sizeof(char *)); /* NULL-ended */
+    w->cfg->compare_headers[0] = ust_strdup("Retry-After");
+    w->cfg->n_compare_headers = 1;
+    static const char *const rules[] = {"payment_id", "/amount", "Retry-After"};
+    w->cfg->redact = ust_calloc(4, sizeof(char *));
+    for (size_t i = 0; i < 3; i++)
+        w->cfg->redact[i] = ust_strdup(rules[i]);
+    w->cfg->n_redact = 3;
+    world_replay(w, "legacy", "candidate", NULL);
+    char *stored =
+        world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences");
+    must_contain(stored, "\"legacy\":\"pay_2\"");
+    must_contain(stored, "{\"field\":\"header:retry-after\",\"candidate\":\"1\"}");
+    ust_free(stored);
+    char out[PATH_MAX];
+    report(w, NULL, out);
+    char *jsonl = report_text(out, "divergences.jsonl");
+    json_error_t jerr;
+    json_t *line = json_loads(jsonl, JSON_DISABLE_EOF_CHECK, &jerr);
+    assert_non_null(line);
+    char *diff = json_dumps(json_object_get(line, "diff"), JSON_COMPACT);
+    static const char want[] =
+        "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
+        "\"in_progress\"},{\"field\":\"status\",\"legacy\":201,\"candidate\":409},"
+        "{\"field\":\"header:retry-after\",\"candidate\":\"[redacted]\"},"
+        "{\"field\":\"body/amount\",\"legacy\":\"[redacted]\"},"
+        "{\"field\":\"body/currency\",\"legacy\":\"eur\"},"
+        "{\"field\":\"body/error\",\"candidate\":\"in_progress\"},"
+        "{\"field\":\"body/order_id\",\"legacy\":\"o7\"},"
+        "{\"field\":\"body/payment_id\",\"legacy\":\"[redacted]\"},"
+        "{\"field\":\"state\",\"legacy\":\"completed\",\"candidate\":"
+        "\"in_progress\"}]";
+    assert_string_equal(diff, want);
+    ust_free(diff);
+    json_decref(line);
+    must_not_contain(jsonl, "pay_2");
+    must_not_contain(jsonl, "\"retry-after\":\"1\"");
+    free(jsonl);
+    char *html = report_text(out, "index.html");
+    must_not_contain(html, "pay_2");
+    free(html);
+    /* The pages' examples hold the same line, masked the same. */
+    ust__report_model m;
+    memset(&m, 0, sizeof(m));
+    ust_report_opts o = {.run_path = w->run_path, .max_examples = 5};
+    char *err = NULL;
+    if (ust__report_model_load(&o, &m, &err) != 0)
+        fail_msg("model: %s", err);
+    assert_int_equal(m.n_classes, 1);
+    assert_int_equal(m.classes[0].n_examples, 1);
+    char *example = json_dumps(
+        json_object_get(m.classes[0].examples[0].divergence, "diff"), JSON_COMPACT);
+    assert_string_equal(example, want);
+    ust_free(example);
+    ust__report_model_clear(&m);
 }
 
 static void test_examples_are_capped_and_in_order(void **state)
@@ -221,6 +289,22 @@ static void expect_triage_error(world *w, const char *text, const char *want)
 static void test_malformed_triage_names_the_entry(void **state)
 {
     world *w = *state;
+    expect_triage_error(w,
+                        "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\","
+                        " \"owner\": \"o\", \"expires\": \"2026-13-01\"}]}",
+                        "accepted[0].expires: expected YYYY-MM-DD");
+    expect_triage_error(w,
+                        "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\","
+                        " \"owner\": \"o\", \"expires\": \"2027-02-29\"}]}",
+                        "accepted[0].expires: expected YYYY-MM-DD");
+    expect_triage_error(w,
+                        "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\","
+                        " \"owner\": \"o\", \"expires\": 20261231}]}",
+                        "accepted[0].expires: expected a non-empty string");
+    expect_triage_error(w,
+                        "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\","
+                        " \"owner\": \"o\", \"expiers\": \"2000-01-01\"}]}",
+                        "accepted[0]: unknown key \"expiers\"");
     expect_triage_error(
         w,
         "{\"accepted\": [{\"class\": \"a\", \"reason\": \"r\", \"owner\":"
@@ -466,6 +550,177 @@ static void test_error_divergences_need_a_named_entry(void **state)
     must_contain(md, "| charge.disputed: * | disputes |");
     free(md);
     ust_triage_free(t);
+    /* The exact class may be written with "->": it is read as the arrow,
+     * then compared whole. */
+    assert_int_equal(
+        gate_cli(w,
+                 "{\"accepted\": [{\"class\": \"" PAID ": applied -> error\","
+                 " \"reason\": \"known outage\", \"owner\": \"payments\"},"
+                 " {\"class\": \"*\", \"reason\": \"r\", \"owner\": \"cto\"}]}",
+                 NULL, &out),
+        0);
+    must_contain(out, "accepted         3  " PAID
+                      ": applied \xe2\x86\x92 error  (payments)");
+    free(out);
+    /* ...and a '*' in it still accepts none. */
+    assert_int_equal(
+        gate_cli(w,
+                 "{\"accepted\": [{\"class\": \"" PAID ": applied -> err*\","
+                 " \"reason\": \"r\", \"owner\": \"o\"},"
+                 " {\"class\": \"*\", \"reason\": \"r\", \"owner\": \"cto\"}]}",
+                 NULL, &out),
+        1);
+    must_contain(out, "open             3  " PAID ": applied \xe2\x86\x92 error\n");
+    free(out);
+}
+
+/* An entry past its expires day accepts nothing: its classes are open, and
+ * the gate and both reports list it apart from the stale ones. The dates
+ * are far from today so the test never depends on it. */
+static void test_an_expired_entry_accepts_nothing(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    char *out = NULL;
+    assert_int_equal(gate_cli(w,
+                              "{\"accepted\": [{\"class\": \"*\", \"reason\": \"r\","
+                              " \"owner\": \"cto\", \"expires\": \"2999-12-31\"}]}",
+                              NULL, &out),
+                     0);
+    must_contain(out, "gate: PASS");
+    must_not_contain(out, "expired");
+    free(out);
+    const char *expired = "{\"accepted\": [{\"class\": \"*\", \"reason\": \"r\","
+                          " \"owner\": \"cto\", \"expires\": \"2000-01-01\"}]}";
+    assert_int_equal(gate_cli(w, expired, NULL, &out), 1);
+    must_contain(out, "open             3  " PAID ": applied \xe2\x86\x92 rejected"
+                      "  (cto's entry expired after 2000-01-01)");
+    must_contain(out, "expired             *  (cto): expired after 2000-01-01,"
+                      " accepts nothing");
+    must_contain(out, "triage: 1 expired entry: the classes it accepted are open");
+    must_not_contain(out, "stale");
+    must_contain(out, "gate: FAIL: ");
+    free(out);
+    char path[PATH_MAX];
+    write_triage(w, expired, path);
+    ust_triage *t = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_triage_load(path, &t, &err), 0);
+    assert_true(t->entries[0].expired);
+    assert_null(ust_triage_match(t, PAID ": applied \xe2\x86\x92 rejected"));
+    char *md = summary_of(w, t);
+    must_contain(md, "**Not ready for cutover**");
+    must_contain(md, "## Expired triage entries");
+    must_contain(md, "| * | cto | 2000-01-01 |");
+    must_not_contain(md, "## Stale triage entries");
+    free(md);
+    char html_path[PATH_MAX];
+    snprintf(html_path, sizeof(html_path), "%s/report/index.html", w->dir);
+    char *html = ust_test_read_file(html_path);
+    must_contain(html, "<li><code>*</code> (cto), expired after 2000-01-01</li>");
+    free(html);
+    ust_triage_free(t);
+}
+
+/* "->" is the arrow of class names, and a named error class may be written
+ * with it: the error-class rule compares the pattern as read. */
+static void test_an_ascii_arrow_is_the_arrow(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    char path[PATH_MAX];
+    write_triage(w,
+                 "{\"accepted\": [{\"class\": \"" PAID ": applied -> rejected\","
+                 " \"reason\": \"r\", \"owner\": \"o\"}]}",
+                 path);
+    ust_triage *t = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_triage_load(path, &t, &err), 0);
+    assert_string_equal(t->entries[0].class_glob,
+                        PAID ": applied \xe2\x86\x92 rejected");
+    ust_gate_result res;
+    assert_int_equal(ust_gate_check(w->run_path, NULL, t, &res, &err), 0);
+    int accepted = 0;
+    for (size_t i = 0; i < res.n; i++)
+        if (strcmp(res.classes[i].class_name, PAID ": applied \xe2\x86\x92 rejected") ==
+            0)
+            accepted = res.classes[i].accepted == &t->entries[0];
+    assert_true(accepted);
+    assert_int_equal(res.n_stale, 0);
+    ust_gate_result_clear(&res);
+    ust_triage_free(t);
+}
+
+/* A pattern that matches nothing because its arrow was typed otherwise is
+ * told the spelling it meant, by the gate and the reports. */
+static void test_a_stale_entry_is_told_the_arrow(void **state)
+{
+    world *w = *state;
+    run_story(w);
+    const char *triage =
+        "{\"accepted\": [{\"class\": \"" PAID ": applied => rejected\","
+        " \"reason\": \"r\", \"owner\": \"o\"},"
+        " {\"class\": \"charge.disputed: *\", \"reason\": \"r\", \"owner\": \"d\"}]}";
+    char *out = NULL;
+    assert_int_equal(gate_cli(w, triage, NULL, &out), 1);
+    must_contain(out,
+                 "stale               " PAID ": applied => rejected  (o): accepts no"
+                 " class of this run; did you mean \"" PAID
+                 ": applied \xe2\x86\x92 rejected\"?\n");
+    /* a class that is gone gets no suggestion */
+    must_contain(out, "charge.disputed: *  (d): accepts no class of this run\n");
+    must_contain(out, "triage: 2 stale entries: remove them or correct their class");
+    free(out);
+    char path[PATH_MAX];
+    write_triage(w, triage, path);
+    ust_triage *t = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_triage_load(path, &t, &err), 0);
+    char *md = summary_of(w, t);
+    must_contain(md, "| " PAID ": applied =&gt; rejected | o | " PAID
+                     ": applied \xe2\x86\x92 rejected |\n");
+    must_contain(md, "| charge.disputed: * | d |\n");
+    free(md);
+    char html_path[PATH_MAX];
+    snprintf(html_path, sizeof(html_path), "%s/report/index.html", w->dir);
+    char *html = ust_test_read_file(html_path);
+    must_contain(html,
+                 "<li><code>" PAID ": applied =&gt; rejected</code> (o): did you "
+                 "mean <code>" PAID ": applied \xe2\x86\x92 rejected</code>?</li>");
+    free(html);
+    ust_triage_free(t);
+}
+
+static void expect_hint(const char *pattern, int classes_have_arrow, const char *want)
+{
+    char *hint = NULL;
+    assert_int_equal(ust_triage_arrow_hint(pattern, classes_have_arrow, &hint), 0);
+    if (want == NULL && hint != NULL)
+        fail_msg("\"%s\": no hint expected, got \"%s\"", pattern, hint);
+    if (want != NULL && (hint == NULL || strcmp(hint, want) != 0))
+        fail_msg("\"%s\": expected \"%s\", got \"%s\"", pattern, want,
+                 hint ? hint : "(none)");
+    ust_free(hint);
+}
+
+static void test_arrow_hints(void **state)
+{
+    (void)state;
+    const char *meant = PAID ": applied \xe2\x86\x92 rejected";
+    expect_hint(PAID ": applied => rejected", 1, meant);
+    expect_hint(PAID ": applied-->rejected", 0, meant);
+    expect_hint(PAID ": applied > rejected", 1, meant);
+    expect_hint(PAID ": applied\xe2\x86\x92rejected", 1, meant);
+    expect_hint(PAID ": applied  \xe2\x86\x92 rejected", 1, meant);
+    /* no arrow at all, when the run's classes have one */
+    expect_hint(PAID ": applied rejected", 1, meant);
+    expect_hint(PAID ": applied, rejected", 0, NULL);
+    expect_hint("/payments: * = *", 1, "/payments: * \xe2\x86\x92 *");
+    /* spelt right (the class is gone), or not two verdicts */
+    expect_hint(meant, 1, NULL);
+    expect_hint("charge.disputed: *", 1, NULL);
+    expect_hint(PAID ": applied => paid", 1, NULL);
+    expect_hint("</script> x", 1, NULL);
 }
 
 /* A column that fails at step time from its fourth row on (SQLite's integer
@@ -721,6 +976,7 @@ int main(void)
         T(test_summary_counts_are_exact),
         T(test_html_escapes_and_redacts),
         T(test_examples_are_capped_and_in_order),
+        T(test_the_diff_is_redacted_like_the_bodies),
         T(test_gate_follows_the_triage_file),
         T(test_malformed_triage_names_the_entry),
         cmocka_unit_test(test_glob),
@@ -735,6 +991,10 @@ int main(void)
         T(test_reports_escape_markdown_and_bidi),
         T(test_metrics_say_when_the_classes_are_partial),
         T(test_the_run_reads_what_a_filter_selects),
+        T(test_an_expired_entry_accepts_nothing),
+        T(test_an_ascii_arrow_is_the_arrow),
+        T(test_a_stale_entry_is_told_the_arrow),
+        cmocka_unit_test(test_arrow_hints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,28 @@
+#include "report/escape.h"
+
+#include <understudy/codec.h>
+
+#include <stdint.h>
+
+void ust__report_put_escaped(FILE *f, const char *s, const char *const *replace,
+                             const char *bidi_format)
+{
+    /* Plain runs go out in one write: a report streams every divergence. */
+    const char *run = s;
+    for (; s != NULL && *s; s++) {
+        uint32_t cp = (unsigned char)*s == 0xE2 ? ust_utf8_bidi_control(s) : 0;
+        const char *r = cp == 0 && replace != NULL ? replace[(unsigned char)*s] : NULL;
+        if (cp == 0 && r == NULL)
+            continue;
+        fwrite(run, 1, (size_t)(s - run), f);
+        if (cp != 0) {
+            fprintf(f, bidi_format, (unsigned)cp);
+            s += 2;
+        } else {
+            fputs(r, f);
+        }
+        run = s + 1;
+    }
+    if (run != NULL)
+        fwrite(run, 1, (size_t)(s - run), f);
+}

@@ -1,0 +1,13 @@
+/* The handle of run.h's readers (run.c), shared with run_many.c, which
+ * opens several run databases behind one. */
+#ifndef UST_RUNNER_RUN_HANDLE_H
+#define UST_RUNNER_RUN_HANDLE_H
+
+#include <sqlite3.h>
+
+struct ust_run {
+    sqlite3 *db;
+    char *path; /* as opened; for several, their paths joined by " + " */
+};
+
+#endif
