@@ -116,7 +116,7 @@ int ust_log_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
  * counts groups of events: by event id, by transaction, by idempotency
  * key). Each order reads only the rows whose key columns are all set, and
  * only the columns it names below (the others are NULL, or 0), sorted by
- * SQLite (spilling to temporary files: memory stays small whatever the
+ * the database (spilling to temporary files: memory stays small whatever the
  * log's length). */
 typedef enum ust_log_scan_order {
     /* every row, by seq: all but received_at, provider, tenant and the hash */
@@ -199,7 +199,10 @@ int ust_log_verify_anchored(ust_log *log, int64_t anchor_seq, const char *anchor
  * since): it must reach through_seq, and there pass through through_hex (64
  * hex digits; NULL: any hash). The head meta recorded is checked when it is
  * at or below through_seq. res->head_seq and head_hash: where the walk ended.
- * A through_seq below the latest prune cannot be checked and fails. */
+ * A through_seq below the latest prune cannot be checked and fails. Over
+ * PostgreSQL: the rows of global seq <= through_seq, each in its stream's
+ * chain, and the commit records giving them (docs/log.md says what the full
+ * verify checks besides). */
 int ust_log_verify_through(ust_log *log, int64_t through_seq, const char *through_hex,
                            ust_log_verify_result *res, char **err);
 

@@ -145,7 +145,8 @@ static int check_heads(walk *w)
 
 /* The commit records: seqs from 1 without a gap, each chained to the one
  * before, each starting where its stream's previous one ended; those
- * starting at or below the limit. */
+ * starting at or below the limit, and the next (a commit record deleted at
+ * the limit shows as a gap before it). */
 static int read_commits(walk *w, char **err)
 {
     unsigned char limit[8];
@@ -155,7 +156,7 @@ static int read_commits(walk *w, char **err)
     PGresult *r = ust__pg_run(w->log,
                               "SELECT first_seq, last_seq, stream, first_stream_seq,"
                               " last_hash, prev_hash, hash FROM understudy.commits"
-                              " WHERE first_seq <= $1 ORDER BY first_seq",
+                              " WHERE first_seq - 1 <= $1 ORDER BY first_seq",
                               1, values, lengths);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return ust__pg_error(w->log, r, "read commit records", err);
@@ -374,7 +375,8 @@ static json_t *stream_heads(const walk *w)
 }
 
 /* With a limit (ust_log_verify_through), what the walk reads is the global
- * order up to it: the commit records starting at or below it, every row
+ * order up to it: the commit records starting at or below it (and the next,
+ * for a gap), every row
  * with a seq at or below it (each in its stream's chain, the streams'
  * genesis and the heads their writers closed on where the walk reaches
  * them). Rows no commit record covers, and heads the walk does not reach,

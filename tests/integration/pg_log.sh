@@ -44,6 +44,48 @@ done
 cmp -s "$tmp/div-sqlite.jsonl" "$tmp/div-pg.jsonl" \
   || fail "divergences differ: $(diff "$tmp/div-sqlite.jsonl" "$tmp/div-pg.jsonl" | head -5)"
 
+# The report, the gate and show over each run read their log through it:
+# the same coverage (counted by sorted scans of the log), the chain
+# verified through the run's cursor, the same gate verdict, the same event
+# shown (its story read by seq, its repeat searched newest first).
+export SOURCE_DATE_EPOCH=1700000000
+for name in sqlite pg; do
+  "$bin" report --run "$tmp/run-$name.db" --out "$tmp/report-$name" --quiet \
+    || fail "report over the run from $name"
+  "$bin" gate --run "$tmp/run-$name.db" --triage "$src/scenarios/demo.triage.json" \
+    --max-open 100 --require-coverage identical_redelivery,semantic_pair > "$tmp/gate-$name.txt" \
+    || fail "gate --require-coverage over the run from $name: $(cat "$tmp/gate-$name.txt")"
+  if "$bin" gate --run "$tmp/run-$name.db" --triage "$src/scenarios/demo.triage.json" \
+    --max-open 100 --require-coverage api_after_ttl > "$tmp/gate-ttl-$name.txt"; then
+    fail "gate passed a kind the traffic of $name lacks"
+  fi
+  for seq in 12 6; do
+    "$bin" show --run "$tmp/run-$name.db" $seq >> "$tmp/show-$name.txt" 2>&1 \
+      || fail "show --run over the run from $name: $(cat "$tmp/show-$name.txt")"
+  done
+done
+python3 - "$tmp/report-sqlite/summary.json" "$tmp/report-pg/summary.json" "$n" <<'PY' \
+  || fail "the reports over SQLite and PostgreSQL differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["coverage"] == b["coverage"], (a["coverage"], b["coverage"])
+assert a["coverage"]["identical_redelivery"] > 0, a["coverage"]
+chain = b["report"]["log_chain"]
+assert chain["verified"] and chain["through_seq"] == int(sys.argv[3]), chain
+# Each backend chains its rows from its own genesis: only the hash differs.
+for s in (a, b):
+    del s["report"]["log_chain"]["sha256"]
+assert a == b, (a, b)
+PY
+for f in gate gate-ttl show; do
+  cmp -s "$tmp/$f-sqlite.txt" "$tmp/$f-pg.txt" \
+    || fail "$f differs over PostgreSQL: $(diff "$tmp/$f-sqlite.txt" "$tmp/$f-pg.txt" | head -5)"
+done
+grep -q "^semantic duplicate of stripe:pi_2 (seq 5, " "$tmp/show-pg.txt" \
+  || fail "show did not find the repeat in the PostgreSQL log: $(cat "$tmp/show-pg.txt")"
+grep -q "^request headers" "$tmp/show-pg.txt" || fail "show did not read the request from PostgreSQL"
+grep -q "api_after_ttl" "$tmp/gate-ttl-pg.txt" || fail "gate did not name the missing kind: $(cat "$tmp/gate-ttl-pg.txt")"
+
 "$bin" log verify --log "$url" > "$tmp/verify.txt" || fail "verify: $(cat "$tmp/verify.txt")"
 grep -q "^ok: $n events verified, head seq $n" "$tmp/verify.txt" || fail "verify said: $(cat "$tmp/verify.txt")"
 grep -q "^stream 1 (.*): $n events, head seq $n" "$tmp/verify.txt" \
@@ -94,6 +136,13 @@ if "$bin" log verify --log "$url" > "$tmp/tampered.txt"; then fail "verify passe
 bad=$((n + 5))
 grep -q "^TAMPERED: seq $bad: stream 2 row 5: content does not match its hash" "$tmp/tampered.txt" \
   || fail "verify did not name seq $bad: $(cat "$tmp/tampered.txt")"
+# The report checks the chain only through its run's cursor (seq n): the
+# row changed after it is not read, and the hash there is stream 1's head.
+chain_of() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["report"]["log_chain"]; print(c["verified"], c.get("through_seq"), c.get("sha256") or c.get("reason"))' "$1"; }
+"$bin" report --run "$tmp/run-pg.db" --out "$tmp/report-after" --quiet || fail "report after the change"
+head1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["streams"][0]["head_hash"])' "$tmp/verify.json")
+[ "$(chain_of "$tmp/report-after/summary.json")" = "True $n $head1" ] \
+  || fail "the report's bounded check: $(chain_of "$tmp/report-after/summary.json")"
 
 # A deleted commit record (the order of a whole batch) is named too.
 PG_ADMIN_DB=ustlog pg_admin -c "SET session_replication_role = replica" \
@@ -101,6 +150,10 @@ PG_ADMIN_DB=ustlog pg_admin -c "SET session_replication_role = replica" \
 if "$bin" log verify --log "$url" > "$tmp/tampered2.txt"; then fail "verify passed a deleted commit record"; fi
 grep -q "^TAMPERED: seq 1: commit records" "$tmp/tampered2.txt" \
   || fail "verify did not name the missing commit record: $(cat "$tmp/tampered2.txt")"
+# ... inside the run's reach, the report's check names it too.
+"$bin" report --run "$tmp/run-pg.db" --out "$tmp/report-cut" --quiet || fail "report after the delete"
+chain_of "$tmp/report-cut/summary.json" | grep -q "^False None seq 1: commit records" \
+  || fail "the report's bounded check passed a deleted commit record: $(chain_of "$tmp/report-cut/summary.json")"
 
 # The newest rows cut off with their commit records (a suffix: every chain
 # still holds) are named by the head their writer recorded at its close.
