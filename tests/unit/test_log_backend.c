@@ -22,6 +22,23 @@ static void test_scheme_picks_the_backend(void **state)
     assert_ptr_equal(ust__log_backend_for("postgresql:events.db"), &ust__log_sqlite);
 }
 
+/* A public call goes to the table of the log's backend: an operation one
+ * backend left out would be a call through NULL on its logs. */
+static void test_every_backend_has_every_operation(void **state)
+{
+    (void)state;
+    const ust__log_backend *backends[] = {&ust__log_sqlite, &ust__log_pg};
+    for (size_t i = 0; i < 2; i++) {
+        const ust__log_backend *b = backends[i];
+        assert_non_null(b->name);
+        assert_true(b->open && b->close && b->append && b->begin && b->commit &&
+                    b->rollback);
+        assert_true(b->cursor_open && b->cursor_open_before && b->cursor_next &&
+                    b->cursor_close && b->read_seqs && b->scan);
+        assert_true(b->verify && b->head && b->stats && b->prune_through && b->backup);
+    }
+}
+
 static void test_url_message_hides_the_password(void **state)
 {
     (void)state;
@@ -73,6 +90,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scheme_picks_the_backend),
+        cmocka_unit_test(test_every_backend_has_every_operation),
         cmocka_unit_test(test_url_message_hides_the_password),
         cmocka_unit_test(test_url_takes_no_file_lock),
         cmocka_unit_test(test_config_keeps_a_url),
