@@ -36,6 +36,7 @@ static json_t *check(const ust__report_chain *c)
     char *err = NULL;
     json_t *out;
     ust_log_verify_result res;
+    memset(&res, 0, sizeof(res));
     int rc = ust_log_open(c->log_path, UST_LOG_READONLY, &log, &err);
     if (rc == 0)
         rc = ust_log_verify_through(log, c->cursor, c->anchor[0] ? c->anchor : NULL,
@@ -50,6 +51,7 @@ static json_t *check(const ust__report_chain *c)
     } else {
         out = not_verified(err);
     }
+    json_decref(res.streams); /* a PostgreSQL log's stream heads: not reported */
     ust_free(err);
     ust_log_close(log);
     return out;

@@ -50,7 +50,7 @@ cmp -s "$tmp/div-sqlite.jsonl" "$tmp/div-pg.jsonl" \
 # shown (its story read by seq, its repeat searched newest first).
 export SOURCE_DATE_EPOCH=1700000000
 for name in sqlite pg; do
-  "$bin" report --run "$tmp/run-$name.db" --out "$tmp/report-$name" --quiet \
+  "$bin" report --run "$tmp/run-$name.db" --out "$tmp/report-$name" --quiet > /dev/null \
     || fail "report over the run from $name"
   "$bin" gate --run "$tmp/run-$name.db" --triage "$src/scenarios/demo.triage.json" \
     --max-open 100 --require-coverage identical_redelivery,semantic_pair > "$tmp/gate-$name.txt" \
@@ -139,7 +139,7 @@ grep -q "^TAMPERED: seq $bad: stream 2 row 5: content does not match its hash" "
 # The report checks the chain only through its run's cursor (seq n): the
 # row changed after it is not read, and the hash there is stream 1's head.
 chain_of() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["report"]["log_chain"]; print(c["verified"], c.get("through_seq"), c.get("sha256") or c.get("reason"))' "$1"; }
-"$bin" report --run "$tmp/run-pg.db" --out "$tmp/report-after" --quiet || fail "report after the change"
+"$bin" report --run "$tmp/run-pg.db" --out "$tmp/report-after" --quiet > /dev/null || fail "report after the change"
 head1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["streams"][0]["head_hash"])' "$tmp/verify.json")
 [ "$(chain_of "$tmp/report-after/summary.json")" = "True $n $head1" ] \
   || fail "the report's bounded check: $(chain_of "$tmp/report-after/summary.json")"
@@ -151,7 +151,7 @@ if "$bin" log verify --log "$url" > "$tmp/tampered2.txt"; then fail "verify pass
 grep -q "^TAMPERED: seq 1: commit records" "$tmp/tampered2.txt" \
   || fail "verify did not name the missing commit record: $(cat "$tmp/tampered2.txt")"
 # ... inside the run's reach, the report's check names it too.
-"$bin" report --run "$tmp/run-pg.db" --out "$tmp/report-cut" --quiet || fail "report after the delete"
+"$bin" report --run "$tmp/run-pg.db" --out "$tmp/report-cut" --quiet > /dev/null || fail "report after the delete"
 chain_of "$tmp/report-cut/summary.json" | grep -q "^False None seq 1: commit records" \
   || fail "the report's bounded check passed a deleted commit record: $(chain_of "$tmp/report-cut/summary.json")"
 
