@@ -45,11 +45,14 @@ typedef struct ust_report_opts {
     const ust_triage *triage; /* may be NULL: everything is open */
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
-    ust_progress progress;    /* divergences written, of the run's */
+    size_t page_rows;         /* divergences per class page; 0 = 2000 */
+    /* Rows written: to the class pages, then to divergences.jsonl. */
+    ust_progress progress;
 } ust_report_opts;
 
-/* Writes index.html, summary.md and divergences.jsonl into out_dir, in
- * memory bounded by the caps whatever the run's size. */
+/* Writes index.html, summary.md, divergences.jsonl and the pages of each
+ * detailed class (classes/) into out_dir, in memory bounded by the caps
+ * whatever the run's size. */
 int ust_report_write(const ust_report_opts *o, char **err);
 
 /* ---- gate -------------------------------------------------------------- */

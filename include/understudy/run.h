@@ -103,6 +103,39 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
                         int (*fn)(void *ctx, const ust_run_divergence *d), void *ctx,
                         char **err);
 
+/* ---- a class's divergences by the candidate's reason, for its pages --- */
+
+/* The candidate decision's reasons among the divergences of cls, with their
+ * count, by reason (NULL, a decision without one, first): the order of
+ * ust_run_class_by_reason. */
+int ust_run_class_reasons(ust_run *run, const char *cls,
+                          int (*fn)(void *ctx, const char *reason, int64_t count),
+                          void *ctx, char **err);
+
+/* A divergence with the candidate's reason (NULL: none). */
+typedef struct ust_run_reasoned {
+    const char *reason;
+    ust_run_divergence d;
+    const char *diff; /* the line's "diff" (JSON text), NULL when it has none */
+} ust_run_reasoned;
+
+/* Every divergence of cls, by reason (as ust_run_class_reasons), then seq;
+ * d.line is not read (NULL): diff carries what a row shows. Streamed: the
+ * memory a read takes does not grow with the class (SQLite sorts on disk).
+ * fn may read the run through the same handle. */
+int ust_run_class_by_reason(ust_run *run, const char *cls,
+                            int (*fn)(void *ctx, const ust_run_reasoned *r),
+                            void *ctx, char **err);
+
+/* The divergence of cls received nearest to at_us (of two as near, the
+ * earlier), leaving out the n_skip seqs of skip (a few: each is read past):
+ * 1 after fn (d.line and diff NULL), 0 when there is none. Kept to an index
+ * on (class, received_at) where the run database has it. */
+int ust_run_class_nearest(ust_run *run, const char *cls, int64_t at_us,
+                          const int64_t *skip, size_t n_skip,
+                          int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                          char **err);
+
 /* An event as the run decided it: its verdicts and states (NULL when it was
  * not fed), whether it diverged, and whether that followed an earlier
  * divergence of its entity. */

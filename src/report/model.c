@@ -106,30 +106,72 @@ static void bucket_add(const ust__report_model *m, int64_t *buckets, int64_t at,
     buckets[b] += n;
 }
 
-typedef struct class_loader {
-    loader *l;
-    const ust__report_model *m;
-    ust__report_class *c;
-} class_loader;
+/* An example found: its seq, time and reason. */
+typedef struct sample {
+    int64_t seq, at;
+    char *reason;
+} sample;
 
-static int add_example(void *ctx, const ust_run_divergence *d)
+static int take_sample(void *ctx, const ust_run_reasoned *r)
 {
-    class_loader *cl = ctx;
-    cl->c->examples[cl->c->n_examples++].seq = d->seq;
-    return 0;
+    sample *s = ctx;
+    s->seq = r->d.seq;
+    s->at = r->d.received_at;
+    s->reason = r->reason ? ust_strdup(r->reason) : NULL;
+    return r->reason && s->reason == NULL ? UST_ENOMEM : 0;
 }
 
-/* The seqs first, then each example in full: an example's own reads (its
- * entity's story) cannot run inside the read of the class's divergences. */
+static int by_time(const void *a, const void *b)
+{
+    const sample *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The divergences nearest cap evenly spaced times from the class's first to
+ * its last, each a different one, in time order: a class that ran all week
+ * shows its Monday and its Sunday, not its first five minutes. */
+static int sample_examples(loader *l, ust__report_class *c, size_t cap,
+                           sample *samples, int64_t *seqs, size_t *n)
+{
+    int rc = 0;
+    int64_t span = c->last_at - c->first_at;
+    for (size_t k = 0; rc == 0 && k < cap; k++) {
+        int64_t at = cap > 1 ? c->first_at + (int64_t)((double)span * (double)k /
+                                                       (double)(cap - 1))
+                             : c->first_at;
+        rc = ust_run_class_nearest(l->run, c->name, at, seqs, *n, take_sample,
+                                   &samples[*n], l->err);
+        if (rc == 1) {
+            seqs[*n] = samples[*n].seq;
+            ++*n;
+            rc = 0;
+        }
+    }
+    qsort(samples, *n, sizeof(*samples), by_time);
+    return rc;
+}
+
+/* The samples first, then each example in full. */
 static int load_examples(loader *l, const ust__report_model *m, ust__report_class *c,
                          size_t cap)
 {
     c->examples = ust_calloc(cap, sizeof(*c->examples));
-    if (c->examples == NULL)
-        return UST_ENOMEM;
-    class_loader cl = {l, m, c};
-    ust_run_filter f = {.class_name = c->name, .limit = cap};
-    int rc = ust_run_divergences(l->run, &f, add_example, &cl, l->err);
+    c->example_reasons = ust_calloc(cap, sizeof(*c->example_reasons));
+    sample *samples = ust_calloc(cap, sizeof(*samples));
+    int64_t *seqs = ust_calloc(cap, sizeof(*seqs));
+    size_t n = 0;
+    int rc = c->examples && c->example_reasons && samples && seqs
+                 ? sample_examples(l, c, cap, samples, seqs, &n)
+                 : UST_ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        c->examples[k].seq = samples[k].seq;
+        c->example_reasons[k] = samples[k].reason;
+    }
+    c->n_examples = n;
+    ust_free(samples);
+    ust_free(seqs);
     for (size_t k = 0; rc == 0 && k < c->n_examples; k++) {
         ust__report_event *e = &c->examples[k];
         rc = ust__report_event_load(l->run, l->log, m->redact, e->seq, e, l->err);
@@ -235,13 +277,8 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     rc = ust__gate_judge(l.run, o->run_path, o->log_path, o->triage, &m->gate, err);
     if (rc == 0)
         rc = load_meta(&l, m);
-    char *named = NULL;
-    if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
-        rc = 0;
-    const char *log_path = o->log_path ? o->log_path : named;
-    if (rc == 0 && log_path != NULL)
-        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples only */
-    ust_free(named);
+    if (rc == 0)
+        rc = ust__report_log_open(l.run, o, &l.log, err);
     if (rc == 0)
         rc = load_counts(&l, m);
     if (rc == 0)
@@ -250,6 +287,21 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     ust_run_close(l.run);
     if (rc != 0)
         ust__report_model_clear(m);
+    return rc;
+}
+
+int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
+                         char **err)
+{
+    *out = NULL;
+    char *named = NULL;
+    int rc = 0;
+    if (o->log_path == NULL && (rc = ust_run_log(run, &named, err)) > 0)
+        rc = 0;
+    const char *log_path = o->log_path ? o->log_path : named;
+    if (rc == 0 && log_path != NULL)
+        ust_log_open(log_path, UST_LOG_READONLY, out, NULL); /* examples only */
+    ust_free(named);
     return rc;
 }
 
@@ -270,9 +322,12 @@ void ust__report_model_clear(ust__report_model *m)
         ust__report_class *c = &m->classes[i];
         ust_free(c->name);
         json_decref(c->field_sets);
-        for (size_t k = 0; k < c->n_examples; k++)
+        for (size_t k = 0; k < c->n_examples; k++) {
             ust__report_event_clear(&c->examples[k]);
+            ust_free(c->example_reasons[k]);
+        }
         ust_free(c->examples);
+        ust_free(c->example_reasons);
         ust_free(c->buckets);
     }
     ust_free(m->classes);

@@ -21,7 +21,8 @@ typedef struct ust__report_class {
     int64_t count, first_at, last_at, follow_ons;
     json_t *field_sets; /* distinct "fields" arrays, at most 5 */
     const ust_triage_entry *accepted;
-    ust__report_event *examples; /* each with its entity's story */
+    ust__report_event *examples; /* each with its entity's story, in time order */
+    char **example_reasons;      /* each example's candidate reason, or NULL */
     size_t n_examples;
     int64_t *buckets; /* divergences per time bucket */
 } ust__report_class;
@@ -46,6 +47,10 @@ int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
                     const ust_triage *t, ust_gate_result *res, char **err);
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
+/* The event log of the report (o's, else the one the run names), for the
+ * requests of the events shown: *out NULL when it cannot be opened. */
+int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
+                         char **err);
 void ust__report_model_clear(ust__report_model *m);
 
 /* items (n used of *cap, each size bytes) with room for one more: the same,
@@ -70,6 +75,9 @@ void ust__report_put_stale(FILE *f, const ust_gate_result *gate,
                            const char *between, const char *after);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
+/* An HTML page's start, to its <body>: the report's style and policy (no
+ * script), titled title and then subject (escaped; NULL: none). */
+void ust__report_html_head(FILE *f, const char *title, const char *subject);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,
                                char **err);
 

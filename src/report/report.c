@@ -1,4 +1,5 @@
 /* Writing a report directory: index.html, summary.md, divergences.jsonl. */
+#include "report/class_page.h"
 #include "report/model.h"
 
 #include <understudy/alloc.h>
@@ -47,15 +48,16 @@ static int write_line(void *ctx, const ust_run_divergence *d)
     return rc;
 }
 
-/* Every divergence, streamed in seq order; masked when the run has rules. */
-static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t total,
-                       const char *path, char **err)
+/* Every divergence, streamed in seq order; masked when the run has rules.
+ * Progress counts on from done, of total. */
+static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t done,
+                       int64_t total, const char *path, char **err)
 {
     ust_run *run = NULL;
     int rc = ust_run_open(o->run_path, &run, err);
     if (rc != 0)
         return rc;
-    jsonl_writer w = {o, redact, total, 0, fopen(path, "wb"), path, err};
+    jsonl_writer w = {o, redact, total, done, fopen(path, "wb"), path, err};
     ust_run_filter all = {0};
     rc = w.f ? ust_run_divergences(run, &all, write_line, &w, err)
              : ust_errf(err, UST_EIO, "%s: cannot write", path);
@@ -118,8 +120,14 @@ int ust_report_write(const ust_report_opts *o, char **err)
         rc = ust__report_write_html(&m, html, err);
     if (rc == 0)
         rc = ust__report_write_markdown(&m, md, err);
+    /* Progress: the rows of the class pages, then the lines of the JSONL. */
+    int64_t done = 0, total = m.divergences;
+    for (size_t i = 0; i < m.n_detailed; i++)
+        total += m.classes[i].count;
     if (rc == 0)
-        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
+        rc = ust__report_write_class_pages(o, &m, &done, total, err);
+    if (rc == 0)
+        rc = write_jsonl(o, m.redact, done, total, jsonl, err);
     ust_free(html);
     ust_free(md);
     ust_free(jsonl);

@@ -294,6 +294,122 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
     return rc;
 }
 
+/* A divergence with its candidate's reason (ust_run_reasoned), its diff
+ * read by the expression given. */
+#define REASONED_SELECT(diff)                                                          \
+    "SELECT c.c_reason, v.seq, v.received_at, v.class, v.fields, v.entity,"            \
+    " v.follow_on, " diff " FROM divergences v JOIN decisions c ON c.seq = v.seq"       \
+    " WHERE v.class = ?1"
+
+static ust_run_reasoned reasoned_row(sqlite3_stmt *st)
+{
+    ust_run_reasoned r = {text(st, 0),
+                          {num(st, 1), num(st, 2), text(st, 3), text(st, 4),
+                           text(st, 5), sqlite3_column_int(st, 6), NULL},
+                          text(st, 7)};
+    return r;
+}
+
+int ust_run_class_reasons(ust_run *run, const char *cls,
+                          int (*fn)(void *ctx, const char *reason, int64_t count),
+                          void *ctx, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run,
+                     "SELECT c.c_reason, count(*) FROM divergences v JOIN decisions c"
+                     " ON c.seq = v.seq WHERE v.class = ?1 GROUP BY 1 ORDER BY 1",
+                     &st, err);
+    if (rc == 0)
+        sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
+    while (rc == 0 && (rc = next(run, st, err)) == 1)
+        rc = fn(ctx, text(st, 0), num(st, 1));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_class_by_reason(ust_run *run, const char *cls,
+                            int (*fn)(void *ctx, const ust_run_reasoned *r),
+                            void *ctx, char **err)
+{
+    /* Only the diff of the line, extracted by SQLite: the line is most of a
+     * row, and parsing it whole for each row was most of a class page's
+     * time. */
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(run,
+                     REASONED_SELECT("json_extract(v.line, '$.diff')")
+                     " ORDER BY c.c_reason, v.seq",
+                     &st, err);
+    if (rc == 0)
+        sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
+    while (rc == 0 && (rc = next(run, st, err)) == 1) {
+        ust_run_reasoned r = reasoned_row(st);
+        rc = fn(ctx, &r);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int skipped(int64_t seq, const int64_t *skip, size_t n_skip)
+{
+    for (size_t i = 0; i < n_skip; i++)
+        if (skip[i] == seq)
+            return 1;
+    return 0;
+}
+
+/* The first row of st (prepared, bound) not in skip: 1 on it, 0 none. */
+static int first_kept(ust_run *run, sqlite3_stmt *st, const int64_t *skip,
+                      size_t n_skip, char **err)
+{
+    int rc;
+    while ((rc = next(run, st, err)) == 1 && skipped(num(st, 1), skip, n_skip))
+        ;
+    return rc;
+}
+
+int ust_run_class_nearest(ust_run *run, const char *cls, int64_t at_us,
+                          const int64_t *skip, size_t n_skip,
+                          int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                          char **err)
+{
+    /* The nearest at or before, and at or after: each the first row of a
+     * walk of divergences_class_at from at_us. */
+    static const char *const sql[] = {
+        REASONED_SELECT("NULL") " AND v.received_at <= ?2"
+                                " ORDER BY v.received_at DESC, v.seq DESC",
+        REASONED_SELECT("NULL") " AND v.received_at >= ?2"
+                                " ORDER BY v.received_at, v.seq",
+    };
+    sqlite3_stmt *st[2] = {NULL, NULL};
+    int found[2] = {0, 0};
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        rc = prepare(run, sql[k], &st[k], err);
+        if (rc == 0) {
+            sqlite3_bind_text(st[k], 1, cls, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st[k], 2, at_us);
+            rc = found[k] = first_kept(run, st[k], skip, n_skip, err);
+            rc = rc < 0 ? rc : 0;
+        }
+    }
+    if (rc == 0 && (found[0] || found[1])) {
+        int pick = found[0] ? 0 : 1;
+        if (found[0] && found[1]) {
+            int64_t before = at_us - num(st[0], 2), after = num(st[1], 2) - at_us;
+            /* as near: the earlier, by time then seq */
+            int later = before == after && num(st[0], 2) == num(st[1], 2) &&
+                        num(st[1], 1) < num(st[0], 1);
+            pick = after < before || later;
+        }
+        ust_run_reasoned r = reasoned_row(st[pick]);
+        rc = fn(ctx, &r);
+        rc = rc != 0 ? rc : 1;
+    }
+    sqlite3_finalize(st[0]);
+    sqlite3_finalize(st[1]);
+    return rc;
+}
+
 #define EVENT_SELECT                                                                   \
     "SELECT d.seq, d.received_at, d.event_type, d.fed, d.diverged,"                    \
     " coalesce(v.follow_on, 0), d.l_verdict, d.l_state, d.c_verdict, d.c_state"        \

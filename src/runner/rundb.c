@@ -38,6 +38,11 @@ static const char schema[] =
     " received_at INTEGER NOT NULL, class TEXT NOT NULL, fields TEXT NOT NULL,"
     " entity TEXT, follow_on INTEGER NOT NULL, line TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS divergences_class ON divergences(class);"
+    /* The report's examples, sampled across the run's span: a class's
+     * divergence nearest a time. Made as well when a run made before it is
+     * resumed; without it the reader scans the class. */
+    "CREATE INDEX IF NOT EXISTS divergences_class_at ON divergences(class,"
+    " received_at);"
     "CREATE INDEX IF NOT EXISTS divergences_entity ON divergences(entity);"
     /* What a plugin that calls a service sent and what came back (journal.h):
      * 'sent' committed before the send, 'answered' with the decision. */
