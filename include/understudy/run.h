@@ -122,10 +122,13 @@ typedef struct ust_run_reasoned {
 /* Every divergence of cls, by reason (as ust_run_class_reasons), then seq;
  * d.line is not read (NULL): diff carries what a row shows. Streamed: the
  * memory a read takes does not grow with the class (SQLite sorts on disk).
- * fn may read the run through the same handle. */
-int ust_run_class_by_reason(ust_run *run, const char *cls,
-                            int (*fn)(void *ctx, const ust_run_reasoned *r),
-                            void *ctx, char **err);
+ * When the caller read (in the same ust_run_begin) that the class has one
+ * reason, only points to it (*only NULL: a decision without one) and the
+ * rows come in seq order without the sort. fn may read the run through the
+ * same handle. */
+int ust_run_class_by_reason(ust_run *run, const char *cls, const char *const *only,
+                            int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                            char **err);
 
 /* The divergence of cls received nearest to at_us (of two as near, the
  * earlier), leaving out the n_skip seqs of skip (a few: each is read past):

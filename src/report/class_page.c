@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,10 +72,13 @@ typedef struct pager {
     char *dir;
     int64_t row, page, pages;
     int table_open;
-    size_t group;   /* the current reason's ordinal, from 1 */
-    char *reason;   /* the current reason (NULL: none, or not started) */
+    size_t group; /* the current reason's ordinal, from 1 */
+    char *reason; /* the current reason (NULL: none, or not started) */
     int64_t in_group;
     int64_t *done, progress_total;
+    /* The last "fields" written as names, and their HTML: the rows of a
+     * class mostly share theirs. */
+    char *names_of, *names_html;
     char **err;
 } pager;
 
@@ -178,7 +182,8 @@ static int open_page(pager *p, int64_t page)
     page_name(name, p->cls, page);
     char *path = ust_sprintf("%s/%s", p->dir, name);
     p->f = path ? fopen(path, "wb") : NULL;
-    int rc = p->f ? 0 : ust_errf(p->err, UST_EIO, "%s: cannot write", path ? path : name);
+    int rc =
+        p->f ? 0 : ust_errf(p->err, UST_EIO, "%s: cannot write", path ? path : name);
     ust_free(path);
     if (rc != 0)
         return rc;
@@ -264,10 +269,51 @@ static void put_value(FILE *f, const char *tag, const json_t *v)
     ust_free(text);
 }
 
+/* The names of a "fields" array, as HTML. */
+static void put_names(FILE *f, const char *fields)
+{
+    json_error_t jerr;
+    json_t *names = json_loads(fields, 0, &jerr);
+    size_t i;
+    json_t *n;
+    fputs("<code>", f);
+    json_array_foreach(names, i, n)
+    {
+        fputs(i ? ", " : "", f);
+        ust__html_esc(f, json_string_value(n));
+    }
+    fputs("</code>", f);
+    json_decref(names);
+}
+
+static int put_names_of(pager *p, const char *fields)
+{
+    fields = fields ? fields : "[]";
+    if (p->names_of == NULL || strcmp(p->names_of, fields) != 0) {
+        ust_free(p->names_of);
+        free(p->names_html);
+        p->names_html = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&p->names_html, &len);
+        p->names_of = ust_strdup(fields);
+        if (mem == NULL || p->names_of == NULL) {
+            if (mem != NULL)
+                fclose(mem);
+            return UST_ENOMEM;
+        }
+        put_names(mem, fields);
+        if (fclose(mem) != 0)
+            return UST_ENOMEM;
+    }
+    fputs(p->names_html, p->f);
+    return 0;
+}
+
 /* The differing fields: each with both values when the line carries its
  * "diff", else their names. */
-static void put_fields(FILE *f, const ust_run_reasoned *r)
+static int put_fields(pager *p, const ust_run_reasoned *r)
 {
+    FILE *f = p->f;
     json_error_t jerr;
     json_t *diff = r->diff ? json_loads(r->diff, 0, &jerr) : NULL;
     if (json_is_array(diff)) {
@@ -276,7 +322,8 @@ static void put_fields(FILE *f, const ust_run_reasoned *r)
         json_array_foreach(diff, i, d)
         {
             if (i == MAX_DIFFS) {
-                fprintf(f, "<div class=muted>%zu more</div>", json_array_size(diff) - i);
+                fprintf(f, "<div class=muted>%zu more</div>",
+                        json_array_size(diff) - i);
                 break;
             }
             fputs("<div><code>", f);
@@ -287,19 +334,11 @@ static void put_fields(FILE *f, const ust_run_reasoned *r)
             put_value(f, "ins", json_object_get(d, "candidate"));
             fputs("</div>", f);
         }
-    } else {
-        json_t *names = json_loads(r->d.fields ? r->d.fields : "[]", 0, &jerr);
-        size_t i;
-        json_t *n;
-        json_array_foreach(names, i, n)
-        {
-            fputs(i ? ", <code>" : "<code>", f);
-            ust__html_esc(f, json_string_value(n));
-            fputs("</code>", f);
-        }
-        json_decref(names);
+        json_decref(diff);
+        return 0;
     }
     json_decref(diff);
+    return put_names_of(p, r->d.fields);
 }
 
 int ust__report_same_reason(const char *a, const char *b)
@@ -358,7 +397,8 @@ static int put_row(void *ctx, const ust_run_reasoned *r)
     if (r->d.follow_on)
         fputs(" <span class=muted>follow-on</span>", f);
     fputs("</td><td>", f);
-    put_fields(f, r);
+    if ((rc = put_fields(p, r)) != 0)
+        return rc;
     fputs("</td></tr>", f);
     if (p->in_group < UST__REPORT_GROUP_DETAILS)
         rc = put_detail(p, r->d.seq, p->in_group == 0);
@@ -390,8 +430,11 @@ static int write_class(pager *p, size_t cls)
     p->pages = (p->total + (int64_t)p->page_rows - 1) / (int64_t)p->page_rows;
     if (p->pages == 0)
         p->pages = 1;
+    const char *const *only = p->n_reasons == 1 && p->more_reasons == 0
+                                  ? (const char *const *)&p->reasons[0].reason
+                                  : NULL;
     if (rc == 0)
-        rc = ust_run_class_by_reason(p->run, name, put_row, p, p->err);
+        rc = ust_run_class_by_reason(p->run, name, only, put_row, p, p->err);
     if (rc == 0 && p->f == NULL && (rc = open_page(p, 1)) == 0)
         fputs("<p>No divergence of this class is left in the run.</p>", p->f);
     int closed = close_page(p);
@@ -432,9 +475,8 @@ static int make_dir(const ust_report_opts *o, char **dir, char **err)
     return rc;
 }
 
-int ust__report_write_class_pages(const ust_report_opts *o,
-                                  const ust__report_model *m, int64_t *done,
-                                  int64_t total, char **err)
+int ust__report_write_class_pages(const ust_report_opts *o, const ust__report_model *m,
+                                  int64_t *done, int64_t total, char **err)
 {
     pager p = {.o = o,
                .m = m,
@@ -454,6 +496,8 @@ int ust__report_write_class_pages(const ust_report_opts *o,
     clear_reasons(&p);
     ust_free(p.reasons);
     ust_free(p.reason);
+    ust_free(p.names_of);
+    free(p.names_html);
     ust_free(p.dir);
     ust_log_close(p.log);
     ust_run_close(p.run);

@@ -19,9 +19,8 @@
 /* Writes the pages of every class the model details into o->out_dir's
  * classes/ (files of an earlier report's pages there removed first).
  * Progress counts on from *done (the rows written), of total. */
-int ust__report_write_class_pages(const ust_report_opts *o,
-                                  const ust__report_model *m, int64_t *done,
-                                  int64_t total, char **err);
+int ust__report_write_class_pages(const ust_report_opts *o, const ust__report_model *m,
+                                  int64_t *done, int64_t total, char **err);
 
 /* The file name of page (1 the first) of the class at index cls, relative to
  * the classes/ directory: never anything of the class's name. */

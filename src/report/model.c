@@ -132,15 +132,16 @@ static int by_time(const void *a, const void *b)
 /* The divergences nearest cap evenly spaced times from the class's first to
  * its last, each a different one, in time order: a class that ran all week
  * shows its Monday and its Sunday, not its first five minutes. */
-static int sample_examples(loader *l, ust__report_class *c, size_t cap,
-                           sample *samples, int64_t *seqs, size_t *n)
+static int sample_examples(loader *l, ust__report_class *c, size_t cap, sample *samples,
+                           int64_t *seqs, size_t *n)
 {
     int rc = 0;
     int64_t span = c->last_at - c->first_at;
     for (size_t k = 0; rc == 0 && k < cap; k++) {
-        int64_t at = cap > 1 ? c->first_at + (int64_t)((double)span * (double)k /
-                                                       (double)(cap - 1))
-                             : c->first_at;
+        int64_t at =
+            cap > 1
+                ? c->first_at + (int64_t)((double)span * (double)k / (double)(cap - 1))
+                : c->first_at;
         rc = ust_run_class_nearest(l->run, c->name, at, seqs, *n, take_sample,
                                    &samples[*n], l->err);
         if (rc == 1) {

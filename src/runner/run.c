@@ -298,7 +298,7 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
  * read by the expression given. */
 #define REASONED_SELECT(diff)                                                          \
     "SELECT c.c_reason, v.seq, v.received_at, v.class, v.fields, v.entity,"            \
-    " v.follow_on, " diff " FROM divergences v JOIN decisions c ON c.seq = v.seq"       \
+    " v.follow_on, " diff " FROM divergences v JOIN decisions c ON c.seq = v.seq"      \
     " WHERE v.class = ?1"
 
 static ust_run_reasoned reasoned_row(sqlite3_stmt *st)
@@ -327,22 +327,29 @@ int ust_run_class_reasons(ust_run *run, const char *cls,
     return rc;
 }
 
-int ust_run_class_by_reason(ust_run *run, const char *cls,
-                            int (*fn)(void *ctx, const ust_run_reasoned *r),
-                            void *ctx, char **err)
+int ust_run_class_by_reason(ust_run *run, const char *cls, const char *const *only,
+                            int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                            char **err)
 {
     /* Only the diff of the line, extracted by SQLite: the line is most of a
      * row, and parsing it whole for each row was most of a class page's
-     * time. */
+     * time. One reason: the class's index gives seq order, and the
+     * decisions (a read of their pages for each row) are not needed. */
     sqlite3_stmt *st = NULL;
-    int rc = prepare(run,
-                     REASONED_SELECT("json_extract(v.line, '$.diff')")
-                     " ORDER BY c.c_reason, v.seq",
-                     &st, err);
+    int rc = prepare(
+        run,
+        only ? "SELECT NULL, seq, received_at, class, fields, entity,"
+               " follow_on, json_extract(line, '$.diff') FROM"
+               " divergences WHERE class = ?1 ORDER BY seq"
+             : REASONED_SELECT(
+                   "json_extract(v.line, '$.diff')") " ORDER BY c.c_reason, v.seq",
+        &st, err);
     if (rc == 0)
         sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
     while (rc == 0 && (rc = next(run, st, err)) == 1) {
         ust_run_reasoned r = reasoned_row(st);
+        if (only != NULL)
+            r.reason = *only;
         rc = fn(ctx, &r);
     }
     sqlite3_finalize(st);
@@ -376,7 +383,7 @@ int ust_run_class_nearest(ust_run *run, const char *cls, int64_t at_us,
      * walk of divergences_class_at from at_us. */
     static const char *const sql[] = {
         REASONED_SELECT("NULL") " AND v.received_at <= ?2"
-                                " ORDER BY v.received_at DESC, v.seq DESC",
+                                " ORDER BY v.received_at DESC, v.seq",
         REASONED_SELECT("NULL") " AND v.received_at >= ?2"
                                 " ORDER BY v.received_at, v.seq",
     };
@@ -393,14 +400,9 @@ int ust_run_class_nearest(ust_run *run, const char *cls, int64_t at_us,
         }
     }
     if (rc == 0 && (found[0] || found[1])) {
-        int pick = found[0] ? 0 : 1;
-        if (found[0] && found[1]) {
-            int64_t before = at_us - num(st[0], 2), after = num(st[1], 2) - at_us;
-            /* as near: the earlier, by time then seq */
-            int later = before == after && num(st[0], 2) == num(st[1], 2) &&
-                        num(st[1], 1) < num(st[0], 1);
-            pick = after < before || later;
-        }
+        /* As near: the earlier (each walk gives the lowest seq of a time). */
+        int pick =
+            !found[0] || (found[1] && num(st[1], 2) - at_us < at_us - num(st[0], 2));
         ust_run_reasoned r = reasoned_row(st[pick]);
         rc = fn(ctx, &r);
         rc = rc != 0 ? rc : 1;

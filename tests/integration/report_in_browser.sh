@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Opens a report in headless Chromium and checks the page as rendered: a
-# hostile payload shows as text and runs nothing, and the chart is there.
+# hostile payload shows as text and runs nothing, and the chart is there;
+# then a class page the index links to, with its rows.
 # usage: report_in_browser.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
@@ -38,4 +39,20 @@ if grep -q '<b>t2' "$tmp/dom.html"; then fail "a header became markup"; fi
 grep -o '<body[^>]*>' "$tmp/dom.html" | grep -q 'data-pwned' && fail "a payload's script ran"
 grep -q '<svg id="chart"' "$tmp/dom.html" || fail "the chart is missing"
 grep -q '<rect' "$tmp/dom.html" || fail "the chart has no bars"
-echo "ok: report renders in $("$browser" --version 2>/dev/null | head -1); payloads inert, chart present"
+# The class page the index links to: its rows, each with its anchor, and
+# the same payloads shown as text.
+grep -q '<a href="classes/0.html">2 of 2 shown</a>' "$tmp/dom.html" \
+  || fail "the index does not link the class's page"
+[ -s "$tmp/report/classes/0.html" ] || fail "the class page was not written"
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --user-data-dir="$tmp/profile" --virtual-time-budget=2000 \
+  --dump-dom "file://$tmp/report/classes/0.html" > "$tmp/class.html" 2>> "$tmp/chromium.log"
+[ -s "$tmp/class.html" ] || fail "chromium rendered no class page: $(tail -3 "$tmp/chromium.log")"
+grep -q '<tr id="seq-1"><td class="n"><a href="#seq-1">1</a>' "$tmp/class.html" \
+  || fail "the class page has no row for seq 1 with its anchor"
+grep -q '<tr id="seq-2">' "$tmp/class.html" || fail "the class page has no row for seq 2"
+grep -qF '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' "$tmp/class.html" \
+  || fail "the class page does not show the hostile payload as text"
+if grep -q '<img' "$tmp/class.html"; then fail "a payload became an element on the class page"; fi
+echo "ok: report renders in $("$browser" --version 2>/dev/null | head -1); payloads inert, chart present, class page rows"

@@ -27,7 +27,8 @@ static void run_divergences(world *w, int n, double spacing_s)
 static void write_report(world *w, size_t page_rows, char out[PATH_MAX])
 {
     snprintf(out, PATH_MAX, "%s/report", w->dir);
-    ust_report_opts o = {.run_path = w->run_path, .out_dir = out, .page_rows = page_rows};
+    ust_report_opts o = {
+        .run_path = w->run_path, .out_dir = out, .page_rows = page_rows};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
@@ -116,7 +117,8 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     world *w = *state;
     run_divergences(w, 14, 60);
     /* two reasons: a second one for seqs 2 and 13 */
-    world_exec(w, "UPDATE decisions SET c_reason = 'zz key refused' WHERE seq IN (2, 13)");
+    world_exec(w,
+               "UPDATE decisions SET c_reason = 'zz key refused' WHERE seq IN (2, 13)");
     char out[PATH_MAX];
     write_report(w, 5, out);
     int seqs[32];
@@ -138,7 +140,8 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     /* the first 10 of a reason in full, the others name `understudy show` */
     assert_int_equal(details, 10 + 2);
     char *first = page(out, "classes/0.html");
-    expect_in(first, "<a href=\"0.html#reason-1\"><q>" NO_KEY "</q></a></td><td class=n>12");
+    expect_in(first,
+              "<a href=\"0.html#reason-1\"><q>" NO_KEY "</q></a></td><td class=n>12");
     /* the second reason's rows start on page 3 (rows 13 and 14) */
     expect_in(first, "<a href=\"0-3.html#reason-2\"><q>zz key refused</q></a></td>"
                      "<td class=n>2");
@@ -247,23 +250,30 @@ static void expect_nearest(const char *run_path)
     ust_run *run = NULL;
     char *err = NULL;
     assert_int_equal(ust_run_open(run_path, &run, &err), 0);
+    /* seq 1 at 0 s, 2 and 3 at 60 s, 4 at 120 s, 5 at 180 s */
     assert_int_equal(nearest_to(run, 0, NULL, 0), 1);
-    assert_int_equal(nearest_to(run, 70, NULL, 0), 2);   /* 10 s away, not 50 */
-    assert_int_equal(nearest_to(run, 100, NULL, 0), 3);  /* 20 s away, not 40 */
-    assert_int_equal(nearest_to(run, 90, NULL, 0), 2);   /* as near: the earlier */
-    assert_int_equal(nearest_to(run, 1e6, NULL, 0), 4);  /* past the last */
-    assert_int_equal(nearest_to(run, -50, NULL, 0), 1);  /* before the first */
+    assert_int_equal(nearest_to(run, 70, NULL, 0), 2); /* 10 s away; the lower seq */
+    assert_int_equal(nearest_to(run, 60, NULL, 0), 2);
+    assert_int_equal(nearest_to(run, 100, NULL, 0), 4); /* 20 s away, not 40 */
+    assert_int_equal(nearest_to(run, 90, NULL, 0), 2);  /* as near: the earlier */
+    assert_int_equal(nearest_to(run, 1e6, NULL, 0), 5); /* past the last */
+    assert_int_equal(nearest_to(run, -50, NULL, 0), 1); /* before the first */
     int64_t skip[] = {2, 3};
-    assert_int_equal(nearest_to(run, 70, skip, 2), 1);
-    int64_t all[] = {1, 2, 3, 4};
-    assert_int_equal(nearest_to(run, 70, all, 4), 0);
+    assert_int_equal(nearest_to(run, 70, skip, 2), 4); /* 50 s away, not 70 */
+    assert_int_equal(nearest_to(run, 55, skip, 1), 3);
+    int64_t all[] = {1, 2, 3, 4, 5};
+    assert_int_equal(nearest_to(run, 70, all, 5), 0);
     ust_run_close(run);
 }
 
 static void test_the_nearest_divergence_with_and_without_its_index(void **state)
 {
     world *w = *state;
-    run_divergences(w, 4, 60);
+    const double at[] = {0, 60, 60, 120, 180};
+    for (int i = 0; i < 5; i++)
+        world_api(w, at[i], NULL, "t1", "o", 100);
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
     expect_nearest(w->run_path);
     /* a run database made before the index: the same answers */
     world_exec(w, "DROP INDEX divergences_class_at");
