@@ -155,6 +155,35 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     free(second);
 }
 
+/* A line with its "diff" (as the comparator writes it): each field with
+ * both values, as JSON, escaped; a long value cut. */
+static void test_a_row_shows_both_values_of_its_diff(void **state)
+{
+    world *w = *state;
+    run_divergences(w, 2, 60);
+    world_exec(w, "UPDATE divergences SET line = json_set(line, '$.diff', json('["
+                  "{\"field\":\"state\",\"legacy\":\"paid\",\"candidate\":"
+                  "\"refunded\"},{\"field\":\"body/note\",\"legacy\":\"<b>x</b>\","
+                  "\"candidate\":null},{\"field\":\"body/long\",\"legacy\":\"' ||"
+                  " printf('%.300c', 'y') || '\",\"candidate\":1}]')) WHERE seq = 2");
+    char out[PATH_MAX];
+    write_report(w, 0, out);
+    char *text = page(out, "classes/0.html");
+    const char *row = strstr(text, "<tr id=seq-2>");
+    assert_non_null(row);
+    expect_in(row, "<div><code>state</code> <del>&quot;paid&quot;</del> &rarr; "
+                   "<ins>&quot;refunded&quot;</ins></div>");
+    expect_in(row, "<div><code>body/note</code> <del>&quot;&lt;b&gt;x&lt;/b&gt;&quot;"
+                   "</del> &rarr; <ins>null</ins></div>");
+    expect_in(row, "yyyy&hellip;</del> &rarr; <ins>1</ins>");
+    assert_null(strstr(row, "<b>x"));
+    /* a line without one: the names of its fields */
+    const char *first = strstr(text, "<tr id=seq-1>");
+    assert_non_null(first);
+    expect_in(first, "<code>verdict, status, body/amount");
+    free(text);
+}
+
 /* A class name made to escape the directory and the markup. */
 static void test_a_hostile_class_name_is_a_safe_file(void **state)
 {
@@ -286,6 +315,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_pages_hold_every_divergence_once),
         T(test_rows_are_grouped_by_the_candidates_reason),
+        T(test_a_row_shows_both_values_of_its_diff),
         T(test_a_hostile_class_name_is_a_safe_file),
         T(test_examples_are_sampled_across_the_span),
         T(test_the_nearest_divergence_with_and_without_its_index),
