@@ -71,6 +71,7 @@ typedef struct pager {
     FILE *f;
     char *dir;
     int64_t row, page, pages;
+    int page_details; /* rows of the page with their full detail */
     int table_open;
     size_t group; /* the current reason's ordinal, from 1 */
     char *reason; /* the current reason (NULL: none, or not started) */
@@ -188,6 +189,7 @@ static int open_page(pager *p, int64_t page)
     if (rc != 0)
         return rc;
     p->page = page;
+    p->page_details = 0;
     const ust__report_class *c = &p->m->classes[p->cls];
     ust__report_html_head(p->f, "understudy: class ", c->name);
     fputs("<p><a href=\"../index.html#class-", p->f);
@@ -400,8 +402,11 @@ static int put_row(void *ctx, const ust_run_reasoned *r)
     if ((rc = put_fields(p, r)) != 0)
         return rc;
     fputs("</td></tr>", f);
-    if (p->in_group < UST__REPORT_GROUP_DETAILS)
+    if (p->in_group < UST__REPORT_GROUP_DETAILS &&
+        p->page_details < UST__REPORT_PAGE_DETAILS) {
         rc = put_detail(p, r->d.seq, p->in_group == 0);
+        p->page_details++;
+    }
     p->in_group++;
     p->row++;
     ++*p->done;

@@ -12,9 +12,11 @@
 
 /* Rows a page holds when the options say 0. */
 #define UST__REPORT_PAGE_ROWS 2000
-/* Rows of each reason shown with their full detail (request, story); the
+/* Rows of each reason shown with their full detail (request, story), and
+ * at most so many on a page (a candidate with a reason per event): the
  * others name `understudy show`. */
 #define UST__REPORT_GROUP_DETAILS 10
+#define UST__REPORT_PAGE_DETAILS 100
 
 /* Writes the pages of every class the model details into o->out_dir's
  * classes/ (files of an earlier report's pages there removed first).

@@ -155,6 +155,23 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     free(second);
 }
 
+/* A candidate with many reasons: a page still carries at most 100 rows in
+ * full (each a read of the log and a timeline). */
+static void test_a_page_details_a_bounded_number_of_rows(void **state)
+{
+    world *w = *state;
+    run_divergences(w, 120, 1);
+    world_exec(w, "UPDATE decisions SET c_reason = 'reason ' || (seq % 12)");
+    char out[PATH_MAX];
+    write_report(w, 200, out);
+    char *text = page(out, "classes/0.html");
+    assert_non_null(text);
+    assert_int_equal(occurrences(text, "<tr id=seq-"), 120);
+    assert_int_equal(occurrences(text, "<h2 id=reason-"), 12);
+    assert_int_equal(occurrences(text, "<tr class=detail>"), 100);
+    free(text);
+}
+
 /* A line with its "diff" (as the comparator writes it): each field with
  * both values, as JSON, escaped; a long value cut. */
 static void test_a_row_shows_both_values_of_its_diff(void **state)
@@ -315,6 +332,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_pages_hold_every_divergence_once),
         T(test_rows_are_grouped_by_the_candidates_reason),
+        T(test_a_page_details_a_bounded_number_of_rows),
         T(test_a_row_shows_both_values_of_its_diff),
         T(test_a_hostile_class_name_is_a_safe_file),
         T(test_examples_are_sampled_across_the_span),
