@@ -191,10 +191,10 @@ int main(int argc, char **argv)
     long rss_report = 0, rss_dump = 0, rss_replay = 0;
     /* Each step in its own child, so the parent stays small and each peak
      * RSS is the step's own. */
-    in_child(do_replay, &j, &rss_replay);
+    double t_replay = in_child(do_replay, &j, &rss_replay);
     double t_report = in_child(do_report, &j, &rss_report);
     double t_dump = in_child(do_dump, &j, &rss_dump);
-    printf("report of a run with %ld divergences\n", n);
+    printf("report of a run with %ld divergences (its replay: %.1f s)\n", n, t_replay);
     printf(
         "report:          %6.1f s, peak RSS %6.1f MiB; index.html %ld KiB, summary.md"
         " %ld KiB, divergences.jsonl %ld KiB\n",
