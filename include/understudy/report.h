@@ -46,7 +46,8 @@ typedef struct ust_report_opts {
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
     size_t page_rows;         /* divergences per class page; 0 = 2000 */
-    /* Rows written: to the class pages, then to divergences.jsonl. */
+    /* divergences written to divergences.jsonl, of the run's; the fraction
+     * counts the class pages' rows, written first, too */
     ust_progress progress;
 } ust_report_opts;
 

@@ -410,7 +410,8 @@ static int put_row(void *ctx, const ust_run_reasoned *r)
     p->in_group++;
     p->row++;
     ++*p->done;
-    ust_progress_tell(&p->o->progress, *p->done,
+    /* No line of the JSONL yet: the count stays 0, the fraction moves. */
+    ust_progress_tell(&p->o->progress, 0,
                       (double)*p->done / (double)(p->progress_total + 1));
     return rc;
 }

@@ -20,7 +20,8 @@
 
 /* Writes the pages of every class the model details into o->out_dir's
  * classes/ (files of an earlier report's pages there removed first).
- * Progress counts on from *done (the rows written), of total. */
+ * *done counts the rows written; progress tells them as a fraction of
+ * total, with a count of 0 (the count is the JSONL's lines). */
 int ust__report_write_class_pages(const ust_report_opts *o, const ust__report_model *m,
                                   int64_t *done, int64_t total, char **err);
 

@@ -231,7 +231,7 @@ static void write_details(FILE *f, const ust__report_model *m)
         ust__report_put_count(f, c->count);
         fputs(")</span></h3><p>", f);
         write_shown(f, c, i);
-        fputs(", sampled across the class's span; its page lists every one.</p>", f);
+        fputs(", sampled across the class's span; its pages list every one.</p>", f);
         /* The examples by the candidate's reason, each reason where its
          * first example falls, the examples in time order within it. */
         for (size_t k = 0; k < c->n_examples; k++) {
