@@ -117,8 +117,9 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     world *w = *state;
     run_divergences(w, 14, 60);
     /* two reasons: a second one for seqs 2 and 13 */
-    world_exec(w,
-               "UPDATE decisions SET c_reason = 'zz key refused' WHERE seq IN (2, 13)");
+    world_exec(
+        w,
+        "UPDATE decisions SET c_reason = 'zz key <b>refused</b>' WHERE seq IN (2, 13)");
     char out[PATH_MAX];
     write_report(w, 5, out);
     int seqs[32];
@@ -143,12 +144,14 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     expect_in(first,
               "<a href=\"0.html#reason-1\"><q>" NO_KEY "</q></a></td><td class=n>12");
     /* the second reason's rows start on page 3 (rows 13 and 14) */
-    expect_in(first, "<a href=\"0-3.html#reason-2\"><q>zz key refused</q></a></td>"
+    expect_in(first, "<a href=\"0-3.html#reason-2\"><q>zz key "
+                     "&lt;b&gt;refused&lt;/b&gt;</q></a></td>"
                      "<td class=n>2");
     expect_in(first, "understudy show --run ");
     free(first);
     char *third = page(out, "classes/0-3.html");
-    expect_in(third, "<h2 id=reason-2><q>zz key refused</q>");
+    expect_in(third, "<h2 id=reason-2><q>zz key &lt;b&gt;refused&lt;/b&gt;</q>");
+    assert_null(strstr(third, "<b>"));
     free(third);
     char *second = page(out, "classes/0-2.html");
     expect_in(second, "<q>" NO_KEY "</q> <span class=muted>(12, continued)");
