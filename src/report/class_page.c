@@ -53,9 +53,11 @@ void ust__report_put_page_name(FILE *f, size_t cls, int64_t page)
     fputs(name, f);
 }
 
+/* A kind of reason (run.h): what the table and a heading show of it, the
+ * reason itself when it is the only one of its kind. */
 typedef struct reason_count {
-    char *reason; /* NULL: decisions without one */
-    int64_t count;
+    ust_run_reason r; /* its strings: kind and reason, owned */
+    const char *shown;
 } reason_count;
 
 typedef struct pager {
@@ -83,10 +85,10 @@ typedef struct pager {
     char **err;
 } pager;
 
-static int add_reason(void *ctx, const char *reason, int64_t count)
+static int add_reason(void *ctx, const ust_run_reason *r)
 {
     pager *p = ctx;
-    p->total += count;
+    p->total += r->count;
     if (p->n_reasons == MAX_REASONS) {
         p->more_reasons++;
         return 0;
@@ -96,19 +98,26 @@ static int add_reason(void *ctx, const char *reason, int64_t count)
     if (grown == NULL)
         return UST_ENOMEM;
     p->reasons = grown;
-    reason_count *r = &p->reasons[p->n_reasons];
-    r->reason = reason ? ust_strdup(reason) : NULL;
-    r->count = count;
-    if (reason != NULL && r->reason == NULL)
+    reason_count *rc = &p->reasons[p->n_reasons];
+    rc->r = *r;
+    rc->r.kind = r->kind ? ust_strdup(r->kind) : NULL;
+    rc->r.reason = r->reason ? ust_strdup(r->reason) : NULL;
+    if ((r->kind && rc->r.kind == NULL) || (r->reason && rc->r.reason == NULL)) {
+        ust_free((char *)rc->r.kind);
+        ust_free((char *)rc->r.reason);
         return UST_ENOMEM;
+    }
+    rc->shown = rc->r.reasons == 1 ? rc->r.reason : rc->r.kind;
     p->n_reasons++;
     return 0;
 }
 
 static void clear_reasons(pager *p)
 {
-    for (size_t i = 0; i < p->n_reasons; i++)
-        ust_free(p->reasons[i].reason);
+    for (size_t i = 0; i < p->n_reasons; i++) {
+        ust_free((char *)p->reasons[i].r.kind);
+        ust_free((char *)p->reasons[i].r.reason);
+    }
     p->n_reasons = 0;
     p->more_reasons = 0;
     p->total = 0;
@@ -163,11 +172,17 @@ static void put_reasons(pager *p)
         fputs("<tr><td><a href=\"", p->f);
         ust__report_put_page_name(p->f, p->cls, before / (int64_t)p->page_rows + 1);
         fprintf(p->f, "#reason-%zu\">", i + 1);
-        ust__report_put_reason(p->f, p->reasons[i].reason);
-        fputs("</a></td><td class=n>", p->f);
-        ust__report_put_count(p->f, p->reasons[i].count);
+        ust__report_put_reason(p->f, p->reasons[i].shown);
+        fputs("</a>", p->f);
+        if (p->reasons[i].r.reasons > 1) {
+            fputs(" <span class=muted>(", p->f);
+            ust__report_put_count(p->f, p->reasons[i].r.reasons);
+            fputs(" reasons of this kind, # for their numbers)</span>", p->f);
+        }
+        fputs("</td><td class=n>", p->f);
+        ust__report_put_count(p->f, p->reasons[i].r.count);
         fputs("</td></tr>", p->f);
-        before += p->reasons[i].count;
+        before += p->reasons[i].r.count;
     }
     fputs("</table>", p->f);
     if (p->more_reasons > 0) {
@@ -241,10 +256,12 @@ static void open_group(pager *p, int continued)
         fputs("<h2>", p->f);
     else
         fprintf(p->f, "<h2 id=reason-%zu>", p->group);
-    ust__report_put_reason(p->f, p->reason);
-    if (p->group <= p->n_reasons) {
+    const reason_count *known =
+        p->group <= p->n_reasons ? &p->reasons[p->group - 1] : NULL;
+    ust__report_put_reason(p->f, known ? known->shown : p->reason);
+    if (known != NULL) {
         fputs(" <span class=muted>(", p->f);
-        ust__report_put_count(p->f, p->reasons[p->group - 1].count);
+        ust__report_put_count(p->f, known->r.count);
         fputs(continued ? ", continued)</span>" : ")</span>", p->f);
     }
     fputs("</h2><table class=rows><tr><th>seq</th><th>received</th><th>entity</th>"
@@ -366,11 +383,11 @@ static int put_row(void *ctx, const ust_run_reasoned *r)
 {
     pager *p = ctx;
     int rc = 0;
-    int new_group = p->group == 0 || !ust__report_same_reason(p->reason, r->reason);
+    int new_group = p->group == 0 || !ust__report_same_reason(p->reason, r->kind);
     if (new_group) {
         ust_free(p->reason);
-        p->reason = r->reason ? ust_strdup(r->reason) : NULL;
-        if (r->reason != NULL && p->reason == NULL)
+        p->reason = r->kind ? ust_strdup(r->kind) : NULL;
+        if (r->kind != NULL && p->reason == NULL)
             return UST_ENOMEM;
         p->group++;
         p->in_group = 0;
@@ -401,6 +418,15 @@ static int put_row(void *ctx, const ust_run_reasoned *r)
     fputs("</td><td>", f);
     if ((rc = put_fields(p, r)) != 0)
         return rc;
+    /* its own reason, where its kind stands for several */
+    const reason_count *known =
+        p->group <= p->n_reasons ? &p->reasons[p->group - 1] : NULL;
+    if (r->reason != NULL && (known == NULL || known->r.reasons > 1) &&
+        !ust__report_same_reason(r->reason, r->kind)) {
+        fputs("<div class=muted>", f);
+        ust__report_put_reason(f, r->reason);
+        fputs("</div>", f);
+    }
     fputs("</td></tr>", f);
     if (p->in_group < UST__REPORT_GROUP_DETAILS &&
         p->page_details < UST__REPORT_PAGE_DETAILS) {
@@ -436,9 +462,10 @@ static int write_class(pager *p, size_t cls)
     p->pages = (p->total + (int64_t)p->page_rows - 1) / (int64_t)p->page_rows;
     if (p->pages == 0)
         p->pages = 1;
-    const char *const *only = p->n_reasons == 1 && p->more_reasons == 0
-                                  ? (const char *const *)&p->reasons[0].reason
-                                  : NULL;
+    const ust_run_reason *only =
+        p->n_reasons == 1 && p->more_reasons == 0 && p->reasons[0].r.reasons <= 1
+            ? &p->reasons[0].r
+            : NULL;
     if (rc == 0)
         rc = ust_run_class_by_reason(p->run, name, only, put_row, p, p->err);
     if (rc == 0 && p->f == NULL && (rc = open_page(p, 1)) == 0)

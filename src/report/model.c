@@ -106,7 +106,7 @@ static void bucket_add(const ust__report_model *m, int64_t *buckets, int64_t at,
     buckets[b] += n;
 }
 
-/* An example found: its seq, time and reason. */
+/* An example found: its seq, time and the kind of its reason (run.h). */
 typedef struct sample {
     int64_t seq, at;
     char *reason;
@@ -117,8 +117,8 @@ static int take_sample(void *ctx, const ust_run_reasoned *r)
     sample *s = ctx;
     s->seq = r->d.seq;
     s->at = r->d.received_at;
-    s->reason = r->reason ? ust_strdup(r->reason) : NULL;
-    return r->reason && s->reason == NULL ? UST_ENOMEM : 0;
+    s->reason = r->kind ? ust_strdup(r->kind) : NULL;
+    return r->kind && s->reason == NULL ? UST_ENOMEM : 0;
 }
 
 static int by_time(const void *a, const void *b)

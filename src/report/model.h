@@ -22,7 +22,7 @@ typedef struct ust__report_class {
     json_t *field_sets; /* distinct "fields" arrays, at most 5 */
     const ust_triage_entry *accepted;
     ust__report_event *examples; /* each with its entity's story, in time order */
-    char **example_reasons;      /* each example's candidate reason, or NULL */
+    char **example_reasons; /* the kind of each example's candidate reason (run.h) */
     size_t n_examples;
     int64_t *buckets; /* divergences per time bucket */
 } ust__report_class;

@@ -14,6 +14,33 @@ struct ust_run {
     char *path;
 };
 
+/* ust_reason_kind(text): the text with each run of digits as one '#'
+ * (run.h, ust_run_reason); NULL stays NULL. */
+static void reason_kind(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const unsigned char *s = sqlite3_value_text(argv[0]);
+    if (s == NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    int n = sqlite3_value_bytes(argv[0]);
+    char *out = sqlite3_malloc(n + 1);
+    if (out == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int digit = s[i] >= '0' && s[i] <= '9';
+        if (!digit)
+            out[k++] = (char)s[i];
+        else if (i == 0 || s[i - 1] < '0' || s[i - 1] > '9')
+            out[k++] = '#';
+    }
+    sqlite3_result_text(ctx, out, k, sqlite3_free);
+}
+
 int ust_run_open(const char *path, ust_run **out, char **err)
 {
     *out = NULL;
@@ -25,6 +52,10 @@ int ust_run_open(const char *path, ust_run **out, char **err)
     char *why = NULL;
     int rc = ust__db_open(path, 1, NULL, "run database", &run->db, &why);
     ust_free(why);
+    if (rc == 0 && sqlite3_create_function(run->db, "ust_reason_kind", 1,
+                                           SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                                           reason_kind, NULL, NULL) != SQLITE_OK)
+        rc = UST_EDB;
     if (rc != 0) {
         /* The words report and gate have always used for a run that is not
          * there. */
@@ -294,16 +325,17 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
     return rc;
 }
 
-/* A divergence with its candidate's reason (ust_run_reasoned), its diff
- * read by the expression given. */
+/* A divergence with its candidate's reason and its kind (ust_run_reasoned),
+ * its diff read by the expression given. */
 #define REASONED_SELECT(diff)                                                          \
     "SELECT c.c_reason, v.seq, v.received_at, v.class, v.fields, v.entity,"            \
-    " v.follow_on, " diff " FROM divergences v JOIN decisions c ON c.seq = v.seq"      \
-    " WHERE v.class = ?1"
+    " v.follow_on, " diff ", ust_reason_kind(c.c_reason) AS kind FROM divergences v"   \
+    " JOIN decisions c ON c.seq = v.seq WHERE v.class = ?1"
 
 static ust_run_reasoned reasoned_row(sqlite3_stmt *st)
 {
     ust_run_reasoned r = {text(st, 0),
+                          text(st, 8),
                           {num(st, 1), num(st, 2), text(st, 3), text(st, 4),
                            text(st, 5), sqlite3_column_int(st, 6), NULL},
                           text(st, 7)};
@@ -311,23 +343,27 @@ static ust_run_reasoned reasoned_row(sqlite3_stmt *st)
 }
 
 int ust_run_class_reasons(ust_run *run, const char *cls,
-                          int (*fn)(void *ctx, const char *reason, int64_t count),
-                          void *ctx, char **err)
+                          int (*fn)(void *ctx, const ust_run_reason *r), void *ctx,
+                          char **err)
 {
     sqlite3_stmt *st = NULL;
     int rc = prepare(run,
-                     "SELECT c.c_reason, count(*) FROM divergences v JOIN decisions c"
-                     " ON c.seq = v.seq WHERE v.class = ?1 GROUP BY 1 ORDER BY 1",
+                     "SELECT ust_reason_kind(c.c_reason), count(*),"
+                     " count(DISTINCT c.c_reason), min(c.c_reason) FROM divergences v"
+                     " JOIN decisions c ON c.seq = v.seq WHERE v.class = ?1"
+                     " GROUP BY 1 ORDER BY 1",
                      &st, err);
     if (rc == 0)
         sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
-    while (rc == 0 && (rc = next(run, st, err)) == 1)
-        rc = fn(ctx, text(st, 0), num(st, 1));
+    while (rc == 0 && (rc = next(run, st, err)) == 1) {
+        ust_run_reason r = {text(st, 0), num(st, 1), num(st, 2), text(st, 3)};
+        rc = fn(ctx, &r);
+    }
     sqlite3_finalize(st);
     return rc;
 }
 
-int ust_run_class_by_reason(ust_run *run, const char *cls, const char *const *only,
+int ust_run_class_by_reason(ust_run *run, const char *cls, const ust_run_reason *only,
                             int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
                             char **err)
 {
@@ -338,18 +374,20 @@ int ust_run_class_by_reason(ust_run *run, const char *cls, const char *const *on
     sqlite3_stmt *st = NULL;
     int rc = prepare(
         run,
-        only ? "SELECT NULL, seq, received_at, class, fields, entity,"
-               " follow_on, json_extract(line, '$.diff') FROM"
-               " divergences WHERE class = ?1 ORDER BY seq"
-             : REASONED_SELECT(
-                   "json_extract(v.line, '$.diff')") " ORDER BY c.c_reason, v.seq",
+        only
+            ? "SELECT NULL, seq, received_at, class, fields, entity,"
+              " follow_on, json_extract(line, '$.diff'), NULL FROM"
+              " divergences WHERE class = ?1 ORDER BY seq"
+            : REASONED_SELECT("json_extract(v.line, '$.diff')") " ORDER BY kind, v.seq",
         &st, err);
     if (rc == 0)
         sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
     while (rc == 0 && (rc = next(run, st, err)) == 1) {
         ust_run_reasoned r = reasoned_row(st);
-        if (only != NULL)
-            r.reason = *only;
+        if (only != NULL) {
+            r.reason = only->reason;
+            r.kind = only->kind;
+        }
         rc = fn(ctx, &r);
     }
     sqlite3_finalize(st);

@@ -164,7 +164,7 @@ static void test_a_page_details_a_bounded_number_of_rows(void **state)
 {
     world *w = *state;
     run_divergences(w, 120, 1);
-    world_exec(w, "UPDATE decisions SET c_reason = 'reason ' || (seq % 12)");
+    world_exec(w, "UPDATE decisions SET c_reason = 'reason ' || char(65 + seq % 12)");
     char out[PATH_MAX];
     write_report(w, 200, out);
     char *text = page(out, "classes/0.html");
@@ -173,6 +173,37 @@ static void test_a_page_details_a_bounded_number_of_rows(void **state)
     assert_int_equal(occurrences(text, "<h2 id=reason-"), 12);
     assert_int_equal(occurrences(text, "<tr class=detail>"), 100);
     free(text);
+}
+
+/* Reasons that differ only by their numbers (an id, a time) are one group,
+ * each row naming its own. */
+static void test_reasons_differing_by_numbers_are_one_kind(void **state)
+{
+    world *w = *state;
+    run_divergences(w, 5, 60);
+    world_exec(w, "UPDATE decisions SET c_reason = 'as stripe:pi_' || (seq * 37) ||"
+                  " ' paid ' || seq || ' s earlier' WHERE seq <= 3");
+    char out[PATH_MAX];
+    write_report(w, 0, out);
+    char *text = page(out, "classes/0.html");
+    assert_non_null(text);
+    expect_in(text, "<q>as stripe:pi_# paid # s earlier</q></a> <span class=muted>(3"
+                    " reasons of this kind");
+    expect_in(text, "<h2 id=reason-1><q>as stripe:pi_# paid # s earlier</q>");
+    assert_int_equal(occurrences(text, "<h2 id=reason-"), 2);
+    const char *row = strstr(text, "<tr id=seq-3>");
+    assert_non_null(row);
+    expect_in(row, "<div class=muted><q>as stripe:pi_111 paid 3 s earlier</q></div>");
+    /* a reason alone of its kind is shown as it is, its rows without it */
+    expect_in(text, "<h2 id=reason-2><q>" NO_KEY "</q>");
+    const char *fourth = strstr(text, "<tr id=seq-4>");
+    assert_non_null(fourth);
+    assert_true(strstr(fourth, "<div class=muted><q>") == NULL ||
+                strstr(fourth, "<div class=muted><q>") > strstr(fourth, "</tr>"));
+    free(text);
+    char *index = page(out, "index.html");
+    expect_in(index, "candidate's reason: <q>as stripe:pi_# paid # s earlier</q>");
+    free(index);
 }
 
 /* A line with its "diff" (as the comparator writes it): each field with
@@ -336,6 +367,7 @@ int main(void)
         T(test_pages_hold_every_divergence_once),
         T(test_rows_are_grouped_by_the_candidates_reason),
         T(test_a_page_details_a_bounded_number_of_rows),
+        T(test_reasons_differing_by_numbers_are_one_kind),
         T(test_a_row_shows_both_values_of_its_diff),
         T(test_a_hostile_class_name_is_a_safe_file),
         T(test_examples_are_sampled_across_the_span),
