@@ -347,11 +347,12 @@ int ust_run_class_reasons(ust_run *run, const char *cls,
                           char **err)
 {
     sqlite3_stmt *st = NULL;
+    /* By reason first: the kind of each reason is made once, not per row. */
     int rc = prepare(run,
-                     "SELECT ust_reason_kind(c.c_reason), count(*),"
-                     " count(DISTINCT c.c_reason), min(c.c_reason) FROM divergences v"
+                     "SELECT ust_reason_kind(r), sum(n), count(r), min(r) FROM"
+                     " (SELECT c.c_reason AS r, count(*) AS n FROM divergences v"
                      " JOIN decisions c ON c.seq = v.seq WHERE v.class = ?1"
-                     " GROUP BY 1 ORDER BY 1",
+                     " GROUP BY 1) GROUP BY 1 ORDER BY 1",
                      &st, err);
     if (rc == 0)
         sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
