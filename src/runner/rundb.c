@@ -38,6 +38,13 @@ static const char schema[] =
     " received_at INTEGER NOT NULL, class TEXT NOT NULL, fields TEXT NOT NULL,"
     " entity TEXT, follow_on INTEGER NOT NULL, line TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS divergences_class ON divergences(class);"
+    /* The report's examples, sampled across the run's span: a class's
+     * divergence nearest a time. follow_on too, so that the counts of the
+     * classes (report and gate) and of the run read this index, not the
+     * lines: a fifth of a 1,000,000-divergence report's time. Made as well
+     * when a run made before it is resumed; without it the readers scan. */
+    "CREATE INDEX IF NOT EXISTS divergences_class_at ON divergences(class,"
+    " received_at, follow_on);"
     "CREATE INDEX IF NOT EXISTS divergences_entity ON divergences(entity);"
     /* What a plugin that calls a service sent and what came back (journal.h):
      * 'sent' committed before the send, 'answered' with the decision. */
