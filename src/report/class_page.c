@@ -2,6 +2,7 @@
  * reason's divergences, one row each, the first few of a reason with their
  * full detail. */
 #include "report/class_page.h"
+#include "report/redact_line.h"
 #include "report/event.h"
 #include "report/html_escape.h"
 
@@ -273,7 +274,7 @@ static void open_group(pager *p, int continued)
 static void put_value(FILE *f, const char *tag, const json_t *v)
 {
     char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    const char *shown = text ? text : "(missing)";
+    const char *shown = text ? text : "(absent)";
     size_t len = strlen(shown);
     int cut = len > MAX_VALUE;
     if (cut) {
@@ -335,6 +336,8 @@ static int put_fields(pager *p, const ust_run_reasoned *r)
     FILE *f = p->f;
     json_error_t jerr;
     json_t *diff = r->diff ? json_loads(r->diff, 0, &jerr) : NULL;
+    /* Read from the run as it was decided: masked here, as every line is. */
+    ust__report_redact_diff(diff, p->m->redact);
     if (json_is_array(diff)) {
         size_t i;
         json_t *d;
