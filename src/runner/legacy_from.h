@@ -14,10 +14,11 @@
 #include <understudy/host.h>
 
 typedef struct ust__legacy_from {
-    sqlite3 *db; /* NULL: not in use */
-    sqlite3_stmt *get;
-    const char *path; /* borrowed */
-    int64_t cursor;   /* the earlier run's: no seq beyond it is read */
+    sqlite3 *db;        /* NULL: not in use */
+    sqlite3_stmt *scan; /* the rows in seq order (legacy_from.c) */
+    int64_t at;         /* the seq of the row scan is on, -1 when none */
+    const char *path;   /* borrowed */
+    int64_t cursor;     /* the earlier run's: no seq beyond it is read */
     /* The legacy as the earlier run's meta names it: the new run names it
      * the same (its report and gate show the same legacy). */
     char *name, *version, *sha256;
