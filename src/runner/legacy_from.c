@@ -110,6 +110,16 @@ int ust__legacy_from_open(ust__legacy_from *f, const char *path,
         rc = check_parts(f, want, err);
     if (rc == 0)
         rc = check_log(f, want, err);
+    char *before = NULL;
+    if (rc == 0)
+        rc = meta(f, "decided_before_l_entity", &before, err);
+    if (rc == 0 && *before)
+        rc = ust_errf(err, UST_EINVAL,
+                      "%s: its decisions up to seq %s were written before runs kept "
+                      "the legacy's own entity (l_entity), so they do not read back "
+                      "whole: replay without --legacy-from once",
+                      path, before);
+    ust_free(before);
     if (rc == 0 &&
         sqlite3_prepare_v2(f->db, SCAN_LEGACY, -1, &f->scan, NULL) != SQLITE_OK)
         rc = ust_errf(err, UST_EINVAL,

@@ -77,7 +77,9 @@ static int prepare(ust__run_writer *w, const char *sql, sqlite3_stmt **st, char 
 }
 
 /* A run begun before the rows kept the legacy's own entity gains the
- * column (NULL in its older rows: they cannot serve --legacy-from). */
+ * column, NULL in its older rows: the meta says up to which seq, so that
+ * --legacy-from refuses a run whose legacy decisions do not read back whole
+ * (legacy_from.c). */
 static int add_legacy_entity(ust__run_writer *w, char **err)
 {
     sqlite3_stmt *st = NULL;
@@ -86,7 +88,13 @@ static int add_legacy_entity(ust__run_writer *w, char **err)
     sqlite3_finalize(st);
     return has ? 0
                : ust__rundb_exec(w->db,
-                                 "ALTER TABLE decisions ADD COLUMN l_entity TEXT", err);
+                                 "BEGIN IMMEDIATE;"
+                                 "ALTER TABLE decisions ADD COLUMN l_entity TEXT;"
+                                 "INSERT OR REPLACE INTO meta(key, value)"
+                                 " SELECT 'decided_before_l_entity', max(seq)"
+                                 " FROM decisions HAVING count(*) > 0;"
+                                 "COMMIT",
+                                 err);
 }
 
 int ust__run_writer_open(ust__run_writer *w, const char *path, char **err)

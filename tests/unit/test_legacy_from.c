@@ -287,6 +287,27 @@ static void test_another_partition_or_an_unfinished_run_is_refused(void **state)
     expect_refused(rc, &err, unfinished, 2);
 }
 
+/* A run made before the rows kept the legacy's own entity cannot be read
+ * back whole: refused as it is, and once resumed (its older rows then have
+ * the column, empty). */
+static void test_a_run_without_l_entity_is_refused(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 300);
+    free(replay_ok(w, "old.db", &(how){0}));
+    char old[PATH_MAX];
+    in_dir(w, "old.db", old);
+    world_exec_at(old, "ALTER TABLE decisions DROP COLUMN l_entity");
+    char *err = NULL;
+    int rc = replay_how(w, "new.db", &(how){.from = "old.db"}, NULL, &err);
+    const char *texts[] = {"cannot be read back", "l_entity"};
+    expect_refused(rc, &err, texts, 2);
+    free(replay_ok(w, "old.db", &(how){0})); /* resumed: nothing new to decide */
+    rc = replay_how(w, "new.db", &(how){.from = "old.db"}, NULL, &err);
+    const char *resumed[] = {"decisions up to seq 300 were written before", "l_entity"};
+    expect_refused(rc, &err, resumed, 2);
+}
+
 /* A run begun with --legacy-from holds no legacy state: resumed without it,
  * the legacy would decide the rest missing the state of the first part. */
 static void test_resumed_only_as_it_began(void **state)
@@ -446,6 +467,7 @@ int main(void)
         T(test_another_config_is_refused),
         T(test_another_partition_or_an_unfinished_run_is_refused),
         T(test_resumed_only_as_it_began),
+        T(test_a_run_without_l_entity_is_refused),
         T(test_the_command_line),
         T(test_a_killed_replay_resumes_to_the_same_result),
         T(test_the_results_are_a_full_replays),
