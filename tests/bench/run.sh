@@ -19,6 +19,9 @@ fi
 echo
 echo "### replay: the whole log beside two partitions at once"
 ./tests/bench/partition.sh "$build" "${PARTITION_EVENTS:-200000}" 3
+echo
+echo "### replay --legacy-from beside a full replay"
+./tests/bench/legacy_from.sh "$build" "${LEGACY_FROM_EVENTS:-200000}" 3
 if [ -x "$build/tests/bench_url" ]; then
   echo
   echo "### url candidate beside a plain libcurl loop (service answering at once, then in 1 ms)"
