@@ -8,7 +8,6 @@
 #include <understudy/error.h>
 #include <understudy/event.h>
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -105,6 +104,18 @@ int ust_log_append_exchanges(ust_log *log, const ust_config *cfg, ust_request *r
     return rc;
 }
 
+static int flush(ust_log *log, const ust_config *cfg, ust_request *batch,
+                 ust_response *answers, size_t *n, char **err)
+{
+    int rc = ust_log_append_exchanges(log, cfg, batch, answers, *n, NULL, NULL, err);
+    for (size_t i = 0; i < *n; i++) {
+        ust_request_clear(&batch[i]);
+        ust_response_clear(&answers[i]);
+    }
+    *n = 0;
+    return rc;
+}
+
 /* Events appended, and the share of the file read. */
 static void tell(const ust_progress *p, int64_t events, int64_t bytes, int64_t size)
 {
@@ -127,174 +138,10 @@ static int64_t input_size(FILE *in, int64_t *offset)
     return (int64_t)sb.st_size;
 }
 
-/* Lines parsed and derived, ready to append: the records borrow the
- * requests and answers. */
-typedef struct import_batch {
-    ust_request reqs[IMPORT_BATCH];
-    ust_response answers[IMPORT_BATCH];
-    ust_log_record recs[IMPORT_BATCH];
-    size_t n;       /* lines parsed into it, each derived */
-    int64_t events; /* events appended once this batch is */
-    int64_t bytes;  /* bytes of the file read when it was handed over */
-} import_batch;
-
-static void batch_clear(import_batch *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        clear_derived(&b->recs[i]);
-        ust_request_clear(&b->reqs[i]);
-        ust_response_clear(&b->answers[i]);
-    }
-    b->n = 0;
-}
-
-/* The line into the batch's next slot, derived. 0, or an error in *err. */
-static int batch_add(import_batch *b, const ust_config *cfg, const char *line,
-                     size_t len, const char *label, size_t lineno, char **err)
-{
-    size_t i = b->n;
-    char *why = NULL;
-    int rc = ust_jsonl_parse_exchange(line, len, &b->reqs[i], &b->answers[i], &why);
-    if (rc != 0) {
-        rc = ust_errf(err, rc, "%s:%zu: %s", label, lineno,
-                      why ? why : ust_strerror(rc));
-        ust_free(why);
-        return rc;
-    }
-    rc = ust_log_record_derive(cfg, &b->reqs[i], &b->recs[i], err);
-    if (rc != 0) {
-        ust_request_clear(&b->reqs[i]);
-        ust_response_clear(&b->answers[i]);
-        return rc;
-    }
-    b->recs[i].response = b->answers[i]; /* borrowed, as the request */
-    b->n++;
-    return 0;
-}
-
-/* The thread that appends while the importing one parses and derives the
- * next batch: derivation (JSON, hashing, signatures) runs on the other
- * core beside SQLite's inserts. One batch at a time, in the order handed
- * over, so the rows and the chain are what one thread would append. */
-typedef struct import_writer {
-    ust_log *log;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    import_batch *queued; /* handed over, not appended yet */
-    int stop;             /* nothing more will be handed over */
-    int rc;               /* the first append that failed, with err */
-    char *err;
-} import_writer;
-
-static void *append_batches(void *arg)
-{
-    import_writer *w = arg;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (w->queued == NULL && !w->stop)
-            pthread_cond_wait(&w->cv, &w->mu);
-        if (w->queued == NULL)
-            break;
-        import_batch *b = w->queued;
-        int failed = w->rc;
-        pthread_mutex_unlock(&w->mu);
-        char *err = NULL;
-        int rc =
-            failed != 0 ? failed : ust_log_append(w->log, b->recs, b->n, NULL, &err);
-        pthread_mutex_lock(&w->mu);
-        if (failed == 0 && rc != 0) {
-            w->rc = rc;
-            w->err = err;
-        }
-        w->queued = NULL;
-        pthread_cond_broadcast(&w->cv);
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
-}
-
-/* Waits until the writer has appended what it was handed; its rc. */
-static int writer_idle(import_writer *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (w->queued != NULL)
-        pthread_cond_wait(&w->cv, &w->mu);
-    int rc = w->rc;
-    pthread_mutex_unlock(&w->mu);
-    return rc;
-}
-
-static void writer_hand(import_writer *w, import_batch *b)
-{
-    pthread_mutex_lock(&w->mu);
-    w->queued = b;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static void writer_stop(import_writer *w, pthread_t thread)
-{
-    pthread_mutex_lock(&w->mu);
-    w->stop = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(thread, NULL);
-}
-
 int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *label,
                    int64_t *n_out, char **err)
 {
     return ust_log_import_progress(log, cfg, in, label, NULL, n_out, err);
-}
-
-/* Reads into one batch while the writer appends the other. */
-static int import_lines(import_writer *w, import_batch *slots, const ust_config *cfg,
-                        FILE *in, const char *label, const ust_progress *progress,
-                        int64_t *total, char **err)
-{
-    int64_t bytes = 0, size = progress != NULL ? input_size(in, &bytes) : -1;
-    import_batch *b = &slots[0], *appending = NULL;
-    size_t lineno = 0;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
-        lineno++;
-        bytes += len;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (len == 0)
-            continue; /* blank lines carry nothing */
-        rc = batch_add(b, cfg, line, (size_t)len, label, lineno, err);
-        if (rc != 0 || b->n < IMPORT_BATCH)
-            continue;
-        *total += (int64_t)b->n;
-        b->events = *total;
-        b->bytes = bytes;
-        /* The other batch is appended before this one is handed over. */
-        if ((rc = writer_idle(w)) != 0)
-            break;
-        if (appending != NULL)
-            tell(progress, appending->events, appending->bytes, size);
-        writer_hand(w, b);
-        appending = b;
-        b = b == &slots[0] ? &slots[1] : &slots[0];
-        batch_clear(b);
-    }
-    free(line);
-    if (rc == 0 && ferror(in))
-        rc = ust_errf(err, UST_EIO, "%s: read error", label);
-    if (rc == 0 && b->n > 0) {
-        *total += (int64_t)b->n;
-        rc = writer_idle(w);
-        if (rc == 0)
-            writer_hand(w, b);
-    }
-    int appended = writer_idle(w);
-    if (rc == 0 && appended == 0)
-        tell(progress, *total, size, size); /* at the end: all of it read */
-    return rc != 0 ? rc : appended;
 }
 
 int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
@@ -303,36 +150,51 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
 {
     if (n_out != NULL)
         *n_out = 0;
-    import_batch *slots = ust_calloc(2, sizeof(*slots));
-    if (slots == NULL)
+    int64_t bytes = 0, size = progress != NULL ? input_size(in, &bytes) : -1;
+    ust_request *batch = ust_calloc(IMPORT_BATCH, sizeof(*batch));
+    ust_response *answers = ust_calloc(IMPORT_BATCH, sizeof(*answers));
+    if (batch == NULL || answers == NULL) {
+        ust_free(batch);
+        ust_free(answers);
         return UST_ENOMEM;
-    import_writer w;
-    memset(&w, 0, sizeof(w));
-    w.log = log;
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    pthread_t thread;
-    int rc = ust_log_begin(log, err);
-    if (rc == 0 && pthread_create(&thread, NULL, append_batches, &w) != 0)
-        rc = ust_errf(err, UST_ENOMEM, "import: cannot start the appending thread");
-    int64_t total = 0;
-    char *mine = NULL;
-    if (rc == 0) {
-        rc = import_lines(&w, slots, cfg, in, label, progress, &total, &mine);
-        writer_stop(&w, thread);
-        /* The writer's failure came first in the file when both failed. */
-        if (w.rc != 0)
-            rc = ust_errf(err, w.rc, "%s", w.err ? w.err : ust_strerror(w.rc));
-        else if (rc != 0)
-            rc = ust_errf(err, rc, "%s", mine ? mine : ust_strerror(rc));
     }
-    ust_free(w.err);
-    ust_free(mine);
-    pthread_cond_destroy(&w.cv);
-    pthread_mutex_destroy(&w.mu);
-    batch_clear(&slots[0]);
-    batch_clear(&slots[1]);
-    ust_free(slots);
+    int rc = ust_log_begin(log, err);
+    size_t n = 0, lineno = 0;
+    int64_t total = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        bytes += len;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len == 0)
+            continue; /* blank lines carry nothing */
+        char *why = NULL;
+        rc = ust_jsonl_parse_exchange(line, (size_t)len, &batch[n], &answers[n], &why);
+        if (rc != 0) {
+            rc = ust_errf(err, rc, "%s:%zu: %s", label, lineno,
+                          why ? why : ust_strerror(rc));
+            ust_free(why);
+            break;
+        }
+        n++;
+        total++;
+        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
+            tell(progress, total, bytes, size);
+    }
+    free(line);
+    if (rc == 0 && ferror(in))
+        rc = ust_errf(err, UST_EIO, "%s: read error", label);
+    if (rc == 0 && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
+        tell(progress, total, size, size); /* at the end: all of it read */
+    for (size_t i = 0; i < n; i++) {
+        ust_request_clear(&batch[i]);
+        ust_response_clear(&answers[i]);
+    }
+    ust_free(batch);
+    ust_free(answers);
     if (rc == 0)
         rc = ust_log_commit(log, err);
     else
