@@ -590,10 +590,10 @@ static char *numbered_lines(int count, const char *bad)
     return all;
 }
 
-/* Import hands whole batches to a second thread that appends them while the
- * next is read: a bad line after several of them still leaves the log as it
- * was, names its line, and the import of the good lines then appends each
- * once, in the file's order. */
+/* Import appends batch by batch inside one transaction: a bad line after
+ * several whole batches still leaves the log as it was and names its line,
+ * and the import of the good lines then appends each once, in the file's
+ * order (what a re-run after a refused or interrupted import relies on). */
 static void test_import_refused_after_whole_batches_appends_nothing(void **state)
 {
     struct fixture *f = *state;
