@@ -29,6 +29,9 @@ if [ -x "$build/tests/bench_url" ]; then
   "$build/tests/bench_url" . "$build" "$dir" "${URL_SLOW_EVENTS:-3000}" 1000 3
 fi
 echo
+echo "### file to report (import + replay + report) beside a python3 sqlite3 baseline"
+ROUNDS=${PIPELINE_ROUNDS:-3} ./tests/bench/pipeline.sh "$build" "${PIPELINE_EVENTS:-200000}"
+echo
 echo "### state store writes beside bare SQLite inserts"
 "$build/tests/bench_store" 4000000 3
 if [ -x "$build/tests/bench_report" ]; then
