@@ -11,30 +11,7 @@
 /* A generated log of n events (seed 7) in w's log. */
 static inline void gen_log(world *w, const ust_config *cfg, int64_t n)
 {
-    char out[PATH_MAX];
-    snprintf(out, sizeof(out), "%s/gen.jsonl", w->dir);
-    ust_gen_opts o;
-    memset(&o, 0, sizeof(o));
-    o.cfg = cfg;
-    o.seed = 7;
-    o.events = n;
-    o.span_us = 2LL * 86400 * 1000000;
-    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
-    ust_gen_default_mix(o.mix);
-    o.out = fopen(out, "wb");
-    char *err = NULL;
-    int64_t written = 0;
-    if (ust_gen(&o, &written, &err) != 0)
-        fail_msg("gen: %s", err);
-    fclose(o.out);
-    unlink(w->log_path);
-    ust_log *log = NULL;
-    assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
-    FILE *in = fopen(out, "rb");
-    if (ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err) != 0)
-        fail_msg("import: %s", err);
-    fclose(in);
-    ust_log_close(log);
+    world_gen_log(w, w->log_path, cfg, 7, n);
 }
 
 /* The run database named name in w's folder. */

@@ -11,11 +11,15 @@
 #include <understudy/config.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>
+#include <understudy/gen.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
 #include <understudy/sig.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define WORLD_T0 1795946400LL /* 2026-11-29T10:00:00Z */
@@ -221,10 +225,10 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
 }
 
 /* One text value from the run database, "" when NULL; caller frees. */
-static inline char *world_query(world *w, const char *sql)
+static inline char *world_query_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(w->run_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(db));
@@ -235,6 +239,87 @@ static inline char *world_query(world *w, const char *sql)
     sqlite3_close(db);
     return out ? out : ust_strdup("");
 }
+
+static inline char *world_query(world *w, const char *sql)
+{
+    return world_query_at(w->run_path, sql);
+}
+
+/* A log of n generated events (seed, 2 days from 2026-11-23) at log_path,
+ * derived under cfg. */
+static inline void world_gen_log(world *w, const char *log_path, const ust_config *cfg,
+                                 uint64_t seed, int64_t n)
+{
+    char out[PATH_MAX];
+    snprintf(out, sizeof(out), "%s/gen.jsonl", w->dir);
+    ust_gen_opts o;
+    memset(&o, 0, sizeof(o));
+    o.cfg = cfg;
+    o.seed = seed;
+    o.events = n;
+    o.span_us = 2LL * 86400 * 1000000;
+    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
+    ust_gen_default_mix(o.mix);
+    o.out = fopen(out, "wb");
+    char *err = NULL;
+    int64_t written = 0;
+    if (ust_gen(&o, &written, &err) != 0)
+        fail_msg("gen: %s", err);
+    fclose(o.out);
+    unlink(log_path);
+    ust_log *log = NULL;
+    assert_int_equal(ust_log_open(log_path, UST_LOG_CREATE, &log, &err), 0);
+    FILE *in = fopen(out, "rb");
+    if (ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    ust_log_close(log);
+}
+
+/* Kills a replay of o (in a child, over and over until killed, its
+ * divergence lines into a pipe) at a point decided by how: 0 = while it is
+ * blocked writing divergence lines into the full pipe, after a commit and
+ * with most of the log still to go; 1 and up = after a short while, which
+ * may land inside a transaction. Where _GNU_SOURCE is defined before any
+ * include (F_SETPIPE_SZ). */
+#ifdef F_SETPIPE_SZ
+static inline void world_kill_a_replay(const ust_replay_opts *opts, int how)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fcntl(fds[1], F_SETPIPE_SZ, 4096);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        ust_replay_opts o = *opts;
+        o.divergences = fdopen(fds[1], "w");
+        ust_replay_stats st;
+        for (;;) /* until killed */
+            ust_replay(&o, &st, NULL);
+    }
+    close(fds[1]);
+    if (how == 0) {
+        char c;
+        assert_int_equal(read(fds[0], &c, 1), 1); /* a commit happened; then stall */
+        for (int i = 0; i < 200; i++) {
+            char *cursor =
+                world_query_at(opts->run_path, "SELECT last_seq FROM cursor");
+            int stalled = atoi(cursor) > 0;
+            ust_free(cursor);
+            if (stalled)
+                break;
+            usleep(10000);
+        }
+    } else {
+        usleep(how * 15000);
+    }
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+}
+#endif
 
 /* Runs sql on the database at path (to break it on purpose, or fix it). */
 static inline void world_exec_at(const char *path, const char *sql)

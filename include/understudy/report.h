@@ -67,7 +67,10 @@ typedef struct ust_report_opts {
                                  metadata (its path and SHA-256); may be NULL */
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
-    ust_progress progress;    /* divergences written, of the run's */
+    size_t page_rows;         /* divergences per class page; 0 = 2000 */
+    /* divergences written to divergences.jsonl, of the run's; the fraction
+     * counts the class pages' rows, written first, too */
+    ust_progress progress;
     /* When n_runs > 1, in place of run_path: the runs of the partitions of
      * one replay, read as one run (run.h: ust_run_open_many); the report
      * names them. */
@@ -75,11 +78,12 @@ typedef struct ust_report_opts {
     size_t n_runs;
 } ust_report_opts;
 
-/* Writes index.html, summary.md, summary.json and divergences.jsonl into
- * out_dir, in memory bounded by the caps whatever the run's size. They say
- * when they were made: now, or SOURCE_DATE_EPOCH (whole seconds since 1970,
- * UTC) when that is set, so the same run can give the same bytes; a
- * malformed SOURCE_DATE_EPOCH is UST_EINVAL. */
+/* Writes index.html, summary.md, summary.json, divergences.jsonl and the
+ * pages of each detailed class (classes/) into out_dir, in memory bounded by
+ * the caps whatever the run's size. They say when they were made: now, or
+ * SOURCE_DATE_EPOCH (whole seconds since 1970, UTC) when that is set, so the
+ * same run can give the same bytes; a malformed SOURCE_DATE_EPOCH is
+ * UST_EINVAL. */
 int ust_report_write(const ust_report_opts *o, char **err);
 
 /* ---- one event: understudy show --------------------------------------- */

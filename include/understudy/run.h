@@ -118,6 +118,52 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
                         int (*fn)(void *ctx, const ust_run_divergence *d), void *ctx,
                         char **err);
 
+/* ---- a class's divergences by the candidate's reason, for its pages --- */
+
+/* The candidate decision's reasons are grouped by kind: the reason with
+ * each run of digits as one '#' ("as stripe:pi_7 paid 3 s earlier" and "as
+ * stripe:pi_40 paid 12 s earlier" are one kind), so that a reason naming an
+ * id or a time does not make a group of each divergence. */
+typedef struct ust_run_reason {
+    const char *kind;   /* NULL: decisions without a reason */
+    int64_t count;      /* divergences */
+    int64_t reasons;    /* distinct reasons of the kind */
+    const char *reason; /* the first of them by text (the only one, reasons 1) */
+} ust_run_reason;
+
+/* The kinds of the candidate's reasons among the divergences of cls, by
+ * kind (NULL first): the order of ust_run_class_by_reason. */
+int ust_run_class_reasons(ust_run *run, const char *cls,
+                          int (*fn)(void *ctx, const ust_run_reason *r), void *ctx,
+                          char **err);
+
+/* A divergence with the candidate's reason and its kind (NULL: none). */
+typedef struct ust_run_reasoned {
+    const char *reason, *kind;
+    ust_run_divergence d;
+    const char *diff; /* the line's "diff" (JSON text), NULL when it has none */
+} ust_run_reasoned;
+
+/* Every divergence of cls, by the kind of its reason (as
+ * ust_run_class_reasons), then seq; d.line is not read (NULL): diff carries
+ * what a row shows. Streamed: the memory a read takes does not grow with
+ * the class (SQLite sorts on disk). When the caller read (in the same
+ * ust_run_begin) that the class has one kind of one reason, only points to
+ * it and the rows come in seq order without the sort. fn may read the run
+ * through the same handle. */
+int ust_run_class_by_reason(ust_run *run, const char *cls, const ust_run_reason *only,
+                            int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                            char **err);
+
+/* The divergence of cls received nearest to at_us (of two as near, the
+ * earlier), leaving out the n_skip seqs of skip (a few: each is read past):
+ * 1 after fn (d.line and diff NULL), 0 when there is none. Kept to an index
+ * on (class, received_at) where the run database has it. */
+int ust_run_class_nearest(ust_run *run, const char *cls, int64_t at_us,
+                          const int64_t *skip, size_t n_skip,
+                          int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                          char **err);
+
 /* An event as the run decided it: its verdicts and states (NULL when it was
  * not fed), whether it diverged, and whether that followed an earlier
  * divergence of its entity. */

@@ -48,6 +48,11 @@ typedef struct ust_replay_opts {
      * decisions as answered; the runner reads them instead of deciding the
      * legacy again, and goes no further than they go. NULL otherwise. */
     const char *legacy_answers;
+    /* replay --legacy-from: an earlier run database of the same log, legacy
+     * and config (refused otherwise, saying what differs) whose legacy
+     * decisions are read back instead of decided again; the legacy is
+     * started only to check that it is the same. NULL otherwise. */
+    const char *legacy_from;
     /* serve: the runner's plugins in child processes run at background
      * priority (understudy/priority.h); the caller lowers its own thread. */
     int background;

@@ -12,6 +12,7 @@ static const char usage[] =
     "usage: understudy replay --config FILE [--log DB] [--run DB]\n"
     "                         [--legacy PLUGIN.so] [--candidate PLUGIN.so]\n"
     "                         [--divergences FILE|-] [--partition K/N]\n"
+    "                         [--legacy-from EARLIER_RUN.db]\n"
     "                         [--progress|--quiet]\n"
     "\n"
     "Feeds every event of the log, in seq order, to the legacy and the candidate\n"
@@ -23,6 +24,9 @@ static const char usage[] =
     "--partition K/N (K from 0 to N-1) decides only the events whose key (the\n"
     "config's \"partition_by\": the intent, else the identity) hashes to K;\n"
     "the others are passed over. Each partition has its own run database.\n"
+    "--legacy-from reads the legacy's decisions from an earlier run of the same\n"
+    "log, legacy, config and partition instead of deciding them again (refused,\n"
+    "saying what differs, otherwise): the candidate alone decides.\n"
     "--log and --run default to the config's \"log\" and "
     "\"run\".\n" UST_CLI_PROGRESS_HELP;
 
@@ -32,10 +36,13 @@ int ust_cli_replay(int argc, char **argv)
     int progress_flag = 0;
     ust_replay_opts o;
     memset(&o, 0, sizeof(o));
-    const ust_cli_opt opts[] = {
-        UST_CLI_STR("config", &config),         UST_CLI_RUN_FILES(o),
-        UST_CLI_STR("divergences", &div_path),  UST_CLI_STR("partition", &partition),
-        UST_CLI_PROGRESS_FLAGS(&progress_flag), UST_CLI_END};
+    const ust_cli_opt opts[] = {UST_CLI_STR("config", &config),
+                                UST_CLI_RUN_FILES(o),
+                                UST_CLI_STR("divergences", &div_path),
+                                UST_CLI_STR("partition", &partition),
+                                UST_CLI_STR("legacy-from", &o.legacy_from),
+                                UST_CLI_PROGRESS_FLAGS(&progress_flag),
+                                UST_CLI_END};
     int rc = ust_cli_parse("replay", argc, argv, opts, usage);
     if (rc != UST_CLI_GO_ON)
         return rc;

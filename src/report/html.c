@@ -1,6 +1,7 @@
 /* index.html: one self-contained file, no network, no script. Every string
  * that came from outside (payloads, headers, plugin output, class names) is
  * escaped, and a Content-Security-Policy forbids scripts besides. */
+#include "report/class_page.h"
 #include "report/event.h"
 #include "report/html_escape.h"
 #include "report/model.h"
@@ -30,7 +31,9 @@ static const char style[] =
     "table.diff td.legacy{background:#fdecea}table.diff td.candidate{background:"
     "#e7f5ec}table.diff td code{font-weight:600}.absent{color:#889;font-style:italic}"
     "table.headers td,table.derived td{font-size:.92em}pre.raw{white-space:pre-wrap;"
-    "word-break:break-all}h5{margin:.6em 0 .2em}";
+    "word-break:break-all}h5{margin:.6em 0 .2em}"
+    "table.rows{width:100%}del{background:#fde7e7;text-decoration:none}"
+    "ins{background:#e4f5e4;text-decoration:none}.nav{margin:1em 0}";
 
 /* The report's own metadata (model.h: about). */
 static void write_about(FILE *f, const json_t *about)
@@ -48,6 +51,20 @@ static void write_about(FILE *f, const json_t *about)
     fputs("<h2>Report</h2><table>", f);
     ust__report_put_about(f, about, &html);
     fputs("</table>", f);
+}
+
+void ust__report_html_head(FILE *f, const char *title, const char *subject)
+{
+    fputs("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
+          " style-src 'unsafe-inline'\"><title>",
+          f);
+    ust__html_esc(f, title);
+    if (subject != NULL)
+        ust__html_esc(f, subject);
+    fputs("</title><style>", f);
+    fputs(style, f);
+    fputs("</style></head><body>", f);
 }
 
 static void write_run(FILE *f, const ust__report_model *m)
@@ -114,11 +131,22 @@ static void write_matrix(FILE *f, const ust__report_model *m)
     fputs("</table>", f);
 }
 
+/* "5 of 4,854 shown", linked to the class's pages, which show them all. */
+static void write_shown(FILE *f, const ust__report_class *c, size_t i)
+{
+    fputs("<a href=\"classes/", f);
+    ust__report_put_page_name(f, i, 1);
+    fprintf(f, "\">%zu of ", c->n_examples);
+    ust__report_put_count(f, c->count);
+    fputs(" shown</a>", f);
+}
+
 static void write_classes(FILE *f, const ust__report_model *m)
 {
     fputs("<h2>Divergence "
           "classes</h2><table><tr><th>class</th><th>count</th><th>follow-on"
-          "</th><th>fields</th><th>first</th><th>last</th><th>triage</th></tr>",
+          "</th><th>fields</th><th>first</th><th>last</th><th>triage</th>"
+          "<th>examples</th></tr>",
           f);
     for (size_t i = 0; i < m->n_detailed; i++) {
         const ust__report_class *c = &m->classes[i];
@@ -144,6 +172,8 @@ static void write_classes(FILE *f, const ust__report_model *m)
         ust__report_put_triage(
             f, c->accepted, ust__html_entity,
             "<span class=ok>accepted</span>: ", "<span class=open>open</span>", 1);
+        fputs("</td><td>", f);
+        write_shown(f, c, i);
         fputs("</td></tr>", f);
     }
     fputs("</table>", f);
@@ -160,9 +190,27 @@ static void write_details(FILE *f, const ust__report_model *m)
         const ust__report_class *c = &m->classes[i];
         fprintf(f, "<h3 id=\"class-%zu\">", i);
         ust__html_esc(f, c->name);
-        fprintf(f, " <span class=muted>(%lld)</span></h3>", (long long)c->count);
-        for (size_t k = 0; k < c->n_examples; k++)
-            ust__report_event_html(f, &c->examples[k], k == 0);
+        fputs(" <span class=muted>(", f);
+        ust__report_put_count(f, c->count);
+        fputs(")</span></h3><p>", f);
+        write_shown(f, c, i);
+        fputs(", sampled across the class's span; its pages list every one.</p>", f);
+        /* The examples by the candidate's reason, each reason where its
+         * first example falls, the examples in time order within it. */
+        for (size_t k = 0; k < c->n_examples; k++) {
+            const char *reason = c->example_reasons[k];
+            int seen = 0;
+            for (size_t j = 0; j < k && !seen; j++)
+                seen = ust__report_same_reason(c->example_reasons[j], reason);
+            if (seen)
+                continue;
+            fputs("<h4>candidate's reason: ", f);
+            ust__report_put_reason(f, reason);
+            fputs("</h4>", f);
+            for (size_t j = k; j < c->n_examples; j++)
+                if (ust__report_same_reason(c->example_reasons[j], reason))
+                    ust__report_event_html(f, &c->examples[j], j == 0);
+        }
     }
 }
 
@@ -194,13 +242,8 @@ int ust__report_write_html(const ust__report_model *m, const char *path, char **
     FILE *f = fopen(path, "wb");
     if (f == NULL)
         return ust_errf(err, UST_EIO, "%s: cannot write", path);
-    fputs("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
-          " style-src 'unsafe-inline'\">"
-          "<title>understudy report</title><style>",
-          f);
-    fputs(style, f);
-    fputs("</style></head><body><h1>understudy: divergence report</h1>", f);
+    ust__report_html_head(f, "understudy report", NULL);
+    fputs("<h1>understudy: divergence report</h1>", f);
     int pass = ust_gate_pass(&m->gate, 0);
     fprintf(f, "<p><strong class=%s>%s</strong>: ", pass ? "ok" : "open",
             pass ? "every divergence is triaged" : "not ready for cutover");

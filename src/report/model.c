@@ -94,30 +94,73 @@ static int load_counts(loader *l, ust__report_model *m)
     return m->total_buckets && m->total_days ? 0 : UST_ENOMEM;
 }
 
-typedef struct class_loader {
-    loader *l;
-    const ust__report_model *m;
-    ust__report_class *c;
-} class_loader;
+/* An example found: its seq, time and the kind of its reason (run.h). */
+typedef struct sample {
+    int64_t seq, at;
+    char *reason;
+} sample;
 
-static int add_example(void *ctx, const ust_run_divergence *d)
+static int take_sample(void *ctx, const ust_run_reasoned *r)
 {
-    class_loader *cl = ctx;
-    cl->c->examples[cl->c->n_examples++].seq = d->seq;
-    return 0;
+    sample *s = ctx;
+    s->seq = r->d.seq;
+    s->at = r->d.received_at;
+    s->reason = r->kind ? ust_strdup(r->kind) : NULL;
+    return r->kind && s->reason == NULL ? UST_ENOMEM : 0;
 }
 
-/* The seqs first, then each example in full: an example's own reads (its
- * entity's story) cannot run inside the read of the class's divergences. */
+static int by_time(const void *a, const void *b)
+{
+    const sample *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The divergences nearest cap evenly spaced times from the class's first to
+ * its last, each a different one, in time order: a class that ran all week
+ * shows its Monday and its Sunday, not its first five minutes. */
+static int sample_examples(loader *l, ust__report_class *c, size_t cap, sample *samples,
+                           int64_t *seqs, size_t *n)
+{
+    int rc = 0;
+    int64_t span = c->last_at - c->first_at;
+    for (size_t k = 0; rc == 0 && k < cap; k++) {
+        int64_t at =
+            cap > 1
+                ? c->first_at + (int64_t)((double)span * (double)k / (double)(cap - 1))
+                : c->first_at;
+        rc = ust_run_class_nearest(l->run, c->name, at, seqs, *n, take_sample,
+                                   &samples[*n], l->err);
+        if (rc == 1) {
+            seqs[*n] = samples[*n].seq;
+            ++*n;
+            rc = 0;
+        }
+    }
+    qsort(samples, *n, sizeof(*samples), by_time);
+    return rc;
+}
+
+/* The samples first, then each example in full. */
 static int load_examples(loader *l, const ust__report_model *m, ust__report_class *c,
                          size_t cap)
 {
     c->examples = ust_calloc(cap, sizeof(*c->examples));
-    if (c->examples == NULL)
-        return UST_ENOMEM;
-    class_loader cl = {l, m, c};
-    ust_run_filter f = {.class_name = c->name, .limit = cap};
-    int rc = ust_run_divergences(l->run, &f, add_example, &cl, l->err);
+    c->example_reasons = ust_calloc(cap, sizeof(*c->example_reasons));
+    sample *samples = ust_calloc(cap, sizeof(*samples));
+    int64_t *seqs = ust_calloc(cap, sizeof(*seqs));
+    size_t n = 0;
+    int rc = c->examples && c->example_reasons && samples && seqs
+                 ? sample_examples(l, c, cap, samples, seqs, &n)
+                 : UST_ENOMEM;
+    for (size_t k = 0; k < n; k++) {
+        c->examples[k].seq = samples[k].seq;
+        c->example_reasons[k] = samples[k].reason;
+    }
+    c->n_examples = n;
+    ust_free(samples);
+    ust_free(seqs);
     for (size_t k = 0; rc == 0 && k < c->n_examples; k++) {
         ust__report_event *e = &c->examples[k];
         rc = ust__report_event_load(l->run, l->log, m->redact, e->seq, e, l->err);
@@ -249,16 +292,10 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
                          err);
     if (rc == 0)
         rc = load_meta(&l, m);
-    char *named = NULL;
-    if (rc == 0 && o->log_path == NULL && (rc = ust_run_log(l.run, &named, err)) > 0)
-        rc = 0;
-    const char *log_path = o->log_path ? o->log_path : named;
-    /* Its chain checked meanwhile, up to the run's cursor. */
+    /* The log: its chain checked meanwhile, up to the run's cursor. */
     if (rc == 0)
-        rc = ust__report_chain_start(log_path, m->gate.cursor, m->meta, &m->chain);
-    if (rc == 0 && log_path != NULL)
-        ust_log_open(log_path, UST_LOG_READONLY, &l.log, NULL); /* examples, coverage */
-    ust_free(named);
+        rc = ust__report_log_open(l.run, o, &l.log, &m->chain, m->gate.cursor, m->meta,
+                                  err);
     if (rc == 0)
         rc = ust__report_about_load(o, m, err);
     if (rc == 0)
@@ -283,6 +320,27 @@ int ust__report_run_open(const ust_report_opts *o, ust_run **out, char **err)
                          : ust_run_open(o->run_path, out, err);
 }
 
+/* The log the run read (o's, else the one the run names): *out NULL when it
+ * cannot be opened (examples and coverage then say so). With chain, its
+ * chain's check up to cursor is started in *chain. */
+int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
+                         ust__report_chain **chain, int64_t cursor, const json_t *meta,
+                         char **err)
+{
+    *out = NULL;
+    char *named = NULL;
+    int rc = 0;
+    if (o->log_path == NULL && (rc = ust_run_log(run, &named, err)) > 0)
+        rc = 0;
+    const char *log_path = o->log_path ? o->log_path : named;
+    if (rc == 0 && chain != NULL)
+        rc = ust__report_chain_start(log_path, cursor, meta, chain);
+    if (rc == 0 && log_path != NULL)
+        ust_log_open(log_path, UST_LOG_READONLY, out, NULL);
+    ust_free(named);
+    return rc;
+}
+
 void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size)
 {
     if (n < *cap)
@@ -300,9 +358,12 @@ void ust__report_model_clear(ust__report_model *m)
         ust__report_class *c = &m->classes[i];
         ust_free(c->name);
         json_decref(c->field_sets);
-        for (size_t k = 0; k < c->n_examples; k++)
+        for (size_t k = 0; k < c->n_examples; k++) {
             ust__report_event_clear(&c->examples[k]);
+            ust_free(c->example_reasons[k]);
+        }
         ust_free(c->examples);
+        ust_free(c->example_reasons);
         ust_free(c->buckets);
         ust_free(c->days);
     }

@@ -23,7 +23,8 @@ typedef struct ust__report_class {
     int64_t count, first_at, last_at, follow_ons;
     json_t *field_sets; /* distinct "fields" arrays, at most 5 */
     const ust_triage_entry *accepted;
-    ust__report_event *examples; /* each with its entity's story */
+    ust__report_event *examples; /* each with its entity's story, in time order */
+    char **example_reasons; /* the kind of each example's candidate reason (run.h) */
     size_t n_examples;
     int64_t *buckets; /* divergences per bar of the chart */
     int64_t *days;    /* per UTC day, for the first UST__REPORT_DAY_CLASSES only */
@@ -106,6 +107,13 @@ void ust__report_put_about(FILE *f, const json_t *about,
                            const ust__report_about_style *s);
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
+/* The event log of the report (o's, else the one the run names), for the
+ * requests of the events shown and the coverage: *out NULL when it cannot be
+ * opened. With chain (else NULL), the check of its chain up to cursor is
+ * started in *chain (ust__report_chain_start, meta the run's). */
+int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
+                         ust__report_chain **chain, int64_t cursor, const json_t *meta,
+                         char **err);
 void ust__report_model_clear(ust__report_model *m);
 
 /* items (n used of *cap, each size bytes) with room for one more: the same,
@@ -151,6 +159,9 @@ int ust__report_write_summary_json(const ust__report_model *m, const char *path,
                                    char **err);
 
 int ust__report_write_html(const ust__report_model *m, const char *path, char **err);
+/* An HTML page's start, to its <body>: the report's style and policy (no
+ * script), titled title and then subject (escaped; NULL: none). */
+void ust__report_html_head(FILE *f, const char *title, const char *subject);
 int ust__report_write_markdown(const ust__report_model *m, const char *path,
                                char **err);
 

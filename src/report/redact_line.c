@@ -48,8 +48,14 @@ void ust__report_redact_line(json_t *line, const json_t *rules)
         return;
     for (size_t i = 0; i < 2; i++)
         mask_decision(json_object_get(line, sides[i]), rules);
+    ust__report_redact_diff(json_object_get(line, "diff"), rules);
+}
+
+void ust__report_redact_diff(json_t *diff, const json_t *rules)
+{
+    if (json_array_size(rules) == 0)
+        return;
     size_t i;
     json_t *entry;
-    json_array_foreach(json_object_get(line, "diff"), i, entry)
-        mask_entry(entry, rules);
+    json_array_foreach(diff, i, entry) mask_entry(entry, rules);
 }

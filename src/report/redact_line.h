@@ -10,5 +10,7 @@
  * entry as ust_redact_at masks it; both values of a "header:NAME" entry a
  * rule names). A side the diff leaves out stays out. */
 void ust__report_redact_line(json_t *line, const json_t *rules);
+/* The same for a line's "diff" alone (a class page reads no more). */
+void ust__report_redact_diff(json_t *diff, const json_t *rules);
 
 #endif

@@ -1,5 +1,6 @@
 /* Writing a report directory: index.html, summary.md, summary.json,
- * divergences.jsonl. */
+ * divergences.jsonl and the class pages. */
+#include "report/class_page.h"
 #include "report/model.h"
 #include "report/redact_line.h"
 
@@ -16,7 +17,7 @@
 typedef struct jsonl_writer {
     const ust_report_opts *o;
     const json_t *redact;
-    int64_t total, done;
+    int64_t total, done, before; /* before: the class pages' share */
     FILE *f;
     const char *path;
     char **err;
@@ -45,20 +46,23 @@ static int write_line(void *ctx, const ust_run_divergence *d)
         rc = ust_errf(w->err, UST_EIO, "%s: write failed", w->path);
     ust_free(masked);
     w->done++;
+    int64_t all = w->before + w->done;
     ust_progress_tell(&w->o->progress, w->done,
-                      w->done >= w->total ? 1 : (double)w->done / (double)w->total);
+                      all >= w->total ? 1 : (double)all / (double)w->total);
     return rc;
 }
 
-/* Every divergence, streamed in seq order; masked when the run has rules. */
-static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t total,
-                       const char *path, char **err)
+/* Every divergence, streamed in seq order; masked when the run has rules.
+ * Progress: its lines, the fraction counting on from before rows (written
+ * to the class pages) of total. */
+static int write_jsonl(const ust_report_opts *o, const json_t *redact, int64_t before,
+                       int64_t total, const char *path, char **err)
 {
     ust_run *run = NULL;
     int rc = ust__report_run_open(o, &run, err);
     if (rc != 0)
         return rc;
-    jsonl_writer w = {o, redact, total, 0, fopen(path, "wb"), path, err};
+    jsonl_writer w = {o, redact, total, 0, before, fopen(path, "wb"), path, err};
     ust_run_filter all = {0};
     rc = w.f ? ust_run_divergences(run, &all, write_line, &w, err)
              : ust_errf(err, UST_EIO, "%s: cannot write", path);
@@ -135,9 +139,16 @@ int ust_report_write(const ust_report_opts *o, char **err)
     char *summary = ust_sprintf("%s/summary.json", o->out_dir);
     if (html == NULL || md == NULL || jsonl == NULL || summary == NULL)
         rc = UST_ENOMEM;
-    /* The JSONL first, while the log's chain is checked beside it. */
+    /* Progress counts the lines of the JSONL; its fraction covers the rows
+     * of the class pages, written first, too. The pages and the JSONL are
+     * written while the log's chain is checked beside them. */
+    int64_t rows = 0, total = m.divergences;
+    for (size_t i = 0; i < m.n_detailed; i++)
+        total += m.classes[i].count;
     if (rc == 0)
-        rc = write_jsonl(o, m.redact, m.divergences, jsonl, err);
+        rc = ust__report_write_class_pages(o, &m, &rows, total, err);
+    if (rc == 0)
+        rc = write_jsonl(o, m.redact, rows, total, jsonl, err);
     json_object_set_new(m.about, "log_chain", ust__report_chain_finish(m.chain));
     m.chain = NULL;
     if (rc == 0)

@@ -38,9 +38,11 @@ static void bind_text_owned(sqlite3_stmt *st, int col, char *s)
     ust_free(s);
 }
 
+/* In the plugin's order, as the divergence line writes them: read back
+ * (replay --legacy-from), a decision writes the same line again. */
 static char *headers_text(const json_t *headers)
 {
-    return headers ? json_dumps(headers, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    return headers ? json_dumps(headers, JSON_COMPACT) : NULL;
 }
 
 /* Binds a decision field to the next column (c). */

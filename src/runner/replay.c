@@ -5,6 +5,7 @@
  * the stream never shows what the run database does not hold. */
 #include "runner/answers_reader.h"
 #include "runner/journal.h"
+#include "runner/legacy_from.h"
 #include "runner/partition.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
@@ -32,6 +33,7 @@ struct ust_runner {
     ust_store *store;
     ust_plugin *legacy, *candidate;
     ust__answers_reader answers; /* serve --respond legacy: the answered decisions */
+    ust__legacy_from from;       /* replay --legacy-from: an earlier run's */
     char **lines;                /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
     char *redact;          /* the config's redact list as JSON text */
@@ -93,11 +95,17 @@ static int record_identity(replay *r, char **err)
         const char *key, *value;
     } parts[] = {
         {"config_sha256", r->o->cfg->hash},
-        /* Without a plugin (--respond upstream) the legacy is its url. */
-        {"legacy_name", r->legacy ? ust_plugin_name(r->legacy) : "url"},
-        {"legacy_version",
-         r->legacy ? ust_plugin_version(r->legacy) : r->o->cfg->legacy.url},
-        {"legacy_sha256", r->legacy ? ust_plugin_file_sha256(r->legacy) : ""},
+        /* Without a plugin (--respond upstream) the legacy is its url;
+         * read from an earlier run, it is the one that run names. */
+        {"legacy_name", r->from.db  ? r->from.name
+                        : r->legacy ? ust_plugin_name(r->legacy)
+                                    : "url"},
+        {"legacy_version", r->from.db  ? r->from.version
+                           : r->legacy ? ust_plugin_version(r->legacy)
+                                       : r->o->cfg->legacy.url},
+        {"legacy_sha256", r->from.db  ? r->from.sha256
+                          : r->legacy ? ust_plugin_file_sha256(r->legacy)
+                                      : ""},
         {"candidate_name", ust_plugin_name(r->candidate)},
         {"candidate_version", ust_plugin_version(r->candidate)},
         {"candidate_sha256", ust_plugin_file_sha256(r->candidate)},
@@ -311,6 +319,8 @@ static int finish(replay *r, item *it, ust_replay_stats *stats, char **err)
          * path: its decision is read back, never made twice. */
         if (r->answers.db != NULL)
             rc = ust__answers_reader_get(&r->answers, ev->seq, &l, err);
+        else if (r->from.db != NULL)
+            rc = ust__legacy_from_get(&r->from, ev->seq, &l, err);
         else if (it->l_ready) {
             l = it->l;
             memset(&it->l, 0, sizeof(it->l));
@@ -426,6 +436,37 @@ static int journal_intend(void *ctx, const char *side, const int64_t *seqs, size
     return rc != 0 ? rc : brc;
 }
 
+/* The earlier run must be of this log, legacy, config and partition; the
+ * legacy, started only to be compared with the one it names, is stopped
+ * again: no event goes to it. */
+static int open_legacy_from(replay *r, char **err)
+{
+    const ust_replay_opts *o = r->o;
+    char partition[32] = "";
+    if (o->partition.n > 0)
+        ust_partition_format(&o->partition, partition);
+    int64_t head = 0;
+    char head_hex[UST_SHA256_HEX_LEN + 1];
+    int rc = ust_log_head(r->log, &head, head_hex, err);
+    if (rc != 0)
+        return rc;
+    if (r->legacy == NULL)
+        return ust_errf(err, UST_EINVAL,
+                        "--legacy-from: the legacy must be a plugin, to be compared "
+                        "with the earlier run's");
+    ust__legacy_from_want want = {o->cfg->hash,
+                                  ust_plugin_name(r->legacy),
+                                  ust_plugin_version(r->legacy),
+                                  ust_plugin_file_sha256(r->legacy),
+                                  partition,
+                                  head,
+                                  head_hex};
+    rc = ust__legacy_from_open(&r->from, o->legacy_from, &want, err);
+    ust_plugin_unload(r->legacy);
+    r->legacy = NULL;
+    return rc;
+}
+
 static int open_parts(replay *r, char **err)
 {
     r->journal =
@@ -451,9 +492,10 @@ static int open_parts(replay *r, char **err)
         (rc = ust__run_writer_open(&r->run, o->run_path, err)) != 0 ||
         (rc = ust_store_open(r->run.db, &r->store, err)) != 0 ||
         (!answered_upstream &&
-         (rc = ust_plugin_open_journaled(&o->cfg->legacy, o->legacy_path, "legacy",
-                                         background, r->store, &r->journal, &r->legacy,
-                                         err)) != 0) ||
+         /* Started only to be checked (--legacy-from), it sends nothing. */
+         (rc = ust_plugin_open_journaled(
+              &o->cfg->legacy, o->legacy_path, "legacy", background, r->store,
+              o->legacy_from ? NULL : &r->journal, &r->legacy, err)) != 0) ||
         /* Both must start and say hello before the first event: a candidate
          * that cannot start at all is a broken setup, not a fault to record
          * on every event (later restarts are tolerated: see child.c). */
@@ -466,6 +508,8 @@ static int open_parts(replay *r, char **err)
     if ((ust_plugin_journaled(r->legacy) || ust_plugin_journaled(r->candidate)) &&
         (rc = ust__rundb_exec(r->run.db, "PRAGMA synchronous=FULL;", err)) != 0)
         return rc;
+    if (o->legacy_from != NULL)
+        return open_legacy_from(r, err);
     if (o->legacy_answers != NULL)
         return ust__answers_reader_open(&r->answers, o->legacy_answers, err);
     return 0;
@@ -480,6 +524,7 @@ static void close_parts(replay *r)
     ust_free(r->redact);
     ust_free(r->coverage);
     ust__answers_reader_close(&r->answers);
+    ust__legacy_from_close(&r->from);
     ust_plugin_unload(r->legacy);
     ust_plugin_unload(r->candidate);
     ust_store_close(r->store);
@@ -541,6 +586,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
         rc = ust__rundb_cursor(r->run.db, &cursor, err);
     if (rc == 0)
         rc = ust__partition_check_run(&r->run, &o->partition, o->cfg, cursor, err);
+    if (rc == 0)
+        rc = ust__legacy_from_check_run(&r->run, o->legacy_from, cursor, err);
     if (rc == 0)
         rc = check_cursor_row(r, cursor, err);
     if (rc == 0 && ust_alloc_failures() != refused)
@@ -605,6 +652,9 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     int64_t limit = INT64_MAX;
     if (rc == 0 && r->answers.db != NULL)
         rc = ust__rundb_cursor(r->answers.db, &limit, err);
+    /* Read from an earlier run, go no further than it decided. */
+    if (r->from.db != NULL && r->from.cursor < limit)
+        limit = r->from.cursor;
     if (r->o->step_events > 0 && limit - r->last_seq > r->o->step_events)
         limit = r->last_seq + r->o->step_events;
     /* Progress: the share of the seqs from the cursor to the head now. */

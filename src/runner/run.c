@@ -10,6 +10,42 @@
 #include <sqlite3.h>
 #include <string.h>
 
+/* ust_reason_kind(text): the text with each run of digits as one '#'
+ * (run.h, ust_run_reason); NULL stays NULL. */
+static void reason_kind(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const unsigned char *s = sqlite3_value_text(argv[0]);
+    if (s == NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    int n = sqlite3_value_bytes(argv[0]);
+    char *out = sqlite3_malloc(n + 1);
+    if (out == NULL) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int digit = s[i] >= '0' && s[i] <= '9';
+        if (!digit)
+            out[k++] = (char)s[i];
+        else if (i == 0 || s[i - 1] < '0' || s[i - 1] > '9')
+            out[k++] = '#';
+    }
+    sqlite3_result_text(ctx, out, k, sqlite3_free);
+}
+
+int ust__run_register_functions(sqlite3 *db)
+{
+    return sqlite3_create_function(db, "ust_reason_kind", 1,
+                                   SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                                   reason_kind, NULL, NULL) == SQLITE_OK
+               ? 0
+               : UST_EDB;
+}
+
 int ust_run_open(const char *path, ust_run **out, char **err)
 {
     *out = NULL;
@@ -21,6 +57,8 @@ int ust_run_open(const char *path, ust_run **out, char **err)
     char *why = NULL;
     int rc = ust__db_open(path, 1, NULL, "run database", &run->db, &why);
     ust_free(why);
+    if (rc == 0)
+        rc = ust__run_register_functions(run->db);
     if (rc != 0) {
         /* The words report and gate have always used for a run that is not
          * there. */
@@ -294,6 +332,132 @@ int ust_run_divergences(ust_run *run, const ust_run_filter *f,
         rc = fn(ctx, &d);
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* A divergence with its candidate's reason and its kind (ust_run_reasoned),
+ * its diff read by the expression given. */
+#define REASONED_SELECT(diff)                                                          \
+    "SELECT c.c_reason, v.seq, v.received_at, v.class, v.fields, v.entity,"            \
+    " v.follow_on, " diff ", ust_reason_kind(c.c_reason) AS kind FROM divergences v"   \
+    " JOIN decisions c ON c.seq = v.seq WHERE v.class = ?1"
+
+static ust_run_reasoned reasoned_row(sqlite3_stmt *st)
+{
+    ust_run_reasoned r = {text(st, 0),
+                          text(st, 8),
+                          {num(st, 1), num(st, 2), text(st, 3), text(st, 4),
+                           text(st, 5), sqlite3_column_int(st, 6), NULL},
+                          text(st, 7)};
+    return r;
+}
+
+int ust_run_class_reasons(ust_run *run, const char *cls,
+                          int (*fn)(void *ctx, const ust_run_reason *r), void *ctx,
+                          char **err)
+{
+    sqlite3_stmt *st = NULL;
+    /* By reason first: the kind of each reason is made once, not per row. */
+    int rc = prepare(run,
+                     "SELECT ust_reason_kind(r), sum(n), count(r), min(r) FROM"
+                     " (SELECT c.c_reason AS r, count(*) AS n FROM divergences v"
+                     " JOIN decisions c ON c.seq = v.seq WHERE v.class = ?1"
+                     " GROUP BY 1) GROUP BY 1 ORDER BY 1",
+                     &st, err);
+    if (rc == 0)
+        sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
+    while (rc == 0 && (rc = next(run, st, err)) == 1) {
+        ust_run_reason r = {text(st, 0), num(st, 1), num(st, 2), text(st, 3)};
+        rc = fn(ctx, &r);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ust_run_class_by_reason(ust_run *run, const char *cls, const ust_run_reason *only,
+                            int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                            char **err)
+{
+    /* Only the diff of the line, extracted by SQLite: the line is most of a
+     * row, and parsing it whole for each row was most of a class page's
+     * time. One reason: the class's index gives seq order, and the
+     * decisions (a read of their pages for each row) are not needed. */
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(
+        run,
+        only
+            ? "SELECT NULL, seq, received_at, class, fields, entity,"
+              " follow_on, json_extract(line, '$.diff'), NULL FROM"
+              " divergences WHERE class = ?1 ORDER BY seq"
+            : REASONED_SELECT("json_extract(v.line, '$.diff')") " ORDER BY kind, v.seq",
+        &st, err);
+    if (rc == 0)
+        sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
+    while (rc == 0 && (rc = next(run, st, err)) == 1) {
+        ust_run_reasoned r = reasoned_row(st);
+        if (only != NULL) {
+            r.reason = only->reason;
+            r.kind = only->kind;
+        }
+        rc = fn(ctx, &r);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int skipped(int64_t seq, const int64_t *skip, size_t n_skip)
+{
+    for (size_t i = 0; i < n_skip; i++)
+        if (skip[i] == seq)
+            return 1;
+    return 0;
+}
+
+/* The first row of st (prepared, bound) not in skip: 1 on it, 0 none. */
+static int first_kept(ust_run *run, sqlite3_stmt *st, const int64_t *skip,
+                      size_t n_skip, char **err)
+{
+    int rc;
+    while ((rc = next(run, st, err)) == 1 && skipped(num(st, 1), skip, n_skip))
+        ;
+    return rc;
+}
+
+int ust_run_class_nearest(ust_run *run, const char *cls, int64_t at_us,
+                          const int64_t *skip, size_t n_skip,
+                          int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
+                          char **err)
+{
+    /* The nearest at or before, and at or after: each the first row of a
+     * walk of divergences_class_at from at_us. */
+    static const char *const sql[] = {
+        REASONED_SELECT("NULL") " AND v.received_at <= ?2"
+                                " ORDER BY v.received_at DESC, v.seq",
+        REASONED_SELECT("NULL") " AND v.received_at >= ?2"
+                                " ORDER BY v.received_at, v.seq",
+    };
+    sqlite3_stmt *st[2] = {NULL, NULL};
+    int found[2] = {0, 0};
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        rc = prepare(run, sql[k], &st[k], err);
+        if (rc == 0) {
+            sqlite3_bind_text(st[k], 1, cls, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st[k], 2, at_us);
+            rc = found[k] = first_kept(run, st[k], skip, n_skip, err);
+            rc = rc < 0 ? rc : 0;
+        }
+    }
+    if (rc == 0 && (found[0] || found[1])) {
+        /* As near: the earlier (each walk gives the lowest seq of a time). */
+        int pick =
+            !found[0] || (found[1] && num(st[1], 2) - at_us < at_us - num(st[0], 2));
+        ust_run_reasoned r = reasoned_row(st[pick]);
+        rc = fn(ctx, &r);
+        rc = rc != 0 ? rc : 1;
+    }
+    sqlite3_finalize(st[0]);
+    sqlite3_finalize(st[1]);
     return rc;
 }
 

@@ -10,4 +10,8 @@ struct ust_run {
     char *path; /* as opened; for several, their paths joined by " + " */
 };
 
+/* Registers on db the SQL functions run.c's readers call (ust_reason_kind):
+ * 0, or UST_EDB. */
+int ust__run_register_functions(sqlite3 *db);
+
 #endif

@@ -343,6 +343,8 @@ static int open_joined(const char *const *paths, const part *pts, size_t n,
         return UST_ENOMEM;
     }
     int rc = ust__db_open(paths[0], 1, NULL, "run database", &run->db, err);
+    if (rc == 0 && (rc = ust__run_register_functions(run->db)) != 0)
+        ust_errf(err, rc, "%s: cannot read the run databases", paths[0]);
     if (rc == 0)
         rc = join(run, pts, n, meta, err);
     if (rc != 0)

@@ -13,7 +13,8 @@
 /* The event's own columns of a decisions row, then each side's decision
  * columns (l_ legacy, c_ candidate), in bind order. */
 #define EVENT_COLUMNS                                                                  \
-    "seq, received_at, route, provider, event_type, entity, signature, fed, diverged"
+    "seq, received_at, route, provider, event_type, entity, signature, fed, diverged," \
+    " l_entity"
 enum {
     COL_SEQ = 1,
     COL_RECEIVED_AT,
@@ -24,6 +25,7 @@ enum {
     COL_SIGNATURE,
     COL_FED,
     COL_DIVERGED,
+    COL_LEGACY_ENTITY,
     COL_LEGACY,
     COL_CANDIDATE = COL_LEGACY + UST__DECISION_COLUMNS,
     N_COLUMNS = COL_CANDIDATE + UST__DECISION_COLUMNS - 1
@@ -74,6 +76,27 @@ static int prepare(ust__run_writer *w, const char *sql, sqlite3_stmt **st, char 
     return db_error(w, err);
 }
 
+/* A run begun before the rows kept the legacy's own entity gains the
+ * column, NULL in its older rows: the meta says up to which seq, so that
+ * --legacy-from refuses a run whose legacy decisions do not read back whole
+ * (legacy_from.c). */
+static int add_legacy_entity(ust__run_writer *w, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int has = sqlite3_prepare_v2(w->db, "SELECT l_entity FROM decisions LIMIT 0", -1,
+                                 &st, NULL) == SQLITE_OK;
+    sqlite3_finalize(st);
+    return has ? 0
+               : ust__rundb_exec(w->db,
+                                 "BEGIN IMMEDIATE;"
+                                 "ALTER TABLE decisions ADD COLUMN l_entity TEXT;"
+                                 "INSERT OR REPLACE INTO meta(key, value)"
+                                 " SELECT 'decided_before_l_entity', max(seq)"
+                                 " FROM decisions HAVING count(*) > 0;"
+                                 "COMMIT",
+                                 err);
+}
+
 int ust__run_writer_open(ust__run_writer *w, const char *path, char **err)
 {
     memset(w, 0, sizeof(*w));
@@ -81,6 +104,7 @@ int ust__run_writer_open(ust__run_writer *w, const char *path, char **err)
     char insert[1024];
     int rc;
     if ((rc = ust__rundb_open(path, &w->db, err)) != 0 ||
+        (rc = add_legacy_entity(w, err)) != 0 ||
         (rc = decision_insert(insert, sizeof(insert))) != 0 ||
         (rc = prepare(w, insert, &w->decision, err)) != 0 ||
         (rc = prepare(w,
@@ -152,6 +176,7 @@ int ust__run_writer_decision(ust__run_writer *w, const ust_event *ev,
     bind_text(st, COL_SIGNATURE, ust_sig_status_name(ev->sig));
     sqlite3_bind_int(st, COL_FED, fed);
     sqlite3_bind_int(st, COL_DIVERGED, diverged);
+    bind_text(st, COL_LEGACY_ENTITY, fed ? legacy->entity : NULL);
     ust__decision_bind(st, COL_LEGACY, fed ? legacy : NULL);
     ust__decision_bind(st, COL_CANDIDATE, fed ? candidate : NULL);
     return run(w, st, err);

@@ -12,6 +12,7 @@
 #include <understudy/report.h>
 #include <understudy/runner.h>
 
+#include <dirent.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,6 +129,29 @@ static long file_kib(const char *dir, const char *name)
     return stat(path, &st) == 0 ? (long)(st.st_size / 1024) : -1;
 }
 
+/* The class pages in out/classes: how many, and their KiB together. */
+static long class_pages(const char *out, long *kib)
+{
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/classes", out);
+    DIR *d = opendir(dir);
+    long n = 0, bytes = 0;
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[4500];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.' && stat(path, &st) == 0) {
+            n++;
+            bytes += (long)st.st_size;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    *kib = bytes / 1024;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -167,15 +191,18 @@ int main(int argc, char **argv)
     long rss_report = 0, rss_dump = 0, rss_replay = 0;
     /* Each step in its own child, so the parent stays small and each peak
      * RSS is the step's own. */
-    in_child(do_replay, &j, &rss_replay);
+    double t_replay = in_child(do_replay, &j, &rss_replay);
     double t_report = in_child(do_report, &j, &rss_report);
     double t_dump = in_child(do_dump, &j, &rss_dump);
-    printf("report of a run with %ld divergences\n", n);
+    printf("report of a run with %ld divergences (its replay: %.1f s)\n", n, t_replay);
     printf(
         "report:          %6.1f s, peak RSS %6.1f MiB; index.html %ld KiB, summary.md"
         " %ld KiB, divergences.jsonl %ld KiB\n",
         t_report, rss_report / 1024.0, file_kib(out, "index.html"),
         file_kib(out, "summary.md"), file_kib(out, "divergences.jsonl"));
+    long pages_kib = 0;
+    long pages = class_pages(out, &pages_kib);
+    printf("                 class pages: %ld files, %ld KiB\n", pages, pages_kib);
     printf("plain dump:      %6.1f s, peak RSS %6.1f MiB (baseline: the JSONL alone)\n",
            t_dump, rss_dump / 1024.0);
     ust_config_free(cfg);

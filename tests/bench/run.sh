@@ -19,12 +19,18 @@ fi
 echo
 echo "### replay: the whole log beside two partitions at once"
 ./tests/bench/partition.sh "$build" "${PARTITION_EVENTS:-200000}" 3
+echo
+echo "### replay --legacy-from beside a full replay"
+./tests/bench/legacy_from.sh "$build" "${LEGACY_FROM_EVENTS:-200000}" 3
 if [ -x "$build/tests/bench_url" ]; then
   echo
   echo "### url candidate beside a plain libcurl loop (service answering at once, then in 1 ms)"
   "$build/tests/bench_url" . "$build" "$dir" "${URL_EVENTS:-20000}" 0 3
   "$build/tests/bench_url" . "$build" "$dir" "${URL_SLOW_EVENTS:-3000}" 1000 3
 fi
+echo
+echo "### file to report (import + replay + report) beside a python3 sqlite3 baseline"
+ROUNDS=${PIPELINE_ROUNDS:-3} ./tests/bench/pipeline.sh "$build" "${PIPELINE_EVENTS:-200000}"
 echo
 echo "### state store writes beside bare SQLite inserts"
 "$build/tests/bench_store" 4000000 3

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Opens a report in headless Chromium and checks the page as rendered: a
 # hostile payload shows as text and runs nothing, the chart is there, and an
-# event under review shows its diff side by side and its headers as a table.
+# event under review shows its diff side by side and its headers as a table;
+# then a class page the index links to, with its rows.
 # usage: report_in_browser.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
@@ -30,10 +31,14 @@ cat "$tmp/paid-after-refund.jsonl" >> "$tmp/in.jsonl"
   --legacy "$build/src/plugins/legacy/understudy-legacy.so" \
   --candidate "$build/src/plugins/candidate/understudy-candidate.so"
 "$bin" report --run "$tmp/run.db" --out "$tmp/report"
-timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-  --disable-background-networking --disable-component-update --disable-sync \
-  --user-data-dir="$tmp/profile" --virtual-time-budget=2000 \
-  --dump-dom "file://$tmp/report/index.html" > "$tmp/dom.html" 2> "$tmp/chromium.log"
+# The DOM of page $1 as Chromium renders it, into $2.
+dump_dom() {
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$tmp/profile" --virtual-time-budget=2000 \
+    --dump-dom "file://$1" > "$2" 2>> "$tmp/chromium.log"
+}
+dump_dom "$tmp/report/index.html" "$tmp/dom.html"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # An event under review as Chromium rendered it (the DOM dumped to $1, an
 # index or a class page): the paid-after-refunded divergence has the
@@ -58,4 +63,22 @@ grep -o '<body[^>]*>' "$tmp/dom.html" | grep -q 'data-pwned' && fail "a payload'
 grep -q '<svg id="chart"' "$tmp/dom.html" || fail "the chart is missing"
 grep -q '<rect' "$tmp/dom.html" || fail "the chart has no bars"
 check_event_dom "$tmp/dom.html"
-echo "ok: report renders in $("$browser" --version 2>/dev/null | head -1); payloads inert, chart present, diff and headers tables"
+# The class page the index links to: its rows, each with its anchor, and
+# the same payloads shown as text.
+grep -q '<a href="classes/0.html">2 of 2 shown</a>' "$tmp/dom.html" \
+  || fail "the index does not link the class's page"
+[ -s "$tmp/report/classes/0.html" ] || fail "the class page was not written"
+dump_dom "$tmp/report/classes/0.html" "$tmp/class.html"
+[ -s "$tmp/class.html" ] || fail "chromium rendered no class page: $(tail -3 "$tmp/chromium.log")"
+grep -q '<tr id="seq-1"><td class="n"><a href="#seq-1">1</a>' "$tmp/class.html" \
+  || fail "the class page has no row for seq 1 with its anchor"
+grep -q '<tr id="seq-2">' "$tmp/class.html" || fail "the class page has no row for seq 2"
+grep -qF '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' "$tmp/class.html" \
+  || fail "the class page does not show the hostile payload as text"
+if grep -q '<img' "$tmp/class.html"; then fail "a payload became an element on the class page"; fi
+# The paid-after-refunded class's own page: the event under review there too.
+page=$(grep -oP '<a href="#class-\d+">payment_intent.succeeded: applied [^<]* rejected</a>.*?<a href="\Kclasses/\d+\.html' "$tmp/dom.html" | head -1)
+[ -n "$page" ] || fail "the index does not link the paid-after-refunded class's page"
+dump_dom "$tmp/report/$page" "$tmp/paid.html"
+check_event_dom "$tmp/paid.html"
+echo "ok: report renders in $("$browser" --version 2>/dev/null | head -1); payloads inert, chart present, diff and headers tables, class page rows"

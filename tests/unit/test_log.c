@@ -571,6 +571,83 @@ static void test_import_refuses_bad_lines(void **state)
                           "headers[0]");
 }
 
+/* count lines of good_line's shape, each received a microsecond after the
+ * one before, then bad (when not NULL). */
+static char *numbered_lines(int count, const char *bad)
+{
+    char *text = ust_strdup("");
+    for (int i = 0; i < count; i++) {
+        char *more = ust_sprintf(
+            "%s{\"v\":1,\"received_at\":\"2026-11-29T10:00:00.%06dZ\",\"remote\":"
+            "\"1.2.3.4:5\",\"method\":\"POST\",\"target\":\"/payments\",\"headers\":"
+            "[[\"A\",\"b\"]],\"body\":\"{}\"}\n",
+            text, i);
+        ust_free(text);
+        text = more;
+    }
+    char *all = ust_sprintf("%s%s%s", text, bad ? bad : "", bad ? "\n" : "");
+    ust_free(text);
+    return all;
+}
+
+/* Import appends batch by batch inside one transaction: a bad line after
+ * several whole batches still leaves the log as it was and names its line,
+ * and the import of the good lines then appends each once, in the file's
+ * order (what a re-run after a refused or interrupted import relies on). */
+static void test_import_refused_after_whole_batches_appends_nothing(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 1, 0);
+    enum { GOOD = 2000 }; /* several batches of the import's */
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/in.jsonl", f->dir);
+    char *text = numbered_lines(GOOD, "{not json");
+    ust_test_write_file(path, text);
+    ust_free(text);
+    ust_config *cfg = load_test_config();
+    FILE *in = fopen(path, "rb");
+    char *err = NULL;
+    int64_t n = -1;
+    assert_int_equal(ust_log_import(f->log, cfg, in, "in.jsonl", &n, &err), UST_EPARSE);
+    fclose(in);
+    assert_int_equal(n, 0);
+    if (err == NULL || strncmp(err, "in.jsonl:2001: not JSON", 23) != 0)
+        fail_msg("unexpected message: %s", err ? err : "(none)");
+    ust_free(err);
+    json_t *s = NULL;
+    assert_int_equal(ust_log_stats(f->log, &s, NULL), 0);
+    assert_int_equal(json_integer_value(json_object_get(s, "events")), 1);
+    json_decref(s);
+
+    text = numbered_lines(GOOD, NULL);
+    ust_test_write_file(path, text);
+    ust_free(text);
+    in = fopen(path, "rb");
+    if (ust_log_import(f->log, cfg, in, "in.jsonl", &n, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    ust_config_free(cfg);
+    assert_int_equal(n, GOOD);
+    ust_log_verify_result res;
+    if (ust_log_verify(f->log, &res, &err) != 0)
+        fail_msg("verify: seq %lld: %s", (long long)res.bad_seq, res.reason);
+    assert_int_equal(res.head_seq, 1 + GOOD);
+    ust_log_cursor *cur = NULL;
+    assert_int_equal(ust_log_cursor_open(f->log, 1, &cur, &err), 0);
+    ust_log_record rec;
+    memset(&rec, 0, sizeof(rec));
+    int64_t first_us = -1, rows = 0;
+    while (ust_log_cursor_next(cur, &rec, &err) == 1) {
+        if (first_us < 0)
+            first_us = rec.req.received_at_us; /* the file's first line */
+        assert_int_equal(rec.req.received_at_us, first_us + rows);
+        rows++;
+    }
+    assert_int_equal(rows, GOOD);
+    ust_log_record_clear(&rec);
+    ust_log_cursor_close(cur);
+}
+
 static void test_time_round_trip(void **state)
 {
     (void)state;
@@ -1294,6 +1371,8 @@ int main(void)
             test_recorded_answers_survive_export_then_import, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_a_malformed_answer, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_import_refused_after_whole_batches_appends_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -416,41 +416,11 @@ static char *dump_decisions(world *w)
  * may land inside a transaction. */
 static void kill_a_replay(world *w, int how)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fcntl(fds[1], F_SETPIPE_SZ, 4096);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        char lp[PATH_MAX], cp[PATH_MAX];
-        ust_test_plugin_path("legacy", lp);
-        ust_test_plugin_path("candidate", cp);
-        FILE *out = fdopen(fds[1], "w");
-        ust_replay_opts o = world_opts(w, lp, cp, out);
-        ust_replay_stats st;
-        for (;;) /* until killed */
-            ust_replay(&o, &st, NULL);
-    }
-    close(fds[1]);
-    if (how == 0) {
-        char c;
-        assert_int_equal(read(fds[0], &c, 1), 1); /* a commit happened; then stall */
-        for (int i = 0; i < 200; i++) {
-            char *cursor = world_query(w, "SELECT last_seq FROM cursor");
-            int stalled = atoi(cursor) > 0;
-            ust_free(cursor);
-            if (stalled)
-                break;
-            usleep(10000);
-        }
-    } else {
-        usleep(how * 15000);
-    }
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    close(fds[0]);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    world_kill_a_replay(&o, how);
 }
 
 static void test_killed_replay_resumes_to_the_same_result(void **state)
