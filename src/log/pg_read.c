@@ -108,7 +108,7 @@ static int cursor_new(ust_log *log, int descending, int64_t seq, ust_log_cursor 
     cur->base.log = log;
     cur->descending = descending;
     if (descending)
-        cur->below = seq - 1;
+        cur->below = seq > 0 ? seq - 1 : 0;
     else
         cur->after = seq;
     *out = &cur->base;
