@@ -1,10 +1,11 @@
 /* replay --legacy-from: the legacy's decisions of an earlier run read back
  * give the divergences, decisions and metadata of a full replay byte for
- * byte, whatever the candidate; the legacy decides nothing (it keeps no
- * state in the new run); an earlier run of another log, legacy, config or
- * partition, or one that did not decide the whole log, is refused with
- * both values; a killed --legacy-from replay resumes to the same result,
- * and only with --legacy-from again. */
+ * byte, whatever the candidate, its config or the compare rules; the
+ * legacy decides nothing (it keeps no state in the new run); an earlier run
+ * of another log, legacy, legacy's part of the config or partition, or one
+ * that did not decide the whole log, is refused with both values; a killed
+ * --legacy-from replay resumes to the same result, and only with
+ * --legacy-from again. */
 #define _GNU_SOURCE 1 /* F_SETPIPE_SZ */
 #include "replay_world.h"
 #include "runner/decision_row.h"
@@ -239,20 +240,21 @@ static void test_another_legacy_is_refused(void **state)
     ust_free(had);
 }
 
-static void test_another_config_is_refused(void **state)
+/* tests/data/config.json with one text in it replaced, loaded from w's
+ * folder (ust_config_free); the candidate in process, as w's. */
+static ust_config *config_with(world *w, const char *text_in, const char *replaced_by)
 {
-    world *w = *state;
-    gen_log_at(w, w->log_path, 7, 300);
-    free(replay_ok(w, "earlier.db", &(how){0}));
-    /* The same config but for one value. */
     char src[PATH_MAX], path[PATH_MAX];
     ust_test_source_path("tests/data/config.json", src);
     char *text = ust_test_read_file(src);
-    char *at = strstr(text, "\"semantic_window_s\": 600");
+    char *at = strstr(text, text_in);
     assert_non_null(at);
-    at[strlen("\"semantic_window_s\": 60")] = '1';
+    char *changed = ust_sprintf("%.*s%s%s", (int)(at - text), text, replaced_by,
+                                at + strlen(text_in));
+    assert_non_null(changed);
     in_dir(w, "config.json", path);
-    ust_test_write_file(path, text);
+    ust_test_write_file(path, changed);
+    ust_free(changed);
     free(text);
     ust_config *cfg = NULL;
     char *err = NULL;
@@ -260,13 +262,83 @@ static void test_another_config_is_refused(void **state)
         ust_config_load_secrets(cfg, &err) != 0)
         fail_msg("config: %s", err);
     cfg->candidate.isolate = 0;
-    char *had = meta(w, "earlier.db", "config_sha256");
-    int rc =
-        replay_how(w, "new.db", &(how){.cfg = cfg, .from = "earlier.db"}, NULL, &err);
-    const char *texts[] = {"another config", "config_sha256", had, cfg->hash};
-    expect_refused(rc, &err, texts, 4);
+    return cfg;
+}
+
+/* The inner loop changes the candidate, its config, or what the comparison
+ * ignores: none of it is the legacy's, so the earlier run's decisions serve,
+ * and the results are a full replay's under the new config. */
+static void test_the_candidates_config_or_compare_may_change(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 2000);
+    char *earlier = replay_ok(w, "earlier.db", &(how){0});
+    static const char *const changes[][2] = {
+        {"\"semantic_window_s\": 600", "\"semantic_window_s\": 1"},
+        {"\"key_ttl_s\": 86400", "\"key_ttl_s\": 1"},
+        {"\"compare\": {\"ignore\": []}",
+         "\"compare\": {\"ignore\": [\"\"], \"headers\": [\"Retry-After\"]}"},
+    };
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        ust_config *cfg = config_with(w, changes[i][0], changes[i][1]);
+        assert_string_not_equal(cfg->hash, w->cfg->hash);
+        assert_string_equal(cfg->legacy_hash, w->cfg->legacy_hash);
+        char full_db[32], from_db[32];
+        snprintf(full_db, sizeof(full_db), "full%zu.db", i);
+        snprintf(from_db, sizeof(from_db), "from%zu.db", i);
+        char *full = replay_ok(w, full_db, &(how){.cfg = cfg});
+        char *from = replay_ok(w, from_db, &(how){.cfg = cfg, .from = "earlier.db"});
+        assert_string_equal(from, full);
+        expect_same_results(w, full_db, from_db);
+        assert_string_not_equal(full, earlier); /* the change mattered */
+        free(full);
+        free(from);
+        ust_config_free(cfg);
+    }
+    free(earlier);
+}
+
+/* A route (what events are and how they verify) or the legacy's own config
+ * changes what the legacy decides: refused, naming both hashes. */
+static void test_a_route_or_the_legacys_config_is_refused(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 300);
+    free(replay_ok(w, "earlier.db", &(how){0}));
+    static const char *const changes[][2] = {
+        {"\"tolerance_s\": 300", "\"tolerance_s\": 301"},
+        {"\"config\": {}", "\"config\": {\"op_latency_ms\": 501}"},
+    };
+    char *had = meta(w, "earlier.db", "legacy_config_sha256");
+    assert_string_equal(had, w->cfg->legacy_hash);
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        ust_config *cfg = config_with(w, changes[i][0], changes[i][1]);
+        char *err = NULL;
+        int rc = replay_how(w, "new.db", &(how){.cfg = cfg, .from = "earlier.db"}, NULL,
+                            &err);
+        const char *texts[] = {"another config for the legacy", "legacy_config_sha256",
+                               had, cfg->legacy_hash};
+        expect_refused(rc, &err, texts, 4);
+        ust_config_free(cfg);
+    }
     ust_free(had);
-    ust_config_free(cfg);
+}
+
+/* A run made before runs recorded the legacy's config hash: refused, saying
+ * to replay it once in full. */
+static void test_a_run_without_the_legacys_config_hash_is_refused(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 300);
+    free(replay_ok(w, "old.db", &(how){0}));
+    char old[PATH_MAX];
+    in_dir(w, "old.db", old);
+    world_exec_at(old, "DELETE FROM meta WHERE key = 'legacy_config_sha256'");
+    char *err = NULL;
+    int rc = replay_how(w, "new.db", &(how){.from = "old.db"}, NULL, &err);
+    const char *texts[] = {"records no legacy_config_sha256", w->cfg->legacy_hash,
+                           "replay it once in full with this version"};
+    expect_refused(rc, &err, texts, 3);
 }
 
 static void test_another_partition_or_an_unfinished_run_is_refused(void **state)
@@ -464,7 +536,9 @@ int main(void)
         cmocka_unit_test(test_a_stored_decision_reads_back_whole),
         T(test_another_log_is_refused),
         T(test_another_legacy_is_refused),
-        T(test_another_config_is_refused),
+        T(test_the_candidates_config_or_compare_may_change),
+        T(test_a_route_or_the_legacys_config_is_refused),
+        T(test_a_run_without_the_legacys_config_hash_is_refused),
         T(test_another_partition_or_an_unfinished_run_is_refused),
         T(test_resumed_only_as_it_began),
         T(test_a_run_without_l_entity_is_refused),
