@@ -265,6 +265,27 @@ static inline void ust_test_append_scenario(ust_log *log, const ust_config *cfg,
     ust_free(reqs);
 }
 
+/* The log at log_path replayed under cfg through the reference legacy and
+ * candidate plugins into the run at run_path; a failure fails the test. */
+#include <understudy/runner.h>
+
+static inline void ust_test_replay_reference(const ust_config *cfg,
+                                             const char *log_path, const char *run_path)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
+    ust_replay_opts o = {.cfg = cfg,
+                         .log_path = log_path,
+                         .run_path = run_path,
+                         .legacy_path = lp,
+                         .candidate_path = cp};
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+}
+
 /* For the plugin host's suites (define UST_TEST_STORE before including this
  * file): the state store on an in-memory database, opened before each test
  * by store_setup and closed after it by store_teardown. */

@@ -129,8 +129,8 @@ static void check_coverage(world *w, const char *run, const json_t *truth)
     }
     /* gen plants every kind its mix has: none of those may read 0 */
     static const char *const planted[] = {
-        "identical_redelivery",  "redelivery_new_id",    "out_of_order",
-        "semantic_pair",         "api_completed_repeat", "api_concurrent_repeat",
+        "identical_redelivery", "redelivery_new_id",    "out_of_order",
+        "semantic_pair",        "api_completed_repeat", "api_concurrent_repeat",
         "signature_invalid"};
     for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
         assert_true(json_integer_value(json_object_get(got, planted[i])) > 0);
@@ -163,19 +163,7 @@ static void check_truth(world *w, const char *config, int64_t events)
     assert_int_equal(ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err), 0);
     fclose(in);
     ust_log_close(log);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so",
-             getenv("UST_BUILD_DIR"));
-    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
-             getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = {.cfg = cfg,
-                         .log_path = log_path,
-                         .run_path = run,
-                         .legacy_path = lp,
-                         .candidate_path = cp};
-    ust_replay_stats st;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_test_replay_reference(cfg, log_path, run);
     sqlite3 *db;
     sqlite3_open(run, &db);
     sqlite3_stmt *q;
