@@ -252,28 +252,9 @@ static inline void world_gen_log(world *w, const char *log_path, const ust_confi
 {
     char out[PATH_MAX];
     snprintf(out, sizeof(out), "%s/gen.jsonl", w->dir);
-    ust_gen_opts o;
-    memset(&o, 0, sizeof(o));
-    o.cfg = cfg;
-    o.seed = seed;
-    o.events = n;
-    o.span_us = 2LL * 86400 * 1000000;
-    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
-    ust_gen_default_mix(o.mix);
-    o.out = fopen(out, "wb");
-    char *err = NULL;
-    int64_t written = 0;
-    if (ust_gen(&o, &written, &err) != 0)
-        fail_msg("gen: %s", err);
-    fclose(o.out);
+    ust_test_generate(cfg, seed, n, out, NULL);
     unlink(log_path);
-    ust_log *log = NULL;
-    assert_int_equal(ust_log_open(log_path, UST_LOG_CREATE, &log, &err), 0);
-    FILE *in = fopen(out, "rb");
-    if (ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err) != 0)
-        fail_msg("import: %s", err);
-    fclose(in);
-    ust_log_close(log);
+    ust_test_import_generated(cfg, out, log_path);
 }
 
 /* Kills a replay of o (in a child, over and over until killed, its

@@ -286,6 +286,49 @@ static inline void ust_test_replay_reference(const ust_config *cfg,
         fail_msg("replay: %s", err);
 }
 
+/* n generated events (seed, 2 days from 2026-11-23, the default mix) under
+ * cfg written to out, and their truth to truth (NULL: none). */
+#include <understudy/codec.h>
+#include <understudy/gen.h>
+
+static inline void ust_test_generate(const ust_config *cfg, uint64_t seed, int64_t n,
+                                     const char *out, const char *truth)
+{
+    ust_gen_opts o;
+    memset(&o, 0, sizeof(o));
+    o.cfg = cfg;
+    o.seed = seed;
+    o.events = n;
+    o.span_us = 2LL * 86400 * 1000000;
+    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
+    ust_gen_default_mix(o.mix);
+    o.out = fopen(out, "wb");
+    o.truth = truth ? fopen(truth, "wb") : NULL;
+    int64_t written = 0;
+    char *err = NULL;
+    if (ust_gen(&o, &written, &err) != 0)
+        fail_msg("gen: %s", err);
+    assert_int_equal(written, n);
+    fclose(o.out);
+    if (o.truth)
+        fclose(o.truth);
+}
+
+/* The generated events in file imported, as gen.jsonl, under cfg into a
+ * new log at log_path. */
+static inline void ust_test_import_generated(const ust_config *cfg, const char *file,
+                                             const char *log_path)
+{
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(log_path, UST_LOG_CREATE, &log, &err), 0);
+    FILE *in = fopen(file, "rb");
+    if (ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    ust_log_close(log);
+}
+
 /* For the plugin host's suites (define UST_TEST_STORE before including this
  * file): the state store on an in-memory database, opened before each test
  * by store_setup and closed after it by store_teardown. */
