@@ -329,6 +329,14 @@ static inline void ust_test_import_generated(const ust_config *cfg, const char *
     ust_log_close(log);
 }
 
+/* got (malloc'd, freed here) is want, or the test fails showing both. */
+static inline void ust_test_expect_str(char *got, const char *want)
+{
+    if (strcmp(got, want) != 0)
+        fail_msg("got  \"%s\"\nwant \"%s\"", got, want);
+    ust_free(got);
+}
+
 /* For the plugin host's suites (define UST_TEST_STORE before including this
  * file): the state store on an in-memory database, opened before each test
  * by store_setup and closed after it by store_teardown. */
