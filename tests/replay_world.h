@@ -245,6 +245,15 @@ static inline char *world_query(world *w, const char *sql)
     return world_query_at(w->run_path, sql);
 }
 
+/* The last event the run at path has decided (0: none yet). */
+static inline int world_cursor_at(const char *path)
+{
+    char *cursor = world_query_at(path, "SELECT last_seq FROM cursor");
+    int at = atoi(cursor);
+    ust_free(cursor);
+    return at;
+}
+
 /* A log of n generated events (seed, 2 days from 2026-11-23) at log_path,
  * derived under cfg. */
 static inline void world_gen_log(world *w, const char *log_path, const ust_config *cfg,
@@ -284,11 +293,7 @@ static inline void world_kill_a_replay(const ust_replay_opts *opts, int how)
         char c;
         assert_int_equal(read(fds[0], &c, 1), 1); /* a commit happened; then stall */
         for (int i = 0; i < 200; i++) {
-            char *cursor =
-                world_query_at(opts->run_path, "SELECT last_seq FROM cursor");
-            int stalled = atoi(cursor) > 0;
-            ust_free(cursor);
-            if (stalled)
+            if (world_cursor_at(opts->run_path) > 0)
                 break;
             usleep(10000);
         }

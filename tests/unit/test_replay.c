@@ -435,9 +435,7 @@ static void test_killed_replay_resumes_to_the_same_result(void **state)
         unlink(w->run_path);
         kill_a_replay(w, how);
         if (how == 0) {
-            char *cursor = world_query(w, "SELECT last_seq FROM cursor");
-            int at = atoi(cursor);
-            ust_free(cursor);
+            int at = world_cursor_at(w->run_path);
             if (at <= 0 || at >= 240)
                 fail_msg("the kill should land mid-run, the cursor is at %d", at);
         }
@@ -504,9 +502,7 @@ static void test_a_failed_step_is_decided_again(void **state)
     assert_non_null(strstr(err, "disk trouble"));
     ust_free(err);
     err = NULL;
-    char *cursor = world_query(w, "SELECT last_seq FROM cursor");
-    int at = atoi(cursor);
-    ust_free(cursor);
+    int at = world_cursor_at(w->run_path);
     if (at <= 0 || at >= 100)
         fail_msg("the failure should come after a commit, the cursor is at %d", at);
     world_exec(w, "DROP TRIGGER fail_once");
