@@ -224,6 +224,18 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
     return st;
 }
 
+/* Records w's requests and replays them with the reference legacy and a
+ * candidate that errs on every odd seq. */
+static inline void world_replay_erring_candidate(world *w)
+{
+    world_record(w);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_test_fixture_path("misbehaving_decide_error", cp);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
+    world_run(&o);
+}
+
 /* One text value from the run database, "" when NULL; caller frees. */
 static inline char *world_query_at(const char *path, const char *sql)
 {

@@ -217,7 +217,8 @@ static void test_a_row_shows_both_values_of_its_diff(void **state)
                   "\"refunded\"},{\"field\":\"body/note\",\"legacy\":\"<b>x</b>\","
                   "\"candidate\":null},{\"field\":\"body/long\",\"legacy\":\"' ||"
                   " printf('%.300c', 'y') || '\",\"candidate\":1}]')) WHERE seq = 2");
-    world_exec(w, "UPDATE divergences SET line = json_remove(line, '$.diff') WHERE seq = 1");
+    world_exec(
+        w, "UPDATE divergences SET line = json_remove(line, '$.diff') WHERE seq = 1");
     char out[PATH_MAX];
     write_report(w, 0, out);
     char *text = page(out, "classes/0.html");
@@ -249,13 +250,7 @@ static void test_a_hostile_class_name_is_a_safe_file(void **state)
     ust_free(body);
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
-    world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path("legacy", lp);
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
-             getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
+    world_replay_erring_candidate(w);
     char out[PATH_MAX];
     write_report(w, 0, out);
     char *text = page(out, "classes/0.html");

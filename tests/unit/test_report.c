@@ -66,10 +66,8 @@ static void write_triage(world *w, const char *text, char path[PATH_MAX])
 static void report(world *w, const ust_triage *t, char out[PATH_MAX])
 {
     snprintf(out, PATH_MAX, "%s/report", w->dir);
-    ust_report_opts o = {.run_path = w->run_path,
-                         .out_dir = out,
-                         .triage = t,
-                         .max_examples = 5};
+    ust_report_opts o = {
+        .run_path = w->run_path, .out_dir = out, .triage = t, .max_examples = 5};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
@@ -453,18 +451,6 @@ static void test_gate_refuses_a_run_short_of_its_log(void **state)
     free(out);
 }
 
-/* Replays w's log with a candidate that errs on every odd seq. */
-static void replay_erring_candidate(world *w)
-{
-    world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path("legacy", lp);
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
-             getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
-}
-
 static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
 {
     world *w = *state;
@@ -475,8 +461,7 @@ static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
     }
     world_record(w);
     char lp[PATH_MAX], cp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_decide_error.so",
-             getenv("UST_BUILD_DIR"));
+    ust_test_fixture_path("misbehaving_decide_error", lp);
     ust_test_plugin_path("candidate", cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     world_run(&o);
@@ -511,7 +496,7 @@ static void test_error_divergences_need_a_named_entry(void **state)
         snprintf(key, sizeof(key), "o%d", i);
         world_stripe(w, i, key, PAID, key, key, 100);
     }
-    replay_erring_candidate(w);
+    world_replay_erring_candidate(w);
     char *err = NULL;
     const char *cls = PAID ": applied \xe2\x86\x92 error";
     /* A wildcard never accepts the candidate's errors... */
@@ -833,7 +818,7 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     ust_free(body);
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
-    replay_erring_candidate(w); /* seq 1: a divergence, whatever its type */
+    world_replay_erring_candidate(w); /* seq 1: a divergence, whatever its type */
     char out[PATH_MAX];
     report(w, NULL, out);
     char *md = report_text(out, "summary.md");
