@@ -329,6 +329,21 @@ static inline void ust_test_import_generated(const ust_config *cfg, const char *
     ust_log_close(log);
 }
 
+/* text (NULL: none) holds want, or the test fails naming it and showing the
+ * start of text. */
+static inline void ust_test_expect_in(const char *text, const char *want)
+{
+    if (text == NULL || strstr(text, want) == NULL)
+        fail_msg("missing: %s\nin:\n%.2000s", want, text ? text : "(none)");
+}
+
+/* text holds no bad. */
+static inline void ust_test_expect_not_in(const char *text, const char *bad)
+{
+    if (strstr(text, bad) != NULL)
+        fail_msg("must not contain: %s", bad);
+}
+
 /* got (malloc'd, freed here) is want, or the test fails showing both. */
 static inline void ust_test_expect_str(char *got, const char *want)
 {
