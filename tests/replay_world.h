@@ -224,6 +224,20 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
     return st;
 }
 
+/* w's config redacts the n rules, as if its file had listed them under
+ * "redact" (the run made with it carries them). */
+static inline void world_set_redact(world *w, const char *const *rules, size_t n)
+{
+    json_t *arr = json_array();
+    w->cfg->redact = ust_calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(arr, json_string(rules[i]));
+        w->cfg->redact[i] = ust_strdup(rules[i]);
+    }
+    json_object_set_new(w->cfg->root, "redact", arr);
+    w->cfg->n_redact = n;
+}
+
 /* Records w's requests and replays them with the reference legacy and a
  * candidate that errs on every odd seq. */
 static inline void world_replay_erring_candidate(world *w)

@@ -344,10 +344,8 @@ static void test_the_report_never_shows_an_answer_in_clear(void **state)
 {
     (void)state;
     world *w = world_new();
-    json_object_set_new(w->cfg->root, "redact", json_pack("[s]", "receipt_email"));
-    w->cfg->redact = ust_calloc(2, sizeof(char *));
-    w->cfg->redact[0] = ust_strdup("receipt_email");
-    w->cfg->n_redact = 1;
+    static const char *const rules[] = {"receipt_email"};
+    world_set_redact(w, rules, 1);
     world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
     ust_response a = answer(409, "{\"receipt_email\":\"payer@example.com\"}", NULL);
     record_with(w, &a);

@@ -37,11 +37,8 @@ static void run_story(world *w)
     ust_request_add_header(r, "X-Tenant-Id", "t1");
     world_record(w);
     /* the run carries the redact list of the config it was made with */
-    json_t *redact = json_pack("[s]", "email");
-    json_object_set_new(w->cfg->root, "redact", redact);
-    w->cfg->redact = ust_calloc(2, sizeof(char *));
-    w->cfg->redact[0] = ust_strdup("email");
-    w->cfg->n_redact = 1;
+    static const char *const rules[] = {"email"};
+    world_set_redact(w, rules, 1);
     world_replay(w, "legacy", "candidate", NULL);
 }
 

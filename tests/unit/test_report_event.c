@@ -23,18 +23,6 @@ static size_t offset_of(const char *text, const char *want)
 }
 
 /* The run carries the redaction rules of the config it was made with. */
-static void set_redact(world *w, const char *const *rules, size_t n)
-{
-    json_t *arr = json_array();
-    w->cfg->redact = ust_calloc(n + 1, sizeof(char *));
-    for (size_t i = 0; i < n; i++) {
-        json_array_append_new(arr, json_string(rules[i]));
-        w->cfg->redact[i] = ust_strdup(rules[i]);
-    }
-    json_object_set_new(w->cfg->root, "redact", arr);
-    w->cfg->n_redact = n;
-}
-
 /* Scenario 5 (seq 1-3: paid, refunded, paid again with a new id), a double
  * click (seq 4-5), and an API request without a key (seq 6) whose headers
  * arrive in an order that is not sorted, one of them secret, its body
@@ -57,7 +45,7 @@ static void run_world(world *w)
     ust_request_add_header(r, "X-Tenant-Id", "t1");
     world_record(w);
     static const char *const rules[] = {"email", "order_id", "x-secret"};
-    set_redact(w, rules, 3);
+    world_set_redact(w, rules, 3);
     world_replay(w, "legacy", "candidate", NULL);
 }
 
@@ -329,7 +317,7 @@ static void test_the_recorded_answer_is_shown_masked(void **state)
         ust_log_append_exchanges(log, w->cfg, w->reqs, &resp, 1, NULL, NULL, &err), 0);
     ust_log_close(log);
     static const char *const rules[] = {"email", "x-secret"};
-    set_redact(w, rules, 2);
+    world_set_redact(w, rules, 2);
     world_replay(w, "legacy", "candidate", NULL);
     ust__report_event e;
     load(w, 1, &e);
