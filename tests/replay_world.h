@@ -250,6 +250,24 @@ static inline void world_replay_erring_candidate(world *w)
     world_run(&o);
 }
 
+/* Runs the replay o describes, its divergence lines into *lines (malloc'd;
+ * NULL: dropped). 0, or the refusal's code with *err. */
+static inline int world_replay_lines(const ust_replay_opts *o, char **lines,
+                                     ust_replay_stats *st, char **err)
+{
+    size_t size = 0;
+    char *buf = NULL;
+    ust_replay_opts with = *o;
+    with.divergences = open_memstream(&buf, &size);
+    int rc = ust_replay(&with, st, err);
+    fclose(with.divergences);
+    if (lines != NULL)
+        *lines = buf;
+    else
+        free(buf);
+    return rc;
+}
+
 /* One text value from the run database, "" when NULL; caller frees. */
 static inline char *world_query_at(const char *path, const char *sql)
 {

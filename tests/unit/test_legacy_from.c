@@ -65,10 +65,7 @@ static int replay_how(world *w, const char *name, const how *h, char **lines,
     plugin_path(h->legacy ? h->legacy : "legacy", lp);
     plugin_path(h->candidate ? h->candidate : "candidate", cp);
     in_dir(w, name, rp);
-    size_t size = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &size);
-    ust_replay_opts o = world_opts(w, lp, cp, out);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
     o.run_path = rp;
     o.commit_every = 0;
     o.cfg = h->cfg ? h->cfg : w->cfg;
@@ -81,13 +78,7 @@ static int replay_how(world *w, const char *name, const how *h, char **lines,
         o.legacy_from = fp;
     }
     ust_replay_stats st;
-    int rc = ust_replay(&o, &st, err);
-    fclose(out);
-    if (lines != NULL)
-        *lines = buf;
-    else
-        free(buf);
-    return rc;
+    return world_replay_lines(&o, lines, &st, err);
 }
 
 static char *replay_ok(world *w, const char *name, const how *h)
