@@ -388,4 +388,17 @@ static inline char *world_divergences(world *w)
            " || follow_on, ';') FROM (SELECT * FROM divergences ORDER BY seq)");
 }
 
+/* w's divergences (as world_divergences gives them) are want and the
+ * candidate erred nowhere: another way of running it decided alike. */
+static inline void world_expect_same_run_without_errors(world *w, const char *want)
+{
+    char *got = world_divergences(w);
+    assert_string_equal(got, want);
+    ust_free(got);
+    char *errors =
+        world_query(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'");
+    assert_string_equal(errors, "0");
+    ust_free(errors);
+}
+
 #endif
