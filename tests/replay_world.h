@@ -204,14 +204,25 @@ static inline ust_replay_stats world_run(const ust_replay_opts *o)
     return st;
 }
 
-/* Replays into run_path with the given plugins; divergence lines into
- * *lines (malloc'd) when lines is not NULL. */
+/* A plugin's path: the reference ones by name ("legacy", "candidate"), the
+ * others from tests/plugins (e.g. "misbehaving_decide_error", a candidate
+ * that errs on every odd seq). */
+static inline void world_plugin_path(const char *name, char out[PATH_MAX])
+{
+    if (strcmp(name, "legacy") == 0 || strcmp(name, "candidate") == 0)
+        ust_test_plugin_path(name, out);
+    else
+        ust_test_fixture_path(name, out);
+}
+
+/* Replays into run_path with the plugins named (as world_plugin_path finds
+ * them); divergence lines into *lines (malloc'd) when lines is not NULL. */
 static inline ust_replay_stats world_replay(world *w, const char *legacy,
                                             const char *candidate, char **lines)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path(legacy, lp);
-    ust_test_plugin_path(candidate, cp);
+    world_plugin_path(legacy, lp);
+    world_plugin_path(candidate, cp);
     size_t size = 0;
     char *buf = NULL;
     FILE *out = lines ? open_memstream(&buf, &size) : NULL;
@@ -236,18 +247,6 @@ static inline void world_set_redact(world *w, const char *const *rules, size_t n
     }
     json_object_set_new(w->cfg->root, "redact", arr);
     w->cfg->n_redact = n;
-}
-
-/* Records w's requests and replays them with the reference legacy and a
- * candidate that errs on every odd seq. */
-static inline void world_replay_erring_candidate(world *w)
-{
-    world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path("legacy", lp);
-    ust_test_fixture_path("misbehaving_decide_error", cp);
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
 }
 
 /* Runs the replay o describes, its divergence lines into *lines (malloc'd;

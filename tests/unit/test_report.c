@@ -448,11 +448,8 @@ static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
         world_stripe(w, i, key, PAID, key, key, 100);
     }
     world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_fixture_path("misbehaving_decide_error", lp);
-    ust_test_plugin_path("candidate", cp);
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
+    /* the legacy errs on every odd seq */
+    world_replay(w, "misbehaving_decide_error", "candidate", NULL);
     /* The legacy erred on half the events: nothing of production's was
      * compared there, and "*" must not hide it. */
     char *out = NULL;
@@ -484,7 +481,9 @@ static void test_error_divergences_need_a_named_entry(void **state)
         snprintf(key, sizeof(key), "o%d", i);
         world_stripe(w, i, key, PAID, key, key, 100);
     }
-    world_replay_erring_candidate(w);
+    world_record(w);
+    /* the candidate errs on every odd seq */
+    world_replay(w, "legacy", "misbehaving_decide_error", NULL);
     char *err = NULL;
     const char *cls = PAID ": applied \xe2\x86\x92 error";
     /* A wildcard never accepts the candidate's errors... */
@@ -811,7 +810,9 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     ust_free(body);
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
-    world_replay_erring_candidate(w); /* seq 1: a divergence, whatever its type */
+    world_record(w);
+    /* the candidate errs on seq 1: a divergence, whatever its type */
+    world_replay(w, "legacy", "misbehaving_decide_error", NULL);
     char out[PATH_MAX];
     report(w, NULL, out);
     char *md = report_text(out, "summary.md");
