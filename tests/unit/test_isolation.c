@@ -38,7 +38,7 @@ static int replay_candidate(world *w, const char *plugin, char **err)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
     ust_test_plugin_path("legacy", lp);
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), plugin);
+    ust_test_fixture_path(plugin, cp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
     o.commit_every = 0; /* the runner's own batches */
     ust_replay_stats st;
