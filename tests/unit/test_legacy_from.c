@@ -33,15 +33,6 @@ static void gen_log_at(world *w, const char *path, uint64_t seed, int64_t n)
     world_gen_log(w, path, w->cfg, seed, n);
 }
 
-/* A plugin's path: the reference ones by name, the others from tests/plugins. */
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    if (strcmp(name, "legacy") == 0 || strcmp(name, "candidate") == 0)
-        ust_test_plugin_path(name, out);
-    else
-        ust_test_fixture_path(name, out);
-}
-
 typedef struct how {
     const char *legacy, *candidate; /* plugin names */
     const char *from;               /* --legacy-from: a run in w's folder, or NULL */
@@ -63,13 +54,10 @@ static int replay_how(world *w, const char *name, const how *h, char **lines,
                       char **err)
 {
     char lp[PATH_MAX], cp[PATH_MAX], rp[PATH_MAX], fp[PATH_MAX];
-    plugin_path(h->legacy ? h->legacy : "legacy", lp);
-    plugin_path(h->candidate ? h->candidate : "candidate", cp);
+    world_plugin_path(h->legacy ? h->legacy : "legacy", lp);
+    world_plugin_path(h->candidate ? h->candidate : "candidate", cp);
     in_dir(w, name, rp);
-    size_t size = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &size);
-    ust_replay_opts o = world_opts(w, lp, cp, out);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
     o.run_path = rp;
     o.commit_every = 0;
     o.cfg = h->cfg ? h->cfg : w->cfg;
@@ -82,13 +70,7 @@ static int replay_how(world *w, const char *name, const how *h, char **lines,
         o.legacy_from = fp;
     }
     ust_replay_stats st;
-    int rc = ust_replay(&o, &st, err);
-    fclose(out);
-    if (lines != NULL)
-        *lines = buf;
-    else
-        free(buf);
-    return rc;
+    return world_replay_lines(&o, lines, &st, err);
 }
 
 static char *replay_ok(world *w, const char *name, const how *h)
@@ -230,7 +212,7 @@ static void test_another_legacy_is_refused(void **state)
     free(replay_ok(w, "earlier.db", &(how){0}));
     char *had = meta(w, "earlier.db", "legacy_sha256");
     char cp[PATH_MAX], have[UST_SHA256_HEX_LEN + 1];
-    plugin_path("candidate", cp);
+    world_plugin_path("candidate", cp);
     assert_int_equal(ust_sha256_file_hex(cp, have), 0);
     char *err = NULL;
     int rc = replay_how(
@@ -409,8 +391,8 @@ static void test_resumed_only_as_it_began(void **state)
 static void kill_a_replay(world *w, const char *name, const how *h)
 {
     char lp[PATH_MAX], cp[PATH_MAX], rp[PATH_MAX], fp[PATH_MAX];
-    plugin_path("legacy", lp);
-    plugin_path(h->candidate, cp);
+    world_plugin_path("legacy", lp);
+    world_plugin_path(h->candidate, cp);
     in_dir(w, name, rp);
     in_dir(w, h->from, fp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
@@ -443,8 +425,8 @@ static void test_the_command_line(void **state)
     gen_log_at(w, w->log_path, 7, 300);
     char cfg[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
     ust_test_source_path("tests/data/config.json", cfg);
-    plugin_path("legacy", lp);
-    plugin_path("candidate", cp);
+    world_plugin_path("legacy", lp);
+    world_plugin_path("candidate", cp);
     in_dir(w, "a.db", a);
     in_dir(w, "b.db", b);
     const char *cmd = "replay --config '%s' --log '%s' --run '%s' --legacy '%s' "
