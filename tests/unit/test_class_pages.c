@@ -24,14 +24,22 @@ static void run_divergences(world *w, int n, double spacing_s)
     world_replay(w, "legacy", "candidate", NULL);
 }
 
-static void write_report(world *w, size_t page_rows, char out[PATH_MAX])
+static void write_report_with(world *w, size_t page_rows, size_t value_rows_max,
+                              char out[PATH_MAX])
 {
     snprintf(out, PATH_MAX, "%s/report", w->dir);
-    ust_report_opts o = {
-        .run_path = w->run_path, .out_dir = out, .page_rows = page_rows};
+    ust_report_opts o = {.run_path = w->run_path,
+                         .out_dir = out,
+                         .page_rows = page_rows,
+                         .value_rows_max = value_rows_max};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
+}
+
+static void write_report(world *w, size_t page_rows, char out[PATH_MAX])
+{
+    write_report_with(w, page_rows, 0, out);
 }
 
 /* The file at out/name, whole (malloc'd), or NULL when there is none. */
@@ -237,6 +245,33 @@ static void test_a_row_shows_both_values_of_its_diff(void **state)
     free(text);
 }
 
+/* Past value_rows_max divergences a class's rows name the fields that differ
+ * (their values stay in each row's detail), and the page says so. */
+static void test_a_large_class_names_its_fields(void **state)
+{
+    world *w = *state;
+    run_divergences(w, 3, 60);
+    char out[PATH_MAX];
+    write_report_with(w, 0, 2, out);
+    char *text = page(out, "classes/0.html");
+    ust_test_expect_in(text, "in a class of more than 2 divergences a row names the "
+                             "fields that differ");
+    const char *row = strstr(text, "<tr id=seq-3>");
+    assert_non_null(row);
+    ust_test_expect_in(row, "<code>verdict, status, body/amount");
+    const char *end = strstr(row, "</tr>");
+    const char *del = strstr(row, "<del>");
+    assert_true(del == NULL || del > end);
+    free(text);
+    write_report_with(w, 0, 3, out);
+    text = page(out, "classes/0.html");
+    row = strstr(text, "<tr id=seq-3>");
+    assert_non_null(row);
+    ust_test_expect_in(row, "<del>");
+    assert_null(strstr(text, "a row names the fields that differ"));
+    free(text);
+}
+
 /* A class name made to escape the directory and the markup. */
 static void test_a_hostile_class_name_is_a_safe_file(void **state)
 {
@@ -367,6 +402,7 @@ int main(void)
         T(test_a_page_details_a_bounded_number_of_rows),
         T(test_reasons_differing_by_numbers_are_one_kind),
         T(test_a_row_shows_both_values_of_its_diff),
+        T(test_a_large_class_names_its_fields),
         T(test_a_hostile_class_name_is_a_safe_file),
         T(test_examples_are_sampled_across_the_span),
         T(test_the_nearest_divergence_with_and_without_its_index),
