@@ -31,21 +31,12 @@ static inline int replay_as(world *w, const ust_config *cfg, const char *name,
     ust_test_plugin_path("legacy", lp);
     ust_test_plugin_path("candidate", cp);
     run_path(w, name, rp);
-    size_t size = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &size);
-    ust_replay_opts o = world_opts(w, lp, cp, out);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
     o.cfg = cfg;
     o.run_path = rp;
     o.commit_every = 0;
     o.partition = p;
-    int rc = ust_replay(&o, st, err);
-    fclose(out);
-    if (lines != NULL)
-        *lines = buf;
-    else
-        free(buf);
-    return rc;
+    return world_replay_lines(&o, lines, st, err);
 }
 
 static inline char *replay_ok(world *w, const ust_config *cfg, const char *name,

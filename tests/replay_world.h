@@ -204,14 +204,25 @@ static inline ust_replay_stats world_run(const ust_replay_opts *o)
     return st;
 }
 
-/* Replays into run_path with the given plugins; divergence lines into
- * *lines (malloc'd) when lines is not NULL. */
+/* A plugin's path: the reference ones by name ("legacy", "candidate"), the
+ * others from tests/plugins (e.g. "misbehaving_decide_error", a candidate
+ * that errs on every odd seq). */
+static inline void world_plugin_path(const char *name, char out[PATH_MAX])
+{
+    if (strcmp(name, "legacy") == 0 || strcmp(name, "candidate") == 0)
+        ust_test_plugin_path(name, out);
+    else
+        ust_test_fixture_path(name, out);
+}
+
+/* Replays into run_path with the plugins named (as world_plugin_path finds
+ * them); divergence lines into *lines (malloc'd) when lines is not NULL. */
 static inline ust_replay_stats world_replay(world *w, const char *legacy,
                                             const char *candidate, char **lines)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path(legacy, lp);
-    ust_test_plugin_path(candidate, cp);
+    world_plugin_path(legacy, lp);
+    world_plugin_path(candidate, cp);
     size_t size = 0;
     char *buf = NULL;
     FILE *out = lines ? open_memstream(&buf, &size) : NULL;
@@ -222,6 +233,38 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
         *lines = buf;
     }
     return st;
+}
+
+/* w's config redacts the n rules, as if its file had listed them under
+ * "redact" (the run made with it carries them). */
+static inline void world_set_redact(world *w, const char *const *rules, size_t n)
+{
+    json_t *arr = json_array();
+    w->cfg->redact = ust_calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(arr, json_string(rules[i]));
+        w->cfg->redact[i] = ust_strdup(rules[i]);
+    }
+    json_object_set_new(w->cfg->root, "redact", arr);
+    w->cfg->n_redact = n;
+}
+
+/* Runs the replay o describes, its divergence lines into *lines (malloc'd;
+ * NULL: dropped). 0, or the refusal's code with *err. */
+static inline int world_replay_lines(const ust_replay_opts *o, char **lines,
+                                     ust_replay_stats *st, char **err)
+{
+    size_t size = 0;
+    char *buf = NULL;
+    ust_replay_opts with = *o;
+    with.divergences = open_memstream(&buf, &size);
+    int rc = ust_replay(&with, st, err);
+    fclose(with.divergences);
+    if (lines != NULL)
+        *lines = buf;
+    else
+        free(buf);
+    return rc;
 }
 
 /* One text value from the run database, "" when NULL; caller frees. */
@@ -245,6 +288,15 @@ static inline char *world_query(world *w, const char *sql)
     return world_query_at(w->run_path, sql);
 }
 
+/* The last event the run at path has decided (0: none yet). */
+static inline int world_cursor_at(const char *path)
+{
+    char *cursor = world_query_at(path, "SELECT last_seq FROM cursor");
+    int at = atoi(cursor);
+    ust_free(cursor);
+    return at;
+}
+
 /* A log of n generated events (seed, 2 days from 2026-11-23) at log_path,
  * derived under cfg. */
 static inline void world_gen_log(world *w, const char *log_path, const ust_config *cfg,
@@ -252,28 +304,9 @@ static inline void world_gen_log(world *w, const char *log_path, const ust_confi
 {
     char out[PATH_MAX];
     snprintf(out, sizeof(out), "%s/gen.jsonl", w->dir);
-    ust_gen_opts o;
-    memset(&o, 0, sizeof(o));
-    o.cfg = cfg;
-    o.seed = seed;
-    o.events = n;
-    o.span_us = 2LL * 86400 * 1000000;
-    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
-    ust_gen_default_mix(o.mix);
-    o.out = fopen(out, "wb");
-    char *err = NULL;
-    int64_t written = 0;
-    if (ust_gen(&o, &written, &err) != 0)
-        fail_msg("gen: %s", err);
-    fclose(o.out);
+    ust_test_generate(cfg, seed, n, out, NULL);
     unlink(log_path);
-    ust_log *log = NULL;
-    assert_int_equal(ust_log_open(log_path, UST_LOG_CREATE, &log, &err), 0);
-    FILE *in = fopen(out, "rb");
-    if (ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err) != 0)
-        fail_msg("import: %s", err);
-    fclose(in);
-    ust_log_close(log);
+    ust_test_import_generated(cfg, out, log_path);
 }
 
 /* Kills a replay of o (in a child, over and over until killed, its
@@ -303,11 +336,7 @@ static inline void world_kill_a_replay(const ust_replay_opts *opts, int how)
         char c;
         assert_int_equal(read(fds[0], &c, 1), 1); /* a commit happened; then stall */
         for (int i = 0; i < 200; i++) {
-            char *cursor =
-                world_query_at(opts->run_path, "SELECT last_seq FROM cursor");
-            int stalled = atoi(cursor) > 0;
-            ust_free(cursor);
-            if (stalled)
+            if (world_cursor_at(opts->run_path) > 0)
                 break;
             usleep(10000);
         }
@@ -356,6 +385,19 @@ static inline char *world_divergences(world *w)
     return world_query(
         w, "SELECT group_concat(seq || '|' || class || '|' || fields || '|'"
            " || follow_on, ';') FROM (SELECT * FROM divergences ORDER BY seq)");
+}
+
+/* w's divergences (as world_divergences gives them) are want and the
+ * candidate erred nowhere: another way of running it decided alike. */
+static inline void world_expect_same_run_without_errors(world *w, const char *want)
+{
+    char *got = world_divergences(w);
+    assert_string_equal(got, want);
+    ust_free(got);
+    char *errors =
+        world_query(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'");
+    assert_string_equal(errors, "0");
+    ust_free(errors);
 }
 
 #endif

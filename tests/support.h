@@ -265,6 +265,93 @@ static inline void ust_test_append_scenario(ust_log *log, const ust_config *cfg,
     ust_free(reqs);
 }
 
+/* The log at log_path replayed under cfg through the reference legacy and
+ * candidate plugins into the run at run_path; a failure fails the test. */
+#include <understudy/runner.h>
+
+static inline void ust_test_replay_reference(const ust_config *cfg,
+                                             const char *log_path, const char *run_path)
+{
+    char lp[PATH_MAX], cp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
+    ust_replay_opts o = {.cfg = cfg,
+                         .log_path = log_path,
+                         .run_path = run_path,
+                         .legacy_path = lp,
+                         .candidate_path = cp};
+    ust_replay_stats st;
+    char *err = NULL;
+    if (ust_replay(&o, &st, &err) != 0)
+        fail_msg("replay: %s", err);
+}
+
+/* n generated events (seed, 2 days from 2026-11-23, the default mix) under
+ * cfg written to out, and their truth to truth (NULL: none). */
+#include <understudy/codec.h>
+#include <understudy/gen.h>
+
+static inline void ust_test_generate(const ust_config *cfg, uint64_t seed, int64_t n,
+                                     const char *out, const char *truth)
+{
+    ust_gen_opts o;
+    memset(&o, 0, sizeof(o));
+    o.cfg = cfg;
+    o.seed = seed;
+    o.events = n;
+    o.span_us = 2LL * 86400 * 1000000;
+    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
+    ust_gen_default_mix(o.mix);
+    o.out = fopen(out, "wb");
+    o.truth = truth ? fopen(truth, "wb") : NULL;
+    int64_t written = 0;
+    char *err = NULL;
+    if (ust_gen(&o, &written, &err) != 0)
+        fail_msg("gen: %s", err);
+    assert_int_equal(written, n);
+    fclose(o.out);
+    if (o.truth)
+        fclose(o.truth);
+}
+
+/* The generated events in file imported, as gen.jsonl, under cfg into a
+ * new log at log_path. */
+static inline void ust_test_import_generated(const ust_config *cfg, const char *file,
+                                             const char *log_path)
+{
+    ust_log *log = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_open(log_path, UST_LOG_CREATE, &log, &err), 0);
+    FILE *in = fopen(file, "rb");
+    if (ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    ust_log_close(log);
+}
+
+/* text (NULL: none) holds want, or the test fails naming it and showing the
+ * start of text. */
+static inline void ust_test_expect_in(const char *text, const char *want)
+{
+    if (text == NULL || strstr(text, want) == NULL)
+        fail_msg("missing: %s\nin:\n%.2000s", want, text ? text : "(none)");
+}
+
+/* text holds no bad. */
+static inline void ust_test_expect_not_in(const char *text, const char *bad)
+{
+    if (strstr(text, bad) != NULL)
+        fail_msg("must not contain: %s", bad);
+}
+
+/* got (malloc'd, freed here) is want, or the test fails showing both. */
+static inline void ust_test_expect_str(char *got, const char *want)
+{
+    if (strcmp(got, want) != 0)
+        fail_msg("got  \"%s\"\nwant \"%s\"", got, want);
+    ust_free(got);
+}
+
 /* For the plugin host's suites (define UST_TEST_STORE before including this
  * file): the state store on an in-memory database, opened before each test
  * by store_setup and closed after it by store_teardown. */

@@ -151,7 +151,10 @@ typedef struct ust_config {
         size_t mask_key_len;
     } capture;
     char hash[65]; /* SHA-256 hex of the file's canonical JSON */
-    json_t *root;  /* the whole document (owned) */
+    /* The same without plugins.candidate, compare, redact and coverage:
+     * what the legacy's decisions depend on (replay --legacy-from) */
+    char legacy_hash[65];
+    json_t *root; /* the whole document (owned) */
 } ust_config;
 
 /* Reads and validates file. 0; UST_EIO (cannot read); UST_ECONFIG with *err

@@ -68,6 +68,9 @@ typedef struct ust_report_opts {
     size_t max_examples;      /* per class; 0 = 5 */
     size_t max_classes;       /* detailed in the HTML; 0 = 100 */
     size_t page_rows;         /* divergences per class page; 0 = 2000 */
+    /* a class of more divergences names the differing fields in its rows,
+     * without their values; 0 = 20000 */
+    size_t value_rows_max;
     /* divergences written to divergences.jsonl, of the run's; the fraction
      * counts the class pages' rows, written first, too */
     ust_progress progress;

@@ -149,9 +149,11 @@ typedef struct ust_run_reasoned {
  * what a row shows. Streamed: the memory a read takes does not grow with
  * the class (SQLite sorts on disk). When the caller read (in the same
  * ust_run_begin) that the class has one kind of one reason, only points to
- * it and the rows come in seq order without the sort. fn may read the run
+ * it and the rows come in seq order without the sort. Without with_diff,
+ * diff is NULL (reading it parses each whole line). fn may read the run
  * through the same handle. */
 int ust_run_class_by_reason(ust_run *run, const char *cls, const ust_run_reason *only,
+                            int with_diff,
                             int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
                             char **err);
 

@@ -193,6 +193,12 @@ static void put_reasons(pager *p)
     }
 }
 
+static int64_t value_rows_max(const pager *p)
+{
+    return p->o->value_rows_max ? (int64_t)p->o->value_rows_max
+                                : UST__REPORT_VALUE_ROWS_MAX;
+}
+
 static int open_page(pager *p, int64_t page)
 {
     char name[PAGE_NAME_MAX];
@@ -217,7 +223,14 @@ static int open_page(pager *p, int64_t page)
           " entity's story): <code>understudy show --run ",
           p->f);
     ust__html_esc(p->f, p->o->run_path);
-    fputs(" SEQ</code></p>", p->f);
+    fputs(" SEQ</code>", p->f);
+    if (p->total > value_rows_max(p))
+        fprintf(p->f,
+                "; in a class of more than %lld divergences a row names the fields"
+                " that differ, and its values are in its detail, divergences.jsonl and"
+                " <code>show</code>",
+                (long long)value_rows_max(p));
+    fputs("</p>", p->f);
     if (page == 1) {
         put_reasons(p);
     } else {
@@ -470,7 +483,8 @@ static int write_class(pager *p, size_t cls)
             ? &p->reasons[0].r
             : NULL;
     if (rc == 0)
-        rc = ust_run_class_by_reason(p->run, name, only, put_row, p, p->err);
+        rc = ust_run_class_by_reason(p->run, name, only, p->total <= value_rows_max(p),
+                                     put_row, p, p->err);
     if (rc == 0 && p->f == NULL && (rc = open_page(p, 1)) == 0)
         fputs("<p>No divergence of this class is left in the run.</p>", p->f);
     int closed = close_page(p);

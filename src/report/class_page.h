@@ -17,6 +17,12 @@
  * others name `understudy show`. */
 #define UST__REPORT_GROUP_DETAILS 10
 #define UST__REPORT_PAGE_DETAILS 100
+/* By default (ust_report_opts.value_rows_max), a class of at most this many
+ * divergences shows both values of every differing field in each row; a
+ * larger one names the fields (each row's values are in its detail,
+ * divergences.jsonl and `understudy show`): the values were four fifths of
+ * a million-row class's pages and of their time. */
+#define UST__REPORT_VALUE_ROWS_MAX 20000
 
 /* Writes the pages of every class the model details into o->out_dir's
  * classes/ (files of an earlier report's pages there removed first).

@@ -65,7 +65,33 @@ static int check_log(ust__legacy_from *f, const ust__legacy_from_want *want, cha
     return rc;
 }
 
-/* Same config, legacy and partition, each key by key. */
+/* The legacy's part of the config (ust_config's legacy_hash): a run made
+ * before runs recorded it names none, and its config may differ in what the
+ * legacy reads; refused rather than guessed. */
+static int check_legacy_config(ust__legacy_from *f, const ust__legacy_from_want *want,
+                               char **err)
+{
+    char *had = NULL;
+    int rc = meta(f, "legacy_config_sha256", &had, err);
+    if (rc == 0 && *had == '\0')
+        rc = ust_errf(err, UST_EINVAL,
+                      "%s: the earlier run records no legacy_config_sha256 (this "
+                      "replay's is %s): it was made before runs recorded the hash of "
+                      "the legacy's part of the config; replay it once in full with "
+                      "this version (without --legacy-from), then read it",
+                      f->path, want->legacy_config_sha256);
+    else if (rc == 0 && strcmp(had, want->legacy_config_sha256) != 0)
+        rc = ust_errf(err, UST_EINVAL,
+                      "%s: another config for the legacy: the earlier run's "
+                      "legacy_config_sha256 is %s, this replay's is %s; only "
+                      "plugins.candidate, compare, redact and coverage may change "
+                      "under --legacy-from (replay without it)",
+                      f->path, had, want->legacy_config_sha256);
+    ust_free(had);
+    return rc;
+}
+
+/* Same legacy and partition, each key by key. */
 static int check_parts(ust__legacy_from *f, const ust__legacy_from_want *want,
                        char **err)
 {
@@ -73,7 +99,6 @@ static int check_parts(ust__legacy_from *f, const ust__legacy_from_want *want,
         const char *key, *what, *want;
         char **keep; /* the earlier run's value, kept for the new run's meta */
     } parts[] = {
-        {"config_sha256", "config", want->config_sha256, NULL},
         {"legacy_sha256", "legacy's file", want->legacy_sha256, &f->sha256},
         {"legacy_name", "legacy's name", want->legacy_name, &f->name},
         {"legacy_version", "legacy's version", want->legacy_version, &f->version},
@@ -87,7 +112,7 @@ static int check_parts(ust__legacy_from *f, const ust__legacy_from_want *want,
             rc = ust_errf(err, UST_EINVAL,
                           "%s: another %s: the earlier run's %s is %s, this replay's "
                           "is %s; --legacy-from reuses the decisions of the same "
-                          "legacy under the same config only (replay without it)",
+                          "legacy only (replay without it)",
                           f->path, parts[i].what, parts[i].key, *had ? had : "none",
                           *parts[i].want ? parts[i].want : "none");
         if (rc == 0 && parts[i].keep != NULL) {
@@ -106,6 +131,8 @@ int ust__legacy_from_open(ust__legacy_from *f, const char *path,
     f->path = path;
     f->at = -1;
     int rc = ust__db_open(path, 1, NULL, "earlier run database", &f->db, err);
+    if (rc == 0)
+        rc = check_legacy_config(f, want, err);
     if (rc == 0)
         rc = check_parts(f, want, err);
     if (rc == 0)

@@ -1,7 +1,7 @@
 /* replay --legacy-from: the legacy's decisions of an earlier run read back
  * instead of decided again. The inner loop changes the candidate alone, so
  * the legacy's half of a replay is the same work every time; an earlier run
- * of the same log, legacy and config holds its outcome already, in the
+ * of the same log, legacy and legacy's config holds its outcome already, in the
  * decisions table's l_ columns (decision_row.h) and l_entity. */
 #ifndef UST_RUNNER_LEGACY_FROM_H
 #define UST_RUNNER_LEGACY_FROM_H
@@ -26,7 +26,7 @@ typedef struct ust__legacy_from {
 
 /* What the replay that reads it has: each must be the earlier run's. */
 typedef struct ust__legacy_from_want {
-    const char *config_sha256;
+    const char *legacy_config_sha256; /* ust_config's legacy_hash */
     const char *legacy_name, *legacy_version, *legacy_sha256;
     const char *partition; /* "K/N", "" for the whole log */
     int64_t head_seq;      /* the log's head */
@@ -35,7 +35,8 @@ typedef struct ust__legacy_from_want {
 
 /* Opens the earlier run at path read-only and checks it against want:
  * UST_EINVAL with *err naming what differs and both values when another
- * log, legacy, config or partition made it, or when it did not decide
+ * log, legacy, legacy's part of the config (legacy_config_sha256) or
+ * partition made it, or none recorded that part, or when it did not decide
  * every event up to the log's head. f is left to ust__legacy_from_close. */
 int ust__legacy_from_open(ust__legacy_from *f, const char *path,
                           const ust__legacy_from_want *want, char **err);

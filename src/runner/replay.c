@@ -95,6 +95,7 @@ static int record_identity(replay *r, char **err)
         const char *key, *value;
     } parts[] = {
         {"config_sha256", r->o->cfg->hash},
+        {"legacy_config_sha256", r->o->cfg->legacy_hash}, /* --legacy-from's */
         /* Without a plugin (--respond upstream) the legacy is its url;
          * read from an earlier run, it is the one that run names. */
         {"legacy_name", r->from.db  ? r->from.name
@@ -454,7 +455,7 @@ static int open_legacy_from(replay *r, char **err)
         return ust_errf(err, UST_EINVAL,
                         "--legacy-from: the legacy must be a plugin, to be compared "
                         "with the earlier run's");
-    ust__legacy_from_want want = {o->cfg->hash,
+    ust__legacy_from_want want = {o->cfg->legacy_hash,
                                   ust_plugin_name(r->legacy),
                                   ust_plugin_version(r->legacy),
                                   ust_plugin_file_sha256(r->legacy),

@@ -375,6 +375,7 @@ int ust_run_class_reasons(ust_run *run, const char *cls,
 }
 
 int ust_run_class_by_reason(ust_run *run, const char *cls, const ust_run_reason *only,
+                            int with_diff,
                             int (*fn)(void *ctx, const ust_run_reasoned *r), void *ctx,
                             char **err)
 {
@@ -382,15 +383,16 @@ int ust_run_class_by_reason(ust_run *run, const char *cls, const ust_run_reason 
      * row, and parsing it whole for each row was most of a class page's
      * time. One reason: the class's index gives seq order, and the
      * decisions (a read of their pages for each row) are not needed. */
+    static const char *const sql[2][2] = {
+        {REASONED_SELECT("NULL") " ORDER BY kind, v.seq",
+         REASONED_SELECT("json_extract(v.line, '$.diff')") " ORDER BY kind, v.seq"},
+        {"SELECT NULL, seq, received_at, class, fields, entity, follow_on, NULL, NULL"
+         " FROM divergences WHERE class = ?1 ORDER BY seq",
+         "SELECT NULL, seq, received_at, class, fields, entity, follow_on,"
+         " json_extract(line, '$.diff'), NULL FROM divergences WHERE class = ?1"
+         " ORDER BY seq"}};
     sqlite3_stmt *st = NULL;
-    int rc = prepare(
-        run,
-        only
-            ? "SELECT NULL, seq, received_at, class, fields, entity,"
-              " follow_on, json_extract(line, '$.diff'), NULL FROM"
-              " divergences WHERE class = ?1 ORDER BY seq"
-            : REASONED_SELECT("json_extract(v.line, '$.diff')") " ORDER BY kind, v.seq",
-        &st, err);
+    int rc = prepare(run, sql[only != NULL][with_diff != 0], &st, err);
     if (rc == 0)
         sqlite3_bind_text(st, 1, cls, -1, SQLITE_STATIC);
     while (rc == 0 && (rc = next(run, st, err)) == 1) {

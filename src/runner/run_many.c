@@ -139,14 +139,14 @@ static int varies(const char *key, int log_files)
 /* What a key of the metadata says the runs were made with. */
 static const char *made_with(const char *key)
 {
+    if (strcmp(key, "config_sha256") == 0 || strcmp(key, "legacy_config_sha256") == 0)
+        return "config";
     if (strncmp(key, "log_", 4) == 0)
         return "event log";
     if (strncmp(key, "legacy_", 7) == 0)
         return "legacy plugin";
     if (strncmp(key, "candidate_", 10) == 0)
         return "candidate plugin";
-    if (strcmp(key, "config_sha256") == 0)
-        return "config";
     return key;
 }
 

@@ -13,6 +13,7 @@ build=${1:-build}
 events=${2:-200000}
 rounds=${3:-3}
 cd "$(dirname "$0")/../.."
+. tests/bench/times-lib.sh
 bin=$build/src/understudy
 legacy=$build/src/plugins/legacy/understudy-legacy.so
 candidate=$build/src/plugins/candidate/understudy-candidate.so
@@ -38,13 +39,6 @@ variant in_process 's/"candidate": \{"path"/"candidate": {"isolate": false, "pat
 replay() { # VARIANT RUN DIVERGENCES [--legacy-from EARLIER]
   "$bin" replay --config "$dir/$1.json" --log "$dir/$1.db" --run "$2" --divergences "$3" \
     --legacy "$legacy" --candidate "$candidate" --quiet "${@:4}"
-}
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-# Wall seconds, then CPU seconds (user + system, the plugins' children
-# included) of the command, on fd 3.
-measure() {
-  local TIMEFORMAT='%R %U %S'
-  { time "$@" ; } 2>&1 >/dev/null | awk 'END {printf "%s %.3f\n", $1, $2 + $3}' >&3
 }
 report() { # NAME FILE
   printf '  %-24s %6.2f s wall %8.0f events/s   %6.2f s CPU   (wall of each: %s)\n' \

@@ -11,6 +11,7 @@ build=${1:-build}
 events=${2:-200000}
 rounds=${3:-3}
 cd "$(dirname "$0")/../.."
+. tests/bench/times-lib.sh
 bin=$build/src/understudy
 legacy=$build/src/plugins/legacy/understudy-legacy.so
 candidate=$build/src/plugins/candidate/understudy-candidate.so
@@ -26,13 +27,6 @@ export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 replay() { # RUN DIVERGENCES [--partition K/N]
   "$bin" replay --config "$cfg" --log "$dir/events.db" --run "$1" --divergences "$2" \
     --legacy "$legacy" --candidate "$candidate" --quiet "${@:3}"
-}
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-# Wall seconds, then CPU seconds (user + system, the plugins' children
-# included) of the command, on fd 3.
-measure() {
-  local TIMEFORMAT='%R %U %S'
-  { time "$@" ; } 2>&1 >/dev/null | awk 'END {printf "%s %.3f\n", $1, $2 + $3}' >&3
 }
 both() {
   replay "$dir/p0.run" "$dir/p0.lines" --partition 0/2 &

@@ -14,6 +14,7 @@ build=${1:-build}
 events=${2:-1000000}
 rounds=${ROUNDS:-1}
 cd "$(dirname "$0")/../.."
+. tests/bench/times-lib.sh
 bin=$build/src/understudy
 legacy=$build/src/plugins/legacy/understudy-legacy.so
 candidate=$build/src/plugins/candidate/understudy-candidate.so
@@ -64,7 +65,6 @@ baseline() {
   step baseline python3 "$dir/baseline.py" "$dir/week.jsonl" "$dir/baseline.db"
 }
 
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 col() { cut -d' ' -f"$2" "$dir/$1" | median; } # NAME COLUMN: the median
 
 echo "file to report: $events generated events (seed 7, a week, $(du -m "$dir/week.jsonl" | cut -f1) MiB of JSONL), $(nproc) cores, median of $rounds"

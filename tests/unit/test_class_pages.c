@@ -24,14 +24,22 @@ static void run_divergences(world *w, int n, double spacing_s)
     world_replay(w, "legacy", "candidate", NULL);
 }
 
-static void write_report(world *w, size_t page_rows, char out[PATH_MAX])
+static void write_report_with(world *w, size_t page_rows, size_t value_rows_max,
+                              char out[PATH_MAX])
 {
     snprintf(out, PATH_MAX, "%s/report", w->dir);
-    ust_report_opts o = {
-        .run_path = w->run_path, .out_dir = out, .page_rows = page_rows};
+    ust_report_opts o = {.run_path = w->run_path,
+                         .out_dir = out,
+                         .page_rows = page_rows,
+                         .value_rows_max = value_rows_max};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
+}
+
+static void write_report(world *w, size_t page_rows, char out[PATH_MAX])
+{
+    write_report_with(w, page_rows, 0, out);
 }
 
 /* The file at out/name, whole (malloc'd), or NULL when there is none. */
@@ -41,12 +49,6 @@ static char *page(const char *out, const char *name)
     snprintf(path, sizeof(path), "%s/%s", out, name);
     struct stat st;
     return stat(path, &st) == 0 ? ust_test_read_file(path) : NULL;
-}
-
-static void expect_in(const char *text, const char *want)
-{
-    if (text == NULL || strstr(text, want) == NULL)
-        fail_msg("missing: %s", want);
 }
 
 static size_t occurrences(const char *text, const char *what)
@@ -79,7 +81,7 @@ static void test_pages_hold_every_divergence_once(void **state)
     ust_test_write_file(stale, "old");
     write_report(w, 3, out);
     char *index = page(out, "index.html");
-    expect_in(index, "<a href=\"classes/0.html\">5 of 7 shown</a>");
+    ust_test_expect_in(index, "<a href=\"classes/0.html\">5 of 7 shown</a>");
     free(index);
     const char *names[] = {"classes/0.html", "classes/0-2.html", "classes/0-3.html"};
     const char *ranges[] = {"divergences 1&ndash;3 of 7 &middot; page 1 of 3",
@@ -90,13 +92,13 @@ static void test_pages_hold_every_divergence_once(void **state)
     for (int i = 0; i < 3; i++) {
         char *text = page(out, names[i]);
         assert_non_null(text);
-        expect_in(text, ranges[i]);
+        ust_test_expect_in(text, ranges[i]);
         size_t before = n;
         row_seqs(text, seqs, &n);
         assert_int_equal(n - before, i < 2 ? 3 : 1);
         assert_int_equal(occurrences(text, "rel=prev"), i > 0 ? 2 : 0);
         assert_int_equal(occurrences(text, "rel=next"), i < 2 ? 2 : 0);
-        expect_in(text, CLASS);
+        ust_test_expect_in(text, CLASS);
         free(text);
     }
     assert_null(page(out, "classes/0-4.html"));
@@ -107,8 +109,8 @@ static void test_pages_hold_every_divergence_once(void **state)
         assert_int_equal(seqs[i], (int)i + 1);
     /* a page's rows end at its boundary: six rows are two pages, not three */
     char *again = page(out, "classes/0-2.html");
-    expect_in(again, "<a rel=next href=\"0-3.html\">");
-    expect_in(again, "<a rel=prev href=\"0.html\">");
+    ust_test_expect_in(again, "<a rel=next href=\"0-3.html\">");
+    ust_test_expect_in(again, "<a rel=prev href=\"0.html\">");
     free(again);
 }
 
@@ -141,20 +143,21 @@ static void test_rows_are_grouped_by_the_candidates_reason(void **state)
     /* the first 10 of a reason in full, the others name `understudy show` */
     assert_int_equal(details, 10 + 2);
     char *first = page(out, "classes/0.html");
-    expect_in(first,
-              "<a href=\"0.html#reason-1\"><q>" NO_KEY "</q></a></td><td class=n>12");
+    ust_test_expect_in(first, "<a href=\"0.html#reason-1\"><q>" NO_KEY
+                              "</q></a></td><td class=n>12");
     /* the second reason's rows start on page 3 (rows 13 and 14) */
-    expect_in(first, "<a href=\"0-3.html#reason-2\"><q>zz key "
-                     "&lt;b&gt;refused&lt;/b&gt;</q></a></td>"
-                     "<td class=n>2");
-    expect_in(first, "understudy show --run ");
+    ust_test_expect_in(first, "<a href=\"0-3.html#reason-2\"><q>zz key "
+                              "&lt;b&gt;refused&lt;/b&gt;</q></a></td>"
+                              "<td class=n>2");
+    ust_test_expect_in(first, "understudy show --run ");
     free(first);
     char *third = page(out, "classes/0-3.html");
-    expect_in(third, "<h2 id=reason-2><q>zz key &lt;b&gt;refused&lt;/b&gt;</q>");
+    ust_test_expect_in(third,
+                       "<h2 id=reason-2><q>zz key &lt;b&gt;refused&lt;/b&gt;</q>");
     assert_null(strstr(third, "<b>"));
     free(third);
     char *second = page(out, "classes/0-2.html");
-    expect_in(second, "<q>" NO_KEY "</q> <span class=muted>(12, continued)");
+    ust_test_expect_in(second, "<q>" NO_KEY "</q> <span class=muted>(12, continued)");
     free(second);
 }
 
@@ -187,22 +190,25 @@ static void test_reasons_differing_by_numbers_are_one_kind(void **state)
     write_report(w, 0, out);
     char *text = page(out, "classes/0.html");
     assert_non_null(text);
-    expect_in(text, "<q>as stripe:pi_# paid # s earlier</q></a> <span class=muted>(3"
-                    " reasons of this kind");
-    expect_in(text, "<h2 id=reason-1><q>as stripe:pi_# paid # s earlier</q>");
+    ust_test_expect_in(text,
+                       "<q>as stripe:pi_# paid # s earlier</q></a> <span class=muted>(3"
+                       " reasons of this kind");
+    ust_test_expect_in(text, "<h2 id=reason-1><q>as stripe:pi_# paid # s earlier</q>");
     assert_int_equal(occurrences(text, "<h2 id=reason-"), 2);
     const char *row = strstr(text, "<tr id=seq-3>");
     assert_non_null(row);
-    expect_in(row, "<div class=muted><q>as stripe:pi_111 paid 3 s earlier</q></div>");
+    ust_test_expect_in(
+        row, "<div class=muted><q>as stripe:pi_111 paid 3 s earlier</q></div>");
     /* a reason alone of its kind is shown as it is, its rows without it */
-    expect_in(text, "<h2 id=reason-2><q>" NO_KEY "</q>");
+    ust_test_expect_in(text, "<h2 id=reason-2><q>" NO_KEY "</q>");
     const char *fourth = strstr(text, "<tr id=seq-4>");
     assert_non_null(fourth);
     assert_true(strstr(fourth, "<div class=muted><q>") == NULL ||
                 strstr(fourth, "<div class=muted><q>") > strstr(fourth, "</tr>"));
     free(text);
     char *index = page(out, "index.html");
-    expect_in(index, "candidate's reason: <q>as stripe:pi_# paid # s earlier</q>");
+    ust_test_expect_in(index,
+                       "candidate's reason: <q>as stripe:pi_# paid # s earlier</q>");
     free(index);
 }
 
@@ -217,22 +223,52 @@ static void test_a_row_shows_both_values_of_its_diff(void **state)
                   "\"refunded\"},{\"field\":\"body/note\",\"legacy\":\"<b>x</b>\","
                   "\"candidate\":null},{\"field\":\"body/long\",\"legacy\":\"' ||"
                   " printf('%.300c', 'y') || '\",\"candidate\":1}]')) WHERE seq = 2");
-    world_exec(w, "UPDATE divergences SET line = json_remove(line, '$.diff') WHERE seq = 1");
+    world_exec(
+        w, "UPDATE divergences SET line = json_remove(line, '$.diff') WHERE seq = 1");
     char out[PATH_MAX];
     write_report(w, 0, out);
     char *text = page(out, "classes/0.html");
     const char *row = strstr(text, "<tr id=seq-2>");
     assert_non_null(row);
-    expect_in(row, "<div><code>state</code> <del>&quot;paid&quot;</del> &rarr; "
-                   "<ins>&quot;refunded&quot;</ins></div>");
-    expect_in(row, "<div><code>body/note</code> <del>&quot;&lt;b&gt;x&lt;/b&gt;&quot;"
-                   "</del> &rarr; <ins>null</ins></div>");
-    expect_in(row, "yyyy&hellip;</del> &rarr; <ins>1</ins>");
+    ust_test_expect_in(row,
+                       "<div><code>state</code> <del>&quot;paid&quot;</del> &rarr; "
+                       "<ins>&quot;refunded&quot;</ins></div>");
+    ust_test_expect_in(
+        row, "<div><code>body/note</code> <del>&quot;&lt;b&gt;x&lt;/b&gt;&quot;"
+             "</del> &rarr; <ins>null</ins></div>");
+    ust_test_expect_in(row, "yyyy&hellip;</del> &rarr; <ins>1</ins>");
     assert_null(strstr(row, "<b>x"));
     /* a line without one: the names of its fields */
     const char *first = strstr(text, "<tr id=seq-1>");
     assert_non_null(first);
-    expect_in(first, "<code>verdict, status, body/amount");
+    ust_test_expect_in(first, "<code>verdict, status, body/amount");
+    free(text);
+}
+
+/* Past value_rows_max divergences a class's rows name the fields that differ
+ * (their values stay in each row's detail), and the page says so. */
+static void test_a_large_class_names_its_fields(void **state)
+{
+    world *w = *state;
+    run_divergences(w, 3, 60);
+    char out[PATH_MAX];
+    write_report_with(w, 0, 2, out);
+    char *text = page(out, "classes/0.html");
+    ust_test_expect_in(text, "in a class of more than 2 divergences a row names the "
+                             "fields that differ");
+    const char *row = strstr(text, "<tr id=seq-3>");
+    assert_non_null(row);
+    ust_test_expect_in(row, "<code>verdict, status, body/amount");
+    const char *end = strstr(row, "</tr>");
+    const char *del = strstr(row, "<del>");
+    assert_true(del == NULL || del > end);
+    free(text);
+    write_report_with(w, 0, 3, out);
+    text = page(out, "classes/0.html");
+    row = strstr(text, "<tr id=seq-3>");
+    assert_non_null(row);
+    ust_test_expect_in(row, "<del>");
+    assert_null(strstr(text, "a row names the fields that differ"));
     free(text);
 }
 
@@ -250,22 +286,18 @@ static void test_a_hostile_class_name_is_a_safe_file(void **state)
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
     world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path("legacy", lp);
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
-             getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
+    /* the candidate errs on every odd seq */
+    world_replay(w, "legacy", "misbehaving_decide_error", NULL);
     char out[PATH_MAX];
     write_report(w, 0, out);
     char *text = page(out, "classes/0.html");
     assert_non_null(text);
-    expect_in(text, "../../x&lt;script&gt;alert(1)&lt;/script&gt;");
+    ust_test_expect_in(text, "../../x&lt;script&gt;alert(1)&lt;/script&gt;");
     assert_null(strstr(text, "<script>"));
     assert_int_equal(occurrences(text, "<tr id=seq-1>"), 1);
     free(text);
     char *index = page(out, "index.html");
-    expect_in(index, "<a href=\"classes/0.html\">1 of 1 shown</a>");
+    ust_test_expect_in(index, "<a href=\"classes/0.html\">1 of 1 shown</a>");
     free(index);
 }
 
@@ -286,11 +318,11 @@ static void test_examples_are_sampled_across_the_span(void **state)
     char *index = page(out, "index.html");
     /* times 0, 1.25 h, 2.5 h, 3.75 h, 5 h: seq 1, then the hourly one
      * nearest each (1 h; 2 h, as near as 3 h and earlier; 4 h; 5 h) */
-    expect_in(index, "5 of 25 shown");
+    ust_test_expect_in(index, "5 of 25 shown");
     const char *want[] = {"example: seq 1,", "example: seq 21,", "example: seq 22,",
                           "example: seq 24,", "example: seq 25,"};
     for (int i = 0; i < 5; i++)
-        expect_in(index, want[i]);
+        ust_test_expect_in(index, want[i]);
     assert_null(strstr(index, "example: seq 2,"));
     /* by reason: seq 25's own reason has its heading after the others */
     const char *late = strstr(index, "candidate's reason: <q>a late reason</q>");
@@ -370,6 +402,7 @@ int main(void)
         T(test_a_page_details_a_bounded_number_of_rows),
         T(test_reasons_differing_by_numbers_are_one_kind),
         T(test_a_row_shows_both_values_of_its_diff),
+        T(test_a_large_class_names_its_fields),
         T(test_a_hostile_class_name_is_a_safe_file),
         T(test_examples_are_sampled_across_the_span),
         T(test_the_nearest_divergence_with_and_without_its_index),

@@ -471,8 +471,7 @@ static void test_gate_requires_coverage(void **state)
     world *w = *state;
     ust_config *cfg = demo_config();
     cfg->candidate.isolate = 0;
-    char log_path[PATH_MAX], run[PATH_MAX], triage[PATH_MAX], lp[PATH_MAX],
-        cp[PATH_MAX];
+    char log_path[PATH_MAX], run[PATH_MAX], triage[PATH_MAX];
     snprintf(log_path, sizeof(log_path), "%s/gate-events.db", w->dir);
     snprintf(run, sizeof(run), "%s/gate-run.db", w->dir);
     snprintf(triage, sizeof(triage), "%s/triage.json", w->dir);
@@ -484,16 +483,7 @@ static void test_gate_requires_coverage(void **state)
     ust_test_append_scenario(log, cfg, sc, T0);
     ust_scenario_free(sc);
     ust_log_close(log);
-    ust_test_plugin_path("legacy", lp);
-    ust_test_plugin_path("candidate", cp);
-    ust_replay_opts o = {.cfg = cfg,
-                         .log_path = log_path,
-                         .run_path = run,
-                         .legacy_path = lp,
-                         .candidate_path = cp};
-    ust_replay_stats st;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_test_replay_reference(cfg, log_path, run);
     char *out = NULL;
     /* without the flag the run passes: scenario 01 diverges nowhere */
     assert_int_equal(

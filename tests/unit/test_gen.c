@@ -37,29 +37,6 @@ static ust_config *load(const char *rel)
     return ust_test_load_config(path);
 }
 
-static void generate(const ust_config *cfg, uint64_t seed, int64_t n, const char *out,
-                     const char *truth)
-{
-    ust_gen_opts o;
-    memset(&o, 0, sizeof(o));
-    o.cfg = cfg;
-    o.seed = seed;
-    o.events = n;
-    o.span_us = 2LL * 86400 * 1000000;
-    ust_time_parse("2026-11-23T00:00:00Z", &o.start_us);
-    ust_gen_default_mix(o.mix);
-    o.out = fopen(out, "wb");
-    o.truth = truth ? fopen(truth, "wb") : NULL;
-    int64_t written = 0;
-    char *err = NULL;
-    if (ust_gen(&o, &written, &err) != 0)
-        fail_msg("gen: %s", err);
-    assert_int_equal(written, n);
-    fclose(o.out);
-    if (o.truth)
-        fclose(o.truth);
-}
-
 static void test_same_seed_same_bytes(void **state)
 {
     world *w = *state;
@@ -68,9 +45,9 @@ static void test_same_seed_same_bytes(void **state)
     snprintf(a, sizeof(a), "%s/a.jsonl", w->dir);
     snprintf(b, sizeof(b), "%s/b.jsonl", w->dir);
     snprintf(c, sizeof(c), "%s/c.jsonl", w->dir);
-    generate(cfg, 42, 5000, a, NULL);
-    generate(cfg, 42, 5000, b, NULL);
-    generate(cfg, 43, 5000, c, NULL);
+    ust_test_generate(cfg, 42, 5000, a, NULL);
+    ust_test_generate(cfg, 42, 5000, b, NULL);
+    ust_test_generate(cfg, 43, 5000, c, NULL);
     char *x = ust_test_read_file(a), *y = ust_test_read_file(b),
          *z = ust_test_read_file(c);
     assert_string_equal(x, y);
@@ -129,8 +106,8 @@ static void check_coverage(world *w, const char *run, const json_t *truth)
     }
     /* gen plants every kind its mix has: none of those may read 0 */
     static const char *const planted[] = {
-        "identical_redelivery",  "redelivery_new_id",    "out_of_order",
-        "semantic_pair",         "api_completed_repeat", "api_concurrent_repeat",
+        "identical_redelivery", "redelivery_new_id",    "out_of_order",
+        "semantic_pair",        "api_completed_repeat", "api_concurrent_repeat",
         "signature_invalid"};
     for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
         assert_true(json_integer_value(json_object_get(got, planted[i])) > 0);
@@ -152,30 +129,12 @@ static void check_truth(world *w, const char *config, int64_t events)
     snprintf(run, sizeof(run), "%s/run.db", w->dir);
     unlink(log_path);
     unlink(run);
-    generate(cfg, 7, events, out, truth);
+    ust_test_generate(cfg, 7, events, out, truth);
     /* The truth is about decisions, not isolation: the candidate in process
      * keeps this quick under the sanitizers. */
     cfg->candidate.isolate = 0;
-    ust_log *log = NULL;
-    char *err = NULL;
-    assert_int_equal(ust_log_open(log_path, UST_LOG_CREATE, &log, &err), 0);
-    FILE *in = fopen(out, "rb");
-    assert_int_equal(ust_log_import(log, cfg, in, "gen.jsonl", NULL, &err), 0);
-    fclose(in);
-    ust_log_close(log);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/src/plugins/legacy/understudy-legacy.so",
-             getenv("UST_BUILD_DIR"));
-    snprintf(cp, sizeof(cp), "%s/src/plugins/candidate/understudy-candidate.so",
-             getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = {.cfg = cfg,
-                         .log_path = log_path,
-                         .run_path = run,
-                         .legacy_path = lp,
-                         .candidate_path = cp};
-    ust_replay_stats st;
-    if (ust_replay(&o, &st, &err) != 0)
-        fail_msg("replay: %s", err);
+    ust_test_import_generated(cfg, out, log_path);
+    ust_test_replay_reference(cfg, log_path, run);
     sqlite3 *db;
     sqlite3_open(run, &db);
     sqlite3_stmt *q;

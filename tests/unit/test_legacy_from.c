@@ -1,10 +1,11 @@
 /* replay --legacy-from: the legacy's decisions of an earlier run read back
  * give the divergences, decisions and metadata of a full replay byte for
- * byte, whatever the candidate; the legacy decides nothing (it keeps no
- * state in the new run); an earlier run of another log, legacy, config or
- * partition, or one that did not decide the whole log, is refused with
- * both values; a killed --legacy-from replay resumes to the same result,
- * and only with --legacy-from again. */
+ * byte, whatever the candidate, its config or the compare rules; the
+ * legacy decides nothing (it keeps no state in the new run); an earlier run
+ * of another log, legacy, legacy's part of the config or partition, or one
+ * that did not decide the whole log, is refused with both values; a killed
+ * --legacy-from replay resumes to the same result, and only with
+ * --legacy-from again. */
 #define _GNU_SOURCE 1 /* F_SETPIPE_SZ */
 #include "replay_world.h"
 #include "runner/decision_row.h"
@@ -32,15 +33,6 @@ static void gen_log_at(world *w, const char *path, uint64_t seed, int64_t n)
     world_gen_log(w, path, w->cfg, seed, n);
 }
 
-/* A plugin's path: the reference ones by name, the others from tests/plugins. */
-static void plugin_path(const char *name, char out[PATH_MAX])
-{
-    if (strcmp(name, "legacy") == 0 || strcmp(name, "candidate") == 0)
-        ust_test_plugin_path(name, out);
-    else
-        ust_test_fixture_path(name, out);
-}
-
 typedef struct how {
     const char *legacy, *candidate; /* plugin names */
     const char *from;               /* --legacy-from: a run in w's folder, or NULL */
@@ -62,13 +54,10 @@ static int replay_how(world *w, const char *name, const how *h, char **lines,
                       char **err)
 {
     char lp[PATH_MAX], cp[PATH_MAX], rp[PATH_MAX], fp[PATH_MAX];
-    plugin_path(h->legacy ? h->legacy : "legacy", lp);
-    plugin_path(h->candidate ? h->candidate : "candidate", cp);
+    world_plugin_path(h->legacy ? h->legacy : "legacy", lp);
+    world_plugin_path(h->candidate ? h->candidate : "candidate", cp);
     in_dir(w, name, rp);
-    size_t size = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &size);
-    ust_replay_opts o = world_opts(w, lp, cp, out);
+    ust_replay_opts o = world_opts(w, lp, cp, NULL);
     o.run_path = rp;
     o.commit_every = 0;
     o.cfg = h->cfg ? h->cfg : w->cfg;
@@ -81,13 +70,7 @@ static int replay_how(world *w, const char *name, const how *h, char **lines,
         o.legacy_from = fp;
     }
     ust_replay_stats st;
-    int rc = ust_replay(&o, &st, err);
-    fclose(out);
-    if (lines != NULL)
-        *lines = buf;
-    else
-        free(buf);
-    return rc;
+    return world_replay_lines(&o, lines, &st, err);
 }
 
 static char *replay_ok(world *w, const char *name, const how *h)
@@ -229,7 +212,7 @@ static void test_another_legacy_is_refused(void **state)
     free(replay_ok(w, "earlier.db", &(how){0}));
     char *had = meta(w, "earlier.db", "legacy_sha256");
     char cp[PATH_MAX], have[UST_SHA256_HEX_LEN + 1];
-    plugin_path("candidate", cp);
+    world_plugin_path("candidate", cp);
     assert_int_equal(ust_sha256_file_hex(cp, have), 0);
     char *err = NULL;
     int rc = replay_how(
@@ -239,20 +222,21 @@ static void test_another_legacy_is_refused(void **state)
     ust_free(had);
 }
 
-static void test_another_config_is_refused(void **state)
+/* tests/data/config.json with one text in it replaced, loaded from w's
+ * folder (ust_config_free); the candidate in process, as w's. */
+static ust_config *config_with(world *w, const char *text_in, const char *replaced_by)
 {
-    world *w = *state;
-    gen_log_at(w, w->log_path, 7, 300);
-    free(replay_ok(w, "earlier.db", &(how){0}));
-    /* The same config but for one value. */
     char src[PATH_MAX], path[PATH_MAX];
     ust_test_source_path("tests/data/config.json", src);
     char *text = ust_test_read_file(src);
-    char *at = strstr(text, "\"semantic_window_s\": 600");
+    char *at = strstr(text, text_in);
     assert_non_null(at);
-    at[strlen("\"semantic_window_s\": 60")] = '1';
+    char *changed = ust_sprintf("%.*s%s%s", (int)(at - text), text, replaced_by,
+                                at + strlen(text_in));
+    assert_non_null(changed);
     in_dir(w, "config.json", path);
-    ust_test_write_file(path, text);
+    ust_test_write_file(path, changed);
+    ust_free(changed);
     free(text);
     ust_config *cfg = NULL;
     char *err = NULL;
@@ -260,13 +244,83 @@ static void test_another_config_is_refused(void **state)
         ust_config_load_secrets(cfg, &err) != 0)
         fail_msg("config: %s", err);
     cfg->candidate.isolate = 0;
-    char *had = meta(w, "earlier.db", "config_sha256");
-    int rc =
-        replay_how(w, "new.db", &(how){.cfg = cfg, .from = "earlier.db"}, NULL, &err);
-    const char *texts[] = {"another config", "config_sha256", had, cfg->hash};
-    expect_refused(rc, &err, texts, 4);
+    return cfg;
+}
+
+/* The inner loop changes the candidate, its config, or what the comparison
+ * ignores: none of it is the legacy's, so the earlier run's decisions serve,
+ * and the results are a full replay's under the new config. */
+static void test_the_candidates_config_or_compare_may_change(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 2000);
+    char *earlier = replay_ok(w, "earlier.db", &(how){0});
+    static const char *const changes[][2] = {
+        {"\"semantic_window_s\": 600", "\"semantic_window_s\": 1"},
+        {"\"key_ttl_s\": 86400", "\"key_ttl_s\": 1"},
+        {"\"compare\": {\"ignore\": []}",
+         "\"compare\": {\"ignore\": [\"\"], \"headers\": [\"Retry-After\"]}"},
+    };
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        ust_config *cfg = config_with(w, changes[i][0], changes[i][1]);
+        assert_string_not_equal(cfg->hash, w->cfg->hash);
+        assert_string_equal(cfg->legacy_hash, w->cfg->legacy_hash);
+        char full_db[32], from_db[32];
+        snprintf(full_db, sizeof(full_db), "full%zu.db", i);
+        snprintf(from_db, sizeof(from_db), "from%zu.db", i);
+        char *full = replay_ok(w, full_db, &(how){.cfg = cfg});
+        char *from = replay_ok(w, from_db, &(how){.cfg = cfg, .from = "earlier.db"});
+        assert_string_equal(from, full);
+        expect_same_results(w, full_db, from_db);
+        assert_string_not_equal(full, earlier); /* the change mattered */
+        free(full);
+        free(from);
+        ust_config_free(cfg);
+    }
+    free(earlier);
+}
+
+/* A route (what events are and how they verify) or the legacy's own config
+ * changes what the legacy decides: refused, naming both hashes. */
+static void test_a_route_or_the_legacys_config_is_refused(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 300);
+    free(replay_ok(w, "earlier.db", &(how){0}));
+    static const char *const changes[][2] = {
+        {"\"tolerance_s\": 300", "\"tolerance_s\": 301"},
+        {"\"config\": {}", "\"config\": {\"op_latency_ms\": 501}"},
+    };
+    char *had = meta(w, "earlier.db", "legacy_config_sha256");
+    assert_string_equal(had, w->cfg->legacy_hash);
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        ust_config *cfg = config_with(w, changes[i][0], changes[i][1]);
+        char *err = NULL;
+        int rc = replay_how(w, "new.db", &(how){.cfg = cfg, .from = "earlier.db"}, NULL,
+                            &err);
+        const char *texts[] = {"another config for the legacy", "legacy_config_sha256",
+                               had, cfg->legacy_hash};
+        expect_refused(rc, &err, texts, 4);
+        ust_config_free(cfg);
+    }
     ust_free(had);
-    ust_config_free(cfg);
+}
+
+/* A run made before runs recorded the legacy's config hash: refused, saying
+ * to replay it once in full. */
+static void test_a_run_without_the_legacys_config_hash_is_refused(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 300);
+    free(replay_ok(w, "old.db", &(how){0}));
+    char old[PATH_MAX];
+    in_dir(w, "old.db", old);
+    world_exec_at(old, "DELETE FROM meta WHERE key = 'legacy_config_sha256'");
+    char *err = NULL;
+    int rc = replay_how(w, "new.db", &(how){.from = "old.db"}, NULL, &err);
+    const char *texts[] = {"records no legacy_config_sha256", w->cfg->legacy_hash,
+                           "replay it once in full with this version"};
+    expect_refused(rc, &err, texts, 3);
 }
 
 static void test_another_partition_or_an_unfinished_run_is_refused(void **state)
@@ -337,8 +391,8 @@ static void test_resumed_only_as_it_began(void **state)
 static void kill_a_replay(world *w, const char *name, const how *h)
 {
     char lp[PATH_MAX], cp[PATH_MAX], rp[PATH_MAX], fp[PATH_MAX];
-    plugin_path("legacy", lp);
-    plugin_path(h->candidate, cp);
+    world_plugin_path("legacy", lp);
+    world_plugin_path(h->candidate, cp);
     in_dir(w, name, rp);
     in_dir(w, h->from, fp);
     ust_replay_opts o = world_opts(w, lp, cp, NULL);
@@ -371,8 +425,8 @@ static void test_the_command_line(void **state)
     gen_log_at(w, w->log_path, 7, 300);
     char cfg[PATH_MAX], lp[PATH_MAX], cp[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
     ust_test_source_path("tests/data/config.json", cfg);
-    plugin_path("legacy", lp);
-    plugin_path("candidate", cp);
+    world_plugin_path("legacy", lp);
+    world_plugin_path("candidate", cp);
     in_dir(w, "a.db", a);
     in_dir(w, "b.db", b);
     const char *cmd = "replay --config '%s' --log '%s' --run '%s' --legacy '%s' "
@@ -464,7 +518,9 @@ int main(void)
         cmocka_unit_test(test_a_stored_decision_reads_back_whole),
         T(test_another_log_is_refused),
         T(test_another_legacy_is_refused),
-        T(test_another_config_is_refused),
+        T(test_the_candidates_config_or_compare_may_change),
+        T(test_a_route_or_the_legacys_config_is_refused),
+        T(test_a_run_without_the_legacys_config_hash_is_refused),
         T(test_another_partition_or_an_unfinished_run_is_refused),
         T(test_resumed_only_as_it_began),
         T(test_a_run_without_l_entity_is_refused),

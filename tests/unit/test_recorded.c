@@ -8,13 +8,6 @@
 
 #define PAID "payment_intent.succeeded"
 
-static void expect_str(char *got, const char *want)
-{
-    if (strcmp(got, want) != 0)
-        fail_msg("got  \"%s\"\nwant \"%s\"", got, want);
-    ust_free(got);
-}
-
 /* Four payments, each its own entity: the candidate applies every one. */
 static void four_payments(world *w)
 {
@@ -134,7 +127,8 @@ static void test_a_recorded_legacy_decides_with_the_answers(void **state)
     four_payments(first);
     world_record(first);
     world_replay(first, "legacy", "candidate", NULL);
-    expect_str(world_verdicts(first, "candidate"), "applied,applied,applied,applied");
+    ust_test_expect_str(world_verdicts(first, "candidate"),
+                        "applied,applied,applied,applied");
     ust_response answers[4];
     answers[0] = candidate_as_answer(first);
     world_free(first);
@@ -152,22 +146,25 @@ static void test_a_recorded_legacy_decides_with_the_answers(void **state)
         ust_response_clear(&answers[i]);
     replay_recorded(w, "{\"409\": \"duplicate\"}");
 
-    expect_str(world_verdicts(w, "legacy"), "applied,duplicate,conflict,error");
-    expect_str(world_verdicts(w, "candidate"), "applied,applied,applied,applied");
-    expect_str(q(w, "SELECT group_concat(l_status, ',') FROM (SELECT * FROM"
-                    " decisions WHERE seq < 4 ORDER BY seq)"),
-               "200,409,422");
-    expect_str(q(w, "SELECT l_error FROM decisions WHERE seq = 4"),
-               "no recorded answer for this event");
-    expect_str(q(w, "SELECT l_body FROM decisions WHERE seq = 3"),
-               "{\"error\":\"mismatch\"}");
+    ust_test_expect_str(world_verdicts(w, "legacy"),
+                        "applied,duplicate,conflict,error");
+    ust_test_expect_str(world_verdicts(w, "candidate"),
+                        "applied,applied,applied,applied");
+    ust_test_expect_str(q(w, "SELECT group_concat(l_status, ',') FROM (SELECT * FROM"
+                             " decisions WHERE seq < 4 ORDER BY seq)"),
+                        "200,409,422");
+    ust_test_expect_str(q(w, "SELECT l_error FROM decisions WHERE seq = 4"),
+                        "no recorded answer for this event");
+    ust_test_expect_str(q(w, "SELECT l_body FROM decisions WHERE seq = 3"),
+                        "{\"error\":\"mismatch\"}");
     /* An answer that says what the candidate says does not diverge; the
      * others do, each by its verdict. */
-    expect_str(q(w, "SELECT group_concat(seq, ',') FROM (SELECT seq FROM divergences"
-                    " ORDER BY seq)"),
-               "2,3,4");
-    expect_str(q(w, "SELECT count(*) FROM divergences WHERE fields LIKE '%verdict%'"),
-               "3");
+    ust_test_expect_str(
+        q(w, "SELECT group_concat(seq, ',') FROM (SELECT seq FROM divergences"
+             " ORDER BY seq)"),
+        "2,3,4");
+    ust_test_expect_str(
+        q(w, "SELECT count(*) FROM divergences WHERE fields LIKE '%verdict%'"), "3");
     /* Its identity: the name and the hash of its configuration. */
     char *meta = q(w, "SELECT group_concat(key || '=' || value, ';') FROM meta");
     if (strstr(meta, "recorded") == NULL)
@@ -347,16 +344,14 @@ static void test_the_report_never_shows_an_answer_in_clear(void **state)
 {
     (void)state;
     world *w = world_new();
-    json_object_set_new(w->cfg->root, "redact", json_pack("[s]", "receipt_email"));
-    w->cfg->redact = ust_calloc(2, sizeof(char *));
-    w->cfg->redact[0] = ust_strdup("receipt_email");
-    w->cfg->n_redact = 1;
+    static const char *const rules[] = {"receipt_email"};
+    world_set_redact(w, rules, 1);
     world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
     ust_response a = answer(409, "{\"receipt_email\":\"payer@example.com\"}", NULL);
     record_with(w, &a);
     ust_response_clear(&a);
     replay_recorded(w, NULL);
-    expect_str(world_verdicts(w, "legacy"), "in_progress");
+    ust_test_expect_str(world_verdicts(w, "legacy"), "in_progress");
     char out[PATH_MAX];
     snprintf(out, sizeof(out), "%s/report", w->dir);
     ust_report_opts o = {.run_path = w->run_path, .out_dir = out};

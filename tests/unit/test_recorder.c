@@ -583,7 +583,7 @@ static void answers_are(serve_world *w, const char *const *cause, int n)
 static void start_respond_legacy(world *w, const char *legacy)
 {
     char lp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/tests/plugins/%s.so", getenv("UST_BUILD_DIR"), legacy);
+    ust_test_fixture_path(legacy, lp);
     write_config(w, json_object(), lp);
     const char *args[] = {"--config",  w->cfg,   "--listen", "127.0.0.1:0",
                           "--log",     w->log,   "--run",    w->run,

@@ -13,22 +13,15 @@
 #define REFUNDED "charge.refunded"
 #define CANCELED "payment_intent.canceled"
 
-static void expect_str(char *got, const char *want)
-{
-    if (strcmp(got, want) != 0)
-        fail_msg("got  \"%s\"\nwant \"%s\"", got, want);
-    ust_free(got);
-}
-
 /* Replays w and checks both verdict sequences and the divergences. */
 static void expect_run(world *w, const char *legacy, const char *candidate,
                        const char *divergences)
 {
     world_record(w);
     world_replay(w, "legacy", "candidate", NULL);
-    expect_str(world_verdicts(w, "legacy"), legacy);
-    expect_str(world_verdicts(w, "candidate"), candidate);
-    expect_str(world_divergences(w), divergences);
+    ust_test_expect_str(world_verdicts(w, "legacy"), legacy);
+    ust_test_expect_str(world_verdicts(w, "candidate"), candidate);
+    ust_test_expect_str(world_divergences(w), divergences);
 }
 
 /* 1. The same event delivered twice (the first 200 was lost). */
@@ -76,15 +69,16 @@ static void test_paid_after_refund_with_new_id(void **state)
     world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
     expect_run(w, "applied,applied,applied", "applied,applied,rejected",
                "3|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
-    expect_str(world_query(w, "SELECT l_state || ' ' || c_state FROM"
-                              " decisions"
-                              " WHERE seq = 3"),
-               "paid refunded");
+    ust_test_expect_str(world_query(w, "SELECT l_state || ' ' || c_state FROM"
+                                       " decisions"
+                                       " WHERE seq = 3"),
+                        "paid refunded");
     /* The line shows both sides of each field: paid against refunded. */
-    expect_str(world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences"),
-               "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
-               "\"rejected\"},{\"field\":\"state\",\"legacy\":\"paid\","
-               "\"candidate\":\"refunded\"}]");
+    ust_test_expect_str(
+        world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences"),
+        "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
+        "\"rejected\"},{\"field\":\"state\",\"legacy\":\"paid\","
+        "\"candidate\":\"refunded\"}]");
 }
 
 /* 6. The same, but the late paid keeps its original event id. */
@@ -126,7 +120,7 @@ static void test_double_click_is_flagged(void **state)
     world_stripe(w, 3, "evt_5", PAID, "pi_3", "o2", 1500);
     expect_run(w, "applied,applied", "applied,applied",
                "2|" PAID ": applied \xe2\x86\x92 applied|[\"flags\"]|0");
-    expect_str(
+    ust_test_expect_str(
         world_query(w, "SELECT json_extract(c_flags, '$[0]') || ' / ' ||"
                        " c_reason FROM decisions"
                        " WHERE seq = 2"),
@@ -155,18 +149,20 @@ static void test_parallel_same_key(void **state)
                "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
                "\"body/payment_id\",\"state\"]|0");
     /* The legacy executed twice: a second payment id. */
-    expect_str(world_query(w, "SELECT json_extract(l_body, '$.payment_id') FROM"
-                              " decisions WHERE seq = 2"),
-               "pay_2");
-    expect_str(world_query(w, "SELECT c_status || ' ' ||"
-                              " json_extract(c_headers, '$.retry-after') FROM"
-                              " decisions WHERE seq = 2"),
-               "409 1");
+    ust_test_expect_str(world_query(w,
+                                    "SELECT json_extract(l_body, '$.payment_id') FROM"
+                                    " decisions WHERE seq = 2"),
+                        "pay_2");
+    ust_test_expect_str(world_query(w, "SELECT c_status || ' ' ||"
+                                       " json_extract(c_headers, '$.retry-after') FROM"
+                                       " decisions WHERE seq = 2"),
+                        "409 1");
     /* The legacy's body has no "error": its side of that entry has no key. */
-    expect_str(world_query(w, "SELECT json_extract(line, '$.diff[4]') ||"
-                              " json_extract(line, '$.diff[3]') FROM divergences"),
-               "{\"field\":\"body/error\",\"candidate\":\"in_progress\"}"
-               "{\"field\":\"body/currency\",\"legacy\":\"eur\"}");
+    ust_test_expect_str(
+        world_query(w, "SELECT json_extract(line, '$.diff[4]') ||"
+                       " json_extract(line, '$.diff[3]') FROM divergences"),
+        "{\"field\":\"body/error\",\"candidate\":\"in_progress\"}"
+        "{\"field\":\"body/currency\",\"legacy\":\"eur\"}");
 }
 
 /* 13. A completed retry: both return the stored response. */
@@ -176,11 +172,12 @@ static void test_completed_retry(void **state)
     world_api(w, 0, "k1", "t1", "o7", 1000);
     world_api(w, 10, "k1", "t1", "o7", 1000);
     expect_run(w, "applied,duplicate", "applied,duplicate", "");
-    expect_str(world_query(w, "SELECT json_extract(l_body, '$.payment_id') || ' ' ||"
-                              " json_extract(c_body, '$.payment_id') || ' ' ||"
-                              " json_extract(c_headers, '$.idempotent-replayed')"
-                              " FROM decisions WHERE seq = 2"),
-               "pay_1 pay_1 true");
+    ust_test_expect_str(
+        world_query(w, "SELECT json_extract(l_body, '$.payment_id') || ' ' ||"
+                       " json_extract(c_body, '$.payment_id') || ' ' ||"
+                       " json_extract(c_headers, '$.idempotent-replayed')"
+                       " FROM decisions WHERE seq = 2"),
+        "pay_1 pay_1 true");
 }
 
 /* 14. The same key with another amount. */
@@ -251,15 +248,17 @@ static void test_other_config_derives_again(void **state)
     world_replay(w, "legacy", "candidate", NULL);
     w->cfg = recorded;
     ust_config_free(other);
-    expect_str(world_verdicts(w, "legacy"), "applied,applied,applied,applied");
-    expect_str(world_verdicts(w, "candidate"), "applied,rejected,applied,in_progress");
-    expect_str(
+    ust_test_expect_str(world_verdicts(w, "legacy"), "applied,applied,applied,applied");
+    ust_test_expect_str(world_verdicts(w, "candidate"),
+                        "applied,rejected,applied,in_progress");
+    ust_test_expect_str(
         world_query(w, "SELECT l_state || ' ' || c_state FROM decisions WHERE seq = 2"),
         "cancelled paid");
-    expect_str(world_query(w, "SELECT fields FROM divergences WHERE seq = 4"),
-               "[\"verdict\",\"status\",\"header:retry-after\",\"body/amount\","
-               "\"body/currency\",\"body/error\",\"body/order_id\",\"body/payment_id\","
-               "\"state\"]");
+    ust_test_expect_str(
+        world_query(w, "SELECT fields FROM divergences WHERE seq = 4"),
+        "[\"verdict\",\"status\",\"header:retry-after\",\"body/amount\","
+        "\"body/currency\",\"body/error\",\"body/order_id\",\"body/payment_id\","
+        "\"state\"]");
 }
 
 /* The same log, plugins and config give byte-identical divergence lines. */
@@ -281,9 +280,10 @@ static void test_replay_is_deterministic(void **state)
     assert_string_equal(first, second);
     /* The later divergence on pi_1 is a follow-on of the first. */
     assert_non_null(strstr(first, "\"seq\":4,"));
-    expect_str(world_query(w, "SELECT group_concat(follow_on) FROM divergences WHERE"
-                              " entity = 'stripe:pi_1'"),
-               "0,1");
+    ust_test_expect_str(
+        world_query(w, "SELECT group_concat(follow_on) FROM divergences WHERE"
+                       " entity = 'stripe:pi_1'"),
+        "0,1");
     free(first);
     free(second);
 }
@@ -435,9 +435,7 @@ static void test_killed_replay_resumes_to_the_same_result(void **state)
         unlink(w->run_path);
         kill_a_replay(w, how);
         if (how == 0) {
-            char *cursor = world_query(w, "SELECT last_seq FROM cursor");
-            int at = atoi(cursor);
-            ust_free(cursor);
+            int at = world_cursor_at(w->run_path);
             if (at <= 0 || at >= 240)
                 fail_msg("the kill should land mid-run, the cursor is at %d", at);
         }
@@ -504,9 +502,7 @@ static void test_a_failed_step_is_decided_again(void **state)
     assert_non_null(strstr(err, "disk trouble"));
     ust_free(err);
     err = NULL;
-    char *cursor = world_query(w, "SELECT last_seq FROM cursor");
-    int at = atoi(cursor);
-    ust_free(cursor);
+    int at = world_cursor_at(w->run_path);
     if (at <= 0 || at >= 100)
         fail_msg("the failure should come after a commit, the cursor is at %d", at);
     world_exec(w, "DROP TRIGGER fail_once");

@@ -15,18 +15,6 @@
 #define REFUNDED "charge.refunded"
 #define HOSTILE "</script><img src=x onerror=alert(1)>"
 
-static void must_contain(const char *text, const char *want)
-{
-    if (strstr(text, want) == NULL)
-        fail_msg("missing: %s", want);
-}
-
-static void must_not_contain(const char *text, const char *bad)
-{
-    if (strstr(text, bad) != NULL)
-        fail_msg("must not contain: %s", bad);
-}
-
 /* Scenario 5 twice (two payments), a double click, and API requests whose
  * order id is a hostile payload; one holds an e-mail to redact. */
 static void run_story(world *w)
@@ -49,11 +37,8 @@ static void run_story(world *w)
     ust_request_add_header(r, "X-Tenant-Id", "t1");
     world_record(w);
     /* the run carries the redact list of the config it was made with */
-    json_t *redact = json_pack("[s]", "email");
-    json_object_set_new(w->cfg->root, "redact", redact);
-    w->cfg->redact = ust_calloc(2, sizeof(char *));
-    w->cfg->redact[0] = ust_strdup("email");
-    w->cfg->n_redact = 1;
+    static const char *const rules[] = {"email"};
+    world_set_redact(w, rules, 1);
     world_replay(w, "legacy", "candidate", NULL);
 }
 
@@ -66,10 +51,8 @@ static void write_triage(world *w, const char *text, char path[PATH_MAX])
 static void report(world *w, const ust_triage *t, char out[PATH_MAX])
 {
     snprintf(out, PATH_MAX, "%s/report", w->dir);
-    ust_report_opts o = {.run_path = w->run_path,
-                         .out_dir = out,
-                         .triage = t,
-                         .max_examples = 5};
+    ust_report_opts o = {
+        .run_path = w->run_path, .out_dir = out, .triage = t, .max_examples = 5};
     char *err = NULL;
     if (ust_report_write(&o, &err) != 0)
         fail_msg("report: %s", err);
@@ -95,16 +78,17 @@ static void test_summary_counts_are_exact(void **state)
      * the late paids of pi_1 (twice) and pi_2. applied/duplicate: pi_1's
      * second refund, already refunded for the candidate. applied/invalid: the
      * two API requests without a key. */
-    must_contain(md, "12 read, 12 decided by both, 0 not fed");
-    must_contain(md, "| applied | 0 | 6 | 1 | 3 | 0 | 0 | 2 | 0 |");
-    must_contain(md,
-                 "| payment_intent.succeeded: applied \xe2\x86\x92 rejected | 3 | 1 |");
-    must_contain(md, "| charge.refunded: applied \xe2\x86\x92 duplicate | 1 | 1 | "
-                     "\\[\"verdict\"\\] |");
-    must_contain(md,
-                 "| payment_intent.succeeded: applied \xe2\x86\x92 applied | 1 | 0 |"
-                 " \\[\"flags\"\\] | **open** |");
-    must_contain(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
+    ust_test_expect_in(md, "12 read, 12 decided by both, 0 not fed");
+    ust_test_expect_in(md, "| applied | 0 | 6 | 1 | 3 | 0 | 0 | 2 | 0 |");
+    ust_test_expect_in(
+        md, "| payment_intent.succeeded: applied \xe2\x86\x92 rejected | 3 | 1 |");
+    ust_test_expect_in(md,
+                       "| charge.refunded: applied \xe2\x86\x92 duplicate | 1 | 1 | "
+                       "\\[\"verdict\"\\] |");
+    ust_test_expect_in(
+        md, "| payment_intent.succeeded: applied \xe2\x86\x92 applied | 1 | 0 |"
+            " \\[\"flags\"\\] | **open** |");
+    ust_test_expect_in(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
     free(md);
     char *jsonl = report_text(out, "divergences.jsonl");
     size_t lines = 0;
@@ -113,7 +97,7 @@ static void test_summary_counts_are_exact(void **state)
     char *count = world_query(w, "SELECT count(*) FROM divergences");
     assert_int_equal(lines, (size_t)atoi(count));
     ust_free(count);
-    must_not_contain(jsonl, "ann@example.com");
+    ust_test_expect_not_in(jsonl, "ann@example.com");
     free(jsonl);
 }
 
@@ -124,17 +108,17 @@ static void test_html_escapes_and_redacts(void **state)
     char out[PATH_MAX];
     report(w, NULL, out);
     char *html = report_text(out, "index.html");
-    must_not_contain(html, "<img src=x");
-    must_not_contain(html, "</script><img");
-    must_contain(html, "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;");
-    must_not_contain(html, "ann@example.com");
-    must_contain(html, "[redacted]");
-    must_not_contain(html, WORLD_STRIPE_SECRET);
-    must_contain(html, "Content-Security-Policy");
-    must_contain(html, "<svg id=chart");
+    ust_test_expect_not_in(html, "<img src=x");
+    ust_test_expect_not_in(html, "</script><img");
+    ust_test_expect_in(html, "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;");
+    ust_test_expect_not_in(html, "ann@example.com");
+    ust_test_expect_in(html, "[redacted]");
+    ust_test_expect_not_in(html, WORLD_STRIPE_SECRET);
+    ust_test_expect_in(html, "Content-Security-Policy");
+    ust_test_expect_in(html, "<svg id=chart");
     /* The timeline of pi_1 holds its five events, the follow-on marked. */
-    must_contain(html, "timeline of <code>stripe:pi_1</code> (5 events)");
-    must_contain(html, "<tr class=follow><td class=n>5</td>");
+    ust_test_expect_in(html, "timeline of <code>stripe:pi_1</code> (5 events)");
+    ust_test_expect_in(html, "<tr class=follow><td class=n>5</td>");
     free(html);
 }
 
@@ -160,8 +144,9 @@ static void test_the_diff_is_redacted_like_the_bodies(void **state)
     world_replay(w, "legacy", "candidate", NULL);
     char *stored =
         world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences");
-    must_contain(stored, "\"legacy\":\"pay_2\"");
-    must_contain(stored, "{\"field\":\"header:retry-after\",\"candidate\":\"1\"}");
+    ust_test_expect_in(stored, "\"legacy\":\"pay_2\"");
+    ust_test_expect_in(stored,
+                       "{\"field\":\"header:retry-after\",\"candidate\":\"1\"}");
     ust_free(stored);
     char out[PATH_MAX];
     report(w, NULL, out);
@@ -184,11 +169,11 @@ static void test_the_diff_is_redacted_like_the_bodies(void **state)
     assert_string_equal(diff, want);
     ust_free(diff);
     json_decref(line);
-    must_not_contain(jsonl, "pay_2");
-    must_not_contain(jsonl, "\"retry-after\":\"1\"");
+    ust_test_expect_not_in(jsonl, "pay_2");
+    ust_test_expect_not_in(jsonl, "\"retry-after\":\"1\"");
     free(jsonl);
     char *html = report_text(out, "index.html");
-    must_not_contain(html, "pay_2");
+    ust_test_expect_not_in(html, "pay_2");
     free(html);
     /* The pages' examples hold the same line, masked the same. */
     ust__report_model m;
@@ -220,17 +205,17 @@ static void test_examples_are_capped_and_spread(void **state)
     report(w, NULL, out);
     char *html = report_text(out, "index.html");
     /* sampled across the span: the nearest to 0, 1.75, 3.5, 5.25 and 7 s */
-    must_contain(html, "example: seq 1,");
-    must_contain(html, "example: seq 3,");
-    must_contain(html, "example: seq 4,");
-    must_contain(html, "example: seq 6,");
-    must_contain(html, "example: seq 8,");
-    must_not_contain(html, "example: seq 2,");
-    must_not_contain(html, "example: seq 5,");
-    must_not_contain(html, "example: seq 7,");
+    ust_test_expect_in(html, "example: seq 1,");
+    ust_test_expect_in(html, "example: seq 3,");
+    ust_test_expect_in(html, "example: seq 4,");
+    ust_test_expect_in(html, "example: seq 6,");
+    ust_test_expect_in(html, "example: seq 8,");
+    ust_test_expect_not_in(html, "example: seq 2,");
+    ust_test_expect_not_in(html, "example: seq 5,");
+    ust_test_expect_not_in(html, "example: seq 7,");
     free(html);
     char *jsonl = report_text(out, "divergences.jsonl");
-    must_contain(jsonl, "\"seq\":8,");
+    ust_test_expect_in(jsonl, "\"seq\":8,");
     free(jsonl);
 }
 
@@ -366,19 +351,20 @@ static void expect_refused(world *w, const char *reason)
     char *out = NULL;
     assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 1);
     char *want = ust_sprintf("gate: FAIL: %s\n", reason);
-    must_contain(out, want);
-    must_not_contain(out, "PASS");
+    ust_test_expect_in(out, want);
+    ust_test_expect_not_in(out, "PASS");
     ust_free(want);
     free(out);
     char *md = summary_of(w, NULL);
     want = ust_sprintf("**Not ready for cutover**: %s; ", reason);
-    must_contain(md, want);
+    ust_test_expect_in(md, want);
     ust_free(want);
     free(md);
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/report/index.html", w->dir);
     char *html = ust_test_read_file(path);
-    must_contain(html, "<strong class=open>not ready for cutover</strong>: the run ");
+    ust_test_expect_in(html,
+                       "<strong class=open>not ready for cutover</strong>: the run ");
     free(html);
 }
 
@@ -432,14 +418,14 @@ static void test_gate_refuses_a_run_short_of_its_log(void **state)
     run_story(w);
     char *out = NULL;
     assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 0);
-    must_contain(out, "gate: PASS: ");
+    ust_test_expect_in(out, "gate: PASS: ");
     free(out);
     /* The log moved: the gate cannot find its head, and says how to fix it. */
     char moved[PATH_MAX], args[PATH_MAX * 2];
     snprintf(moved, sizeof(moved), "%s/moved.db", w->dir);
     assert_int_equal(rename(w->log_path, moved), 0);
     assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 2);
-    must_contain(out, "pass --log DB");
+    ust_test_expect_in(out, "pass --log DB");
     free(out);
     snprintf(args, sizeof(args), "--log '%s'", moved);
     assert_int_equal(gate_cli(w, ACCEPT_ALL, args, &out), 0);
@@ -453,18 +439,6 @@ static void test_gate_refuses_a_run_short_of_its_log(void **state)
     free(out);
 }
 
-/* Replays w's log with a candidate that errs on every odd seq. */
-static void replay_erring_candidate(world *w)
-{
-    world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    ust_test_plugin_path("legacy", lp);
-    snprintf(cp, sizeof(cp), "%s/tests/plugins/misbehaving_decide_error.so",
-             getenv("UST_BUILD_DIR"));
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
-}
-
 static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
 {
     world *w = *state;
@@ -474,12 +448,8 @@ static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
         world_stripe(w, i, key, PAID, key, key, 100);
     }
     world_record(w);
-    char lp[PATH_MAX], cp[PATH_MAX];
-    snprintf(lp, sizeof(lp), "%s/tests/plugins/misbehaving_decide_error.so",
-             getenv("UST_BUILD_DIR"));
-    ust_test_plugin_path("candidate", cp);
-    ust_replay_opts o = world_opts(w, lp, cp, NULL);
-    world_run(&o);
+    /* the legacy errs on every odd seq */
+    world_replay(w, "misbehaving_decide_error", "candidate", NULL);
     /* The legacy erred on half the events: nothing of production's was
      * compared there, and "*" must not hide it. */
     char *out = NULL;
@@ -489,7 +459,7 @@ static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
             "{\"accepted\": [{\"class\": \"*\", \"reason\": \"r\", \"owner\": \"o\"}]}",
             NULL, &out),
         1);
-    must_contain(out, "open             2  " PAID ": error \xe2\x86\x92 applied");
+    ust_test_expect_in(out, "open             2  " PAID ": error \xe2\x86\x92 applied");
     free(out);
     assert_int_equal(
         gate_cli(w,
@@ -499,7 +469,7 @@ static void test_a_legacy_that_errs_needs_a_named_entry(void **state)
                  " \"owner\": \"o\"}]}",
                  NULL, &out),
         0);
-    must_contain(out, "PASS");
+    ust_test_expect_in(out, "PASS");
     free(out);
 }
 
@@ -511,7 +481,9 @@ static void test_error_divergences_need_a_named_entry(void **state)
         snprintf(key, sizeof(key), "o%d", i);
         world_stripe(w, i, key, PAID, key, key, 100);
     }
-    replay_erring_candidate(w);
+    world_record(w);
+    /* the candidate errs on every odd seq */
+    world_replay(w, "legacy", "misbehaving_decide_error", NULL);
     char *err = NULL;
     const char *cls = PAID ": applied \xe2\x86\x92 error";
     /* A wildcard never accepts the candidate's errors... */
@@ -524,11 +496,12 @@ static void test_error_divergences_need_a_named_entry(void **state)
             " \"owner\": \"o\"}]}",
             NULL, &out),
         1);
-    must_contain(out, "open             3  " PAID ": applied \xe2\x86\x92 error");
-    must_contain(out, "gate: FAIL: 6 divergence(s), 3 open in 1 class(es)");
+    ust_test_expect_in(out, "open             3  " PAID ": applied \xe2\x86\x92 error");
+    ust_test_expect_in(out, "gate: FAIL: 6 divergence(s), 3 open in 1 class(es)");
     /* ...and an entry that accepts nothing is stale. */
-    must_contain(out, "stale               " PAID ": applied \xe2\x86\x92 err*  (o):"
-                      " accepts no class of this run");
+    ust_test_expect_in(out,
+                       "stale               " PAID ": applied \xe2\x86\x92 err*  (o):"
+                       " accepts no class of this run");
     free(out);
     /* An entry naming the error class accepts it; the others are stale. */
     char path[PATH_MAX];
@@ -552,8 +525,8 @@ static void test_error_divergences_need_a_named_entry(void **state)
     assert_ptr_equal(res.classes[1].accepted, &t->entries[0]);
     ust_gate_result_clear(&res);
     char *md = summary_of(w, t);
-    must_contain(md, "## Stale triage entries");
-    must_contain(md, "| charge.disputed: * | disputes |");
+    ust_test_expect_in(md, "## Stale triage entries");
+    ust_test_expect_in(md, "| charge.disputed: * | disputes |");
     free(md);
     ust_triage_free(t);
     /* The exact class may be written with "->": it is read as the arrow,
@@ -565,8 +538,8 @@ static void test_error_divergences_need_a_named_entry(void **state)
                  " {\"class\": \"*\", \"reason\": \"r\", \"owner\": \"cto\"}]}",
                  NULL, &out),
         0);
-    must_contain(out, "accepted         3  " PAID
-                      ": applied \xe2\x86\x92 error  (payments)");
+    ust_test_expect_in(out, "accepted         3  " PAID
+                            ": applied \xe2\x86\x92 error  (payments)");
     free(out);
     /* ...and a '*' in it still accepts none. */
     assert_int_equal(
@@ -576,7 +549,8 @@ static void test_error_divergences_need_a_named_entry(void **state)
                  " {\"class\": \"*\", \"reason\": \"r\", \"owner\": \"cto\"}]}",
                  NULL, &out),
         1);
-    must_contain(out, "open             3  " PAID ": applied \xe2\x86\x92 error\n");
+    ust_test_expect_in(out,
+                       "open             3  " PAID ": applied \xe2\x86\x92 error\n");
     free(out);
 }
 
@@ -593,19 +567,21 @@ static void test_an_expired_entry_accepts_nothing(void **state)
                               " \"owner\": \"cto\", \"expires\": \"2999-12-31\"}]}",
                               NULL, &out),
                      0);
-    must_contain(out, "gate: PASS");
-    must_not_contain(out, "expired");
+    ust_test_expect_in(out, "gate: PASS");
+    ust_test_expect_not_in(out, "expired");
     free(out);
     const char *expired = "{\"accepted\": [{\"class\": \"*\", \"reason\": \"r\","
                           " \"owner\": \"cto\", \"expires\": \"2000-01-01\"}]}";
     assert_int_equal(gate_cli(w, expired, NULL, &out), 1);
-    must_contain(out, "open             3  " PAID ": applied \xe2\x86\x92 rejected"
-                      "  (cto's entry expired after 2000-01-01)");
-    must_contain(out, "expired             *  (cto): expired after 2000-01-01,"
-                      " accepts nothing");
-    must_contain(out, "triage: 1 expired entry: the classes it accepted are open");
-    must_not_contain(out, "stale");
-    must_contain(out, "gate: FAIL: ");
+    ust_test_expect_in(out,
+                       "open             3  " PAID ": applied \xe2\x86\x92 rejected"
+                       "  (cto's entry expired after 2000-01-01)");
+    ust_test_expect_in(out, "expired             *  (cto): expired after 2000-01-01,"
+                            " accepts nothing");
+    ust_test_expect_in(out,
+                       "triage: 1 expired entry: the classes it accepted are open");
+    ust_test_expect_not_in(out, "stale");
+    ust_test_expect_in(out, "gate: FAIL: ");
     free(out);
     char path[PATH_MAX];
     write_triage(w, expired, path);
@@ -615,15 +591,15 @@ static void test_an_expired_entry_accepts_nothing(void **state)
     assert_true(t->entries[0].expired);
     assert_null(ust_triage_match(t, PAID ": applied \xe2\x86\x92 rejected"));
     char *md = summary_of(w, t);
-    must_contain(md, "**Not ready for cutover**");
-    must_contain(md, "## Expired triage entries");
-    must_contain(md, "| * | cto | 2000-01-01 |");
-    must_not_contain(md, "## Stale triage entries");
+    ust_test_expect_in(md, "**Not ready for cutover**");
+    ust_test_expect_in(md, "## Expired triage entries");
+    ust_test_expect_in(md, "| * | cto | 2000-01-01 |");
+    ust_test_expect_not_in(md, "## Stale triage entries");
     free(md);
     char html_path[PATH_MAX];
     snprintf(html_path, sizeof(html_path), "%s/report/index.html", w->dir);
     char *html = ust_test_read_file(html_path);
-    must_contain(html, "<li><code>*</code> (cto), expired after 2000-01-01</li>");
+    ust_test_expect_in(html, "<li><code>*</code> (cto), expired after 2000-01-01</li>");
     free(html);
     ust_triage_free(t);
 }
@@ -669,13 +645,14 @@ static void test_a_stale_entry_is_told_the_arrow(void **state)
         " {\"class\": \"charge.disputed: *\", \"reason\": \"r\", \"owner\": \"d\"}]}";
     char *out = NULL;
     assert_int_equal(gate_cli(w, triage, NULL, &out), 1);
-    must_contain(out,
-                 "stale               " PAID ": applied => rejected  (o): accepts no"
-                 " class of this run; did you mean \"" PAID
-                 ": applied \xe2\x86\x92 rejected\"?\n");
+    ust_test_expect_in(out, "stale               " PAID
+                            ": applied => rejected  (o): accepts no"
+                            " class of this run; did you mean \"" PAID
+                            ": applied \xe2\x86\x92 rejected\"?\n");
     /* a class that is gone gets no suggestion */
-    must_contain(out, "charge.disputed: *  (d): accepts no class of this run\n");
-    must_contain(out, "triage: 2 stale entries: remove them or correct their class");
+    ust_test_expect_in(out, "charge.disputed: *  (d): accepts no class of this run\n");
+    ust_test_expect_in(out,
+                       "triage: 2 stale entries: remove them or correct their class");
     free(out);
     char path[PATH_MAX];
     write_triage(w, triage, path);
@@ -683,16 +660,16 @@ static void test_a_stale_entry_is_told_the_arrow(void **state)
     char *err = NULL;
     assert_int_equal(ust_triage_load(path, &t, &err), 0);
     char *md = summary_of(w, t);
-    must_contain(md, "| " PAID ": applied =&gt; rejected | o | " PAID
-                     ": applied \xe2\x86\x92 rejected |\n");
-    must_contain(md, "| charge.disputed: * | d |\n");
+    ust_test_expect_in(md, "| " PAID ": applied =&gt; rejected | o | " PAID
+                           ": applied \xe2\x86\x92 rejected |\n");
+    ust_test_expect_in(md, "| charge.disputed: * | d |\n");
     free(md);
     char html_path[PATH_MAX];
     snprintf(html_path, sizeof(html_path), "%s/report/index.html", w->dir);
     char *html = ust_test_read_file(html_path);
-    must_contain(html,
-                 "<li><code>" PAID ": applied =&gt; rejected</code> (o): did you "
-                 "mean <code>" PAID ": applied \xe2\x86\x92 rejected</code>?</li>");
+    ust_test_expect_in(
+        html, "<li><code>" PAID ": applied =&gt; rejected</code> (o): did you "
+              "mean <code>" PAID ": applied \xe2\x86\x92 rejected</code>?</li>");
     free(html);
     ust_triage_free(t);
 }
@@ -759,7 +736,7 @@ static void test_a_read_error_fails_the_gate_and_the_report(void **state)
     snprintf(dir, sizeof(dir), "%s/report", w->dir);
     snprintf(args, sizeof(args), "report --run '%s' --out '%s'", w->run_path, dir);
     assert_int_equal(ust_test_run_cli(w->dir, args, &out), 2);
-    must_contain(out, "integer overflow");
+    ust_test_expect_in(out, "integer overflow");
     free(out);
     /* divergences: every class past the third row fails to read. */
     world_exec(w, "DROP VIEW decisions; ALTER TABLE decisions_t RENAME TO decisions;"
@@ -768,8 +745,8 @@ static void test_a_read_error_fails_the_gate_and_the_report(void **state)
                   " " FAILING("class") " AS class, fields, entity, follow_on, line"
                                        " FROM divergences_t;");
     assert_int_equal(gate_cli(w, ACCEPT_ALL, NULL, &out), 2);
-    must_contain(out, "integer overflow");
-    must_not_contain(out, "PASS");
+    ust_test_expect_in(out, "integer overflow");
+    ust_test_expect_not_in(out, "PASS");
     free(out);
     assert_int_equal(ust_test_run_cli(w->dir, args, &out), 2);
     free(out);
@@ -788,7 +765,7 @@ static void test_a_cursor_that_cannot_be_read_is_not_a_fresh_run(void **state)
     int64_t seq = -1;
     char *err = NULL;
     assert_int_equal(ust__rundb_cursor(db, &seq, &err), UST_EDB);
-    must_contain(err, "cursor: integer overflow");
+    ust_test_expect_in(err, "cursor: integer overflow");
     ust_free(err);
     err = NULL;
     assert_int_equal(sqlite3_exec(db,
@@ -798,7 +775,7 @@ static void test_a_cursor_that_cannot_be_read_is_not_a_fresh_run(void **state)
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     assert_int_equal(ust__rundb_cursor(db, &seq, &err), UST_EDB);
-    must_contain(err, "cursor: last_seq is not a number");
+    ust_test_expect_in(err, "cursor: last_seq is not a number");
     ust_free(err);
     sqlite3_close(db);
     /* A resumed replay refuses it rather than start again from seq 1. */
@@ -812,7 +789,7 @@ static void test_a_cursor_that_cannot_be_read_is_not_a_fresh_run(void **state)
     ust_replay_stats st;
     err = NULL;
     assert_int_equal(ust_replay(&o, &st, &err), UST_EDB);
-    must_contain(err, "cursor: last_seq is not a number");
+    ust_test_expect_in(err, "cursor: last_seq is not a number");
     ust_free(err);
 }
 
@@ -833,15 +810,17 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     ust_free(body);
     ust_sig_params p = {UST_SCHEME_STRIPE, WORLD_STRIPE_SECRET, NULL, 300};
     assert_int_equal(ust_sig_sign(&p, WORLD_T0, NULL, r), 0);
-    replay_erring_candidate(w); /* seq 1: a divergence, whatever its type */
+    world_record(w);
+    /* the candidate errs on seq 1: a divergence, whatever its type */
+    world_replay(w, "legacy", "misbehaving_decide_error", NULL);
     char out[PATH_MAX];
     report(w, NULL, out);
     char *md = report_text(out, "summary.md");
-    must_not_contain(md, "\r");
-    must_not_contain(md, "![");
-    must_not_contain(md, "\xe2\x80\xae");
-    must_not_contain(md, "\xe2\x81\xa6");
-    must_contain(
+    ust_test_expect_not_in(md, "\r");
+    ust_test_expect_not_in(md, "![");
+    ust_test_expect_not_in(md, "\xe2\x80\xae");
+    ust_test_expect_not_in(md, "\xe2\x81\xa6");
+    ust_test_expect_in(
         md, "| pay \\| x \\|\\!\\[x\\](http://evil.example/t.png)\\[l\\]"
             "(http://e.example){U+202E}fdp.exe{U+2066}: invalid \xe2\x86\x92 error |");
     /* every row of the classes table still has its five cells */
@@ -854,14 +833,14 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     assert_int_equal(bars, 6);
     free(md);
     char *html = report_text(out, "index.html");
-    must_not_contain(html, "\xe2\x80\xae");
-    must_not_contain(html, "\xe2\x81\xa6");
-    must_contain(html, "{U+202E}fdp.exe{U+2066}");
+    ust_test_expect_not_in(html, "\xe2\x80\xae");
+    ust_test_expect_not_in(html, "\xe2\x81\xa6");
+    ust_test_expect_in(html, "{U+202E}fdp.exe{U+2066}");
     free(html);
     char *jsonl = report_text(out, "divergences.jsonl");
-    must_not_contain(jsonl, "\xe2\x80\xae");
-    must_not_contain(jsonl, "\xe2\x81\xa6");
-    must_contain(jsonl, "\\u202Efdp.exe\\u2066");
+    ust_test_expect_not_in(jsonl, "\xe2\x80\xae");
+    ust_test_expect_not_in(jsonl, "\xe2\x81\xa6");
+    ust_test_expect_in(jsonl, "\\u202Efdp.exe\\u2066");
     /* still JSON, with the same text */
     json_error_t jerr;
     json_t *first = json_loadb(jsonl, strcspn(jsonl, "\n"), 0, &jerr);
@@ -897,7 +876,7 @@ static void test_metrics_say_when_the_classes_are_partial(void **state)
         ust_run_counts_classes(rc, 0, INT64_MAX, count_class, &classes, &err), 0);
     ust_run_counts_close(rc);
     char *text = ust__metrics_render(&m, &v);
-    must_contain(text, "understudy_divergences_by_class_complete 1\n");
+    ust_test_expect_in(text, "understudy_divergences_by_class_complete 1\n");
     ust_free(text);
     world_exec(w, "ALTER TABLE divergences RENAME TO divergences_t;"
                   "CREATE VIEW divergences AS SELECT seq, received_at,"
@@ -911,7 +890,7 @@ static void test_metrics_say_when_the_classes_are_partial(void **state)
     ust_run_counts_close(rc);
     ust__class_counts_partial(&classes);
     text = ust__metrics_render(&m, &v);
-    must_contain(text, "understudy_divergences_by_class_complete 0\n");
+    ust_test_expect_in(text, "understudy_divergences_by_class_complete 0\n");
     ust_free(text);
     ust__class_counts_destroy(&classes);
 }

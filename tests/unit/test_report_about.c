@@ -11,12 +11,6 @@
 #define REFUNDED "charge.refunded"
 #define DAY_S 86400.0
 
-static void must_contain(const char *text, const char *want)
-{
-    if (strstr(text, want) == NULL)
-        fail_msg("missing: %s", want);
-}
-
 /* Divergences of several classes on the first and the third day of the
  * run's span (2026-11-29 and 2026-12-01), none on the second. */
 static void run_two_days(world *w)
@@ -109,18 +103,18 @@ static void test_chart_has_axes_and_a_colour_per_class(void **state)
     char *svg = chart_svg(html);
     /* Counts on a round step from 0; the highest bar is 3 (pi_2's late paid
      * and refund, and the double click, within one 2 h bar): 0, 1, 2, 3. */
-    must_contain(html, "each bar: 2 h; the highest: 3 divergences");
-    must_contain(svg, "<text class=ytick x=56 y=\"228.0\">0</text>");
-    must_contain(svg, ">1</text>");
-    must_contain(svg, ">3</text>");
+    ust_test_expect_in(html, "each bar: 2 h; the highest: 3 divergences");
+    ust_test_expect_in(svg, "<text class=ytick x=56 y=\"228.0\">0</text>");
+    ust_test_expect_in(svg, ">1</text>");
+    ust_test_expect_in(svg, ">3</text>");
     assert_int_equal(occurrences(svg, "class=ytick"), 4);
     /* Times every 6 h on the hour, UTC, with the date: 54 h of bars. */
-    must_contain(svg, "<text class=xtick");
-    must_contain(svg, ">11-29 12:00</text>");
-    must_contain(svg, ">11-30 00:00</text>");
-    must_contain(svg, ">12-01 12:00</text>");
+    ust_test_expect_in(svg, "<text class=xtick");
+    ust_test_expect_in(svg, ">11-29 12:00</text>");
+    ust_test_expect_in(svg, ">11-30 00:00</text>");
+    ust_test_expect_in(svg, ">12-01 12:00</text>");
     assert_int_equal(occurrences(svg, "class=xtick"), 9);
-    must_contain(svg, "time (UTC)");
+    ust_test_expect_in(svg, "time (UTC)");
     /* One series per class, each its own colour, each in the legend with
      * its count. */
     char *count = world_query(w, "SELECT count(DISTINCT class) FROM divergences");
@@ -137,9 +131,10 @@ static void test_chart_has_axes_and_a_colour_per_class(void **state)
         char swatch[64];
         snprintf(swatch, sizeof(swatch), "<span style=\"background:%s\"></span>",
                  fills[i]);
-        must_contain(html, swatch);
+        ust_test_expect_in(html, swatch);
     }
-    must_contain(html, "</span>payment_intent.succeeded: applied \xe2\x86\x92 rejected"
+    ust_test_expect_in(html,
+                       "</span>payment_intent.succeeded: applied \xe2\x86\x92 rejected"
                        " (2)<br>");
     assert_null(strstr(html, "other classes"));
     free(svg);
@@ -163,7 +158,7 @@ static void test_chart_draws_the_rest_as_other(void **state)
            " ORDER BY n DESC, class LIMIT -1 OFFSET 2)");
     char want[96];
     snprintf(want, sizeof(want), "</span>other classes (%s)<br>", rest);
-    must_contain(html, want);
+    ust_test_expect_in(html, want);
     ust_free(rest);
     free(svg);
     free(html);
@@ -176,8 +171,8 @@ static long day_rows(const char *md, const char *first, size_t *n)
 {
     const char *table = strstr(md, "## Divergences by day (UTC)");
     assert_non_null(table);
-    must_contain(table, "| date | divergences | ");
-    must_contain(table, " other |\n");
+    ust_test_expect_in(table, "| date | divergences | ");
+    ust_test_expect_in(table, " other |\n");
     int64_t day_us = 0;
     char date[32];
     snprintf(date, sizeof(date), "%sT00:00:00Z", first);
@@ -209,8 +204,8 @@ static void test_summary_has_the_trend_by_day(void **state)
     size_t n = 0;
     long sum = day_rows(md, "2026-11-29", &n);
     assert_int_equal(n, 3);
-    must_contain(md, "| 2026-11-30 | 0 | 0 | 0 | 0 | 0 | 0 |\n");
-    must_contain(md, "| 2026-12-01 | 4 | 1 | 1 | 1 | 1 | 0 |\n");
+    ust_test_expect_in(md, "| 2026-11-30 | 0 | 0 | 0 | 0 | 0 | 0 |\n");
+    ust_test_expect_in(md, "| 2026-12-01 | 4 | 1 | 1 | 1 | 1 | 0 |\n");
     char *count = world_query(w, "SELECT count(*) FROM divergences");
     assert_int_equal(sum, atol(count));
     ust_free(count);
@@ -232,12 +227,12 @@ static void test_a_long_run_is_counted_by_day(void **state)
     report_with(w, NULL, NULL, 0, out);
     char *md = read_out(out, "summary.md");
     char *html = read_out(out, "index.html");
-    must_contain(html, "each bar: 2 d;");
+    ust_test_expect_in(html, "each bar: 2 d;");
     size_t n = 0;
     assert_int_equal(day_rows(md, "2026-11-29", &n), 4);
     assert_int_equal(n, 61);
-    must_contain(md, "| 2026-11-29 | 1 | 1 | 0 |\n| 2026-11-30 | 2 | 2 | 0 |\n");
-    must_contain(md, "| 2027-01-28 | 1 | 1 | 0 |\n");
+    ust_test_expect_in(md, "| 2026-11-29 | 1 | 1 | 0 |\n| 2026-11-30 | 2 | 2 | 0 |\n");
+    ust_test_expect_in(md, "| 2027-01-28 | 1 | 1 | 0 |\n");
     free(html);
     free(md);
 }
@@ -268,28 +263,28 @@ static void test_metadata_names_the_triage_file_and_the_chain(void **state)
     char want[PATH_MAX + 256];
     snprintf(want, sizeof(want), "<code>%s</code> sha256 <code>%s</code>", triage_path,
              triage_hex);
-    must_contain(html, want);
+    ust_test_expect_in(html, want);
     snprintf(want, sizeof(want), "- triage file: `%s` sha256 `%s`", triage_path,
              triage_hex);
-    must_contain(md, want);
+    ust_test_expect_in(md, want);
     snprintf(want, sizeof(want),
              "<span class=ok>verified</span> through seq %lld (hash <code>%s</code>)",
              (long long)head, head_hex);
-    must_contain(html, want);
+    ust_test_expect_in(html, want);
     snprintf(want, sizeof(want),
              "- event log chain: verified through seq %lld (hash `%s`)",
              (long long)head, head_hex);
-    must_contain(md, want);
+    ust_test_expect_in(md, want);
     /* Made now: this year's date, to the second, in UTC. */
     char now[32];
     ust_time_format(ust_time_wall_us(), now);
     snprintf(want, sizeof(want), "<tr><th>generated</th><td>%.4s-", now);
-    must_contain(html, want);
+    ust_test_expect_in(html, want);
     const char *at = strstr(md, "- generated: ");
     assert_non_null(at);
     assert_int_equal(at[13 + 19], 'Z');
     assert_int_equal(at[13 + 20], '\n');
-    must_contain(html, "<tr><th>understudy</th><td>0.");
+    ust_test_expect_in(html, "<tr><th>understudy</th><td>0.");
     free(html);
     free(md);
 }
@@ -303,9 +298,9 @@ static void test_source_date_epoch_dates_the_report(void **state)
     report_with(w, NULL, NULL, 0, out);
     char *html = read_out(out, "index.html");
     char *md = read_out(out, "summary.md");
-    must_contain(html, "<tr><th>generated</th><td>2026-11-30T00:53:20Z</td>");
-    must_contain(md, "- generated: 2026-11-30T00:53:20Z\n");
-    must_contain(html, "none (every class is open)");
+    ust_test_expect_in(html, "<tr><th>generated</th><td>2026-11-30T00:53:20Z</td>");
+    ust_test_expect_in(md, "- generated: 2026-11-30T00:53:20Z\n");
+    ust_test_expect_in(html, "none (every class is open)");
     /* The same run, the same bytes. */
     report_with(w, NULL, NULL, 0, out);
     char *again = read_out(out, "index.html");
@@ -318,7 +313,7 @@ static void test_source_date_epoch_dates_the_report(void **state)
     ust_report_opts o = {.run_path = w->run_path, .out_dir = out};
     char *err = NULL;
     assert_int_equal(ust_report_write(&o, &err), UST_EINVAL);
-    must_contain(err, "SOURCE_DATE_EPOCH");
+    ust_test_expect_in(err, "SOURCE_DATE_EPOCH");
     ust_free(err);
     unsetenv("SOURCE_DATE_EPOCH");
 }
@@ -356,7 +351,7 @@ static void test_a_tampered_log_is_not_verified(void **state)
     char want[128];
     snprintf(want, sizeof(want), "<span class=ok>verified</span> through seq %s ",
              cursor);
-    must_contain(html, want);
+    ust_test_expect_in(html, want);
     free(html);
     /* A row the run read. */
     world_exec_at(w->log_path, "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS"
@@ -364,8 +359,8 @@ static void test_a_tampered_log_is_not_verified(void **state)
     report_with(w, NULL, NULL, 0, out);
     html = read_out(out, "index.html");
     char *md = read_out(out, "summary.md");
-    must_contain(html, "<span class=open>NOT verified</span>: seq 2: ");
-    must_contain(md, "- event log chain: **NOT verified**: seq 2: ");
+    ust_test_expect_in(html, "<span class=open>NOT verified</span>: seq 2: ");
+    ust_test_expect_in(md, "- event log chain: **NOT verified**: seq 2: ");
     assert_null(strstr(html, "<span class=ok>verified</span>"));
     free(html);
     free(md);

@@ -13,18 +13,6 @@
 #define PAID "payment_intent.succeeded"
 #define REFUNDED "charge.refunded"
 
-static void must_contain(const char *text, const char *want)
-{
-    if (strstr(text, want) == NULL)
-        fail_msg("missing: %s\nin:\n%s", want, text);
-}
-
-static void must_not_contain(const char *text, const char *bad)
-{
-    if (strstr(text, bad) != NULL)
-        fail_msg("must not contain: %s", bad);
-}
-
 /* Where want first stands in text; the test fails when it does not. */
 static size_t offset_of(const char *text, const char *want)
 {
@@ -35,18 +23,6 @@ static size_t offset_of(const char *text, const char *want)
 }
 
 /* The run carries the redaction rules of the config it was made with. */
-static void set_redact(world *w, const char *const *rules, size_t n)
-{
-    json_t *arr = json_array();
-    w->cfg->redact = ust_calloc(n + 1, sizeof(char *));
-    for (size_t i = 0; i < n; i++) {
-        json_array_append_new(arr, json_string(rules[i]));
-        w->cfg->redact[i] = ust_strdup(rules[i]);
-    }
-    json_object_set_new(w->cfg->root, "redact", arr);
-    w->cfg->n_redact = n;
-}
-
 /* Scenario 5 (seq 1-3: paid, refunded, paid again with a new id), a double
  * click (seq 4-5), and an API request without a key (seq 6) whose headers
  * arrive in an order that is not sorted, one of them secret, its body
@@ -69,7 +45,7 @@ static void run_world(world *w)
     ust_request_add_header(r, "X-Tenant-Id", "t1");
     world_record(w);
     static const char *const rules[] = {"email", "order_id", "x-secret"};
-    set_redact(w, rules, 3);
+    world_set_redact(w, rules, 3);
     world_replay(w, "legacy", "candidate", NULL);
 }
 
@@ -130,15 +106,16 @@ static void test_the_diff_shows_both_values_in_one_row(void **state)
     assert_non_null(e.divergence);
     set_diff(&e, PAID_AFTER_REFUND_DIFF);
     char *html = render(&e, 1);
-    must_contain(html, "<table class=diff>");
-    must_contain(html, "<tr><th>state</th><td class=legacy><code>&quot;paid&quot;"
+    ust_test_expect_in(html, "<table class=diff>");
+    ust_test_expect_in(html,
+                       "<tr><th>state</th><td class=legacy><code>&quot;paid&quot;"
                        "</code></td><td class=candidate><code>&quot;refunded&quot;"
                        "</code></td></tr>");
-    must_contain(html, "<tr><th>header:retry-after</th><td class=legacy><span "
-                       "class=absent>(absent)</span></td>");
+    ust_test_expect_in(html, "<tr><th>header:retry-after</th><td class=legacy><span "
+                             "class=absent>(absent)</span></td>");
     /* the full decisions stay, folded */
-    must_contain(html, "<details><summary>both decisions in full</summary>");
-    must_contain(html, "id=seq-3 ");
+    ust_test_expect_in(html, "<details><summary>both decisions in full</summary>");
+    ust_test_expect_in(html, "id=seq-3 ");
     free(html);
     ust__report_event_clear(&e);
 }
@@ -150,15 +127,16 @@ static void test_headers_are_listed_in_arrival_order(void **state)
     ust__report_event e;
     load(w, 6, &e);
     char *html = render(&e, 1);
-    must_contain(html, "<table class=headers>");
+    ust_test_expect_in(html, "<table class=headers>");
     size_t first = offset_of(html, "<td><code>first</code>");
     size_t second = offset_of(html, "<td><code>second</code>");
     size_t third = offset_of(html, "<td><code>third</code>");
     assert_true(first < second && second < third);
-    must_contain(html, "<code>POST /payments</code>");
+    ust_test_expect_in(html, "<code>POST /payments</code>");
     /* the derived fields, by their log column */
-    must_contain(html, "<tr><td><code>signature</code></td><td><code>unsigned</code>");
-    must_contain(html, "<tr><td><code>tenant</code></td><td><code>t1</code>");
+    ust_test_expect_in(html,
+                       "<tr><td><code>signature</code></td><td><code>unsigned</code>");
+    ust_test_expect_in(html, "<tr><td><code>tenant</code></td><td><code>t1</code>");
     free(html);
     ust__report_event_clear(&e);
 }
@@ -177,12 +155,12 @@ static void test_redacted_values_never_appear(void **state)
     char *text = render(&e, 0);
     const char *outputs[] = {html, text};
     for (int i = 0; i < 2; i++) {
-        must_not_contain(outputs[i], "s3cr3t-token");
-        must_not_contain(outputs[i],
-                         "o-secret-9"); /* the body and the derived intent */
-        must_contain(outputs[i], "[redacted]");
+        ust_test_expect_not_in(outputs[i], "s3cr3t-token");
+        ust_test_expect_not_in(outputs[i],
+                               "o-secret-9"); /* the body and the derived intent */
+        ust_test_expect_in(outputs[i], "[redacted]");
         /* the raw body is withheld whole, saying why */
-        must_contain(outputs[i], "redaction rules mask a field of it");
+        ust_test_expect_in(outputs[i], "redaction rules mask a field of it");
     }
     free(html);
     free(text);
@@ -211,10 +189,10 @@ static void test_a_diff_value_of_a_masked_member_is_masked(void **state)
     json_t *rules = json_pack("[sss]", "card", "email", "X-Secret");
     ust__report_redact_line(line, rules);
     char *text = render(&e, 0);
-    must_not_contain(text, "4242");
-    must_not_contain(text, "a@b");
-    must_not_contain(text, "\"k\"");
-    must_contain(text, "body/other");
+    ust_test_expect_not_in(text, "4242");
+    ust_test_expect_not_in(text, "a@b");
+    ust_test_expect_not_in(text, "\"k\"");
+    ust_test_expect_in(text, "body/other");
     free(text);
     json_decref(rules);
     ust__report_event_clear(&e);
@@ -227,14 +205,15 @@ static void test_the_story_has_event_ids_and_distinct_headings(void **state)
     ust__report_event e;
     load(w, 3, &e);
     char *html = render(&e, 1);
-    must_contain(html, "<details open><summary>timeline of <code>stripe:pi_1</code>"
+    ust_test_expect_in(html,
+                       "<details open><summary>timeline of <code>stripe:pi_1</code>"
                        " (3 events)</summary>");
-    must_contain(html, "<th>legacy state</th>");
-    must_contain(html, "<th>candidate state</th>");
-    must_contain(html, "<td>evt_1</td>");
-    must_contain(html, "<td>evt_2</td>");
-    must_contain(html, "<td class=n>4200 eur</td>");
-    must_contain(html, "<strong>this divergence</strong>");
+    ust_test_expect_in(html, "<th>legacy state</th>");
+    ust_test_expect_in(html, "<th>candidate state</th>");
+    ust_test_expect_in(html, "<td>evt_1</td>");
+    ust_test_expect_in(html, "<td>evt_2</td>");
+    ust_test_expect_in(html, "<td class=n>4200 eur</td>");
+    ust_test_expect_in(html, "<strong>this divergence</strong>");
     free(html);
     ust__report_event_clear(&e);
 }
@@ -247,7 +226,8 @@ static void test_a_semantic_duplicate_links_the_transaction_it_repeats(void **st
     load(w, 5, &e);
     assert_int_equal(e.repeats.seq, 4);
     char *html = render(&e, 1);
-    must_contain(html, "semantic duplicate of <a href=\"#seq-4\"><code>stripe:pi_3"
+    ust_test_expect_in(html,
+                       "semantic duplicate of <a href=\"#seq-4\"><code>stripe:pi_3"
                        "</code></a> (seq 4");
     free(html);
     ust__report_event_clear(&e);
@@ -267,14 +247,14 @@ static void test_text_escapes_control_characters(void **state)
                  "\"refunded\"},{\"field\":\"body/note\",\"legacy\":\"\\u001b[2J\","
                  "\"candidate\":\"\\u009b31m\"}]");
     char *text = render(&e, 0);
-    must_contain(text, "differences:");
-    must_contain(text, "state");
-    must_contain(text, "\"paid\"");
-    must_contain(text, "\"refunded\"");
-    must_not_contain(text, "\x1b");
-    must_not_contain(text, "\xc2\x9b");
-    must_contain(text, "\\u001B[2J"); /* JSON text escapes C0 itself */
-    must_contain(text, "\\u009b31m");
+    ust_test_expect_in(text, "differences:");
+    ust_test_expect_in(text, "state");
+    ust_test_expect_in(text, "\"paid\"");
+    ust_test_expect_in(text, "\"refunded\"");
+    ust_test_expect_not_in(text, "\x1b");
+    ust_test_expect_not_in(text, "\xc2\x9b");
+    ust_test_expect_in(text, "\\u001B[2J"); /* JSON text escapes C0 itself */
+    ust_test_expect_in(text, "\\u009b31m");
     free(text);
     ust__report_event_clear(&e);
 }
@@ -294,24 +274,24 @@ static void test_show_in_the_terminal(void **state)
     world_replay(w, "legacy", "candidate", NULL);
     char *out = NULL, *args = ust_sprintf("show --run '%s' 2", w->run_path);
     assert_int_equal(ust_test_run_cli(w->dir, args, &out), 0);
-    must_not_contain(out, "\x1b");
-    must_not_contain(out, "\x07");
-    must_contain(out, "\\x1b]0;pwned\\x07");
-    must_contain(out, "not UTF-8 text, or holds NUL bytes: its bytes in base64");
-    must_contain(out, "/xtbMzFtcmVkAA=="); /* base64 of the body */
+    ust_test_expect_not_in(out, "\x1b");
+    ust_test_expect_not_in(out, "\x07");
+    ust_test_expect_in(out, "\\x1b]0;pwned\\x07");
+    ust_test_expect_in(out, "not UTF-8 text, or holds NUL bytes: its bytes in base64");
+    ust_test_expect_in(out, "/xtbMzFtcmVkAA=="); /* base64 of the body */
     free(out);
     ust_free(args);
     args = ust_sprintf("show --run '%s' 99", w->run_path);
     assert_int_equal(ust_test_run_cli(w->dir, args, &out), 2);
-    must_contain(out, "has no event at seq 99");
+    ust_test_expect_in(out, "has no event at seq 99");
     free(out);
     ust_free(args);
     /* without its log, what the run has, and the request said unavailable */
     args = ust_sprintf("show --run '%s' --log '%s/none.db' 1", w->run_path, w->dir);
     assert_int_equal(ust_test_run_cli(w->dir, args, &out), 0);
-    must_contain(out, "request: unavailable");
-    must_contain(out, "legacy:    applied, state paid");
-    must_contain(out, "the request is not shown");
+    ust_test_expect_in(out, "request: unavailable");
+    ust_test_expect_in(out, "legacy:    applied, state paid");
+    ust_test_expect_in(out, "the request is not shown");
     free(out);
     ust_free(args);
 }
@@ -337,16 +317,16 @@ static void test_the_recorded_answer_is_shown_masked(void **state)
         ust_log_append_exchanges(log, w->cfg, w->reqs, &resp, 1, NULL, NULL, &err), 0);
     ust_log_close(log);
     static const char *const rules[] = {"email", "x-secret"};
-    set_redact(w, rules, 2);
+    world_set_redact(w, rules, 2);
     world_replay(w, "legacy", "candidate", NULL);
     ust__report_event e;
     load(w, 1, &e);
     assert_int_equal(e.response_status, 201);
     char *html = render(&e, 1);
-    must_contain(html, "<h4>recorded answer: 201</h4>");
-    must_contain(html, "&quot;payment_id&quot;: &quot;p1&quot;");
-    must_not_contain(html, "answer-secret");
-    must_not_contain(html, "bob@example.com");
+    ust_test_expect_in(html, "<h4>recorded answer: 201</h4>");
+    ust_test_expect_in(html, "&quot;payment_id&quot;: &quot;p1&quot;");
+    ust_test_expect_not_in(html, "answer-secret");
+    ust_test_expect_not_in(html, "bob@example.com");
     free(html);
     ust__report_event_clear(&e);
 }

@@ -427,8 +427,7 @@ static void respond_legacy_run(world *w, const char *candidate,
                                const char *want_candidate, int check_not_decided_yet)
 {
     char blocker[PATH_MAX], unblock[PATH_MAX], marker[PATH_MAX], lp[PATH_MAX];
-    snprintf(blocker, sizeof(blocker), "%s/tests/plugins/%s.so",
-             getenv("UST_BUILD_DIR"), candidate);
+    ust_test_fixture_path(candidate, blocker);
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
     snprintf(marker, sizeof(marker), "%s/started", w->dir);
     ust_test_plugin_path("legacy", lp);
@@ -488,8 +487,7 @@ static void test_a_second_signal_exits_at_once(void **state)
 {
     world *w = *state;
     char blocker[PATH_MAX], unblock[PATH_MAX], lp[PATH_MAX];
-    snprintf(blocker, sizeof(blocker), "%s/tests/plugins/misbehaving_block.so",
-             getenv("UST_BUILD_DIR"));
+    ust_test_fixture_path("misbehaving_block", blocker);
     snprintf(unblock, sizeof(unblock), "%s/unblock", w->dir);
     ust_test_plugin_path("legacy", lp);
     use_plugins(w, json_pack("{s:{s:s},s:{s:s,s:i,s:{s:s}}}", "legacy", "path", lp,
