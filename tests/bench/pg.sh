@@ -135,3 +135,24 @@ for round in 1 2 3; do
 done
 printf 'replay of %s events (reference plugins): SQLite %s events/s, PostgreSQL %s events/s\n' \
   "$events" "$(median "${rp_sqlite[@]}")" "$(median "${rp_pg[@]}")"
+
+# The same PostgreSQL log replayed as two partitions at once, one a core:
+# the wall time of both together, as events per second of the whole log.
+two_partitions_rate() { # round
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$u" replay --config "$dir/config.json" --log "$replay_log" --run "$dir/run-p0-$1.db" \
+    --partition 0/2 --quiet > /dev/null &
+  local first=$!
+  "$u" replay --config "$dir/config.json" --log "$replay_log" --run "$dir/run-p1-$1.db" \
+    --partition 1/2 --quiet > /dev/null
+  wait "$first"
+  t1=$(date +%s.%N)
+  awk -v n="$events" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}'
+}
+declare -a rp_two
+for round in 1 2 3; do
+  rp_two+=("$(two_partitions_rate "$round")")
+done
+printf 'replay from PostgreSQL as two partitions at once: %s events/s (one runner: %s)\n' \
+  "$(median "${rp_two[@]}")" "$(median "${rp_pg[@]}")"
