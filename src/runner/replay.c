@@ -518,6 +518,10 @@ static int open_parts(replay *r, char **err)
 
 static void close_parts(replay *r)
 {
+    /* The plugins first: an isolated one's link thread may still be
+     * encoding events it was handed, which live in the batches. */
+    ust_plugin_unload(r->legacy);
+    ust_plugin_unload(r->candidate);
     for (size_t i = 0; i < r->n_lines; i++)
         ust_free(r->lines[i]);
     ust_free(r->lines);
@@ -526,8 +530,6 @@ static void close_parts(replay *r)
     ust_free(r->coverage);
     ust__answers_reader_close(&r->answers);
     ust__legacy_from_close(&r->from);
-    ust_plugin_unload(r->legacy);
-    ust_plugin_unload(r->candidate);
     ust_store_close(r->store);
     ust__run_writer_close(&r->run);
     ust_log_close(r->log);
