@@ -153,8 +153,8 @@ typedef struct ust_log_scan_opts {
  * or not read by the order. */
 typedef struct ust_log_scan_row {
     int64_t seq, received_at_us;
-    const char *route, *provider, *event_id, *transaction_id, *target_status,
-        *intent, *currency, *idem_key, *tenant, *request_sha256;
+    const char *route, *provider, *event_id, *transaction_id, *target_status, *intent,
+        *currency, *idem_key, *tenant, *request_sha256;
     int64_t amount;
     int has_amount;
     ust_sig_status sig;

@@ -49,8 +49,7 @@ static const struct {
 } commands[] = {
     {"log", ust_cli_log},   {"serve", ust_cli_serve}, {"replay", ust_cli_replay},
     {"gen", ust_cli_gen},   {"drive", ust_cli_drive}, {"report", ust_cli_report},
-    {"gate", ust_cli_gate},
-    {"show", ust_cli_show},
+    {"gate", ust_cli_gate}, {"show", ust_cli_show},
 };
 
 int main(int argc, char **argv)

@@ -173,7 +173,7 @@ typedef struct gen {
     /* Keyed once, for the route's secret and for the forged one: a one-shot
      * HMAC() per event looked the digest up again every time. */
     ust_sig_signer *valid, *forged;
-    int api_keyed; /* the api route reads the Idempotency-Key gen sends */
+    int api_keyed;            /* the api route reads the Idempotency-Key gen sends */
     int64_t covered[N_COVER]; /* events emitted of each kind */
 } gen;
 
@@ -448,8 +448,8 @@ int ust_gen(const ust_gen_opts *o, int64_t *written, char **err)
             "%s: gen needs a stripe route (with its secret in the environment)"
             " and an api route",
             o->cfg->file);
-    g.api_keyed =
-        g.api->idem_header != NULL && strcasecmp(g.api->idem_header, "Idempotency-Key") == 0;
+    g.api_keyed = g.api->idem_header != NULL &&
+                  strcasecmp(g.api->idem_header, "Idempotency-Key") == 0;
     g.compares_retry_after = compares(o->cfg, "Retry-After");
     g.compares_replayed = compares(o->cfg, "Idempotent-Replayed");
     g.buf = ust_malloc(g.cap = 4096);

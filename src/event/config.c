@@ -836,8 +836,8 @@ static int parse_coverage(vctx *c, json_t *root, ust_config *cfg)
     if (rc != 0 || coverage == NULL)
         return rc;
     for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-        if ((rc = take_posint(c, coverage, knobs[i].key, knobs[i].def,
-                              knobs[i].out)) != 0)
+        if ((rc = take_posint(c, coverage, knobs[i].key, knobs[i].def, knobs[i].out)) !=
+            0)
             return rc;
         if (*knobs[i].out > MAX_COVERAGE_VALUE) { /* µs of it fit an int64 */
             size_t at = push_key(c, knobs[i].key);
@@ -947,10 +947,9 @@ static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
                    ust_event_text_columns());
     json_t *v = json_object_get(root, "partition_by");
     if (v != NULL && !json_is_string(v))
-        return take_string_array(c, root, "partition_by", 1,
-                                 "a field name or a non-empty array of them", what,
-                                 valid_partition_field, &cfg->partition_by,
-                                 &cfg->n_partition_by);
+        return take_string_array(
+            c, root, "partition_by", 1, "a field name or a non-empty array of them",
+            what, valid_partition_field, &cfg->partition_by, &cfg->n_partition_by);
     const char *one = v != NULL ? json_string_value(v) : NULL;
     if (one != NULL && !valid_partition_field(one)) {
         size_t mark = push_key(c, "partition_by");
@@ -970,9 +969,9 @@ static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
 }
 
 static const char *const top_keys[] = {
-    "listen",  "log",    "run",       "limits",  "routes",       "plugins",
-    "compare", "redact", "retention", "capture", "admin_listen", "health",
-    "partition_by", "coverage"};
+    "listen",       "log",     "run",          "limits",    "routes",
+    "plugins",      "compare", "redact",       "retention", "capture",
+    "admin_listen", "health",  "partition_by", "coverage"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {

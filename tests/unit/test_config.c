@@ -192,10 +192,11 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->coverage.key_ttl_s, 86400);
     ust_config_free(cfg);
     /* each coverage key on its own */
-    cfg = ust_test_parse_config("{\"routes\":[{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"a\"}],"
-                                "\"plugins\":{\"candidate\":{\"path\":\"c.so\"}},"
-                                "\"coverage\":{\"op_latency_ms\":250}}",
-                                "c.json");
+    cfg = ust_test_parse_config(
+        "{\"routes\":[{\"path\":\"/p\",\"kind\":\"api\",\"provider\":\"a\"}],"
+        "\"plugins\":{\"candidate\":{\"path\":\"c.so\"}},"
+        "\"coverage\":{\"op_latency_ms\":250}}",
+        "c.json");
     assert_int_equal(cfg->coverage.semantic_window_s, 600);
     assert_int_equal(cfg->coverage.op_latency_ms, 250);
     assert_int_equal(cfg->coverage.key_ttl_s, 86400);
