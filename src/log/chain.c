@@ -108,13 +108,20 @@ static void frame_response(ust__row_hasher *h, const ust_response *a)
     put(h, a->body, a->body_len);
 }
 
+/* A frame begins empty, with the tag that says what it frames (the tag's
+ * bytes are part of the hash). */
+static void frame_start(ust__row_hasher *h, const char *tag)
+{
+    h->len = 0;
+    h->failed = 0;
+    put(h, tag, strlen(tag));
+}
+
 void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
                          unsigned char out[UST_SHA256_LEN])
 {
     const ust_request *r = &rec->req;
-    h->len = 0;
-    h->failed = 0;
-    put(h, "understudy-row-2", 16);
+    frame_start(h, "understudy-row-2");
     put_u64(h, (uint64_t)rec->seq);
     put_u64(h, (uint64_t)r->received_at_us);
     put_str(h, r->remote);
@@ -175,9 +182,7 @@ static void digest_frame(ust__row_hasher *h, unsigned char out[UST_SHA256_LEN])
 void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
                          unsigned char out[UST_SHA256_LEN])
 {
-    h->len = 0;
-    h->failed = 0;
-    put(h, "understudy-prune-1", 18);
+    frame_start(h, "understudy-prune-1");
     put_u64(h, (uint64_t)p->id);
     put_u64(h, (uint64_t)p->pruned_at);
     put_u64(h, (uint64_t)p->before);
@@ -194,9 +199,7 @@ void ust__log_prune_hash(ust__row_hasher *h, const ust__prune_record *p,
 void ust__log_stream_genesis(ust__row_hasher *h, int64_t stream, int64_t opened_at,
                              const char *label, unsigned char out[UST_SHA256_LEN])
 {
-    h->len = 0;
-    h->failed = 0;
-    put(h, "understudy-stream-1", 19);
+    frame_start(h, "understudy-stream-1");
     put_u64(h, (uint64_t)stream);
     put_u64(h, (uint64_t)opened_at);
     put_str(h, label);
@@ -206,9 +209,7 @@ void ust__log_stream_genesis(ust__row_hasher *h, int64_t stream, int64_t opened_
 void ust__log_commit_hash(ust__row_hasher *h, const ust__commit_record *c,
                           unsigned char out[UST_SHA256_LEN])
 {
-    h->len = 0;
-    h->failed = 0;
-    put(h, "understudy-commit-1", 19);
+    frame_start(h, "understudy-commit-1");
     put_u64(h, (uint64_t)c->first_seq);
     put_u64(h, (uint64_t)c->last_seq);
     put_u64(h, (uint64_t)c->stream);

@@ -327,17 +327,11 @@ int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
                          ust__report_chain **chain, int64_t cursor, const json_t *meta,
                          char **err)
 {
-    *out = NULL;
-    char *named = NULL;
-    int rc = 0;
-    if (o->log_path == NULL && (rc = ust_run_log(run, &named, err)) > 0)
-        rc = 0;
-    const char *log_path = o->log_path ? o->log_path : named;
+    char *log_path = NULL;
+    int rc = ust__report_open_log(run, o->log_path, out, chain ? &log_path : NULL, err);
     if (rc == 0 && chain != NULL)
         rc = ust__report_chain_start(log_path, cursor, meta, chain);
-    if (rc == 0 && log_path != NULL)
-        ust_log_open(log_path, UST_LOG_READONLY, out, NULL);
-    ust_free(named);
+    ust_free(log_path);
     return rc;
 }
 
