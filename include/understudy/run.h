@@ -62,17 +62,19 @@ typedef struct ust_run_totals {
 /* The run's totals, in *out (cleared first). */
 int ust_run_sum(ust_run *run, ust_run_totals *out, char **err);
 
-typedef enum ust_run_group { UST_RUN_BY_ROUTE, UST_RUN_BY_SIGNATURE } ust_run_group;
+/* Where a report's counts of the events go: per route ("(unrouted)" for
+ * none) and per signature status, each by key, and per pair of verdicts
+ * (NULL: the event was not fed). */
+typedef struct ust_run_tally {
+    int (*by_route)(void *ctx, const char *key, int64_t count);
+    int (*by_signature)(void *ctx, const char *key, int64_t count);
+    int (*pair)(void *ctx, const char *legacy, const char *candidate, int64_t count);
+    void *ctx;
+} ust_run_tally;
 
-/* Events per route ("(unrouted)" for none) or per signature status, by key. */
-int ust_run_events_by(ust_run *run, ust_run_group by,
-                      int (*fn)(void *ctx, const char *key, int64_t count), void *ctx,
-                      char **err);
-/* Events per pair of verdicts (NULL: the event was not fed). */
-int ust_run_verdict_pairs(ust_run *run,
-                          int (*fn)(void *ctx, const char *legacy,
-                                    const char *candidate, int64_t count),
-                          void *ctx, char **err);
+/* ust_run_sum, and t's counts, from one read of the decisions. */
+int ust_run_tally_read(ust_run *run, ust_run_totals *out, const ust_run_tally *t,
+                       char **err);
 
 typedef struct ust_run_class {
     const char *name;

@@ -75,7 +75,7 @@ static int log_head(ust_run *run, const char *run_path, const char *log_path,
 /* Sets res->refusal when the run cannot be judged: it never started, decided
  * nothing, or stopped short of its log's head. */
 static int check_complete(ust_run *run, const char *run_path, const char *log_path,
-                          ust_gate_result *res, char **err)
+                          const ust_run_totals *known, ust_gate_result *res, char **err)
 {
     static const char *const parts[] = {"legacy_name", "candidate_name"};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
@@ -90,14 +90,15 @@ static int check_complete(ust_run *run, const char *run_path, const char *log_pa
     }
     /* Events whose signature did not verify are recorded and never fed to
      * the plugins: a run of nothing but those compared nothing. */
-    ust_run_totals n;
-    int rc = ust_run_sum(run, &n, err);
+    ust_run_totals own;
+    const ust_run_totals *n = known ? known : &own;
+    int rc = known ? 0 : ust_run_sum(run, &own, err);
     if (rc < 0)
         return rc;
-    res->decided = n.events;
+    res->decided = n->events;
     if (res->decided == 0)
         return refuse(res, ust_strdup("the run decided no event"));
-    if (n.fed == 0)
+    if (n->fed == 0)
         return refuse(res, ust_sprintf("the run fed no event to the plugins: none of "
                                        "its %lld had a verified signature (check the "
                                        "routes' secrets)",
@@ -197,7 +198,8 @@ static int read_classes(ust_run *run, const ust_triage *t, ust_gate_result *res,
 }
 
 int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
-                    const ust_triage *t, ust_gate_result *res, char **err)
+                    const ust_triage *t, const ust_run_tally *tally,
+                    ust_run_totals *totals, ust_gate_result *res, char **err)
 {
     memset(res, 0, sizeof(*res));
     /* One read transaction: the classes and the cursor of a live run are
@@ -205,8 +207,10 @@ int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
     int rc = ust_run_begin(run, err);
     if (rc == 0)
         rc = read_classes(run, t, res, err);
+    if (rc == 0 && tally != NULL)
+        rc = ust_run_tally_read(run, totals, tally, err);
     if (rc == 0)
-        rc = check_complete(run, run_path, log_path, res, err);
+        rc = check_complete(run, run_path, log_path, tally ? totals : NULL, res, err);
     ust_run_end(run);
     if (rc != 0)
         ust_gate_result_clear(res);
@@ -221,7 +225,7 @@ int ust_gate_check_runs(const char *const *run_paths, size_t n_runs,
     ust_run *run = NULL;
     int rc = ust_run_open_many(run_paths, n_runs, &run, err);
     if (rc == 0)
-        rc = ust__gate_judge(run, ust_run_name(run), log_path, t, res, err);
+        rc = ust__gate_judge(run, ust_run_name(run), log_path, t, NULL, NULL, res, err);
     ust_run_close(run);
     return rc;
 }

@@ -51,9 +51,17 @@ static int load_meta(loader *l, ust__report_model *m)
     return 0;
 }
 
-static int add_count(void *ctx, const char *key, int64_t count)
+static int add_route(void *ctx, const char *key, int64_t count)
 {
-    json_object_set_new(ctx, key, json_integer(count));
+    ust__report_model *m = ctx;
+    json_object_set_new(m->by_route, key, json_integer(count));
+    return 0;
+}
+
+static int add_signature(void *ctx, const char *key, int64_t count)
+{
+    ust__report_model *m = ctx;
+    json_object_set_new(m->by_signature, key, json_integer(count));
     return 0;
 }
 
@@ -65,26 +73,16 @@ static int add_pair(void *ctx, const char *legacy, const char *candidate, int64_
     return 0;
 }
 
-static int load_counts(loader *l, ust__report_model *m)
+/* The totals and counts read with the gate's judgement (n), and the slots
+ * of the charts over the run's span. */
+static int load_counts(ust__report_model *m, const ust_run_totals *n)
 {
-    ust_run_totals n;
-    int rc = ust_run_sum(l->run, &n, l->err);
-    if (rc != 0)
-        return rc;
-    m->events = n.events;
-    m->fed = n.fed;
-    m->first_at = n.first_at;
-    m->last_at = n.last_at;
-    m->divergences = n.divergences;
-    m->follow_ons = n.follow_ons;
-    m->by_route = json_object();
-    m->by_signature = json_object();
-    if ((rc = ust_run_events_by(l->run, UST_RUN_BY_ROUTE, add_count, m->by_route,
-                                l->err)) != 0 ||
-        (rc = ust_run_events_by(l->run, UST_RUN_BY_SIGNATURE, add_count,
-                                m->by_signature, l->err)) != 0 ||
-        (rc = ust_run_verdict_pairs(l->run, add_pair, m, l->err)) != 0)
-        return rc;
+    m->events = n->events;
+    m->fed = n->fed;
+    m->first_at = n->first_at;
+    m->last_at = n->last_at;
+    m->divergences = n->divergences;
+    m->follow_ons = n->follow_ons;
     /* Bars of a round width over the run's span, so the chart reads in whole
      * minutes, hours or days whether the run took seconds or a week. */
     m->bars = ust__report_bar_slots(m->first_at, m->last_at);
@@ -287,9 +285,16 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     int rc = ust__report_run_open(o, &l.run, err);
     if (rc != 0)
         return rc;
-    /* The verdict is the gate's own judgement, read first. */
-    rc = ust__gate_judge(l.run, ust_run_name(l.run), o->log_path, o->triage, &m->gate,
-                         err);
+    /* The verdict is the gate's own judgement, read first; the counts of the
+     * events come from its read of the decisions. */
+    m->by_route = json_object();
+    m->by_signature = json_object();
+    ust_run_tally tally = {add_route, add_signature, add_pair, m};
+    ust_run_totals totals;
+    rc = m->by_route && m->by_signature
+             ? ust__gate_judge(l.run, ust_run_name(l.run), o->log_path, o->triage,
+                               &tally, &totals, &m->gate, err)
+             : UST_ENOMEM;
     if (rc == 0)
         rc = load_meta(&l, m);
     /* The log: its chain checked meanwhile, up to the run's cursor. */
@@ -299,7 +304,7 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
     if (rc == 0)
         rc = ust__report_about_load(o, m, err);
     if (rc == 0)
-        rc = load_counts(&l, m);
+        rc = load_counts(m, &totals);
     if (rc == 0)
         rc = load_classes(&l, m);
     /* Without its log the run's coverage is unknown, which the report says;

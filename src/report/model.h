@@ -67,9 +67,12 @@ typedef struct ust__report_model {
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
- * its model from one connection). */
+ * its model from one connection). With tally (else NULL), the run's totals
+ * and tally's counts are read into *totals by the same read of the
+ * decisions the judgement makes (ust_run_tally_read), in its transaction. */
 int ust__gate_judge(ust_run *run, const char *run_path, const char *log_path,
-                    const ust_triage *t, ust_gate_result *res, char **err);
+                    const ust_triage *t, const ust_run_tally *tally,
+                    ust_run_totals *totals, ust_gate_result *res, char **err);
 /* Opens the run o reads: run_path, or the n_runs of run_paths as one. */
 int ust__report_run_open(const ust_report_opts *o, ust_run **out, char **err);
 

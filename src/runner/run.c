@@ -184,39 +184,6 @@ int ust_run_sum(ust_run *run, ust_run_totals *out, char **err)
     return rc < 0 ? rc : 0;
 }
 
-int ust_run_events_by(ust_run *run, ust_run_group by,
-                      int (*fn)(void *ctx, const char *key, int64_t count), void *ctx,
-                      char **err)
-{
-    static const char *const sql[] = {
-        [UST_RUN_BY_ROUTE] = "SELECT coalesce(route, '(unrouted)'), count(*) FROM"
-                             " decisions GROUP BY 1 ORDER BY 1",
-        [UST_RUN_BY_SIGNATURE] = "SELECT coalesce(signature, '(unrouted)'), count(*)"
-                                 " FROM decisions GROUP BY 1 ORDER BY 1",
-    };
-    sqlite3_stmt *st = NULL;
-    int rc = prepare(run, sql[by], &st, err);
-    while (rc == 0 && (rc = next(run, st, err)) == 1)
-        rc = fn(ctx, text(st, 0), num(st, 1));
-    sqlite3_finalize(st);
-    return rc;
-}
-
-int ust_run_verdict_pairs(ust_run *run,
-                          int (*fn)(void *ctx, const char *legacy,
-                                    const char *candidate, int64_t count),
-                          void *ctx, char **err)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = prepare(
-        run, "SELECT l_verdict, c_verdict, count(*) FROM decisions GROUP BY 1, 2", &st,
-        err);
-    while (rc == 0 && (rc = next(run, st, err)) == 1)
-        rc = fn(ctx, text(st, 0), text(st, 1), num(st, 2));
-    sqlite3_finalize(st);
-    return rc;
-}
-
 int ust_run_classes(ust_run *run, int (*fn)(void *ctx, const ust_run_class *c),
                     void *ctx, char **err)
 {
