@@ -538,7 +538,7 @@ int ust__report_write_class_pages(const ust_report_opts *o, const ust__report_mo
     if (rc == 0)
         rc = ust_run_open(o->run_path, &p.run, err);
     if (rc == 0)
-        rc = ust__report_log_open(p.run, o, &p.log, NULL, 0, NULL, err);
+        rc = ust__report_log_open(p.run, o, &p.log, NULL, err);
     for (size_t i = 0; rc == 0 && i < m->n_detailed; i++)
         rc = write_class(&p, i);
     if (p.f != NULL)

@@ -297,21 +297,24 @@ int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char 
              : UST_ENOMEM;
     if (rc == 0)
         rc = load_meta(&l, m);
-    /* The log: its chain checked meanwhile, up to the run's cursor. */
+    /* The log: its chain checked meanwhile, up to the run's cursor, and the
+     * run's coverage counted meanwhile too. Without its log the coverage is
+     * unknown, which the report says; a log that opens but cannot be read
+     * is an error. */
+    char *log_path = NULL;
     if (rc == 0)
-        rc = ust__report_log_open(l.run, o, &l.log, &m->chain, m->gate.cursor, m->meta,
-                                  err);
+        rc = ust__report_log_open(l.run, o, &l.log, &log_path, err);
+    if (rc == 0)
+        rc = ust__report_chain_start(log_path, m->gate.cursor, m->meta, &m->chain);
+    if (rc == 0 && l.log != NULL)
+        rc = ust__report_coverage_start(l.run, log_path, &m->coverage_job, err);
+    ust_free(log_path);
     if (rc == 0)
         rc = ust__report_about_load(o, m, err);
     if (rc == 0)
         rc = load_counts(m, &totals);
     if (rc == 0)
         rc = load_classes(&l, m);
-    /* Without its log the run's coverage is unknown, which the report says;
-     * a log that opens but cannot be read is an error. */
-    if (rc == 0 && l.log != NULL &&
-        (rc = ust__report_coverage(l.run, l.log, &m->coverage, err)) == 0)
-        m->has_coverage = 1;
     ust_log_close(l.log);
     ust_run_close(l.run);
     if (rc != 0)
@@ -325,19 +328,10 @@ int ust__report_run_open(const ust_report_opts *o, ust_run **out, char **err)
                          : ust_run_open(o->run_path, out, err);
 }
 
-/* The log the run read (o's, else the one the run names): *out NULL when it
- * cannot be opened (examples and coverage then say so). With chain, its
- * chain's check up to cursor is started in *chain. */
 int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
-                         ust__report_chain **chain, int64_t cursor, const json_t *meta,
-                         char **err)
+                         char **path, char **err)
 {
-    char *log_path = NULL;
-    int rc = ust__report_open_log(run, o->log_path, out, chain ? &log_path : NULL, err);
-    if (rc == 0 && chain != NULL)
-        rc = ust__report_chain_start(log_path, cursor, meta, chain);
-    ust_free(log_path);
-    return rc;
+    return ust__report_open_log(run, o->log_path, out, path, err);
 }
 
 void *ust__report_grow(void *items, size_t *cap, size_t n, size_t size)
@@ -370,6 +364,7 @@ void ust__report_model_clear(ust__report_model *m)
     ust_free(m->total_buckets);
     ust_free(m->total_days);
     json_decref(ust__report_chain_finish(m->chain));
+    ust__report_coverage_finish(m->coverage_job, &m->coverage, &m->has_coverage, NULL);
     json_decref(m->about);
     json_decref(m->meta);
     json_decref(m->redact);

@@ -42,6 +42,7 @@ typedef struct ust__report_slots {
 } ust__report_slots;
 
 typedef struct ust__report_chain ust__report_chain;
+typedef struct ust__report_coverage_job ust__report_coverage_job;
 
 typedef struct ust__report_model {
     json_t *meta;
@@ -61,9 +62,11 @@ typedef struct ust__report_model {
     json_t *about;
     ust__report_chain *chain; /* the check for about's log_chain, running */
     /* What the traffic exercised, up to the run's cursor; has_coverage 0
-     * when the event log could not be read (then it is unknown). */
+     * when the event log could not be read (then it is unknown). Counted
+     * meanwhile by coverage_job, until ust__report_coverage_finish. */
     ust_coverage coverage;
     int has_coverage;
+    ust__report_coverage_job *coverage_job;
 } ust__report_model;
 
 /* ust_gate_check on a run already open (the report reads its verdict and
@@ -111,12 +114,11 @@ void ust__report_put_about(FILE *f, const json_t *about,
 
 int ust__report_model_load(const ust_report_opts *o, ust__report_model *m, char **err);
 /* The event log of the report (o's, else the one the run names), for the
- * requests of the events shown and the coverage: *out NULL when it cannot be
- * opened. With chain (else NULL), the check of its chain up to cursor is
- * started in *chain (ust__report_chain_start, meta the run's). */
+ * requests of the events shown: *out NULL when it cannot be opened. With
+ * path (else NULL), *path is where it is (ust_malloc'd, NULL when the run
+ * names none). */
 int ust__report_log_open(ust_run *run, const ust_report_opts *o, ust_log **out,
-                         ust__report_chain **chain, int64_t cursor, const json_t *meta,
-                         char **err);
+                         char **path, char **err);
 void ust__report_model_clear(ust__report_model *m);
 
 /* items (n used of *cap, each size bytes) with room for one more: the same,
@@ -153,6 +155,14 @@ void ust__report_write_chart(FILE *f, const ust__report_model *m);
 
 /* The coverage of the run open as run, from log (open). */
 int ust__report_coverage(ust_run *run, ust_log *log, ust_coverage *out, char **err);
+/* The same counted on a thread, from the log at log_path (which opened),
+ * while the report reads the rest: *out to wait for. */
+int ust__report_coverage_start(ust_run *run, const char *log_path,
+                               ust__report_coverage_job **out, char **err);
+/* Waits for the count and frees j: 0 with *out and *counted 1, or the
+ * count's error (with *err; *counted 0). A NULL j: 0, *counted 0. */
+int ust__report_coverage_finish(ust__report_coverage_job *j, ust_coverage *out,
+                                int *counted, char **err);
 
 /* The coverage sections of index.html and summary.md (coverage_sections.c),
  * and summary.json. */

@@ -151,6 +151,11 @@ int ust_report_write(const ust_report_opts *o, char **err)
         rc = write_jsonl(o, m.redact, rows, total, jsonl, err);
     json_object_set_new(m.about, "log_chain", ust__report_chain_finish(m.chain));
     m.chain = NULL;
+    int counted =
+        ust__report_coverage_finish(m.coverage_job, &m.coverage, &m.has_coverage, err);
+    m.coverage_job = NULL;
+    if (rc == 0)
+        rc = counted;
     if (rc == 0)
         rc = ust__report_write_html(&m, html, err);
     if (rc == 0)
