@@ -954,6 +954,89 @@ static void test_the_run_reads_what_a_filter_selects(void **state)
     ust_run_close(run);
 }
 
+/* What a tally hears, in the order it hears it. */
+typedef struct heard {
+    char keys[16][64];
+    int64_t counts[16];
+    size_t n;
+    int64_t pairs;
+} heard;
+
+static int hear_key(void *ctx, const char *key, int64_t count)
+{
+    heard *h = ctx;
+    assert_true(h->n < 16);
+    snprintf(h->keys[h->n], sizeof(h->keys[0]), "%s", key);
+    h->counts[h->n++] = count;
+    return 0;
+}
+
+static int hear_pair(void *ctx, const char *legacy, const char *candidate,
+                     int64_t count)
+{
+    heard *h = ctx;
+    /* The pairs the rows below hold: one not fed (NULL, NULL), twice
+     * applied/applied, once applied/invalid. */
+    if (legacy == NULL)
+        assert_null(candidate);
+    else
+        assert_string_equal(legacy, "applied");
+    h->pairs += count * (legacy == NULL                      ? 1
+                         : strcmp(candidate, "applied") == 0 ? 10
+                                                             : 100);
+    return 0;
+}
+
+/* The report's counts of the events come from one read of the decisions:
+ * per route and per signature in byte order (as SQLite's ORDER BY gave
+ * them), a NULL route as "(unrouted)", the pairs of verdicts with NULL for
+ * an event not fed, and the run's totals beside them. */
+static void test_a_tally_counts_the_decisions_in_one_read(void **state)
+{
+    world *w = *state;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/tally.db", w->dir);
+    sqlite3 *db = NULL;
+    char *err = NULL;
+    assert_int_equal(ust__rundb_open(path, &db, &err), 0);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "INSERT INTO decisions(seq, received_at, route, signature, fed,"
+                     " diverged, l_verdict, c_verdict) VALUES"
+                     " (1, 50, '/zeta', 'verified', 1, 0, 'applied', 'applied'),"
+                     " (2, 20, NULL, 'missing', 0, 0, NULL, NULL),"
+                     " (3, 90, '/alpha', 'verified', 1, 1, 'applied', 'invalid'),"
+                     " (4, 70, '/zeta', 'unsigned', 1, 0, 'applied', 'applied');"
+                     "INSERT INTO divergences(seq, received_at, class, fields, entity,"
+                     " follow_on, line) VALUES (3, 90, 'c', '[]', NULL, 1, '{}');",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    ust_run *run = NULL;
+    assert_int_equal(ust_run_open(path, &run, &err), 0);
+    /* One ctx for the three: the routes first, then the signatures. */
+    heard all = {0};
+    ust_run_tally t = {hear_key, hear_key, hear_pair, &all};
+    ust_run_totals n;
+    assert_int_equal(ust_run_tally_read(run, &n, &t, &err), 0);
+    ust_run_close(run);
+    assert_int_equal(n.events, 4);
+    assert_int_equal(n.fed, 3);
+    assert_int_equal(n.first_at, 20);
+    assert_int_equal(n.last_at, 90);
+    assert_int_equal(n.divergences, 1);
+    assert_int_equal(n.follow_ons, 1);
+    assert_int_equal(all.n, 6);
+    static const char *const keys[] = {"(unrouted)", "/alpha",   "/zeta",
+                                       "missing",    "unsigned", "verified"};
+    static const int64_t counts[] = {1, 1, 2, 1, 1, 2};
+    for (size_t i = 0; i < 6; i++) {
+        assert_string_equal(all.keys[i], keys[i]);
+        assert_int_equal(all.counts[i], counts[i]);
+    }
+    assert_int_equal(all.pairs, 1 + 2 * 10 + 100);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
@@ -976,6 +1059,7 @@ int main(void)
         T(test_reports_escape_markdown_and_bidi),
         T(test_metrics_say_when_the_classes_are_partial),
         T(test_the_run_reads_what_a_filter_selects),
+        T(test_a_tally_counts_the_decisions_in_one_read),
         T(test_an_expired_entry_accepts_nothing),
         T(test_an_ascii_arrow_is_the_arrow),
         T(test_a_stale_entry_is_told_the_arrow),
