@@ -270,12 +270,13 @@ ust__row_source ust__sqlite_row_source(sqlite3_stmt *st);
 typedef struct ust__scan_dialect {
     const char *events, *api_by_list, *through, *status;
 } ust__scan_dialect;
-/* The scan's query: the order's columns in ust_log_scan_row's order, NULL for
- * the others, then the api flag; sorted as the order says. NULL: out of
- * memory. */
+/* The scan's query: the order's columns in ust_log_scan_row's order (the
+ * others not selected), then the api flag; sorted as the order says. NULL:
+ * out of memory. */
 char *ust__log_scan_sql(const ust_log_scan_opts *o, const ust__scan_dialect *d);
 /* A row of that query into row (its strings borrowed from src). */
-void ust__log_scan_fill(const ust__row_source *src, ust_log_scan_row *row);
+void ust__log_scan_fill(const ust__row_source *src, const ust_log_scan_opts *o,
+                        ust_log_scan_row *row);
 
 /* Fills rec from a row whose columns are UST__COL_* (see
  * ust__log_row_decode). */

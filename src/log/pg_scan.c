@@ -44,8 +44,9 @@ static int declare(ust_log *log, const ust_log_scan_opts *o, char **err)
     return 0;
 }
 
-static int fetch_all(ust_log *log, int (*each)(void *ctx, const ust_log_scan_row *row),
-                     void *ctx, char **err)
+static int fetch_all(ust_log *log, const ust_log_scan_opts *o,
+                     int (*each)(void *ctx, const ust_log_scan_row *row), void *ctx,
+                     char **err)
 {
     int rc = 0;
     for (;;) {
@@ -58,7 +59,7 @@ static int fetch_all(ust_log *log, int (*each)(void *ctx, const ust_log_scan_row
             ust__pg_row r = {res, i};
             ust__row_source src = ust__pg_row_source(&r);
             ust_log_scan_row row;
-            ust__log_scan_fill(&src, &row);
+            ust__log_scan_fill(&src, o, &row);
             rc = each(ctx, &row);
         }
         PQclear(res);
@@ -81,7 +82,7 @@ int ust__pg_scan(ust_log *log, const ust_log_scan_opts *o,
     if (rc != 0)
         return rc;
     if ((rc = declare(log, o, err)) == 0) {
-        rc = fetch_all(log, each, ctx, err);
+        rc = fetch_all(log, o, each, ctx, err);
         ust__pg_exec(log, "CLOSE ust_scan", "scan events", NULL);
     }
     if (own)

@@ -16,7 +16,8 @@
     X(SEQ, seq)                                                                        \
     X(RECEIVED_AT, received_at)                                                        \
     X(ROUTE, route)                                                                    \
-    X(PROVIDER, provider) X(EVENT_ID, event_id) X(TRANSACTION_ID, transaction_id)      \
+    X(PROVIDER, provider)                                                              \
+    X(EVENT_ID, event_id) X(TRANSACTION_ID, transaction_id)                            \
         X(TARGET_STATUS, target_status) X(INTENT, intent) X(AMOUNT, amount)            \
             X(CURRENCY, currency) X(IDEM_KEY, idem_key) X(TENANT, tenant)              \
                 X(REQUEST_SHA256, request_sha256) X(SIGNATURE, signature)
@@ -66,40 +67,47 @@ static const char *const selections[] = {
     [UST_LOG_SCAN_API] = "api",
 };
 
-/* "seq, NULL, route, ...": the order's columns, NULL for the others. */
+/* "seq, route, ...": the order's columns, the api flag's expression after
+ * them when api is not NULL (then "AS api"). */
 static char *select_list(unsigned columns, const char *api)
 {
     size_t cap = 512, len = 0;
     char *out = ust_malloc(cap);
-    for (int i = 0; out != NULL && i < COL_API; i++) {
-        const char *name = (columns >> i) & 1 ? column_names[i] : "NULL";
-        len += (size_t)snprintf(out + len, cap - len, "%s, ", name);
-    }
+    for (int i = 0; out != NULL && i < COL_API; i++)
+        if ((columns >> i) & 1)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ", " : "",
+                                    column_names[i]);
     if (out != NULL)
-        snprintf(out + len, cap - len, "%s AS api", api);
+        snprintf(out + len, cap - len, ", %s%s", api ? api : "api",
+                 api ? " AS api" : "");
     return out;
 }
 
 char *ust__log_scan_sql(const ust_log_scan_opts *o, const ust__scan_dialect *d)
 {
-    char *cols = select_list(orders[o->order].columns,
-                             o->api_routes != NULL ? d->api_by_list : API_BY_FIELDS);
+    unsigned columns = orders[o->order].columns;
+    char *cols =
+        select_list(columns, o->api_routes != NULL ? d->api_by_list : API_BY_FIELDS);
+    /* Only the order's columns leave the subquery, not its filters: each
+     * column more is one more in every record SQLite sorts. */
+    char *outer = select_list(columns, NULL);
     char *status = o->target_status != NULL
                        ? ust_sprintf(" AND status_filter = %s", d->status)
                        : ust_sprintf("%s", "");
     char *sql =
-        cols == NULL || status == NULL
+        cols == NULL || outer == NULL || status == NULL
             ? NULL
             : ust_sprintf(
-                  "SELECT * FROM (SELECT %s, signature AS sig_filter,"
+                  "SELECT %s FROM (SELECT %s, signature AS sig_filter,"
                   " target_status AS status_filter, route AS route_filter FROM %s "
                   "WHERE seq <= %s"
                   " AND %s) AS scanned WHERE %s%s%s ORDER BY %s",
-                  cols, d->events, d->through, orders[o->order].where,
+                  outer, cols, d->events, d->through, orders[o->order].where,
                   selections[o->select],
                   o->accepted_only ? " AND sig_filter IN ('verified', 'unsigned')" : "",
                   status, orders[o->order].order);
     ust_free(cols);
+    ust_free(outer);
     ust_free(status);
     return sql;
 }
@@ -107,32 +115,45 @@ char *ust__log_scan_sql(const ust_log_scan_opts *o, const ust__scan_dialect *d)
 static const char *text(const ust__row_source *src, int col)
 {
     size_t len;
-    return src->type(src->ctx, col) == UST__VAL_NULL ? NULL
-                                                     : src->bytes(src->ctx, col, &len);
+    return col < 0 || src->type(src->ctx, col) == UST__VAL_NULL
+               ? NULL
+               : src->bytes(src->ctx, col, &len);
 }
 
-void ust__log_scan_fill(const ust__row_source *src, ust_log_scan_row *row)
+void ust__log_scan_fill(const ust__row_source *src, const ust_log_scan_opts *o,
+                        ust_log_scan_row *row)
 {
+    /* Where each column is in the row: the order's, in their order; -1 for
+     * the others, which read as NULL (0). */
+    unsigned columns = orders[o->order].columns;
+    int at[N_COLS];
+    int n = 0;
+    for (int i = 0; i < COL_API; i++)
+        at[i] = (columns >> i) & 1 ? n++ : -1;
+    at[COL_API] = n;
     memset(row, 0, sizeof(*row));
-    row->seq = src->int64(src->ctx, COL_SEQ);
-    row->received_at_us = src->int64(src->ctx, COL_RECEIVED_AT);
-    row->route = text(src, COL_ROUTE);
-    row->provider = text(src, COL_PROVIDER);
-    row->event_id = text(src, COL_EVENT_ID);
-    row->transaction_id = text(src, COL_TRANSACTION_ID);
-    row->target_status = text(src, COL_TARGET_STATUS);
-    row->intent = text(src, COL_INTENT);
-    row->has_amount = src->type(src->ctx, COL_AMOUNT) != UST__VAL_NULL;
-    row->amount = row->has_amount ? src->int64(src->ctx, COL_AMOUNT) : 0;
-    row->currency = text(src, COL_CURRENCY);
-    row->idem_key = text(src, COL_IDEM_KEY);
-    row->tenant = text(src, COL_TENANT);
-    row->request_sha256 = text(src, COL_REQUEST_SHA256);
-    const char *sig = text(src, COL_SIGNATURE);
+    if (at[COL_SEQ] >= 0)
+        row->seq = src->int64(src->ctx, at[COL_SEQ]);
+    if (at[COL_RECEIVED_AT] >= 0)
+        row->received_at_us = src->int64(src->ctx, at[COL_RECEIVED_AT]);
+    row->route = text(src, at[COL_ROUTE]);
+    row->provider = text(src, at[COL_PROVIDER]);
+    row->event_id = text(src, at[COL_EVENT_ID]);
+    row->transaction_id = text(src, at[COL_TRANSACTION_ID]);
+    row->target_status = text(src, at[COL_TARGET_STATUS]);
+    row->intent = text(src, at[COL_INTENT]);
+    row->has_amount =
+        at[COL_AMOUNT] >= 0 && src->type(src->ctx, at[COL_AMOUNT]) != UST__VAL_NULL;
+    row->amount = row->has_amount ? src->int64(src->ctx, at[COL_AMOUNT]) : 0;
+    row->currency = text(src, at[COL_CURRENCY]);
+    row->idem_key = text(src, at[COL_IDEM_KEY]);
+    row->tenant = text(src, at[COL_TENANT]);
+    row->request_sha256 = text(src, at[COL_REQUEST_SHA256]);
+    const char *sig = text(src, at[COL_SIGNATURE]);
     if (sig != NULL && ust_sig_status_parse(sig, &row->sig) != 0)
         row->sig = UST_SIG_INVALID; /* unreadable: verify will say so */
-    row->api = src->type(src->ctx, COL_API) != UST__VAL_NULL &&
-               src->int64(src->ctx, COL_API) != 0;
+    row->api = src->type(src->ctx, at[COL_API]) != UST__VAL_NULL &&
+               src->int64(src->ctx, at[COL_API]) != 0;
 }
 
 /* A route in the list of API routes: in the JSON array bound as ?2. */
@@ -167,7 +188,7 @@ int ust__sqlite_scan(ust_log *log, const ust_log_scan_opts *o,
     int step = SQLITE_DONE;
     while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
         ust_log_scan_row row;
-        ust__log_scan_fill(&src, &row);
+        ust__log_scan_fill(&src, o, &row);
         rc = each(ctx, &row);
     }
     /* A read that stops early is an error, never a smaller count. */
