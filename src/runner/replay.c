@@ -629,6 +629,15 @@ static void roll_back_step(replay *r)
     ust_plugin_discard(r->candidate);
 }
 
+/* Whether a plugin this step calls reads the raw request (body, headers):
+ * if none does, rows derived under this config are read without it. */
+static int raw_request_wanted(const replay *r)
+{
+    int legacy_called = r->legacy != NULL && r->answers.db == NULL;
+    return (legacy_called && ust_plugin_wants_raw_request(r->legacy)) ||
+           ust_plugin_wants_raw_request(r->candidate);
+}
+
 int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
 {
     memset(stats, 0, sizeof(*stats));
@@ -647,7 +656,10 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     ust_log_cursor *cur = NULL;
     /* A fresh cursor each step: it reads the log as of now, new commits too. */
     if (rc == 0)
-        rc = ust_log_cursor_open(r->log, r->last_seq, &cur, err);
+        rc = raw_request_wanted(r)
+                 ? ust_log_cursor_open(r->log, r->last_seq, &cur, err)
+                 : ust_log_cursor_open_fields(r->log, r->last_seq, r->o->cfg->hash,
+                                              &cur, err);
     if (rc == 0 && r->batches == NULL &&
         (r->batches = ust_calloc(2, sizeof(batch))) == NULL)
         rc = UST_ENOMEM;
