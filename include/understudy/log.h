@@ -97,6 +97,13 @@ void ust_log_rollback(ust_log *log);
 typedef struct ust_log_cursor ust_log_cursor;
 int ust_log_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                         char **err);
+/* The same, for a reader of the stored fields (ust_event_view): a row
+ * derived under config_hash comes without its raw request (remote, method,
+ * target, headers and body empty; its time and recorded answer kept), any
+ * other row whole, to be derived again. A backend may always read whole
+ * rows. */
+int ust_log_cursor_open_fields(ust_log *log, int64_t after_seq, const char *config_hash,
+                               ust_log_cursor **out, char **err);
 /* 1 and *rec filled (cleared first), 0 at the end, negative on error. */
 int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust_log_cursor_close(ust_log_cursor *cur);

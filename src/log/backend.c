@@ -65,6 +65,15 @@ int ust_log_cursor_open_before(ust_log *log, int64_t before_seq, ust_log_cursor 
     return log->backend->cursor_open_before(log, before_seq, out, err);
 }
 
+int ust_log_cursor_open_fields(ust_log *log, int64_t after_seq, const char *config_hash,
+                               ust_log_cursor **out, char **err)
+{
+    *out = NULL;
+    return log->backend->cursor_open_fields != NULL
+               ? log->backend->cursor_open_fields(log, after_seq, config_hash, out, err)
+               : log->backend->cursor_open(log, after_seq, out, err);
+}
+
 int ust_log_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err)
 {
     return cur->log->backend->cursor_next(cur, rec, err);

@@ -4,11 +4,16 @@
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct sqlite_cursor {
     ust_log_cursor base;
     sqlite3_stmt *st;
+    /* Opened with ust_log_cursor_open_fields: the config hash under which a
+     * row comes without its raw request. */
+    char config_hash[UST_SHA256_HEX_LEN + 1];
+    int fields;
 } sqlite_cursor;
 
 void ust_log_record_clear(ust_log_record *rec)
@@ -127,8 +132,9 @@ static void copy_hash(const ust__row_source *src, int col,
     TYPE_CHECK_##kind(column)
 
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
- * '12abc' to 12, and the hash would not see the difference. */
-static int check_types(const ust__row_source *src, char **err)
+ * '12abc' to 12, and the hash would not see the difference. A row read
+ * without its raw request (raw 0) is not checked where it has none. */
+static int check_types(const ust__row_source *src, int raw, char **err)
 {
     static const struct {
         int col;
@@ -136,13 +142,15 @@ static int check_types(const ust__row_source *src, char **err)
         int nullable;
     } want[] = {{UST__COL_seq, UST__VAL_INT, 0},
                 {UST__COL_received_at, UST__VAL_INT, 0},
-                {UST__COL_headers, UST__VAL_BLOB, 0},
+                {UST__COL_headers, UST__VAL_BLOB, 0}, /* the raw request's */
                 {UST__COL_body, UST__VAL_BLOB, 0},
                 {UST__COL_response_status, UST__VAL_INT, 1},
                 {UST__COL_response_headers, UST__VAL_BLOB, 1},
                 {UST__COL_response_body, UST__VAL_BLOB, 1},
                 UST_EVENT_FIELDS(TYPE_CHECK)};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!raw && (want[i].col == UST__COL_headers || want[i].col == UST__COL_body))
+            continue;
         ust__val_type type = col_type(src, want[i].col);
         if (type != want[i].type && !(want[i].nullable && type == UST__VAL_NULL))
             return ust_errf(err, UST_EPARSE, "column %s has the wrong type",
@@ -213,6 +221,18 @@ static int decode_response(const ust__row_source *src, ust_response *a, char **e
     return dup_blob(src, UST__COL_response_body, &a->body, &a->body_len);
 }
 
+/* The raw request as it arrived, but for its time. */
+static int decode_request(const ust__row_source *src, ust_request *req, char **err)
+{
+    int rc;
+    if ((rc = dup_column(src, UST__COL_remote, 0, &req->remote, err)) != 0 ||
+        (rc = dup_column(src, UST__COL_method, 0, &req->method, err)) != 0 ||
+        (rc = dup_column(src, UST__COL_target, 0, &req->target, err)) != 0 ||
+        (rc = unpack_headers(src, UST__COL_headers, req, err)) != 0)
+        return rc;
+    return dup_blob(src, UST__COL_body, &req->body, &req->body_len);
+}
+
 /* Reads a derived field into the row; a failure goes to fail with rc. */
 #define DECODE_WITH(call)                                                              \
     if ((rc = (call)) != 0)                                                            \
@@ -229,20 +249,18 @@ static int decode_response(const ust__row_source *src, ust_response *a, char **e
 #define DECODE(kind, m, column, wire, wire_at, export, source)                         \
     DECODE_##kind(UST__COL_##column, m)
 
-int ust__log_row_decode_from(const ust__row_source *src, ust_log_record *rec,
-                             unsigned char prev[UST_SHA256_LEN], char **err)
+/* The row, with its raw request (remote, method, target, headers, body)
+ * when raw, else with the request's time alone. */
+static int row_decode(const ust__row_source *src, int raw, ust_log_record *rec,
+                      unsigned char prev[UST_SHA256_LEN], char **err)
 {
     memset(rec, 0, sizeof(*rec));
-    int rc = check_types(src, err);
+    int rc = check_types(src, raw, err);
     if (rc != 0)
         return rc;
     rec->seq = src->int64(src->ctx, UST__COL_seq);
     rec->req.received_at_us = src->int64(src->ctx, UST__COL_received_at);
-    if ((rc = dup_column(src, UST__COL_remote, 0, &rec->req.remote, err)) != 0 ||
-        (rc = dup_column(src, UST__COL_method, 0, &rec->req.method, err)) != 0 ||
-        (rc = dup_column(src, UST__COL_target, 0, &rec->req.target, err)) != 0 ||
-        (rc = unpack_headers(src, UST__COL_headers, &rec->req, err)) != 0 ||
-        (rc = dup_blob(src, UST__COL_body, &rec->req.body, &rec->req.body_len)) != 0)
+    if (raw && (rc = decode_request(src, &rec->req, err)) != 0)
         goto fail;
     UST_EVENT_FIELDS(DECODE)
     if ((rc = decode_response(src, &rec->response, err)) != 0)
@@ -254,6 +272,12 @@ int ust__log_row_decode_from(const ust__row_source *src, ust_log_record *rec,
 fail:
     ust_log_record_clear(rec);
     return rc;
+}
+
+int ust__log_row_decode_from(const ust__row_source *src, ust_log_record *rec,
+                             unsigned char prev[UST_SHA256_LEN], char **err)
+{
+    return row_decode(src, 1, rec, prev, err);
 }
 
 /* The SQLite row source: a stepped statement. */
@@ -302,8 +326,9 @@ int ust__log_row_decode(sqlite3_stmt *st, ust_log_record *rec,
     return ust__log_row_decode_from(&src, rec, prev, err);
 }
 
-/* A cursor over the rows that where (a condition on ?1) selects, in order. */
-static int cursor_open(ust_log *log, const char *where, int64_t seq,
+/* A cursor over the rows that where (a condition on ?1) selects, in order,
+ * with the columns select names (UST__COL_* order). */
+static int cursor_open(ust_log *log, const char *select, const char *where, int64_t seq,
                        ust_log_cursor **out, char **err)
 {
     *out = NULL;
@@ -311,7 +336,7 @@ static int cursor_open(ust_log *log, const char *where, int64_t seq,
     if (cur == NULL)
         return UST_ENOMEM;
     cur->base.log = log;
-    char *sql = ust_sprintf("%s WHERE %s", ust__log_select(log), where);
+    char *sql = ust_sprintf("%s WHERE %s", select, where);
     if (sql == NULL ||
         sqlite3_prepare_v2(log->db, sql, -1, &cur->st, NULL) != SQLITE_OK) {
         ust_free(sql);
@@ -327,13 +352,41 @@ static int cursor_open(ust_log *log, const char *where, int64_t seq,
 int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **out,
                             char **err)
 {
-    return cursor_open(log, "seq > ?1 ORDER BY seq", after_seq, out, err);
+    return cursor_open(log, ust__log_select(log), "seq > ?1 ORDER BY seq", after_seq,
+                       out, err);
+}
+
+/* A raw request's column, or NULL in a row derived under the config ?2:
+ * SQLite then never reads its bytes (a body is most of a row). */
+/* clang-format off */
+#define RAW_COLUMN(c) "CASE WHEN config_hash = ?2 THEN NULL ELSE " #c " END, "
+#define FIELDS_SELECT(response)                                                        \
+    "SELECT seq, received_at, " RAW_COLUMN(remote) RAW_COLUMN(method)                  \
+    RAW_COLUMN(target) RAW_COLUMN(headers) RAW_COLUMN(body)                            \
+    UST_EVENT_FIELDS(UST__LOG_COLUMN_NAME_) "NULL, hash, " response " FROM events"
+/* clang-format on */
+
+int ust__sqlite_cursor_open_fields(ust_log *log, int64_t after_seq,
+                                   const char *config_hash, ust_log_cursor **out,
+                                   char **err)
+{
+    const char *select = log->responses ? FIELDS_SELECT(UST__LOG_RESPONSE_COLUMNS)
+                                        : FIELDS_SELECT("NULL, NULL, NULL");
+    int rc = cursor_open(log, select, "seq > ?1 ORDER BY seq", after_seq, out, err);
+    if (rc != 0)
+        return rc;
+    sqlite_cursor *cur = (sqlite_cursor *)*out;
+    snprintf(cur->config_hash, sizeof(cur->config_hash), "%s", config_hash);
+    cur->fields = 1;
+    sqlite3_bind_text(cur->st, 2, cur->config_hash, -1, SQLITE_STATIC);
+    return 0;
 }
 
 int ust__sqlite_cursor_open_before(ust_log *log, int64_t before_seq,
                                    ust_log_cursor **out, char **err)
 {
-    return cursor_open(log, "seq < ?1 ORDER BY seq DESC", before_seq, out, err);
+    return cursor_open(log, ust__log_select(log), "seq < ?1 ORDER BY seq DESC",
+                       before_seq, out, err);
 }
 
 int ust__sqlite_cursor_next(ust_log_cursor *base, ust_log_record *rec, char **err)
@@ -345,7 +398,14 @@ int ust__sqlite_cursor_next(ust_log_cursor *base, ust_log_record *rec, char **er
         return 0;
     if (step != SQLITE_ROW)
         return ust__log_db_error(cur->base.log, "read events", err);
-    int rc = ust__log_row_decode(cur->st, rec, NULL, err);
+    /* Left out by a fields cursor: the raw request of a row derived under
+     * its config (the query's test, made again here on the same text). */
+    const char *derived_under =
+        (const char *)sqlite3_column_text(cur->st, UST__COL_config_hash);
+    int raw = !cur->fields || derived_under == NULL ||
+              strcmp(derived_under, cur->config_hash) != 0;
+    ust__row_source src = ust__sqlite_row_source(cur->st);
+    int rc = row_decode(&src, raw, rec, NULL, err);
     return rc == 0 ? 1 : rc;
 }
 

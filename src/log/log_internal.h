@@ -36,6 +36,9 @@ typedef struct ust__log_backend {
                        char **err);
     int (*cursor_open_before)(ust_log *log, int64_t before_seq, ust_log_cursor **out,
                               char **err);
+    /* NULL: the backend reads whole rows (ust_log_cursor_open_fields). */
+    int (*cursor_open_fields)(ust_log *log, int64_t after_seq, const char *config_hash,
+                              ust_log_cursor **out, char **err);
     int (*cursor_next)(ust_log_cursor *cur, ust_log_record *rec, char **err);
     void (*cursor_close)(ust_log_cursor *cur);
     int (*read_seqs)(ust_log *log, const int64_t *seqs, size_t n,
@@ -227,6 +230,9 @@ int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **ou
                             char **err);
 int ust__sqlite_cursor_open_before(ust_log *log, int64_t before_seq,
                                    ust_log_cursor **out, char **err);
+int ust__sqlite_cursor_open_fields(ust_log *log, int64_t after_seq,
+                                   const char *config_hash, ust_log_cursor **out,
+                                   char **err);
 int ust__sqlite_cursor_next(ust_log_cursor *cur, ust_log_record *rec, char **err);
 void ust__sqlite_cursor_close(ust_log_cursor *cur);
 int ust__sqlite_read_seqs(ust_log *log, const int64_t *seqs, size_t n,

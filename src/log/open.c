@@ -283,6 +283,7 @@ const ust__log_backend ust__log_sqlite = {
     .rollback = ust__sqlite_rollback,
     .cursor_open = ust__sqlite_cursor_open,
     .cursor_open_before = ust__sqlite_cursor_open_before,
+    .cursor_open_fields = ust__sqlite_cursor_open_fields,
     .cursor_next = ust__sqlite_cursor_next,
     .cursor_close = ust__sqlite_cursor_close,
     .read_seqs = ust__sqlite_read_seqs,

@@ -7,6 +7,7 @@
 #include "runner/journal.h"
 #include "runner/legacy_from.h"
 #include "runner/partition.h"
+#include "runner/read_ahead.h"
 #include "runner/run_write.h"
 #include "runner/rundb.h"
 
@@ -36,9 +37,10 @@ struct ust_runner {
     ust__legacy_from from;       /* replay --legacy-from: an earlier run's */
     char **lines;                /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
-    char *redact;          /* the config's redact list as JSON text */
-    char *coverage;        /* what the report counts coverage with (JSON) */
-    struct batch *batches; /* two: one read and started, one being finished */
+    char *redact;   /* the config's redact list as JSON text */
+    char *coverage; /* what the report counts coverage with (JSON) */
+    /* N_BATCHES: one being finished, one started, the others read ahead */
+    struct batch *batches;
     /* The last event decided, and the last one committed (what the run
      * database says): a step that fails goes back to the second. */
     unsigned char last_hash[UST_SHA256_LEN], committed_hash[UST_SHA256_LEN];
@@ -402,6 +404,27 @@ static void release_batch(batch *b)
     b->n = 0;
 }
 
+/* Batches in turn: the one being finished, the one started beside it, and
+ * two read ahead on the reading thread. */
+#define N_BATCHES 4
+
+/* What the reading thread reads from: a step's cursor, up to its limit. */
+typedef struct reading {
+    replay *r;
+    ust_log_cursor *cur;
+    int64_t limit;
+} reading;
+
+/* On the reading thread: the slot's earlier events are released there too
+ * (their frees are as much work as their reads). */
+static int fill_batch(void *ctx, size_t slot, int *more, char **err)
+{
+    reading *rd = ctx;
+    batch *b = &rd->r->batches[slot];
+    release_batch(b);
+    return read_batch(rd->r, rd->cur, rd->limit, b, more, err);
+}
+
 static int journal_fresh(void *ctx, const char *side, char **err)
 {
     return ust__journal_fresh(((replay *)ctx)->run.db, side, err);
@@ -629,6 +652,15 @@ static void roll_back_step(replay *r)
     ust_plugin_discard(r->candidate);
 }
 
+/* Whether a plugin this step calls reads the raw request (body, headers):
+ * if none does, rows derived under this config are read without it. */
+static int raw_request_wanted(const replay *r)
+{
+    int legacy_called = r->legacy != NULL && r->answers.db == NULL;
+    return (legacy_called && ust_plugin_wants_raw_request(r->legacy)) ||
+           ust_plugin_wants_raw_request(r->candidate);
+}
+
 int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
 {
     memset(stats, 0, sizeof(*stats));
@@ -647,9 +679,12 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
     ust_log_cursor *cur = NULL;
     /* A fresh cursor each step: it reads the log as of now, new commits too. */
     if (rc == 0)
-        rc = ust_log_cursor_open(r->log, r->last_seq, &cur, err);
+        rc = raw_request_wanted(r)
+                 ? ust_log_cursor_open(r->log, r->last_seq, &cur, err)
+                 : ust_log_cursor_open_fields(r->log, r->last_seq, r->o->cfg->hash,
+                                              &cur, err);
     if (rc == 0 && r->batches == NULL &&
-        (r->batches = ust_calloc(2, sizeof(batch))) == NULL)
+        (r->batches = ust_calloc(N_BATCHES, sizeof(batch))) == NULL)
         rc = UST_ENOMEM;
     /* Live with answers, go no further than the legacy has decided. */
     int64_t limit = INT64_MAX;
@@ -668,9 +703,16 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         rc = ust_log_head(r->log, &head, hex, err);
     }
     int64_t in_tx = 0;
+    /* The log is read and made into events on a thread of its own, a
+     * batch or two ahead of the one being decided. */
+    reading rd = {r, cur, limit};
+    ust__read_ahead ra;
+    memset(&ra, 0, sizeof(ra));
+    if (rc == 0)
+        rc = ust__read_ahead_start(&ra, N_BATCHES, fill_batch, &rd, "ust-reader", err);
     int more = rc == 0;
     batch *in_flight = NULL;
-    for (int turn = 0; rc == 0 && (more || in_flight != NULL); turn ^= 1) {
+    while (rc == 0 && (more || in_flight != NULL)) {
         if (r->o->stop != NULL && atomic_load(r->o->stop)) {
             /* Asked to stop: what is finished is committed below. A batch
              * started is the candidate's alone (nothing of it is in the
@@ -685,13 +727,14 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
             }
             break;
         }
-        /* Read and start the next batch, then finish the one in flight. */
-        batch *next = &r->batches[turn];
-        if (more)
-            rc = read_batch(r, cur, limit, next, &more, err);
-        else
-            next->n = 0;
-        if (next->n > 0) {
+        /* Take and start the next batch, then finish the one in flight. */
+        batch *next = NULL;
+        if (more) {
+            size_t slot = 0;
+            rc = ust__read_ahead_take(&ra, &slot, &more, err);
+            next = &r->batches[slot];
+        }
+        if (next != NULL && next->n > 0) {
             int64_t t0 = ust_time_mono_us();
             ust_plugin_batch_start(r->candidate, &next->pb);
             next->candidate_us = ust_time_mono_us() - t0;
@@ -739,7 +782,7 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
                     rc = ust__run_writer_begin(&r->run, err);
                 in_tx = 0;
             }
-            release_batch(in_flight);
+            ust__read_ahead_give_back(&ra);
             if (rc == 0)
                 ust_progress_tell(progress, stats->events,
                                   r->last_seq >= head
@@ -747,7 +790,9 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
                                       : (double)(r->last_seq - stats->resumed_after) /
                                             (double)(head - stats->resumed_after));
         }
-        in_flight = next->n > 0 ? next : NULL;
+        if (next != NULL && next->n == 0)
+            ust__read_ahead_give_back(&ra);
+        in_flight = next != NULL && next->n > 0 ? next : NULL;
         if (rc != 0 && in_flight != NULL) {
             /* Read what the child was sent, so the next step starts in step
              * with it; those decisions are not kept. */
@@ -759,9 +804,11 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err)
         }
     }
     r->step_stats = NULL;
-    /* A batch that came back empty may still hold the row read past its
-     * limit (or one that failed to derive). */
-    for (int i = 0; r->batches != NULL && i < 2; i++)
+    /* What was read ahead and not decided is dropped (the next step reads
+     * it again); a batch that came back empty may still hold the row read
+     * past its limit (or one that failed to derive). */
+    ust__read_ahead_stop(&ra);
+    for (int i = 0; r->batches != NULL && i < N_BATCHES; i++)
         release_batch(&r->batches[i]);
     ust_log_cursor_close(cur);
     if (rc == 0)
