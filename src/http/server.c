@@ -54,9 +54,11 @@ typedef struct ust_server {
     struct ust__conn *conns; /* every open connection */
     size_t n_conns, max_conns;
     int stopping;
-    uint64_t next_ticket, next_submit;
-    ust__job *reorder; /* derived, waiting for an earlier ticket; by ticket */
-    int deriving;      /* jobs not yet handed to the writer */
+    /* Read, to be derived: the batch on the pool, the next one gathering. */
+    ust__job *pending, *pending_last, *batch;
+    size_t pending_n, batch_n;
+    uv_work_t derive_work; /* the batch's */
+    size_t deriving;       /* jobs not yet handed to the writer */
     int finished;      /* the stop sequence has run */
     ust__jobq done;    /* committed (and decided) jobs, to be answered */
     ust__writer writer;
@@ -512,45 +514,69 @@ static void to_responder(void *ctx, ust__job *first, ust__job *last, int64_t thr
     ust__responder_put(((ust__server *)ctx)->responder, first, last);
 }
 
-/* On the thread pool: JSON parse, request hash, signature, fields. */
-static void derive_work(uv_work_t *w)
+/* Derivation in batches: the requests read while a batch is on libuv's
+ * pool wait in s->pending and go as the next batch, in one hop, however
+ * many they are. One batch at a time, so each reaches the writer in the
+ * order its requests were read, and seq order is arrival order. */
+static void derive_next(ust__server *s);
+
+/* On the thread pool: JSON parse, request hash, signature, fields; then
+ * straight on to the writer (one put for the batch), the sampled out to
+ * their answers, with nothing to store. */
+static void derive_batch(uv_work_t *w)
 {
-    ust__job *job = w->data;
-    job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
-    job->sampled_out = job->derive_rc == 0 &&
-                       ust_capture_sampled_out(&job->cfg->routes[job->route_index],
-                                               job->rec.identity, job->rec.sig);
+    ust__server *s = w->data;
+    ust__job *store = NULL, **store_end = &store, *store_last = NULL;
+    ust__job *skip = NULL, **skip_end = &skip, *skip_last = NULL;
+    for (ust__job *job = s->batch, *next; job != NULL; job = next) {
+        next = job->next;
+        job->next = NULL;
+        job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
+        job->sampled_out =
+            job->derive_rc == 0 &&
+            ust_capture_sampled_out(&job->cfg->routes[job->route_index],
+                                    job->rec.identity, job->rec.sig);
+        if (job->sampled_out) {
+            if (job->route_index < UST__MAX_ROUTES)
+                atomic_fetch_add(&s->metrics.sampled_out[job->route_index], 1);
+            *skip_end = skip_last = job;
+            skip_end = &job->next;
+        } else {
+            *store_end = store_last = job;
+            store_end = &job->next;
+        }
+    }
+    if (store != NULL)
+        ust__writer_put(&s->writer, store, store_last);
+    if (skip != NULL)
+        jobs_done(s, skip, skip_last, 0);
 }
 
-/* Back on the loop: hand jobs to the writer in arrival order, so seq order
- * is the order requests were read (derivation may finish out of order). */
-static void derive_done(uv_work_t *w, int status)
+/* Back on the loop: the batch is with the writer; the next one goes. */
+static void derive_batch_done(uv_work_t *w, int status)
 {
-    ust__job *job = w->data;
-    ust__server *s = job->srv;
-    if (status != 0 && job->derive_rc == 0)
-        job->derive_rc = UST_EIO;
-    ust__job **at = &s->reorder;
-    while (*at != NULL && (*at)->ticket < job->ticket)
-        at = &(*at)->next;
-    job->next = *at;
-    *at = job;
-    while (s->reorder != NULL && s->reorder->ticket == s->next_submit) {
-        ust__job *next = s->reorder->next;
-        if (s->reorder->sampled_out) {
-            /* Nothing to store: straight to its answer, in its slot's order. */
-            if (s->reorder->route_index < UST__MAX_ROUTES)
-                atomic_fetch_add(&s->metrics.sampled_out[s->reorder->route_index], 1);
-            s->reorder->next = NULL;
-            jobs_done(s, s->reorder, s->reorder, 0);
-        } else {
-            ust__writer_submit(&s->writer, s->reorder);
-        }
-        s->reorder = next;
-        s->next_submit++;
-        s->deriving--;
-    }
+    (void)status; /* only a cancel fails one, and nothing cancels it */
+    ust__server *s = w->data;
+    s->deriving -= s->batch_n;
+    s->batch = NULL;
+    s->batch_n = 0;
+    derive_next(s);
     maybe_finish_stop(s);
+}
+
+static void derive_next(ust__server *s)
+{
+    if (s->batch != NULL || s->pending == NULL)
+        return;
+    s->batch = s->pending;
+    s->batch_n = s->pending_n;
+    s->pending = s->pending_last = NULL;
+    s->pending_n = 0;
+    s->derive_work.data = s;
+    if (uv_queue_work(s->loop, &s->derive_work, derive_batch, derive_batch_done) != 0) {
+        derive_batch(&s->derive_work); /* no pool: here, then */
+        derive_batch_done(&s->derive_work, 0);
+    }
 }
 
 static int on_message_complete(ust__reqparse *rp)
@@ -593,18 +619,18 @@ static int on_message_complete(ust__reqparse *rp)
         return ust__reqparse_stop(rp, 503, "out of memory");
     }
     ust__slot *slot = job->slot;
-    int queued;
     slot->close_after = !keep_alive;
     job->route_index = (size_t)(route - s->o->cfg->routes);
     slot->route = job->route_index + 1;
-    job->ticket = s->next_ticket++;
     job->cfg = s->o->cfg;
-    job->srv = s;
-    job->work.data = job;
     s->deriving++;
-    queued = uv_queue_work(s->loop, &job->work, derive_work, derive_done);
-    if (queued != 0)
-        derive_done(&job->work, queued);
+    if (s->pending_last != NULL)
+        s->pending_last->next = job;
+    else
+        s->pending = job;
+    s->pending_last = job;
+    s->pending_n++;
+    derive_next(s);
     return 0;
 }
 
