@@ -3,6 +3,7 @@
  * allocated for them; a bad request gets a small JSON answer saying what was
  * wrong and the server goes on serving everyone else. Answers leave in the
  * order requests arrived, so pipelining is safe. */
+#include "http/deriver.h"
 #include "http/follower.h"
 #include "http/health.h"
 #include "http/metrics.h"
@@ -54,11 +55,7 @@ typedef struct ust_server {
     struct ust__conn *conns; /* every open connection */
     size_t n_conns, max_conns;
     int stopping;
-    /* Read, to be derived: the batch on the pool, the next one gathering. */
-    ust__job *pending, *pending_last, *batch;
-    size_t pending_n, batch_n;
-    uv_work_t derive_work; /* the batch's */
-    size_t deriving;       /* jobs not yet handed to the writer */
+    ust__deriver deriver; /* read -> derived -> the writer */
     int finished;      /* the stop sequence has run */
     ust__jobq done;    /* committed (and decided) jobs, to be answered */
     ust__writer writer;
@@ -74,6 +71,7 @@ typedef struct ust_server {
     uv_tcp_t admin;
     size_t n_admin; /* its connections, apart from the public ones' cap */
     ust__health health;
+    char read_buf[64 * 1024]; /* see on_alloc */
 } ust__server;
 
 typedef struct ust__conn {
@@ -284,7 +282,7 @@ static void maybe_free(ust__conn *c)
  * bounded time: see follower.c), and close. */
 static void maybe_finish_stop(ust__server *s)
 {
-    if (!s->stopping || s->deriving > 0 || s->finished)
+    if (!s->stopping || s->deriver.owed > 0 || s->finished)
         return;
     /* Admin connections do not hold the stop back (a monitor polling
      * /readyz would keep it waiting); they close after their answer. */
@@ -514,69 +512,22 @@ static void to_responder(void *ctx, ust__job *first, ust__job *last, int64_t thr
     ust__responder_put(((ust__server *)ctx)->responder, first, last);
 }
 
-/* Derivation in batches: the requests read while a batch is on libuv's
- * pool wait in s->pending and go as the next batch, in one hop, however
- * many they are. One batch at a time, so each reaches the writer in the
- * order its requests were read, and seq order is arrival order. */
-static void derive_next(ust__server *s);
-
-/* On the thread pool: JSON parse, request hash, signature, fields; then
- * straight on to the writer (one put for the batch), the sampled out to
- * their answers, with nothing to store. */
-static void derive_batch(uv_work_t *w)
+/* The deriver's: a batch was handed to the writer. */
+static void derived(void *ctx)
 {
-    ust__server *s = w->data;
-    ust__job *store = NULL, **store_end = &store, *store_last = NULL;
-    ust__job *skip = NULL, **skip_end = &skip, *skip_last = NULL;
-    for (ust__job *job = s->batch, *next; job != NULL; job = next) {
-        next = job->next;
-        job->next = NULL;
-        job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
-        job->sampled_out =
-            job->derive_rc == 0 &&
-            ust_capture_sampled_out(&job->cfg->routes[job->route_index],
-                                    job->rec.identity, job->rec.sig);
-        if (job->sampled_out) {
-            if (job->route_index < UST__MAX_ROUTES)
-                atomic_fetch_add(&s->metrics.sampled_out[job->route_index], 1);
-            *skip_end = skip_last = job;
-            skip_end = &job->next;
-        } else {
-            *store_end = store_last = job;
-            store_end = &job->next;
-        }
-    }
-    if (store != NULL)
-        ust__writer_put(&s->writer, store, store_last);
-    if (skip != NULL)
-        jobs_done(s, skip, skip_last, 0);
+    maybe_finish_stop(ctx);
 }
 
-/* Back on the loop: the batch is with the writer; the next one goes. */
-static void derive_batch_done(uv_work_t *w, int status)
+/* The deriver's sinks. */
+static void to_writer(void *ctx, ust__job *first, ust__job *last, int64_t through)
 {
-    (void)status; /* only a cancel fails one, and nothing cancels it */
-    ust__server *s = w->data;
-    s->deriving -= s->batch_n;
-    s->batch = NULL;
-    s->batch_n = 0;
-    derive_next(s);
-    maybe_finish_stop(s);
+    (void)through;
+    ust__writer_put(&((ust__server *)ctx)->writer, first, last);
 }
 
-static void derive_next(ust__server *s)
+static void sampled_out(void *ctx, ust__job *first, ust__job *last, int64_t through)
 {
-    if (s->batch != NULL || s->pending == NULL)
-        return;
-    s->batch = s->pending;
-    s->batch_n = s->pending_n;
-    s->pending = s->pending_last = NULL;
-    s->pending_n = 0;
-    s->derive_work.data = s;
-    if (uv_queue_work(s->loop, &s->derive_work, derive_batch, derive_batch_done) != 0) {
-        derive_batch(&s->derive_work); /* no pool: here, then */
-        derive_batch_done(&s->derive_work, 0);
-    }
+    jobs_done(ctx, first, last, through);
 }
 
 static int on_message_complete(ust__reqparse *rp)
@@ -623,14 +574,7 @@ static int on_message_complete(ust__reqparse *rp)
     job->route_index = (size_t)(route - s->o->cfg->routes);
     slot->route = job->route_index + 1;
     job->cfg = s->o->cfg;
-    s->deriving++;
-    if (s->pending_last != NULL)
-        s->pending_last->next = job;
-    else
-        s->pending = job;
-    s->pending_last = job;
-    s->pending_n++;
-    derive_next(s);
+    ust__deriver_add(&s->deriver, job);
     return 0;
 }
 
@@ -640,11 +584,15 @@ static const ust__reqparse_ops request_ops = {
     .complete = on_message_complete,
 };
 
+/* Every read lands in the loop's one buffer: the parser copies what it
+ * keeps before the read callback returns, and the loop reads one socket at
+ * a time, so no read needs a buffer of its own. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    (void)h;
-    buf->base = ust_malloc(suggested);
-    buf->len = buf->base ? suggested : 0;
+    (void)suggested;
+    ust__conn *c = h->data;
+    buf->base = c->srv->read_buf;
+    buf->len = sizeof(c->srv->read_buf);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -674,7 +622,6 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         else
             maybe_close_drained(c);
     }
-    ust_free(buf->base);
 }
 
 /* The admin listener's own cap, so that probes are served when the public
@@ -1057,6 +1004,17 @@ static int serve(ust__server *s, char **err)
         uv_loop_close(s->loop);
         rc = ust_errf(err, UST_ENOMEM, "cannot make the answers' queue");
     }
+    s->deriver = (ust__deriver){.loop = s->loop,
+                                .metrics = &s->metrics,
+                                .store = {to_writer, s},
+                                .skip = {sampled_out, s},
+                                .drained = derived,
+                                .ctx = s};
+    if (rc == 0 && ust__deriver_init(&s->deriver) != 0) {
+        ust__jobq_destroy(&s->done);
+        uv_loop_close(s->loop);
+        rc = ust_errf(err, UST_ENOMEM, "cannot make the deriver's lock");
+    }
     if (rc != 0) {
         ust_free(s->loop);
         return rc;
@@ -1142,6 +1100,7 @@ static int serve(ust__server *s, char **err)
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
         ust__jobq_destroy(&s->done);
+        ust__deriver_destroy(&s->deriver);
         ust__class_counts_destroy(&s->classes);
         ust__health_destroy(&s->health);
         ust_free(s->loop);
@@ -1166,6 +1125,7 @@ static int serve(ust__server *s, char **err)
     }
     uv_loop_close(s->loop);
     ust__jobq_destroy(&s->done);
+    ust__deriver_destroy(&s->deriver);
     ust__class_counts_destroy(&s->classes);
     ust__health_destroy(&s->health);
     ust_free(s->loop);
