@@ -60,10 +60,9 @@ static void derive_batch(uv_work_t *w)
     ust__deriver *d = b->d;
     for (ust__job *job = b->jobs; job != NULL; job = job->next) {
         job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
-        job->sampled_out =
-            job->derive_rc == 0 &&
-            ust_capture_sampled_out(&job->cfg->routes[job->route_index],
-                                    job->rec.identity, job->rec.sig);
+        job->sampled_out = job->derive_rc == 0 &&
+                           ust_capture_sampled_out(&job->cfg->routes[job->route_index],
+                                                   job->rec.identity, job->rec.sig);
         if (job->sampled_out && job->route_index < UST__MAX_ROUTES)
             atomic_fetch_add(&d->metrics->sampled_out[job->route_index], 1);
     }

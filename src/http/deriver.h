@@ -29,9 +29,9 @@ typedef struct ust__derive_batch {
 typedef struct ust__deriver {
     /* set by the caller before init */
     uv_loop_t *loop;
-    ust__metrics *metrics; /* the sampled out, by route */
-    ust__sink store;       /* derived, to be stored (the writer) */
-    ust__sink skip;        /* sampled out: answered, never stored */
+    ust__metrics *metrics;      /* the sampled out, by route */
+    ust__sink store;            /* derived, to be stored (the writer) */
+    ust__sink skip;             /* sampled out: answered, never stored */
     void (*drained)(void *ctx); /* on the loop, after a batch was handed on */
     void *ctx;
     /* the deriver's own; owed is read on the loop */

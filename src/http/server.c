@@ -56,8 +56,8 @@ typedef struct ust_server {
     size_t n_conns, max_conns;
     int stopping;
     ust__deriver deriver; /* read -> derived -> the writer */
-    int finished;      /* the stop sequence has run */
-    ust__jobq done;    /* committed (and decided) jobs, to be answered */
+    int finished;         /* the stop sequence has run */
+    ust__jobq done;       /* committed (and decided) jobs, to be answered */
     ust__writer writer;
     ust__responder_opts responder_opts;
     ust__responder *responder; /* --respond legacy, else NULL */
