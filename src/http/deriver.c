@@ -1,8 +1,9 @@
-/* The requests read while every batch is on the pool gather in pending and
- * leave as one batch when one comes back: under load a batch holds what
- * the loop read in the meantime, so the hops a request costs (a wake of a
- * pool thread, a wake of the writer, the pool's answer to the loop) are
- * shared by all of them. Batches derive side by side; each is handed to
+/* The requests a loop turn read leave as one batch at its end, and those
+ * read while every batch is on the pool gather in pending and leave as one
+ * when one comes back: under load a batch holds what the loop read in the
+ * meantime, so the hops a request costs (a wake of a pool thread, a wake
+ * of the writer, the pool's answer to the loop) are shared by all of
+ * them. Batches derive side by side; each is handed to
  * the writer only after the batch made before it, so seq order is the
  * order requests were read. */
 #include "http/deriver.h"
@@ -19,7 +20,11 @@ int ust__deriver_init(ust__deriver *d)
     d->pending = d->pending_last = NULL;
     d->next_ticket = d->next_out = 0;
     memset(d->batches, 0, sizeof(d->batches));
-    return pthread_mutex_init(&d->mu, NULL) == 0 ? 0 : UST_ENOMEM;
+    if (pthread_mutex_init(&d->mu, NULL) != 0)
+        return UST_ENOMEM;
+    uv_check_init(d->loop, &d->turn_end);
+    d->turn_end.data = d;
+    return 0;
 }
 
 void ust__deriver_destroy(ust__deriver *d)
@@ -85,6 +90,9 @@ static void derive_batch(uv_work_t *w)
 
 static void start_batch(ust__deriver *d);
 
+/* The most requests derived on the loop itself (see start_batch). */
+#define UST__DERIVE_HERE 4
+
 /* Back on the loop: every batch both back from the pool (libuv is done
  * with its work request) and handed on is free again. This one may still
  * wait for an earlier one: that one's return frees it. */
@@ -126,10 +134,26 @@ static void start_batch(ust__deriver *d)
     pthread_mutex_unlock(&d->mu);
     d->pending = d->pending_last = NULL;
     d->pending_n = 0;
-    if (uv_queue_work(d->loop, &b->work, derive_batch, derive_batch_done) != 0) {
-        derive_batch(&b->work); /* no pool: here, then */
+    /* A turn that read only a few requests while the pool is idle (light
+     * load) has them derived here: two thread wakes cost more CPU than
+     * their derivation, and the loop has nothing else to do. Without a
+     * pool, the same. */
+    int pool_idle = 1;
+    for (size_t i = 0; i < UST__DERIVE_IN_FLIGHT; i++)
+        pool_idle &= &d->batches[i] == b || !d->batches[i].busy;
+    if ((pool_idle && b->n <= UST__DERIVE_HERE) ||
+        uv_queue_work(d->loop, &b->work, derive_batch, derive_batch_done) != 0) {
+        derive_batch(&b->work);
         derive_batch_done(&b->work, 0);
     }
+}
+
+/* After the loop turn's reads: what they brought goes as one batch. */
+static void on_turn_end(uv_check_t *check)
+{
+    ust__deriver *d = check->data;
+    uv_check_stop(check);
+    start_batch(d);
 }
 
 void ust__deriver_add(ust__deriver *d, ust__job *job)
@@ -142,5 +166,10 @@ void ust__deriver_add(ust__deriver *d, ust__job *job)
     d->pending_last = job;
     d->pending_n++;
     d->owed++;
-    start_batch(d);
+    uv_check_start(&d->turn_end, on_turn_end);
+}
+
+void ust__deriver_close(ust__deriver *d)
+{
+    uv_close((uv_handle_t *)&d->turn_end, NULL);
 }

@@ -35,7 +35,8 @@ typedef struct ust__deriver {
     void (*drained)(void *ctx); /* on the loop, after a batch was handed on */
     void *ctx;
     /* the deriver's own; owed is read on the loop */
-    size_t owed; /* jobs added, not yet handed on */
+    size_t owed;         /* jobs added, not yet handed on */
+    uv_check_t turn_end; /* started while pending holds jobs */
     ust__job *pending, *pending_last;
     size_t pending_n;
     ust__derive_batch batches[UST__DERIVE_IN_FLIGHT];
@@ -43,12 +44,15 @@ typedef struct ust__deriver {
     uint64_t next_ticket, next_out;
 } ust__deriver;
 
-/* 0, or UST_ENOMEM. */
+/* 0, or UST_ENOMEM. Its handle is on the loop from here on. */
 int ust__deriver_init(ust__deriver *d);
+/* On the loop, once nothing is owed: its handle closed. */
+void ust__deriver_close(ust__deriver *d);
+/* After the loop closed. */
 void ust__deriver_destroy(ust__deriver *d);
-/* On the loop: job (its req, route_index and cfg set) is derived in the
- * next batch, straight away when a batch is free, else with the others read
- * meanwhile. */
+/* On the loop: job (its req, route_index and cfg set) is derived with the
+ * others read in this loop turn, at its end when a batch is free, else
+ * with those read until one is. */
 void ust__deriver_add(ust__deriver *d, ust__job *job);
 
 #endif

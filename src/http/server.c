@@ -304,6 +304,7 @@ static void maybe_finish_stop(ust__server *s)
      * after the runner (a runner left behind: see ust_serve). */
     if (!s->runner_left)
         ust__writer_close(&s->writer);
+    ust__deriver_close(&s->deriver);
     uv_close((uv_handle_t *)&s->done_async, NULL);
     uv_close((uv_handle_t *)&s->stop_async, NULL);
 }
@@ -1097,6 +1098,7 @@ static int serve(ust__server *s, char **err)
         ust__writer_close(&s->writer);
         uv_close((uv_handle_t *)&s->listener, NULL);
         uv_close((uv_handle_t *)&s->admin, NULL);
+        ust__deriver_close(&s->deriver);
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
         ust__jobq_destroy(&s->done);
