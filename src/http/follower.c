@@ -31,13 +31,13 @@
 #define RETRY_MAX_MS 30000
 
 /* While the recorder is busy (BUSY_EVENTS committed within BUSY_MS, and
- * for BUSY_MS after), the runner
- * leaves it the CPU, for as long as the oldest event it owes arrived less
- * than DEFER_SHARE of health.max_lag_s ago (30 s by default): a burst is
- * recorded at full speed and decided after it, and under load that lasts
- * the runner decides as before, its lag held near that bound, far below
- * the one /healthz names. On two cores, the runner with its candidate
- * takes about two fifths of the CPU a recorded request costs. */
+ * for BUSY_MS after), the runner leaves it the CPU, for as long as the
+ * oldest event it owes arrived less than DEFER_SHARE of health.max_lag_s
+ * ago (30 s by default): a burst is recorded at full speed and decided
+ * after it, and under load that lasts the runner decides as before, its lag
+ * held near that bound, far below the one /healthz names. On two cores, the
+ * runner with its candidate takes about a third of the CPU a recorded
+ * request costs. */
 #define BUSY_MS 100
 #define BUSY_EVENTS 100
 #define DEFER_SHARE 10 /* a tenth */
