@@ -32,6 +32,10 @@ typedef struct ust__follower {
     pthread_cond_t cv;
     int stop;
     int64_t wanted;
+    /* The commit rate (monotonic µs): the events since window_from's
+     * commit, counted from window_us; the recorder is busy until then. */
+    int64_t window_us, window_from, busy_until_us;
+    int waiting;            /* for a commit: a notify wakes it */
     pthread_cond_t done_cv; /* the thread has ended */
     int done;
     atomic_int runner_stop; /* the step in progress ends at its next batch */

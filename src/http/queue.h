@@ -16,12 +16,9 @@
 /* A recorded request on its way through the threads. */
 typedef struct ust__job {
     struct ust__job *next;
-    uv_work_t work;     /* derivation on libuv's thread pool */
-    uint64_t ticket;    /* arrival order: the writer takes jobs in this order */
     ust_log_record rec; /* derived fields; rec.req borrows req */
     int derive_rc;
     const ust_config *cfg;
-    struct ust_server *srv; /* the loop's own; no other stage reads it */
     ust_request req;
     struct ust__slot *slot; /* the loop's: where the answer goes */
     int64_t seq;

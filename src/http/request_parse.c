@@ -26,7 +26,7 @@ static int on_message_begin(http_parser *p)
 {
     ust__reqparse *rp = p->data;
     ust_request_clear(&rp->req);
-    rp->target_len = rp->header_bytes = rp->body_cap = 0;
+    rp->target_len = rp->header_bytes = rp->body_cap = rp->headers_cap = 0;
     rp->in_value = 0;
     rp->in_message = 1;
     return rp->ops->begin ? rp->ops->begin(rp) : 0;
@@ -42,16 +42,24 @@ static int on_url(http_parser *p, const char *at, size_t n)
                : 0;
 }
 
+/* The header read so far joins the request: the name and value the parser
+ * gathered are handed over, not copied. */
 static int end_header(ust__reqparse *rp)
 {
     if (rp->field == NULL)
         return 0;
-    int rc = ust_request_add_header(&rp->req, rp->field, rp->value ? rp->value : "");
-    ust_free(rp->field);
-    ust_free(rp->value);
+    ust_request *req = &rp->req;
+    ust_header *grown =
+        ust_grow(req->headers, &rp->headers_cap, req->n_headers + 1, 8, sizeof(*grown));
+    if (grown == NULL)
+        return UST_ENOMEM;
+    req->headers = grown;
+    if (rp->value == NULL && (rp->value = ust_strdup("")) == NULL)
+        return UST_ENOMEM;
+    req->headers[req->n_headers++] = (ust_header){rp->field, rp->value};
     rp->field = rp->value = NULL;
     rp->field_len = rp->value_len = 0;
-    return rc;
+    return 0;
 }
 
 static void piece_end(ust__reqparse *rp, const char *end)
@@ -181,7 +189,7 @@ void ust__reqparse_clear(ust__reqparse *rp)
     ust_free(rp->field);
     ust_free(rp->value);
     rp->field = rp->value = NULL;
-    rp->field_len = rp->value_len = rp->target_len = rp->body_cap = 0;
+    rp->field_len = rp->value_len = rp->target_len = rp->body_cap = rp->headers_cap = 0;
 }
 
 int ust__reqparse_feed(ust__reqparse *rp, const char *buf, size_t n, const char **why)
@@ -212,6 +220,6 @@ int ust__reqparse_take(ust__reqparse *rp, const char *remote, int64_t now_us,
     int rc = req->method && req->remote ? 0 : UST_ENOMEM;
     *out = *req;
     memset(req, 0, sizeof(*req));
-    rp->target_len = rp->body_cap = 0;
+    rp->target_len = rp->body_cap = rp->headers_cap = 0;
     return rc;
 }

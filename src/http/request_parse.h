@@ -34,7 +34,7 @@ typedef struct ust__reqparse {
     const ust__reqparse_ops *ops;
     void *data; /* the owner's */
     ust_request req;
-    size_t header_bytes, body_cap;
+    size_t header_bytes, body_cap, headers_cap;
     char *field, *value;
     size_t field_len, value_len, target_len;
     int in_value;

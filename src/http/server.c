@@ -3,6 +3,7 @@
  * allocated for them; a bad request gets a small JSON answer saying what was
  * wrong and the server goes on serving everyone else. Answers leave in the
  * order requests arrived, so pipelining is safe. */
+#include "http/deriver.h"
 #include "http/follower.h"
 #include "http/health.h"
 #include "http/metrics.h"
@@ -54,11 +55,9 @@ typedef struct ust_server {
     struct ust__conn *conns; /* every open connection */
     size_t n_conns, max_conns;
     int stopping;
-    uint64_t next_ticket, next_submit;
-    ust__job *reorder; /* derived, waiting for an earlier ticket; by ticket */
-    int deriving;      /* jobs not yet handed to the writer */
-    int finished;      /* the stop sequence has run */
-    ust__jobq done;    /* committed (and decided) jobs, to be answered */
+    ust__deriver deriver; /* read -> derived -> the writer */
+    int finished;         /* the stop sequence has run */
+    ust__jobq done;       /* committed (and decided) jobs, to be answered */
     ust__writer writer;
     ust__responder_opts responder_opts;
     ust__responder *responder; /* --respond legacy, else NULL */
@@ -72,6 +71,7 @@ typedef struct ust_server {
     uv_tcp_t admin;
     size_t n_admin; /* its connections, apart from the public ones' cap */
     ust__health health;
+    char read_buf[64 * 1024]; /* see on_alloc */
 } ust__server;
 
 typedef struct ust__conn {
@@ -282,7 +282,7 @@ static void maybe_free(ust__conn *c)
  * bounded time: see follower.c), and close. */
 static void maybe_finish_stop(ust__server *s)
 {
-    if (!s->stopping || s->deriving > 0 || s->finished)
+    if (!s->stopping || s->deriver.owed > 0 || s->finished)
         return;
     /* Admin connections do not hold the stop back (a monitor polling
      * /readyz would keep it waiting); they close after their answer. */
@@ -304,6 +304,7 @@ static void maybe_finish_stop(ust__server *s)
      * after the runner (a runner left behind: see ust_serve). */
     if (!s->runner_left)
         ust__writer_close(&s->writer);
+    ust__deriver_close(&s->deriver);
     uv_close((uv_handle_t *)&s->done_async, NULL);
     uv_close((uv_handle_t *)&s->stop_async, NULL);
 }
@@ -512,45 +513,22 @@ static void to_responder(void *ctx, ust__job *first, ust__job *last, int64_t thr
     ust__responder_put(((ust__server *)ctx)->responder, first, last);
 }
 
-/* On the thread pool: JSON parse, request hash, signature, fields. */
-static void derive_work(uv_work_t *w)
+/* The deriver's: a batch was handed to the writer. */
+static void derived(void *ctx)
 {
-    ust__job *job = w->data;
-    job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
-    job->sampled_out = job->derive_rc == 0 &&
-                       ust_capture_sampled_out(&job->cfg->routes[job->route_index],
-                                               job->rec.identity, job->rec.sig);
+    maybe_finish_stop(ctx);
 }
 
-/* Back on the loop: hand jobs to the writer in arrival order, so seq order
- * is the order requests were read (derivation may finish out of order). */
-static void derive_done(uv_work_t *w, int status)
+/* The deriver's sinks. */
+static void to_writer(void *ctx, ust__job *first, ust__job *last, int64_t through)
 {
-    ust__job *job = w->data;
-    ust__server *s = job->srv;
-    if (status != 0 && job->derive_rc == 0)
-        job->derive_rc = UST_EIO;
-    ust__job **at = &s->reorder;
-    while (*at != NULL && (*at)->ticket < job->ticket)
-        at = &(*at)->next;
-    job->next = *at;
-    *at = job;
-    while (s->reorder != NULL && s->reorder->ticket == s->next_submit) {
-        ust__job *next = s->reorder->next;
-        if (s->reorder->sampled_out) {
-            /* Nothing to store: straight to its answer, in its slot's order. */
-            if (s->reorder->route_index < UST__MAX_ROUTES)
-                atomic_fetch_add(&s->metrics.sampled_out[s->reorder->route_index], 1);
-            s->reorder->next = NULL;
-            jobs_done(s, s->reorder, s->reorder, 0);
-        } else {
-            ust__writer_submit(&s->writer, s->reorder);
-        }
-        s->reorder = next;
-        s->next_submit++;
-        s->deriving--;
-    }
-    maybe_finish_stop(s);
+    (void)through;
+    ust__writer_put(&((ust__server *)ctx)->writer, first, last);
+}
+
+static void sampled_out(void *ctx, ust__job *first, ust__job *last, int64_t through)
+{
+    jobs_done(ctx, first, last, through);
 }
 
 static int on_message_complete(ust__reqparse *rp)
@@ -593,18 +571,11 @@ static int on_message_complete(ust__reqparse *rp)
         return ust__reqparse_stop(rp, 503, "out of memory");
     }
     ust__slot *slot = job->slot;
-    int queued;
     slot->close_after = !keep_alive;
     job->route_index = (size_t)(route - s->o->cfg->routes);
     slot->route = job->route_index + 1;
-    job->ticket = s->next_ticket++;
     job->cfg = s->o->cfg;
-    job->srv = s;
-    job->work.data = job;
-    s->deriving++;
-    queued = uv_queue_work(s->loop, &job->work, derive_work, derive_done);
-    if (queued != 0)
-        derive_done(&job->work, queued);
+    ust__deriver_add(&s->deriver, job);
     return 0;
 }
 
@@ -614,11 +585,15 @@ static const ust__reqparse_ops request_ops = {
     .complete = on_message_complete,
 };
 
+/* Every read lands in the loop's one buffer: the parser copies what it
+ * keeps before the read callback returns, and the loop reads one socket at
+ * a time, so no read needs a buffer of its own. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    (void)h;
-    buf->base = ust_malloc(suggested);
-    buf->len = buf->base ? suggested : 0;
+    (void)suggested;
+    ust__conn *c = h->data;
+    buf->base = c->srv->read_buf;
+    buf->len = sizeof(c->srv->read_buf);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -648,7 +623,6 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         else
             maybe_close_drained(c);
     }
-    ust_free(buf->base);
 }
 
 /* The admin listener's own cap, so that probes are served when the public
@@ -1031,6 +1005,17 @@ static int serve(ust__server *s, char **err)
         uv_loop_close(s->loop);
         rc = ust_errf(err, UST_ENOMEM, "cannot make the answers' queue");
     }
+    s->deriver = (ust__deriver){.loop = s->loop,
+                                .metrics = &s->metrics,
+                                .store = {to_writer, s},
+                                .skip = {sampled_out, s},
+                                .drained = derived,
+                                .ctx = s};
+    if (rc == 0 && ust__deriver_init(&s->deriver) != 0) {
+        ust__jobq_destroy(&s->done);
+        uv_loop_close(s->loop);
+        rc = ust_errf(err, UST_ENOMEM, "cannot make the deriver's lock");
+    }
     if (rc != 0) {
         ust_free(s->loop);
         return rc;
@@ -1113,9 +1098,11 @@ static int serve(ust__server *s, char **err)
         ust__writer_close(&s->writer);
         uv_close((uv_handle_t *)&s->listener, NULL);
         uv_close((uv_handle_t *)&s->admin, NULL);
+        ust__deriver_close(&s->deriver);
         uv_run(s->loop, UV_RUN_DEFAULT);
         uv_loop_close(s->loop);
         ust__jobq_destroy(&s->done);
+        ust__deriver_destroy(&s->deriver);
         ust__class_counts_destroy(&s->classes);
         ust__health_destroy(&s->health);
         ust_free(s->loop);
@@ -1140,6 +1127,7 @@ static int serve(ust__server *s, char **err)
     }
     uv_loop_close(s->loop);
     ust__jobq_destroy(&s->done);
+    ust__deriver_destroy(&s->deriver);
     ust__class_counts_destroy(&s->classes);
     ust__health_destroy(&s->health);
     ust_free(s->loop);

@@ -124,9 +124,9 @@ int ust__writer_start(ust__writer *w, char **err)
     return 0;
 }
 
-void ust__writer_submit(ust__writer *w, ust__job *job)
+void ust__writer_put(ust__writer *w, ust__job *first, ust__job *last)
 {
-    ust__jobq_put(&w->in, job, job);
+    ust__jobq_put(&w->in, first, last);
 }
 
 void ust__writer_stop(ust__writer *w)

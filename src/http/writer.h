@@ -30,7 +30,8 @@ typedef struct ust__writer {
 
 /* Opens (creating) the log and starts the thread. */
 int ust__writer_start(ust__writer *w, char **err);
-void ust__writer_submit(ust__writer *w, ust__job *job);
+/* Queues the chain first..last, derived, in seq order (from any thread). */
+void ust__writer_put(ust__writer *w, ust__job *first, ust__job *last);
 /* Drains what was submitted and ends the thread; the log stays open. */
 void ust__writer_stop(ust__writer *w);
 /* Closes the log (its head recorded, the WAL checkpointed): last, once no

@@ -99,6 +99,71 @@ static int64_t log_events(world *w)
     return events_in(w->log);
 }
 
+/* ---- the live runner under load --------------------------------------- */
+
+/* understudy_runner_events_total from the admin listener's /metrics. */
+static long long runner_events(world *w)
+{
+    static const char metrics[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+    static http_resp r;
+    assert_int_equal(http_once(w->srv.admin_port, metrics, sizeof(metrics) - 1, &r),
+                     200);
+    const char *at = strstr(r.body, "\nunderstudy_runner_events_total ");
+    assert_non_null(at);
+    return atoll(at + strlen("\nunderstudy_runner_events_total "));
+}
+
+/* A busy recorder has the runner wait, but only while the oldest event it
+ * owes is younger than a tenth of health.max_lag_s: under load that does
+ * not let up, the runner decides all the same. (Without the bound it would
+ * wait for the load to end, and this load ends only once it decided more
+ * than it had when the load was well under way: the first commits, before
+ * the recorder counts as busy, are decided at once.) */
+static void test_the_runner_decides_under_lasting_load(void **state)
+{
+    world *w = *state;
+    server_write_config_keys(w->cfg,
+                             json_pack("{s:{s:i},s:o}", "health", "max_lag_s", 1,
+                                       "plugins", server_plugins(NULL, NULL)));
+    serve_world_start(w);
+    enum { BURST = 200, SETTLED = 10, MAX_BURSTS = 150 };
+    int fd = http_connect(w->srv.port);
+    char *burst = NULL;
+    size_t burst_len = 0;
+    static char buf[1 << 16];
+    size_t len = 0;
+    int bursts = 0;
+    long long settled = -1, decided = -1;
+    for (; bursts < MAX_BURSTS && decided <= settled; bursts++) {
+        /* Pipelined: a burst of requests in one write, then their answers,
+         * and the next burst right after, never a pause in between. */
+        FILE *f = open_memstream(&burst, &burst_len);
+        assert_non_null(f);
+        for (int i = 0; i < BURST; i++) {
+            char *req = payment(bursts * BURST + i, NULL);
+            fputs(req, f);
+            ust_free(req);
+        }
+        fclose(f);
+        send_all(fd, burst, burst_len);
+        free(burst);
+        for (int i = 0; i < BURST; i++) {
+            http_resp *r = calloc(1, sizeof(*r));
+            assert_int_equal(read_response(fd, buf, &len, sizeof(buf), r), 1);
+            assert_int_equal(r->status, 202);
+            free(r);
+        }
+        decided = runner_events(w);
+        if (bursts < SETTLED)
+            settled = decided;
+    }
+    close(fd);
+    if (decided <= settled)
+        fail_msg("the runner decided nothing more under %d bursts of %d requests",
+                 bursts - SETTLED, BURST);
+    serve_world_stop(w);
+}
+
 /* ---- item 8: idle connections, the cap, the descriptor limit ---------- */
 
 /* Keep-alive connections that asked once and then say nothing are closed
@@ -679,6 +744,7 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
+        T(test_the_runner_decides_under_lasting_load),
         T(test_idle_keep_alive_connections_are_closed),
         T(test_connections_beyond_the_cap_are_refused),
         T(test_a_half_closed_client_gets_its_answer),

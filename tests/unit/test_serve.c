@@ -861,8 +861,6 @@ static void test_the_job_queue(void **state)
     assert_int_equal(ust__jobq_init(&q), 0);
     ust__job jobs[5];
     memset(jobs, 0, sizeof(jobs));
-    for (int i = 0; i < 5; i++)
-        jobs[i].ticket = (uint64_t)i;
     ust__job *first, *last;
     size_t n;
     assert_int_equal(ust__jobq_take(&q, 0, 0, &first, &last, &n), 0);
