@@ -422,10 +422,9 @@ static int by_key(const void *a, const void *b)
 }
 
 /* The entries of a list (linked through next_dirty or next_unmerged, at
- * offset link) as rows, *n of them; in key order when sorted, which keeps a
- * table's writes on neighbouring B-tree pages (a log record needs no
- * order: it holds each key once). */
-static ust_store_row *rows_of(entry *list, size_t link, int sorted, size_t *n)
+ * offset link) as rows in key order, which keeps a table's writes on
+ * neighbouring B-tree pages; *n of them. */
+static ust_store_row *rows_of(entry *list, size_t link, size_t *n)
 {
     size_t count = 0;
     for (entry *e = list; e != NULL; e = *(entry **)((char *)e + link))
@@ -436,8 +435,7 @@ static ust_store_row *rows_of(entry *list, size_t link, int sorted, size_t *n)
     count = 0;
     for (entry *e = list; e != NULL; e = *(entry **)((char *)e + link))
         rows[count++] = (ust_store_row){e->key, e->klen, e->value};
-    if (sorted)
-        qsort(rows, count, sizeof(*rows), by_key);
+    qsort(rows, count, sizeof(*rows), by_key);
     *n = count;
     return rows;
 }
@@ -461,7 +459,7 @@ static int log_dirty(ust_store *s, char **err)
     if (s->dirty == NULL)
         return 0;
     size_t n = 0;
-    ust_store_row *rows = rows_of(s->dirty, offsetof(entry, next_dirty), 0, &n);
+    ust_store_row *rows = rows_of(s->dirty, offsetof(entry, next_dirty), &n);
     if (rows == NULL)
         return UST_ENOMEM;
     int rc = l->ops->log(l->table, rows, n, err);
@@ -483,7 +481,7 @@ static int merge(ust_store *s, char **err)
 {
     local *l = s->backing;
     size_t n = 0;
-    ust_store_row *rows = rows_of(l->unmerged, offsetof(entry, next_unmerged), 1, &n);
+    ust_store_row *rows = rows_of(l->unmerged, offsetof(entry, next_unmerged), &n);
     if (rows == NULL)
         return UST_ENOMEM;
     int rc = n > 0 ? l->ops->write(l->table, rows, n, err) : 0;

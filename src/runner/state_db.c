@@ -177,38 +177,30 @@ static uint32_t get_u32(const unsigned char *p)
            (uint32_t)p[3] << 24;
 }
 
-/* Room for need more bytes after used in d->buf: 0, or UST_ENOMEM. */
-static int reserve(state_db *d, size_t used, size_t need)
-{
-    if (used + need <= d->cap)
-        return 0;
-    size_t cap = d->cap ? d->cap : 1u << 16;
-    while (cap < used + need)
-        cap *= 2;
-    unsigned char *grown = ust_realloc(d->buf, cap);
-    if (grown == NULL)
-        return UST_ENOMEM;
-    d->buf = grown;
-    d->cap = cap;
-    return 0;
-}
-
-/* The rows as one record in d->buf (one pass: each value's length is
- * taken once); its length, or 0 when out of memory. */
+/* The rows as one record in d->buf; its length, or 0 when out of memory. */
 static size_t encode_rows(state_db *d, const ust_store_row *rows, size_t n)
 {
-    size_t used = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t vlen = rows[i].value ? strlen(rows[i].value) : 0;
-        if (reserve(d, used, 8 + rows[i].klen + vlen) != 0)
+    size_t need = 0;
+    for (size_t i = 0; i < n; i++)
+        need += 8 + rows[i].klen + (rows[i].value ? strlen(rows[i].value) : 0);
+    if (need > d->cap) {
+        unsigned char *grown = ust_realloc(d->buf, need);
+        if (grown == NULL)
             return 0;
-        unsigned char *p = put_u32(d->buf + used, (uint32_t)rows[i].klen);
-        memcpy(p, rows[i].key, rows[i].klen);
-        p = put_u32(p + rows[i].klen, rows[i].value ? (uint32_t)vlen : DELETED);
-        memcpy(p, rows[i].value ? rows[i].value : "", vlen);
-        used = (size_t)(p + vlen - d->buf);
+        d->buf = grown;
+        d->cap = need;
     }
-    return used;
+    unsigned char *p = d->buf;
+    for (size_t i = 0; i < n; i++) {
+        p = put_u32(p, (uint32_t)rows[i].klen);
+        memcpy(p, rows[i].key, rows[i].klen);
+        p += rows[i].klen;
+        size_t vlen = rows[i].value ? strlen(rows[i].value) : 0;
+        p = put_u32(p, rows[i].value ? (uint32_t)vlen : DELETED);
+        memcpy(p, rows[i].value ? rows[i].value : "", vlen);
+        p += vlen;
+    }
+    return need;
 }
 
 static int db_log(void *t, const ust_store_row *rows, size_t n, char **err)
