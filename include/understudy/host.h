@@ -20,19 +20,8 @@
 
 /* Key/value state of every plugin, one namespace each, cached in memory in
  * front of a table its owner keeps (the runner: the run database's `state`
- * table and its `state_log`, ust_store_open in runner.h). Writes made during
- * one decide are staged and applied together (ust_store_end_call with
- * keep=1) or dropped.
- *
- * Write-behind: a flush appends the writes since the last one to the
- * table's log (one record, in the caller's transaction, beside the
- * decisions they belong to) and keeps them in the cache; only when the
- * cache is full do they go into the table itself, all at once in key order
- * (the log emptied in the same transaction). The table and its log are
- * always the state of the last commit: a store opened again reads the log
- * back into its cache. Random keys written a few thousand at a time touch
- * about one B-tree page each; a batch of up to CACHE_MAX keys shares its
- * pages (bench_store, docs/performance.md "State store writes"). */
+ * table, ust_store_open in runner.h). Writes made during one decide are
+ * staged and applied together (ust_store_end_call with keep=1) or dropped. */
 typedef struct ust_store ust_store;
 
 /* A row of the table: its key is the namespace, the unit separator and the
@@ -43,33 +32,20 @@ typedef struct ust_store_row {
     const char *value; /* NULL: the key is deleted */
 } ust_store_row;
 
-/* A row of the log, read back: value NULL for a delete, else vlen bytes
- * (not terminated); both borrowed for the call. 0 or a negative error. */
-typedef int (*ust_store_logged_fn)(void *ctx, const char *key, size_t klen,
-                                   const char *value, size_t vlen);
-
 /* The table behind the cache, as its owner reaches it; t is the owner's.
  * The store knows no more of it than these. */
 typedef struct ust_store_table {
     /* The value of key: take(ctx, value, its length) once when the table
      * holds it (the value borrowed for that call) and what take returned;
-     * 0 when it does not; a negative error when the read failed. Rows only
-     * in the log are not looked up here (the cache holds them). */
+     * 0 when it does not; a negative error when the read failed. */
     int (*get)(void *t, const char *key, size_t klen,
                int (*take)(void *ctx, const char *value, size_t len), void *ctx);
     /* fn(ctx, key, klen) for every key the table holds. 0 or negative. */
     int (*each_key)(void *t, void (*fn)(void *ctx, const char *key, size_t klen),
                     void *ctx, char **err);
-    /* The rows, in key order and each key once, into the table, and the log
-     * emptied. 0 or a negative error (the caller rolls back what was
-     * written). */
+    /* The rows, in key order and each key once, into the table. 0 or a
+     * negative error (the caller rolls back what was written). */
     int (*write)(void *t, const ust_store_row *rows, size_t n, char **err);
-    /* The rows (each key once) appended to the log as one record. 0 or a
-     * negative error (the caller rolls back). */
-    int (*log)(void *t, const ust_store_row *rows, size_t n, char **err);
-    /* fn for every row of the log, oldest record first (a later row of a
-     * key replaces an earlier one). 0 or the first non-zero. */
-    int (*each_logged)(void *t, ust_store_logged_fn fn, void *ctx, char **err);
     /* 0 when the table holds no key k with lo <= k < hi (text, compared
      * bytewise); 1 when it does, or cannot tell. */
     int (*any_key_in)(void *t, const char *lo, const char *hi);
@@ -78,8 +54,7 @@ typedef struct ust_store_table {
 } ust_store_table;
 
 /* A store caching table t, which it owns from here (closed on failure too).
- * Every key of the table is read once, to know which keys are new, and its
- * log into the cache. */
+ * Every key of the table is read once, to know which keys are new. */
 int ust_store_open_table(const ust_store_table *ops, void *t, ust_store **out,
                          char **err);
 void ust_store_close(ust_store *s);
@@ -94,23 +69,16 @@ int ust_store_claim(ust_store *s, const char *key, const char *value);
 /* keep=1 applies the staged writes, keep=0 drops them. 0 or UST_ENOMEM. */
 int ust_store_end_call(ust_store *s, int keep);
 /* No key of ns in the store (cache or table)? Told to a child at start.
- * This, ust_store_flush and ust_store_settle are for a store of
- * ust_store_open_table. */
+ * This and ust_store_flush are for a store of ust_store_open_table. */
 int ust_store_ns_empty(ust_store *s, const char *ns);
 
-/* Writes every applied change to the table's log, and the logged ones into
- * the table when the cache is full. Call inside the transaction that also
- * records the decisions they belong to. */
+/* Writes every applied change to the table. Call inside the transaction
+ * that also records the decisions they belong to. */
 int ust_store_flush(ust_store *s, char **err);
 
-/* As ust_store_flush, then every logged row into the table and the log
- * emptied: at the end of a run, so that the table alone holds the state. */
-int ust_store_settle(ust_store *s, char **err);
-
 /* After the caller rolled back the transaction a flush wrote into, or
- * dropped writes it had not flushed: forgets every cached key and reads the
- * log back, so the store holds nothing the table and its log do not. A
- * failure to read it makes every later lookup and flush fail. */
+ * dropped writes it had not flushed: forgets every cached key, so the store
+ * holds nothing the table does not. */
 void ust_store_discard(ust_store *s);
 
 /* ---- decisions --------------------------------------------------------- */

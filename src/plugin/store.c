@@ -2,28 +2,17 @@
  * keeps (ust_store_table: the runner's run database, src/runner/state_db.c).
  * Lookups that miss go to the table once and are remembered, absent keys too
  * (most keys a plugin asks about are new). Writes of a decide call are staged
- * and applied at its end, or dropped.
- *
- * Applied writes are written behind: a flush appends them to the table's log
- * (one record, inside the transaction that records the decisions they belong
- * to) and they stay in the cache, "unmerged"; once the cache holds more than
- * CACHE_MAX entries or CACHE_BYTES_MAX bytes, a flush also writes every
- * unmerged key into the table, sorted, in the same transaction as it empties
- * the log, and the cache is emptied. So the table and its log are, commit
- * by commit, the state of the decisions committed with them: a store opened
- * on them (a resumed run) or one whose transaction was rolled back
- * (ust_store_discard) reads the log back into its cache, and what it holds
- * is what the table and log hold, neither lost nor doubled (a later row of a
- * key replaces an earlier one). Only the cache holds unmerged keys in
- * memory, and it is bounded, so memory stays bounded however long the log
- * is. A fixed-size Bloom filter of every key the table holds lets a lookup
- * of a new key (most lookups) skip the table. */
+ * and applied at its end, or dropped; applied writes reach the table at
+ * flush, inside the transaction that records the decisions they belong to.
+ * The cache (keys and values in an arena) is emptied after a flush once it
+ * holds more than CACHE_MAX entries or CACHE_BYTES_MAX bytes, so memory stays
+ * bounded however long the log is. A fixed-size Bloom filter of every key the
+ * table holds lets a lookup of a new key (most lookups) skip the table. */
 #include "plugin/store_internal.h"
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +20,7 @@
 typedef struct local {
     const ust_store_table *ops;
     void *table;
-    uint64_t *bloom; /* keys that may be in the table or its log */
-    entry *unmerged; /* the cached keys of the log */
-    int stale;       /* an error: the cache is not what the table holds */
+    uint64_t *bloom; /* keys that may be in the table */
 } local;
 
 /* Every key already in the table (a resumed run's) goes into the filter. */
@@ -90,8 +77,6 @@ static int local_miss(ust_store *s, const char *k, size_t klen, uint64_t h,
 {
     local *l = s->backing;
     *value = NULL;
-    if (l->stale != 0)
-        return l->stale;
     if (!bloom_may_have(l->bloom, h))
         return 0;
     miss_value m = {&s->cache_mem, NULL};
@@ -124,48 +109,6 @@ static void local_after_call(ust_store *s)
 
 static const ust__store_ops local_ops = UST__STORE_OPS(local);
 
-static entry *find(ust_store *s, const char *k, size_t klen, uint64_t h);
-static entry *insert(ust_store *s, const char *k, size_t klen, uint64_t h, char *value);
-
-static void mark_unmerged(local *l, entry *e)
-{
-    if (!e->unmerged) {
-        e->unmerged = 1;
-        e->next_unmerged = l->unmerged;
-        l->unmerged = e;
-    }
-}
-
-/* A row of the log into the cache, unmerged: it replaces what the cache
- * holds of its key (an earlier row's value). */
-static int take_logged(void *ctx, const char *key, size_t klen, const char *value,
-                       size_t vlen)
-{
-    ust_store *s = ctx;
-    local *l = s->backing;
-    uint64_t h = ust_fnv1a64(key, klen);
-    entry *e = find(s, key, klen, h);
-    if (e == NULL && (e = insert(s, key, klen, h, NULL)) == NULL)
-        return UST_ENOMEM;
-    e->value = value ? ust__arena_memdup(&s->cache_mem, value, vlen) : NULL;
-    if (value != NULL && e->value == NULL)
-        return UST_ENOMEM;
-    if (value != NULL)
-        bloom_add(l->bloom, h);
-    mark_unmerged(l, e);
-    return 0;
-}
-
-/* The log, the writes the table does not hold yet, into the empty cache. */
-static int read_log(ust_store *s, char **err)
-{
-    local *l = s->backing;
-    int rc = l->ops->each_logged(l->table, take_logged, s, err);
-    if (rc == UST_ENOMEM && err != NULL && *err == NULL)
-        rc = ust_errf(err, rc, "state: out of memory reading the state log");
-    return rc;
-}
-
 int ust_store_open_table(const ust_store_table *ops, void *t, ust_store **out,
                          char **err)
 {
@@ -181,8 +124,6 @@ int ust_store_open_table(const ust_store_table *ops, void *t, ust_store **out,
     l->table = t;
     l->bloom = ust_calloc(BLOOM_BITS / 64, sizeof(uint64_t));
     int rc = l->bloom ? ops->each_key(t, bloom_key, l->bloom, err) : UST_ENOMEM;
-    if (rc == 0)
-        rc = read_log(s, err);
     if (rc != 0) {
         ust_store_close(s);
         return rc;
@@ -421,118 +362,43 @@ static int by_key(const void *a, const void *b)
     return c != 0 ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
 
-/* The entries of a list (linked through next_dirty or next_unmerged, at
- * offset link) as rows in key order, which keeps a table's writes on
- * neighbouring B-tree pages; *n of them. */
-static ust_store_row *rows_of(entry *list, size_t link, size_t *n)
-{
-    size_t count = 0;
-    for (entry *e = list; e != NULL; e = *(entry **)((char *)e + link))
-        count++;
-    ust_store_row *rows = ust_malloc((count ? count : 1) * sizeof(*rows));
-    if (rows == NULL)
-        return NULL;
-    count = 0;
-    for (entry *e = list; e != NULL; e = *(entry **)((char *)e + link))
-        rows[count++] = (ust_store_row){e->key, e->klen, e->value};
-    qsort(rows, count, sizeof(*rows), by_key);
-    *n = count;
-    return rows;
-}
-
-/* The caller rolls back: what the cache holds beyond the table and its log
- * is gone with it, and until ust_store_discard reads the log back the store
- * answers nothing. */
-static int fail(ust_store *s, int rc)
+/* The table takes the writes in key order, which keeps them on
+ * neighbouring B-tree pages. */
+int ust_store_flush(ust_store *s, char **err)
 {
     local *l = s->backing;
-    ust__store_clear_cache(s);
-    l->unmerged = NULL;
-    l->stale = rc;
-    return rc;
-}
-
-/* The writes since the last flush appended to the log, now unmerged. */
-static int log_dirty(ust_store *s, char **err)
-{
-    local *l = s->backing;
-    if (s->dirty == NULL)
-        return 0;
     size_t n = 0;
-    ust_store_row *rows = rows_of(s->dirty, offsetof(entry, next_dirty), &n);
+    for (entry *e = s->dirty; e != NULL; e = e->next_dirty)
+        n++;
+    ust_store_row *rows = ust_malloc((n ? n : 1) * sizeof(*rows));
     if (rows == NULL)
         return UST_ENOMEM;
-    int rc = l->ops->log(l->table, rows, n, err);
-    ust_free(rows);
-    if (rc != 0)
-        return rc;
+    n = 0;
     for (entry *e = s->dirty; e != NULL; e = e->next_dirty) {
         e->dirty = 0;
         if (e->value != NULL)
             bloom_add(l->bloom, e->hash);
-        mark_unmerged(l, e);
+        rows[n++] = (ust_store_row){e->key, e->klen, e->value};
+    }
+    qsort(rows, n, sizeof(*rows), by_key);
+    int rc = l->ops->write(l->table, rows, n, err);
+    ust_free(rows);
+    if (rc != 0) {
+        /* The caller rolls back: what the cache holds beyond the table is
+         * gone with it (entries already marked clean included). */
+        ust__store_clear_cache(s);
+        return rc;
     }
     s->dirty = NULL;
-    return 0;
-}
-
-/* Every unmerged key into the table, the log emptied. */
-static int merge(ust_store *s, char **err)
-{
-    local *l = s->backing;
-    size_t n = 0;
-    ust_store_row *rows = rows_of(l->unmerged, offsetof(entry, next_unmerged), &n);
-    if (rows == NULL)
-        return UST_ENOMEM;
-    int rc = n > 0 ? l->ops->write(l->table, rows, n, err) : 0;
-    ust_free(rows);
-    if (rc != 0)
-        return rc;
-    for (entry *e = l->unmerged; e != NULL; e = e->next_unmerged)
-        e->unmerged = 0;
-    l->unmerged = NULL;
-    return 0;
-}
-
-static int flush(ust_store *s, int settle, char **err)
-{
-    local *l = s->backing;
-    if (l->stale != 0)
-        return ust_errf(err, l->stale,
-                        "state: the store was not discarded after a rollback");
-    int rc = log_dirty(s, err);
-    int full = ust__store_cache_full(s);
-    if (rc == 0 && (full || settle))
-        rc = merge(s, err);
-    if (rc != 0)
-        return fail(s, rc);
-    if (full)
+    if (ust__store_cache_full(s))
         ust__store_clear_cache(s);
     return 0;
-}
-
-int ust_store_flush(ust_store *s, char **err)
-{
-    return flush(s, 0, err);
-}
-
-int ust_store_settle(ust_store *s, char **err)
-{
-    return flush(s, 1, err);
 }
 
 void ust_store_discard(ust_store *s)
 {
     clear_stage(s);
     ust__store_clear_cache(s);
-    if (s->ops != &local_ops)
-        return;
-    local *l = s->backing;
-    l->unmerged = NULL;
-    l->stale = 0;
-    int rc = read_log(s, NULL);
-    if (rc != 0)
-        fail(s, rc);
 }
 
 int ust_store_ns_empty(ust_store *s, const char *ns)

@@ -35,13 +35,11 @@ static inline const char *key_name(const char *k)
 typedef struct entry {
     struct entry *next; /* hash chain */
     struct entry *next_dirty;
-    struct entry *next_unmerged; /* logged, not yet in the table (store.c) */
     uint64_t hash;
-    char *key;    /* ns NS_SEP key '\0' */
-    size_t klen;  /* ns + 1 + key */
-    char *value;  /* NULL: known to be absent */
-    int dirty;    /* written since the last flush */
-    int unmerged; /* in the table's log, not yet in the table */
+    char *key;   /* ns NS_SEP key '\0' */
+    size_t klen; /* ns + 1 + key */
+    char *value; /* NULL: known to be absent */
+    int dirty;
 } entry;
 
 /* A write of the call in progress, in the call's arena. */

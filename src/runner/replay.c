@@ -797,21 +797,6 @@ void ust_runner_close(ust_runner *r)
     ust_free(r);
 }
 
-/* The state's log into its table (store.c's write-behind), in a
- * transaction of its own: a finished run's state is its `state` table. */
-static int settle_state(replay *r, char **err)
-{
-    int rc = ust__run_writer_begin(&r->run, err);
-    if (rc != 0)
-        return rc;
-    rc = ust_store_settle(r->store, err);
-    if (rc == 0)
-        rc = ust__run_writer_commit(&r->run, err);
-    if (rc != 0)
-        roll_back_step(r);
-    return rc;
-}
-
 int ust_replay(const ust_replay_opts *o, ust_replay_stats *stats, char **err)
 {
     memset(stats, 0, sizeof(*stats));
@@ -819,8 +804,6 @@ int ust_replay(const ust_replay_opts *o, ust_replay_stats *stats, char **err)
     int rc = ust_runner_open(o, &r, err);
     if (rc == 0)
         rc = ust_runner_step(r, stats, err);
-    if (rc == 0)
-        rc = settle_state(r, err);
     ust_runner_close(r);
     return rc;
 }

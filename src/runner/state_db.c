@@ -1,22 +1,13 @@
 /* The plugins' state store over a database of the runner's (the run
  * database, or the answers database of `serve --respond legacy`): its
- * `state` table and `state_log`, reached by the store (src/plugin/store.c)
- * through the operations of a ust_store_table. The SQL of the tables is
- * here alone.
- *
- * state_log holds the writes the store has flushed but not yet merged into
- * `state` (write-behind, see store.c): one row a flush, its rows encoded as
- * a blob (encode_rows). Both tables change only in the caller's
- * transactions, the ones that also record the decisions and the cursor, so
- * `state` plus `state_log` read in id order is always the state of the
- * committed cursor. */
+ * `state` table, reached by the store (src/plugin/store.c) through the
+ * operations of a ust_store_table. The SQL of the table is here alone. */
 #include <understudy/alloc.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
 #include <understudy/runner.h>
 
 #include <sqlite3.h>
-#include <stdint.h>
 #include <string.h>
 
 /* The state table, made or brought to its current layout. A run database
@@ -26,9 +17,7 @@ static int state_table(sqlite3 *db, char **err)
 {
     static const char create[] =
         "CREATE TABLE IF NOT EXISTS state(key TEXT NOT NULL PRIMARY KEY,"
-        " value TEXT NOT NULL) WITHOUT ROWID;"
-        "CREATE TABLE IF NOT EXISTS state_log(id INTEGER PRIMARY KEY,"
-        " rows BLOB NOT NULL)";
+        " value TEXT NOT NULL) WITHOUT ROWID";
     /* A savepoint: a transaction of its own, or part of the caller's. */
     static const char convert[] =
         "SAVEPOINT state_convert;"
@@ -38,8 +27,6 @@ static int state_table(sqlite3 *db, char **err)
         "INSERT INTO state(key, value) SELECT ns || char(31) || key, value"
         " FROM state_by_ns ORDER BY 1;"
         "DROP TABLE state_by_ns;"
-        "CREATE TABLE IF NOT EXISTS state_log(id INTEGER PRIMARY KEY,"
-        " rows BLOB NOT NULL);"
         "RELEASE state_convert";
     sqlite3_stmt *probe = NULL;
     int old =
@@ -59,9 +46,6 @@ static int state_table(sqlite3 *db, char **err)
 typedef struct state_db {
     sqlite3 *db; /* the caller's */
     sqlite3_stmt *select, *upsert, *upsert_rows, *remove;
-    sqlite3_stmt *log, *empty_log;
-    unsigned char *buf; /* encode_rows' */
-    size_t cap;
 } state_db;
 
 static int db_error(const state_db *d, char **err)
@@ -157,118 +141,6 @@ static int db_write(void *t, const ust_store_row *rows, size_t n, char **err)
         bind_row(d->upsert, 1, batch[k]);
         rc = step_done(d, d->upsert, err);
     }
-    return rc == 0 ? step_done(d, d->empty_log, err) : rc;
-}
-
-/* A log record: per row, the key's length (4 bytes, little-endian), the
- * key, the value's length or DELETED, the value. */
-#define DELETED 0xffffffffu
-
-static unsigned char *put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        *p++ = (unsigned char)(v >> (8 * i));
-    return p;
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-/* The rows as one record in d->buf; its length, or 0 when out of memory. */
-static size_t encode_rows(state_db *d, const ust_store_row *rows, size_t n)
-{
-    size_t need = 0;
-    for (size_t i = 0; i < n; i++)
-        need += 8 + rows[i].klen + (rows[i].value ? strlen(rows[i].value) : 0);
-    if (need > d->cap) {
-        unsigned char *grown = ust_realloc(d->buf, need);
-        if (grown == NULL)
-            return 0;
-        d->buf = grown;
-        d->cap = need;
-    }
-    unsigned char *p = d->buf;
-    for (size_t i = 0; i < n; i++) {
-        p = put_u32(p, (uint32_t)rows[i].klen);
-        memcpy(p, rows[i].key, rows[i].klen);
-        p += rows[i].klen;
-        size_t vlen = rows[i].value ? strlen(rows[i].value) : 0;
-        p = put_u32(p, rows[i].value ? (uint32_t)vlen : DELETED);
-        memcpy(p, rows[i].value ? rows[i].value : "", vlen);
-        p += vlen;
-    }
-    return need;
-}
-
-static int db_log(void *t, const ust_store_row *rows, size_t n, char **err)
-{
-    state_db *d = t;
-    size_t len = n > 0 ? encode_rows(d, rows, n) : 0;
-    if (n > 0 && len == 0)
-        return ust_errf(err, UST_ENOMEM, "state: out of memory logging %zu rows", n);
-    if (len > INT32_MAX)
-        return ust_errf(err, UST_EINVAL, "state: %zu bytes in one log record", len);
-    if (n == 0)
-        return 0;
-    sqlite3_bind_blob(d->log, 1, d->buf, (int)len, SQLITE_STATIC);
-    return step_done(d, d->log, err);
-}
-
-/* A length of a record at *p, the bytes it counts after it (or none for
- * DELETED) within end: 0 and *p past them, or -1 when they do not fit. */
-static int take_field(const unsigned char **p, const unsigned char *end,
-                      const char **bytes, uint32_t *len)
-{
-    if (end - *p < 4)
-        return -1;
-    *len = get_u32(*p);
-    *p += 4;
-    *bytes = (const char *)*p;
-    if (*len == DELETED)
-        return 0;
-    if ((size_t)(end - *p) < *len)
-        return -1;
-    *p += *len;
-    return 0;
-}
-
-/* The rows of one record to fn; UST_EDB when it does not parse (a run
- * database written by something else). */
-static int decode_rows(const unsigned char *p, size_t len, ust_store_logged_fn fn,
-                       void *ctx, char **err)
-{
-    const unsigned char *end = p + len;
-    while (p < end) {
-        const char *key, *value;
-        uint32_t klen, vlen;
-        if (take_field(&p, end, &key, &klen) != 0 || klen == DELETED ||
-            take_field(&p, end, &value, &vlen) != 0)
-            return ust_errf(err, UST_EDB, "state: a state_log record is corrupt");
-        int rc = vlen == DELETED ? fn(ctx, key, klen, NULL, 0)
-                                 : fn(ctx, key, klen, value, vlen);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
-}
-
-static int db_each_logged(void *t, ust_store_logged_fn fn, void *ctx, char **err)
-{
-    state_db *d = t;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(d->db, "SELECT rows FROM state_log ORDER BY id", -1, &st,
-                           NULL) != SQLITE_OK)
-        return db_error(d, err);
-    int step, rc = 0;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = decode_rows(sqlite3_column_blob(st, 0),
-                         (size_t)sqlite3_column_bytes(st, 0), fn, ctx, err);
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = db_error(d, err);
-    sqlite3_finalize(st);
     return rc;
 }
 
@@ -295,9 +167,6 @@ static void db_close(void *t)
     sqlite3_finalize(d->upsert);
     sqlite3_finalize(d->upsert_rows);
     sqlite3_finalize(d->remove);
-    sqlite3_finalize(d->log);
-    sqlite3_finalize(d->empty_log);
-    ust_free(d->buf);
     ust_free(d);
 }
 
@@ -305,8 +174,6 @@ static const ust_store_table state_ops = {
     .get = db_get,
     .each_key = db_each_key,
     .write = db_write,
-    .log = db_log,
-    .each_logged = db_each_logged,
     .any_key_in = db_any_key_in,
     .close = db_close,
 };
@@ -326,11 +193,7 @@ int ust_store_open(sqlite3 *db, ust_store **out, char **err)
         prepare_upsert(d, 1, &d->upsert) != SQLITE_OK ||
         prepare_upsert(d, UPSERT_ROWS, &d->upsert_rows) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "DELETE FROM state WHERE key = ?1", -1, &d->remove,
-                           NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO state_log(rows) VALUES(?1)", -1, &d->log,
-                           NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "DELETE FROM state_log", -1, &d->empty_log, NULL) !=
-            SQLITE_OK) {
+                           NULL) != SQLITE_OK) {
         rc = db_error(d, err);
         db_close(d);
         return rc;

@@ -186,8 +186,7 @@ static void store_key(int round, int j, char key[32], char value[64])
 
 /* One decide's worth of state operations and the flush that commits them,
  * as the runner does: on any failure the transaction is rolled back and the
- * store discards what it cached. A settling flush: through the log and into
- * the table, so that both may fail. */
+ * store discards what it cached. */
 static int store_round(sqlite3 *db, ust_store *s, int round)
 {
     ust_store_begin_call(s, "candidate");
@@ -210,7 +209,7 @@ static int store_round(sqlite3 *db, ust_store *s, int round)
     char *err = NULL;
     assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
     if (rc == 0)
-        rc = ust_store_settle(s, &err);
+        rc = ust_store_flush(s, &err);
     ust_free(err);
     if (rc == 0) {
         assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);

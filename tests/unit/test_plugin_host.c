@@ -199,92 +199,6 @@ static void test_store_cache_empties_when_full(void **state)
     ust_store_end_call(store, 0);
 }
 
-/* The value of key in ns as a fresh store over db (a resumed run) sees it,
- * "-" when absent. */
-static char *resumed_value(const char *ns, const char *key)
-{
-    ust_store *fresh = NULL;
-    char *err = NULL;
-    assert_int_equal(ust_store_open(db, &fresh, &err), 0);
-    const char *v = NULL;
-    ust_store_begin_call(fresh, ns);
-    int rc = ust_store_get(fresh, key, &v);
-    assert_true(rc >= 0);
-    char *out = ust_strdup(rc == 1 ? v : "-");
-    ust_store_end_call(fresh, 0);
-    ust_store_close(fresh);
-    return out;
-}
-
-static int64_t count_of(const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
-static void put_one(ust_store *s, const char *key, const char *value)
-{
-    ust_store_begin_call(s, "legacy");
-    assert_int_equal(value ? ust_store_put(s, key, value) : ust_store_delete(s, key),
-                     0);
-    assert_int_equal(ust_store_end_call(s, 1), 0);
-}
-
-/* Written behind: a flush leaves its writes in the state log, a later record
- * of a key replacing an earlier one; a rolled-back flush leaves the log of
- * the commits before it, which the discarded store reads back; a settle
- * moves everything into the table and empties the log. */
-static void test_store_log_is_the_committed_state(void **state)
-{
-    (void)state;
-    put_one(store, "a", "1");
-    put_one(store, "gone", "x");
-    flush(store);
-    put_one(store, "a", "2");
-    put_one(store, "gone", NULL);
-    flush(store);
-    assert_int_equal(count_of("SELECT count(*) FROM state"), 0);
-    assert_int_equal(count_of("SELECT count(*) FROM state_log"), 2);
-    char *v = resumed_value("legacy", "a");
-    assert_string_equal(v, "2");
-    ust_free(v);
-    v = resumed_value("legacy", "gone");
-    assert_string_equal(v, "-");
-    ust_free(v);
-
-    /* A flush whose transaction is rolled back. */
-    put_one(store, "a", "3");
-    put_one(store, "b", "4");
-    char *err = NULL;
-    assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-    assert_int_equal(ust_store_flush(store, &err), 0);
-    assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    ust_store_discard(store);
-    const char *got = NULL;
-    ust_store_begin_call(store, "legacy");
-    assert_int_equal(ust_store_get(store, "a", &got), 1);
-    assert_string_equal(got, "2");
-    assert_int_equal(ust_store_get(store, "b", &got), 0);
-    ust_store_end_call(store, 0);
-
-    put_one(store, "c", "5");
-    assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-    assert_int_equal(ust_store_settle(store, &err), 0);
-    assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
-    assert_int_equal(count_of("SELECT count(*) FROM state_log"), 0);
-    assert_int_equal(count_of("SELECT count(*) FROM state WHERE value = '2' OR"
-                              " value = '5'"),
-                     2);
-    assert_int_equal(count_of("SELECT count(*) FROM state"), 2);
-    v = resumed_value("legacy", "a");
-    assert_string_equal(v, "2");
-    ust_free(v);
-}
-
 /* A run database from before the namespace joined the key: its state is
  * converted on open, and the resumed run reads every value in its own
  * namespace and nowhere else. */
@@ -385,8 +299,6 @@ int main(void)
                                         store_setup, store_teardown),
         cmocka_unit_test_setup_teardown(test_store_cache_empties_when_full, store_setup,
                                         store_teardown),
-        cmocka_unit_test_setup_teardown(test_store_log_is_the_committed_state,
-                                        store_setup, store_teardown),
         cmocka_unit_test(test_store_converts_a_run_from_the_older_layout),
         cmocka_unit_test_setup_teardown(
             test_plugins_say_whether_they_read_the_raw_request, store_setup,
