@@ -113,15 +113,6 @@ static double run(writer *w, long n)
         }
         sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL);
     }
-#ifndef BENCH_STORE_BEFORE_SETTLE /* built against a tree without it */
-    /* The written-behind keys into the table: their cost counts. */
-    sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL);
-    if (w->store != NULL && ust_store_settle(w->store, &err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        exit(2);
-    }
-    sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL);
-#endif
     return (cpu_now() - t0) * 1e6 / n;
 }
 
