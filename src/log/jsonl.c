@@ -164,11 +164,26 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
     return rc;
 }
 
+static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
+                               ust_response *resp, char **err);
+
 int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
                              ust_response *resp, char **err)
 {
     memset(req, 0, sizeof(*req));
     memset(resp, 0, sizeof(*resp));
+    /* The line's tree lives only in here: carved from an arena, let go at
+     * once (what the request keeps is copied out with ust_malloc). */
+    ust_json_arena arena;
+    ust_json_arena_open(&arena);
+    int rc = parse_exchange_tree(line, len, req, resp, err);
+    ust_json_arena_close(&arena);
+    return rc;
+}
+
+static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
+                               ust_response *resp, char **err)
+{
     json_error_t jerr;
     json_t *obj =
         ust_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);

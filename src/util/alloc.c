@@ -2,6 +2,7 @@
 #include <understudy/error.h>
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,102 @@ static struct {
 
 /* Refused allocations on this thread, for ust_alloc_failures. */
 static _Thread_local unsigned long failures;
+
+/* The arena open on this thread, innermost first (ust_json_arena_open). */
+static _Thread_local ust_json_arena *open_arena;
+
+struct ust__arena_chunk {
+    struct ust__arena_chunk *next;
+    unsigned char *end;
+    _Alignas(16) unsigned char room[];
+};
+
+#define ARENA_ALIGN 16
+#define ARENA_CHUNK (64 * 1024)
+
+static int arena_holds(const ust_json_arena *a, const void *p)
+{
+    const unsigned char *b = p;
+    if (b >= a->first && b < a->first + sizeof(a->first))
+        return 1;
+    for (const struct ust__arena_chunk *c = a->chunks; c != NULL; c = c->next)
+        if (b >= c->room && b < c->end)
+            return 1;
+    return 0;
+}
+
+static void *arena_take(ust_json_arena *a, size_t size)
+{
+    size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (size == 0 || size > (size_t)(a->end - a->at)) {
+        /* A new chunk; one bigger than a chunk's share holds that one block
+         * alone, so the room left in the current chunk is not given up. */
+        size_t room = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
+        if (size == 0 || room > (size_t)-1 - sizeof(struct ust__arena_chunk))
+            return NULL;
+        struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + room);
+        if (c == NULL)
+            return NULL;
+        c->next = a->chunks;
+        c->end = c->room + room;
+        a->chunks = c;
+        if (room == size)
+            return c->room;
+        a->at = c->room;
+        a->end = c->end;
+    }
+    void *p = a->at;
+    a->at += size;
+    return p;
+}
+
+/* jansson's allocator: the innermost open arena, else the seam. */
+static void *json_alloc(size_t size)
+{
+    return open_arena != NULL ? arena_take(open_arena, size ? size : 1)
+                              : ust_malloc(size);
+}
+
+/* A block of an open arena lives until its arena closes. */
+static void json_release(void *p)
+{
+    if (p == NULL)
+        return;
+    for (const ust_json_arena *a = open_arena; a != NULL; a = a->outer)
+        if (arena_holds(a, p))
+            return;
+    ust_free(p);
+}
+
+static void install_json_funcs(void)
+{
+    json_set_alloc_funcs(json_alloc, json_release);
+}
+
+static pthread_once_t json_funcs_once = PTHREAD_ONCE_INIT;
+
+void ust_json_arena_open(ust_json_arena *a)
+{
+    /* Installed at the first arena (or allocator replacement): until then
+     * jansson's own malloc and free are what these forward to anyway. */
+    pthread_once(&json_funcs_once, install_json_funcs);
+    a->outer = open_arena;
+    a->at = a->first;
+    a->end = a->first + sizeof(a->first);
+    a->chunks = NULL;
+    open_arena = a;
+}
+
+void ust_json_arena_close(ust_json_arena *a)
+{
+    open_arena = a->outer;
+    while (a->chunks != NULL) {
+        struct ust__arena_chunk *next = a->chunks->next;
+        ust_free(a->chunks);
+        a->chunks = next;
+    }
+    a->at = a->end = NULL;
+}
 
 int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f)
 {
@@ -29,7 +126,7 @@ int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f)
      * without code that runs at load time. ust_malloc and ust_free follow
      * any later replacement; installing again undoes a json_set_alloc_funcs
      * made elsewhere. */
-    json_set_alloc_funcs(ust_malloc, ust_free);
+    install_json_funcs();
     return 0;
 }
 
