@@ -61,7 +61,8 @@ struct json_t *ust_json_load_file(const char *path, size_t flags,
  * per node (a line of the interchange format is ~50 of each). Nothing
  * jansson allocated while it was open may be used after it closes: open it
  * around a parse, the tree's use and its json_decref, never around a
- * json_dumps whose text outlives it. Regions nest (a free while several
+ * json_dumps whose text outlives it (ust_free of such a text while the
+ * arena is open does nothing: the arena frees it). Regions nest (a free while several
  * are open finds its own); the first UST_JSON_ARENA_INLINE bytes live in
  * the struct itself (on the caller's stack), more come from ust_malloc,
  * so a refused allocation fails the parse as before. */
@@ -71,6 +72,7 @@ typedef struct ust_json_arena {
     struct ust_json_arena *outer;
     unsigned char *at, *end; /* the free room of the chunk in use */
     struct ust__arena_chunk *chunks;
+    int failed; /* a chunk was refused: every later block is too */
     _Alignas(16) unsigned char first[UST_JSON_ARENA_INLINE];
 } ust_json_arena;
 void ust_json_arena_open(ust_json_arena *a);

@@ -41,16 +41,26 @@ static int arena_holds(const ust_json_arena *a, const void *p)
 
 static void *arena_take(ust_json_arena *a, size_t size)
 {
+    /* Once refused, always refused until the arena closes: jansson 2.14's
+     * lexer ignores a failure to grow its buffer and goes on, so a later
+     * small block served from the room left could let it scan past the
+     * bytes it kept. The parse fails either way (ust_json_loadb). */
+    if (a->failed)
+        return NULL;
     size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (size == 0 || size > (size_t)(a->end - a->at)) {
         /* A new chunk; one bigger than a chunk's share holds that one block
          * alone, so the room left in the current chunk is not given up. */
         size_t room = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
-        if (size == 0 || room > (size_t)-1 - sizeof(struct ust__arena_chunk))
+        if (size == 0 || room > (size_t)-1 - sizeof(struct ust__arena_chunk)) {
+            a->failed = 1;
             return NULL;
+        }
         struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + room);
-        if (c == NULL)
+        if (c == NULL) {
+            a->failed = 1;
             return NULL;
+        }
         c->next = a->chunks;
         c->end = c->room + room;
         a->chunks = c;
@@ -71,20 +81,19 @@ static void *json_alloc(size_t size)
                               : ust_malloc(size);
 }
 
-/* A block of an open arena lives until its arena closes. */
-static void json_release(void *p)
+/* A block of an open arena lives until its arena closes, whoever frees it
+ * (json_decref, or ust_free of a text json_dumps made in the arena). */
+static int in_open_arena(const void *p)
 {
-    if (p == NULL)
-        return;
     for (const ust_json_arena *a = open_arena; a != NULL; a = a->outer)
         if (arena_holds(a, p))
-            return;
-    ust_free(p);
+            return 1;
+    return 0;
 }
 
 static void install_json_funcs(void)
 {
-    json_set_alloc_funcs(json_alloc, json_release);
+    json_set_alloc_funcs(json_alloc, ust_free);
 }
 
 static pthread_once_t json_funcs_once = PTHREAD_ONCE_INIT;
@@ -98,6 +107,7 @@ void ust_json_arena_open(ust_json_arena *a)
     a->at = a->first;
     a->end = a->first + sizeof(a->first);
     a->chunks = NULL;
+    a->failed = 0;
     open_arena = a;
 }
 
@@ -205,7 +215,7 @@ json_t *ust_json_load_file(const char *path, size_t flags, json_error_t *e)
 
 void ust_free(void *ptr)
 {
-    if (ptr != NULL)
+    if (ptr != NULL && (open_arena == NULL || !in_open_arena(ptr)))
         allocator.free_fn(ptr);
 }
 
