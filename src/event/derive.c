@@ -222,7 +222,8 @@ static int derive_parsed(const ust_config *cfg, const ust_request *req, unsigned
         if (rc == 0 && !(flags & UST_DERIVE_SKIP_SIGNATURE))
             ev->sig = derive_sig(r, req);
     }
-    json_decref(body);
+    /* No json_decref: the body's tree is the arena's (ust_event_derive_ex),
+     * freed whole when it closes. */
     if (rc != 0) {
         ust_event_clear(ev);
         return ust_errf(err, UST_ENOMEM, "out of memory");

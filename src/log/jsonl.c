@@ -236,7 +236,8 @@ static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
             rc = parse_response(obj, resp, err);
     }
     ust_free(received_at);
-    json_decref(obj);
+    /* No json_decref: the tree is the arena's, freed whole when it closes
+     * (walking it to free each node into the arena would do nothing). */
     if (rc != 0) {
         ust_request_clear(req);
         ust_response_clear(resp);
