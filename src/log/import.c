@@ -8,7 +8,6 @@
 #include <understudy/error.h>
 #include <understudy/event.h>
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -146,116 +145,26 @@ int ust_log_import(ust_log *log, const ust_config *cfg, FILE *in, const char *la
     return ust_log_import_progress(log, cfg, in, label, NULL, n_out, err);
 }
 
-/* A batch of parsed lines, before derivation. */
-typedef struct import_batch {
-    ust_request reqs[IMPORT_BATCH];
-    ust_response answers[IMPORT_BATCH];
-    size_t n;
-} import_batch;
-
-/* The thread that derives and appends each batch while the importing one
- * reads and parses the next: the body's second parse, its hashes and the
- * signature run on the other core. One batch at a time, in the order
- * handed over, so the rows and the chain are what one thread appends. */
-typedef struct import_deriver {
-    ust_log *log;
-    const ust_config *cfg;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    import_batch *queued; /* handed over, not appended yet */
-    int64_t appended;     /* events appended so far */
-    int stop;             /* nothing more will be handed over */
-    int rc;               /* the first batch that failed, with err */
-    char *err;
-} import_deriver;
-
-/* Derives and appends b (or only lets it go after a failure). */
-static void deriver_run(import_deriver *d, import_batch *b, int failed)
+int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
+                            const char *label, const ust_progress *progress,
+                            int64_t *n_out, char **err)
 {
-    char *err = NULL;
-    size_t n = b->n;
-    int rc = failed;
-    if (failed == 0)
-        rc = flush(d->log, d->cfg, b->reqs, b->answers, &b->n, &err);
-    for (size_t i = 0; i < b->n; i++) {
-        ust_request_clear(&b->reqs[i]);
-        ust_response_clear(&b->answers[i]);
-    }
-    b->n = 0;
-    pthread_mutex_lock(&d->mu);
-    if (failed == 0 && rc != 0) {
-        d->rc = rc;
-        d->err = err;
-        err = NULL;
-    } else if (rc == 0) {
-        d->appended += (int64_t)n;
-    }
-    d->queued = NULL;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
-    ust_free(err);
-}
-
-static void *derive_batches(void *arg)
-{
-    import_deriver *d = arg;
-    pthread_mutex_lock(&d->mu);
-    for (;;) {
-        while (d->queued == NULL && !d->stop)
-            pthread_cond_wait(&d->cv, &d->mu);
-        if (d->queued == NULL)
-            break;
-        import_batch *b = d->queued;
-        int failed = d->rc;
-        pthread_mutex_unlock(&d->mu);
-        deriver_run(d, b, failed);
-        pthread_mutex_lock(&d->mu);
-    }
-    pthread_mutex_unlock(&d->mu);
-    return NULL;
-}
-
-/* Waits until the deriver has appended what it was handed; its rc, and the
- * events appended in *appended. */
-static int deriver_idle(import_deriver *d, int64_t *appended)
-{
-    pthread_mutex_lock(&d->mu);
-    while (d->queued != NULL)
-        pthread_cond_wait(&d->cv, &d->mu);
-    int rc = d->rc;
-    *appended = d->appended;
-    pthread_mutex_unlock(&d->mu);
-    return rc;
-}
-
-/* Hands b over (the deriver idle); without a thread, runs it here. */
-static void deriver_hand(import_deriver *d, import_batch *b, int threaded)
-{
-    if (!threaded) {
-        d->queued = b;
-        deriver_run(d, b, 0);
-        return;
-    }
-    pthread_mutex_lock(&d->mu);
-    d->queued = b;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
-}
-
-/* Reads and parses into one batch while the deriver derives and appends
- * the other. A line that does not parse is reported only once the batches
- * before it are in: an earlier failure is the one to tell. */
-static int import_lines(import_deriver *d, import_batch *slots, int threaded, FILE *in,
-                        const char *label, const ust_progress *progress, char **err)
-{
+    if (n_out != NULL)
+        *n_out = 0;
     int64_t bytes = 0, size = progress != NULL ? input_size(in, &bytes) : -1;
-    int64_t appended = 0;
-    import_batch *b = &slots[0];
-    size_t lineno = 0;
-    char *line = NULL, *mine = NULL;
+    ust_request *batch = ust_calloc(IMPORT_BATCH, sizeof(*batch));
+    ust_response *answers = ust_calloc(IMPORT_BATCH, sizeof(*answers));
+    if (batch == NULL || answers == NULL) {
+        ust_free(batch);
+        ust_free(answers);
+        return UST_ENOMEM;
+    }
+    int rc = ust_log_begin(log, err);
+    size_t n = 0, lineno = 0;
+    int64_t total = 0;
+    char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int rc = 0;
     while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
         bytes += len;
@@ -264,82 +173,35 @@ static int import_lines(import_deriver *d, import_batch *slots, int threaded, FI
         if (len == 0)
             continue; /* blank lines carry nothing */
         char *why = NULL;
-        rc = ust_jsonl_parse_exchange(line, (size_t)len, &b->reqs[b->n],
-                                      &b->answers[b->n], &why);
+        rc = ust_jsonl_parse_exchange(line, (size_t)len, &batch[n], &answers[n], &why);
         if (rc != 0) {
-            rc = ust_errf(&mine, rc, "%s:%zu: %s", label, lineno,
+            rc = ust_errf(err, rc, "%s:%zu: %s", label, lineno,
                           why ? why : ust_strerror(rc));
             ust_free(why);
             break;
         }
-        if (++b->n < IMPORT_BATCH)
-            continue;
-        /* The other batch is in before this one is handed over. */
-        if ((rc = deriver_idle(d, &appended)) != 0)
-            break;
-        tell(progress, appended, bytes, size);
-        deriver_hand(d, b, threaded);
-        b = b == &slots[0] ? &slots[1] : &slots[0];
+        n++;
+        total++;
+        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
+            tell(progress, total, bytes, size);
     }
     free(line);
     if (rc == 0 && ferror(in))
-        rc = ust_errf(&mine, UST_EIO, "%s: read error", label);
-    if (rc == 0 && b->n > 0 && (rc = deriver_idle(d, &appended)) == 0)
-        deriver_hand(d, b, threaded);
-    int derived = deriver_idle(d, &appended);
-    for (size_t i = 0; i < b->n; i++) { /* a batch that was not handed over */
-        ust_request_clear(&b->reqs[i]);
-        ust_response_clear(&b->answers[i]);
+        rc = ust_errf(err, UST_EIO, "%s: read error", label);
+    if (rc == 0 && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
+        tell(progress, total, size, size); /* at the end: all of it read */
+    for (size_t i = 0; i < n; i++) {
+        ust_request_clear(&batch[i]);
+        ust_response_clear(&answers[i]);
     }
-    b->n = 0;
-    if (derived != 0) {
-        rc = ust_errf(err, derived, "%s", d->err ? d->err : ust_strerror(derived));
-    } else if (rc != 0) {
-        rc = ust_errf(err, rc, "%s", mine ? mine : ust_strerror(rc));
-    } else {
-        tell(progress, appended, size, size); /* at the end: all of it read */
-    }
-    ust_free(mine);
-    return rc;
-}
-
-int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
-                            const char *label, const ust_progress *progress,
-                            int64_t *n_out, char **err)
-{
-    if (n_out != NULL)
-        *n_out = 0;
-    import_batch *slots = ust_calloc(2, sizeof(*slots));
-    if (slots == NULL)
-        return UST_ENOMEM;
-    import_deriver d;
-    memset(&d, 0, sizeof(d));
-    d.log = log;
-    d.cfg = cfg;
-    pthread_mutex_init(&d.mu, NULL);
-    pthread_cond_init(&d.cv, NULL);
-    int rc = ust_log_begin(log, err);
-    pthread_t thread;
-    int threaded = rc == 0 && pthread_create(&thread, NULL, derive_batches, &d) == 0;
-    if (rc == 0)
-        rc = import_lines(&d, slots, threaded, in, label, progress, err);
-    if (threaded) {
-        pthread_mutex_lock(&d.mu);
-        d.stop = 1;
-        pthread_cond_broadcast(&d.cv);
-        pthread_mutex_unlock(&d.mu);
-        pthread_join(thread, NULL);
-    }
-    pthread_cond_destroy(&d.cv);
-    pthread_mutex_destroy(&d.mu);
-    ust_free(d.err);
-    ust_free(slots);
+    ust_free(batch);
+    ust_free(answers);
     if (rc == 0)
         rc = ust_log_commit(log, err);
     else
         ust_log_rollback(log);
     if (rc == 0 && n_out != NULL)
-        *n_out = d.appended;
+        *n_out = total;
     return rc;
 }
 
