@@ -28,6 +28,27 @@ struct ust__arena_chunk {
 #define ARENA_ALIGN 16
 #define ARENA_CHUNK (64 * 1024)
 
+/* Under ASan the room not handed out and a gap after every block are
+ * poisoned, so a read or write past a block of an arena is caught as it
+ * would be past a malloc'd one (the fuzz targets rely on that). */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define ARENA_GAP ARENA_ALIGN
+#define ARENA_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define ARENA_GAP 0
+#define ARENA_POISON(p, n) ((void)(p), (void)(n))
+#define ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 static int arena_holds(const ust_json_arena *a, const void *p)
 {
     const unsigned char *b = p;
@@ -47,7 +68,8 @@ static void *arena_take(ust_json_arena *a, size_t size)
      * bytes it kept. The parse fails either way (ust_json_loadb). */
     if (a->failed)
         return NULL;
-    size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    size_t asked = size;
+    size = (size + ARENA_GAP + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (size == 0 || size > (size_t)(a->end - a->at)) {
         /* A new chunk; one bigger than a chunk's share holds that one block
          * alone, so the room left in the current chunk is not given up. */
@@ -64,13 +86,17 @@ static void *arena_take(ust_json_arena *a, size_t size)
         c->next = a->chunks;
         c->end = c->room + room;
         a->chunks = c;
-        if (room == size)
+        ARENA_POISON(c->room, room);
+        if (room == size) {
+            ARENA_UNPOISON(c->room, asked);
             return c->room;
+        }
         a->at = c->room;
         a->end = c->end;
     }
     void *p = a->at;
     a->at += size;
+    ARENA_UNPOISON(p, asked);
     return p;
 }
 
@@ -108,14 +134,17 @@ void ust_json_arena_open(ust_json_arena *a)
     a->end = a->first + sizeof(a->first);
     a->chunks = NULL;
     a->failed = 0;
+    ARENA_POISON(a->first, sizeof(a->first));
     open_arena = a;
 }
 
 void ust_json_arena_close(ust_json_arena *a)
 {
     open_arena = a->outer;
+    ARENA_UNPOISON(a->first, sizeof(a->first)); /* the caller's stack again */
     while (a->chunks != NULL) {
         struct ust__arena_chunk *next = a->chunks->next;
+        ARENA_UNPOISON(a->chunks->room, (size_t)(a->chunks->end - a->chunks->room));
         ust_free(a->chunks);
         a->chunks = next;
     }
