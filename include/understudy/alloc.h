@@ -11,7 +11,8 @@ typedef void *(*ust_realloc_fn)(void *ptr, size_t size);
 typedef void (*ust_free_fn)(void *ptr);
 
 /* Replace the allocator; all three or none. Returns UST_EINVAL on NULL.
- * jansson's allocations go through it as well (json_set_alloc_funcs), so
+ * jansson's allocations go through it as well (json_set_alloc_funcs, outside
+ * an open ust_json_arena), so
  * memory jansson returns is freed with ust_free; a program linking
  * understudy must not give jansson an allocator of its own. Not thread-safe:
  * replace before other threads allocate. */
@@ -53,6 +54,30 @@ struct json_t *ust_json_loadb(const char *buf, size_t len, size_t flags,
 struct json_t *ust_json_loads(const char *text, size_t flags, struct json_error_t *e);
 struct json_t *ust_json_load_file(const char *path, size_t flags,
                                   struct json_error_t *e);
+
+/* A region for what jansson allocates on this thread while it is open: a
+ * parsed tree is carved from it, one bump of a pointer a node, and let go
+ * all at once when the region closes, instead of one malloc and one free
+ * per node (a line of the interchange format is ~50 of each). Nothing
+ * jansson allocated while it was open may be used after it closes: open it
+ * around a parse, the tree's use and its json_decref, never around a
+ * json_dumps whose text outlives it (ust_free of such a text while the
+ * arena is open does nothing: the arena frees it). Regions nest (a free while several
+ * are open finds its own); the first UST_JSON_ARENA_INLINE bytes live in
+ * the struct itself (on the caller's stack), more come from ust_malloc,
+ * so a refused allocation fails the parse as before. */
+#define UST_JSON_ARENA_INLINE 8192
+struct ust__arena_chunk;
+typedef struct ust_json_arena {
+    struct ust_json_arena *outer;
+    unsigned char *at, *end; /* the free room of the chunk in use */
+    struct ust__arena_chunk *chunks;
+    int failed; /* a chunk was refused: every later block is too */
+    _Alignas(16) unsigned char first[UST_JSON_ARENA_INLINE];
+} ust_json_arena;
+void ust_json_arena_open(ust_json_arena *a);
+/* Frees everything allocated in a (the innermost open region). */
+void ust_json_arena_close(ust_json_arena *a);
 
 /* Sets *err (when err is not NULL) to a formatted message the caller frees,
  * replacing nothing: an *err already set is kept, so the first cause wins.

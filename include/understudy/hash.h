@@ -9,6 +9,10 @@
 #define UST_SHA256_LEN 32
 #define UST_SHA256_HEX_LEN 64
 
+/* OpenSSL's SHA-256, fetched once for the process (EVP_MD): given to
+ * EVP_DigestInit_ex, it is not looked up again at every init. */
+struct evp_md_st;
+const struct evp_md_st *ust_sha256_md(void);
 /* out receives 32 bytes. */
 void ust_sha256(const void *data, size_t len, unsigned char out[UST_SHA256_LEN]);
 /* Lower-case hex of n bytes into hex (2n+1 bytes, NUL-terminated). */

@@ -177,7 +177,7 @@ int ust__json_hash(const json_t *v, char hex[UST_SHA256_HEX_LEN + 1])
     int rc = 0;
     unsigned char md[UST_SHA256_LEN];
     unsigned int mdlen = sizeof(md);
-    if (v == NULL || !EVP_DigestInit_ex(s.ctx, EVP_sha256(), NULL) ||
+    if (v == NULL || !EVP_DigestInit_ex(s.ctx, ust_sha256_md(), NULL) ||
         write_value(&s, v, 0) != 0 || sink_flush(&s) != 0 ||
         !EVP_DigestFinal_ex(s.ctx, md, &mdlen))
         rc = UST_ENOMEM; /* the writer's only failure on a tree is memory */

@@ -183,8 +183,23 @@ int ust_event_derive(const ust_config *cfg, const ust_request *req, ust_event *e
     return ust_event_derive_ex(cfg, req, 0, ev, err);
 }
 
+static int derive_parsed(const ust_config *cfg, const ust_request *req, unsigned flags,
+                         ust_event *ev, char **err);
+
 int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned flags,
                         ust_event *ev, char **err)
+{
+    /* The body's tree lives only in here (the event copies what it keeps):
+     * carved from an arena and let go at once. */
+    ust_json_arena arena;
+    ust_json_arena_open(&arena);
+    int rc = derive_parsed(cfg, req, flags, ev, err);
+    ust_json_arena_close(&arena);
+    return rc;
+}
+
+static int derive_parsed(const ust_config *cfg, const ust_request *req, unsigned flags,
+                         ust_event *ev, char **err)
 {
     memset(ev, 0, sizeof(*ev));
     ev->received_at_us = req->received_at_us;
@@ -207,7 +222,8 @@ int ust_event_derive_ex(const ust_config *cfg, const ust_request *req, unsigned 
         if (rc == 0 && !(flags & UST_DERIVE_SKIP_SIGNATURE))
             ev->sig = derive_sig(r, req);
     }
-    json_decref(body);
+    /* No json_decref: the body's tree is the arena's (ust_event_derive_ex),
+     * freed whole when it closes. */
     if (rc != 0) {
         ust_event_clear(ev);
         return ust_errf(err, UST_ENOMEM, "out of memory");

@@ -47,13 +47,14 @@ json_t *ust__headers_json(const ust_header *headers, size_t n)
 
 static int header_load(json_t *v, size_t i, const char *part, char **out, char **err)
 {
-    char what[64];
-    snprintf(what, sizeof(what), "headers[%zu] %s", i, part);
     json_t *b64 = json_is_object(v) ? json_object_get(v, "base64") : NULL;
-    if (json_is_object(v) && (b64 == NULL || json_object_size(v) != 1))
-        return ust_errf(err, UST_EPARSE, "%s: expected a string or {\"base64\": ...}",
-                        what);
-    return ust__jsonl_text_load(b64 ? b64 : v, b64 != NULL, what, out, err);
+    const char *why = "expected a string or {\"base64\": ...}";
+    int rc = json_is_object(v) && (b64 == NULL || json_object_size(v) != 1)
+                 ? UST_EPARSE
+                 : ust__jsonl_text_load(b64 ? b64 : v, b64 != NULL, out, &why);
+    if (rc == UST_EPARSE)
+        return ust_errf(err, rc, "headers[%zu] %s: %s", i, part, why);
+    return rc;
 }
 
 int ust__headers_load(json_t *array, ust_request *req, char **err)

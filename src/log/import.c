@@ -19,10 +19,11 @@ static int copy_text(char **to, const char *from)
     return from != NULL && (*to = ust_strdup(from)) == NULL ? UST_ENOMEM : 0;
 }
 
-/* A derived field from the event into the row. */
+/* A derived field from the event into the row: its strings move (the event
+ * is cleared after), the route's path is copied (the event borrows it). */
 #define FROM_EVENT_TEXT(m)                                                             \
-    if (copy_text(&rec->m, ev->m) != 0)                                                \
-        return UST_ENOMEM;
+    rec->m = ev->m;                                                                    \
+    ev->m = NULL;
 #define FROM_EVENT_ROUTE(m)                                                            \
     if (copy_text(&rec->m, ev->m ? ev->m->path : NULL) != 0)                           \
         return UST_ENOMEM;
@@ -34,9 +35,9 @@ static int copy_text(char **to, const char *from)
 #define FROM_EVENT_CONFIG(m) memcpy(rec->m, cfg->hash, sizeof(rec->m));
 #define FROM_EVENT(kind, m, column, wire, wire_at, export, source) FROM_EVENT_##kind(m)
 
-/* Borrows the request (shallow copy) and copies the derived fields. */
-static int record_from_event(ust_log_record *rec, const ust_request *req,
-                             const ust_event *ev, const ust_config *cfg)
+/* Borrows the request (shallow copy) and takes the derived fields. */
+static int record_from_event(ust_log_record *rec, const ust_request *req, ust_event *ev,
+                             const ust_config *cfg)
 {
     memset(rec, 0, sizeof(*rec));
     rec->req = *req;

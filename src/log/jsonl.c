@@ -24,39 +24,42 @@ json_t *ust__jsonl_text(const char *s, int *is_base64)
     return v;
 }
 
-int ust__jsonl_text_load(json_t *v, int is_base64, const char *what, char **out,
-                         char **err)
+int ust__jsonl_text_load(json_t *v, int is_base64, char **out, const char **why)
 {
     *out = NULL;
-    if (!json_is_string(v))
-        return ust_errf(err, UST_EPARSE, "%s: expected a string", what);
+    if (!json_is_string(v)) {
+        *why = "expected a string";
+        return UST_EPARSE;
+    }
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
     unsigned char *bytes = NULL;
     if (is_base64) {
         int rc = ust_base64_decode(s, n, &bytes, &n);
-        if (rc != 0)
-            return rc == UST_EPARSE ? ust_errf(err, rc, "%s: not valid base64", what)
-                                    : rc;
+        if (rc != 0) {
+            *why = "not valid base64";
+            return rc;
+        }
         s = (const char *)bytes;
     }
     /* The log holds C strings: a NUL would cut the value short, silently. */
     int rc = 0;
-    if (n > 0 && memchr(s, '\0', n) != NULL)
-        rc = ust_errf(err, UST_EPARSE, "%s: holds a NUL byte", what);
-    else if ((*out = ust_strndup(n > 0 ? s : "", n)) == NULL)
+    if (n > 0 && memchr(s, '\0', n) != NULL) {
+        *why = "holds a NUL byte";
+        rc = UST_EPARSE;
+    } else if ((*out = ust_strndup(n > 0 ? s : "", n)) == NULL) {
         rc = UST_ENOMEM;
+    }
     ust_free(bytes);
     return rc;
 }
 
 /* key or key_base64 (exactly one), as a string the caller frees. Absent: a
- * NULL *out when optional (0), else an error. */
-static int text_field(json_t *obj, const char *key, int required, char **out,
-                      char **err)
+ * NULL *out when optional (0), else an error. The key's names are only
+ * formatted into a message when there is one to give. */
+static int text_field(json_t *obj, const char *key, const char *b64key, int required,
+                      char **out, char **err)
 {
-    char b64key[64], what[80];
-    snprintf(b64key, sizeof(b64key), "%s_base64", key);
     json_t *text = json_object_get(obj, key), *b64 = json_object_get(obj, b64key);
     *out = NULL;
     if (text != NULL && b64 != NULL)
@@ -64,9 +67,14 @@ static int text_field(json_t *obj, const char *key, int required, char **out,
                         b64key);
     if (text == NULL && b64 == NULL)
         return required ? ust_errf(err, UST_EPARSE, "missing field \"%s\"", key) : 0;
-    snprintf(what, sizeof(what), "field \"%s\"", text ? key : b64key);
-    return ust__jsonl_text_load(text ? text : b64, b64 != NULL, what, out, err);
+    const char *why = NULL;
+    int rc = ust__jsonl_text_load(text ? text : b64, b64 != NULL, out, &why);
+    if (rc == UST_EPARSE)
+        return ust_errf(err, rc, "field \"%s\": %s", text ? key : b64key, why);
+    return rc;
 }
+#define TEXT_FIELD(obj, key, required, out, err)                                       \
+    text_field(obj, key, key "_base64", required, out, err)
 
 /* "body" or "body_base64" (exactly one) of obj into *body; where prefixes
  * the field's name in errors ("" or "response."). Absent: an empty body
@@ -164,11 +172,26 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
     return rc;
 }
 
+static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
+                               ust_response *resp, char **err);
+
 int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
                              ust_response *resp, char **err)
 {
     memset(req, 0, sizeof(*req));
     memset(resp, 0, sizeof(*resp));
+    /* The line's tree lives only in here: carved from an arena, let go at
+     * once (what the request keeps is copied out with ust_malloc). */
+    ust_json_arena arena;
+    ust_json_arena_open(&arena);
+    int rc = parse_exchange_tree(line, len, req, resp, err);
+    ust_json_arena_close(&arena);
+    return rc;
+}
+
+static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
+                               ust_response *resp, char **err)
+{
     json_error_t jerr;
     json_t *obj =
         ust_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
@@ -184,10 +207,10 @@ int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
         rc = ust_errf(err, UST_EPARSE, "expected a JSON object");
     } else if (v == NULL || !json_is_integer(v) || json_integer_value(v) != 1) {
         rc = ust_errf(err, UST_EPARSE, "field \"v\": expected 1");
-    } else if ((rc = text_field(obj, "received_at", 1, &received_at, err)) == 0 &&
-               (rc = text_field(obj, "method", 1, &req->method, err)) == 0 &&
-               (rc = text_field(obj, "target", 1, &req->target, err)) == 0 &&
-               (rc = text_field(obj, "remote", 0, &req->remote, err)) == 0) {
+    } else if ((rc = TEXT_FIELD(obj, "received_at", 1, &received_at, err)) == 0 &&
+               (rc = TEXT_FIELD(obj, "method", 1, &req->method, err)) == 0 &&
+               (rc = TEXT_FIELD(obj, "target", 1, &req->target, err)) == 0 &&
+               (rc = TEXT_FIELD(obj, "remote", 0, &req->remote, err)) == 0) {
         /* From the epoch on: a webhook received in year 0 is a forgery or a
          * bug, and a time before 1970 would not format back as it was read. */
         if (ust_time_parse(received_at, &req->received_at_us) != 0 ||
@@ -213,7 +236,8 @@ int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
             rc = parse_response(obj, resp, err);
     }
     ust_free(received_at);
-    json_decref(obj);
+    /* No json_decref: the tree is the arena's, freed whole when it closes
+     * (walking it to free each node into the arena would do nothing). */
     if (rc != 0) {
         ust_request_clear(req);
         ust_response_clear(resp);

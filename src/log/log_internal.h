@@ -205,10 +205,10 @@ void ust__log_tip_remember(ust_log *log, int64_t after_seq,
  * are UTF-8, else of their base64 (*is_base64 set). NULL when out of memory. */
 json_t *ust__jsonl_text(const char *s, int *is_base64);
 /* The reverse: v (a JSON string, base64 when is_base64) into *out, a C
- * string the caller frees. UST_EPARSE naming what (a field) when v is not a
- * string, not base64, or holds a NUL byte. */
-int ust__jsonl_text_load(json_t *v, int is_base64, const char *what, char **out,
-                         char **err);
+ * string the caller frees. UST_EPARSE with *why what is wrong ("expected a
+ * string", "not valid base64", "holds a NUL byte"), for the caller to name
+ * the field only then; UST_ENOMEM. */
+int ust__jsonl_text_load(json_t *v, int is_base64, char **out, const char **why);
 
 /* Headers as a JSON array of [name, value] pairs (interchange format). */
 json_t *ust__headers_json(const ust_header *headers, size_t n);

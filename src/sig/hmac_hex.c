@@ -52,7 +52,6 @@ static ust_sig_status hex_verify(const ust_sig_params *p, const ust_request *req
     unsigned char mac[UST__SIG_MAC_LEN];
     ust__sig_mac *m = ust__sig_secret_mac(p->secret);
     int rc = body_mac(m, req, mac);
-    ust__sig_mac_free(m);
     if (rc != 0)
         return UST_SIG_INVALID;
     return ust__sig_hex_listed(h, PREFIX, mac) ? UST_SIG_VERIFIED : UST_SIG_INVALID;

@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -293,11 +294,98 @@ int ust__sig_mac_new(const unsigned char *key, size_t key_len, ust__sig_mac **ou
     return 0;
 }
 
+/* Keying an HMAC costs more than MACing a webhook's body: OpenSSL looks
+ * HMAC and SHA256 up in its provider tables and hashes the padded key
+ * twice. Each thread keeps the few keys it verified with last, keyed
+ * contexts ready; a context is used by its own thread only. The key bytes
+ * are kept to recognise the key and cleansed when the slot is reused or
+ * the thread ends. */
+#define MAC_CACHE_SLOTS 4
+
+typedef struct mac_slot {
+    unsigned char *key;
+    size_t key_len;
+    ust__sig_mac *mac;
+} mac_slot;
+
+typedef struct mac_cache {
+    mac_slot slot[MAC_CACHE_SLOTS];
+    size_t next; /* the slot a new key takes */
+} mac_cache;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_key_made;
+/* Also the thread's reference to its cache while it lives (the key's value
+ * is only read by the destructor at thread exit). */
+static _Thread_local mac_cache *thread_cache;
+
+static void slot_clear(mac_slot *s)
+{
+    ust__sig_free_key(s->key, s->key_len);
+    ust__sig_mac_free(s->mac);
+    memset(s, 0, sizeof(*s));
+}
+
+static void cache_free(void *arg)
+{
+    mac_cache *c = arg;
+    for (size_t i = 0; i < MAC_CACHE_SLOTS; i++)
+        slot_clear(&c->slot[i]);
+    ust_free(c);
+    thread_cache = NULL;
+}
+
+static void cache_key_make(void)
+{
+    cache_key_made = pthread_key_create(&cache_key, cache_free) == 0;
+}
+
+/* The calling thread's cache; NULL when it cannot have one. */
+static mac_cache *cache_of_thread(void)
+{
+    if (thread_cache != NULL)
+        return thread_cache;
+    pthread_once(&cache_once, cache_key_make);
+    if (!cache_key_made)
+        return NULL;
+    mac_cache *c = ust_calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    if (pthread_setspecific(cache_key, c) != 0) {
+        ust_free(c);
+        return NULL;
+    }
+    return thread_cache = c;
+}
+
+ust__sig_mac *ust__sig_keyed_mac(const unsigned char *key, size_t key_len)
+{
+    mac_cache *c = cache_of_thread();
+    if (c == NULL || key_len == 0)
+        return NULL;
+    for (size_t i = 0; i < MAC_CACHE_SLOTS; i++) {
+        mac_slot *s = &c->slot[i];
+        if (s->mac != NULL && s->key_len == key_len &&
+            memcmp(s->key, key, key_len) == 0)
+            return s->mac;
+    }
+    mac_slot *s = &c->slot[c->next];
+    slot_clear(s);
+    if ((s->key = ust_memdup(key, key_len)) == NULL)
+        return NULL;
+    s->key_len = key_len;
+    if (ust__sig_mac_new(key, key_len, &s->mac) != 0) {
+        slot_clear(s);
+        return NULL;
+    }
+    c->next = (c->next + 1) % MAC_CACHE_SLOTS;
+    return s->mac;
+}
+
 ust__sig_mac *ust__sig_secret_mac(const char *secret)
 {
-    ust__sig_mac *m = NULL;
-    ust__sig_mac_new((const unsigned char *)secret, strlen(secret), &m);
-    return m;
+    return ust__sig_keyed_mac((const unsigned char *)secret, strlen(secret));
 }
 
 int ust__sig_mac_run(ust__sig_mac *m, const ust__slice *parts, size_t n_parts,

@@ -54,8 +54,11 @@ typedef struct evp_mac_ctx_st ust__sig_mac;
 /* 0, UST_EINVAL for an empty key, UST_ENOMEM. Freed with ust__sig_mac_free. */
 int ust__sig_mac_new(const unsigned char *key, size_t key_len, ust__sig_mac **out);
 void ust__sig_mac_free(ust__sig_mac *m);
-/* A MAC keyed with the bytes of secret (not NULL, not empty), or NULL when
- * it cannot be made (out of memory). */
+/* A MAC keyed with key (key_len > 0), borrowed from the calling thread's
+ * cache of recent keys: not freed by the caller, valid until this thread
+ * asks for another key. NULL when it cannot be made (out of memory). */
+ust__sig_mac *ust__sig_keyed_mac(const unsigned char *key, size_t key_len);
+/* The same, keyed with the bytes of secret (not NULL, not empty). */
 ust__sig_mac *ust__sig_secret_mac(const char *secret);
 /* The MAC of the concatenation of parts. 0 or UST_ENOMEM. */
 int ust__sig_mac_run(ust__sig_mac *m, const ust__slice *parts, size_t n_parts,

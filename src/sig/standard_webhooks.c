@@ -73,14 +73,11 @@ static int standard_mac_b64(const char *secret, const char *id, int64_t t,
     unsigned char *key = NULL;
     size_t key_len = 0;
     int rc = decode_secret(secret, &key, &key_len);
-    ust__sig_mac *m = NULL;
-    if (rc == 0)
-        rc = ust__sig_mac_new(key, key_len, &m);
+    ust__sig_mac *m = rc == 0 ? ust__sig_keyed_mac(key, key_len) : NULL;
     ust__sig_free_key(key, key_len);
     signed_msg sm = {id, t, req};
     if (rc == 0)
-        rc = b64_text(m, &sm, buf);
-    ust__sig_mac_free(m);
+        rc = m != NULL ? b64_text(m, &sm, buf) : UST_ENOMEM;
     return rc;
 }
 

@@ -76,7 +76,6 @@ static ust_sig_status stripe_verify(const ust_sig_params *p, const ust_request *
     unsigned char mac[UST__SIG_MAC_LEN];
     ust__sig_mac *m = ust__sig_secret_mac(p->secret);
     int rc = stripe_mac(m, t, req, mac);
-    ust__sig_mac_free(m);
     if (rc != 0)
         return UST_SIG_INVALID;
 

@@ -2,6 +2,7 @@
 #include <understudy/error.h>
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,141 @@ static struct {
 
 /* Refused allocations on this thread, for ust_alloc_failures. */
 static _Thread_local unsigned long failures;
+
+/* The arena open on this thread, innermost first (ust_json_arena_open). */
+static _Thread_local ust_json_arena *open_arena;
+
+struct ust__arena_chunk {
+    struct ust__arena_chunk *next;
+    unsigned char *end;
+    _Alignas(16) unsigned char room[];
+};
+
+#define ARENA_ALIGN 16
+#define ARENA_CHUNK (64 * 1024)
+
+/* Under ASan the room not handed out and a gap after every block are
+ * poisoned, so a read or write past a block of an arena is caught as it
+ * would be past a malloc'd one (the fuzz targets rely on that). */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define ARENA_GAP ARENA_ALIGN
+#define ARENA_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define ARENA_GAP 0
+#define ARENA_POISON(p, n) ((void)(p), (void)(n))
+#define ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+static int arena_holds(const ust_json_arena *a, const void *p)
+{
+    const unsigned char *b = p;
+    if (b >= a->first && b < a->first + sizeof(a->first))
+        return 1;
+    for (const struct ust__arena_chunk *c = a->chunks; c != NULL; c = c->next)
+        if (b >= c->room && b < c->end)
+            return 1;
+    return 0;
+}
+
+static void *arena_take(ust_json_arena *a, size_t size)
+{
+    /* Once refused, always refused until the arena closes: jansson 2.14's
+     * lexer ignores a failure to grow its buffer and goes on, so a later
+     * small block served from the room left could let it scan past the
+     * bytes it kept. The parse fails either way (ust_json_loadb). */
+    if (a->failed)
+        return NULL;
+    size_t asked = size;
+    size = (size + ARENA_GAP + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (size == 0 || size > (size_t)(a->end - a->at)) {
+        /* A new chunk; one bigger than a chunk's share holds that one block
+         * alone, so the room left in the current chunk is not given up. */
+        size_t room = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
+        if (size == 0 || room > (size_t)-1 - sizeof(struct ust__arena_chunk)) {
+            a->failed = 1;
+            return NULL;
+        }
+        struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + room);
+        if (c == NULL) {
+            a->failed = 1;
+            return NULL;
+        }
+        c->next = a->chunks;
+        c->end = c->room + room;
+        a->chunks = c;
+        ARENA_POISON(c->room, room);
+        if (room == size) {
+            ARENA_UNPOISON(c->room, asked);
+            return c->room;
+        }
+        a->at = c->room;
+        a->end = c->end;
+    }
+    void *p = a->at;
+    a->at += size;
+    ARENA_UNPOISON(p, asked);
+    return p;
+}
+
+/* jansson's allocator: the innermost open arena, else the seam. */
+static void *json_alloc(size_t size)
+{
+    return open_arena != NULL ? arena_take(open_arena, size ? size : 1)
+                              : ust_malloc(size);
+}
+
+/* A block of an open arena lives until its arena closes, whoever frees it
+ * (json_decref, or ust_free of a text json_dumps made in the arena). */
+static int in_open_arena(const void *p)
+{
+    for (const ust_json_arena *a = open_arena; a != NULL; a = a->outer)
+        if (arena_holds(a, p))
+            return 1;
+    return 0;
+}
+
+static void install_json_funcs(void)
+{
+    json_set_alloc_funcs(json_alloc, ust_free);
+}
+
+static pthread_once_t json_funcs_once = PTHREAD_ONCE_INIT;
+
+void ust_json_arena_open(ust_json_arena *a)
+{
+    /* Installed at the first arena (or allocator replacement): until then
+     * jansson's own malloc and free are what these forward to anyway. */
+    pthread_once(&json_funcs_once, install_json_funcs);
+    a->outer = open_arena;
+    a->at = a->first;
+    a->end = a->first + sizeof(a->first);
+    a->chunks = NULL;
+    a->failed = 0;
+    ARENA_POISON(a->first, sizeof(a->first));
+    open_arena = a;
+}
+
+void ust_json_arena_close(ust_json_arena *a)
+{
+    open_arena = a->outer;
+    ARENA_UNPOISON(a->first, sizeof(a->first)); /* the caller's stack again */
+    while (a->chunks != NULL) {
+        struct ust__arena_chunk *next = a->chunks->next;
+        ARENA_UNPOISON(a->chunks->room, (size_t)(a->chunks->end - a->chunks->room));
+        ust_free(a->chunks);
+        a->chunks = next;
+    }
+    a->at = a->end = NULL;
+}
 
 int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f)
 {
@@ -29,7 +165,7 @@ int ust_replace_allocator(ust_malloc_fn m, ust_realloc_fn r, ust_free_fn f)
      * without code that runs at load time. ust_malloc and ust_free follow
      * any later replacement; installing again undoes a json_set_alloc_funcs
      * made elsewhere. */
-    json_set_alloc_funcs(ust_malloc, ust_free);
+    install_json_funcs();
     return 0;
 }
 
@@ -108,7 +244,7 @@ json_t *ust_json_load_file(const char *path, size_t flags, json_error_t *e)
 
 void ust_free(void *ptr)
 {
-    if (ptr != NULL)
+    if (ptr != NULL && (open_arena == NULL || !in_open_arena(ptr)))
         allocator.free_fn(ptr);
 }
 

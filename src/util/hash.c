@@ -2,12 +2,30 @@
 #include <understudy/hash.h>
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
+
+/* OpenSSL 3 looks EVP_sha256() up in its provider tables, under a lock, on
+ * every init it is given to; a digest fetched once is not looked up again.
+ * Fetched on first use and kept for the life of the process. */
+static EVP_MD *sha256_fetched;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+const struct evp_md_st *ust_sha256_md(void)
+{
+    pthread_once(&sha256_once, sha256_fetch);
+    return sha256_fetched != NULL ? sha256_fetched : EVP_sha256();
+}
 
 void ust_sha256(const void *data, size_t len, unsigned char out[UST_SHA256_LEN])
 {
     unsigned int n = UST_SHA256_LEN;
-    EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
+    EVP_Digest(data, len, out, &n, ust_sha256_md(), NULL);
 }
 
 int ust_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
@@ -55,7 +73,8 @@ int ust_sha256_file_hex(const char *path, char hex[UST_SHA256_HEX_LEN + 1])
     if (f == NULL)
         return UST_EIO;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int rc = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : UST_ENOMEM;
+    int rc =
+        ctx != NULL && EVP_DigestInit_ex(ctx, ust_sha256_md(), NULL) ? 0 : UST_ENOMEM;
     unsigned char buf[65536];
     size_t n;
     while (rc == 0 && (n = fread(buf, 1, sizeof(buf), f)) > 0)

@@ -11,6 +11,7 @@
 
 #include "support.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -825,6 +826,58 @@ static void test_signer_reuse(void **state)
     assert_null(s);
 }
 
+/* Verifiers keep keyed MACs of the secrets they used last, per thread: with
+ * more secrets in turn than they keep, a request verifies under the secret
+ * that signed it and under no other, in any order, and a thread that
+ * verified lets its keys go when it ends (ASan: nothing leaks). */
+static void verify_under_many_secrets(void)
+{
+    static const char *const secrets[] = {
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "whsec_dGhlIHNlY29uZCBzZWNyZXQ=",
+        "whsec_YSB0aGlyZCBvbmU=",
+        "whsec_Zm91cnRoIHNlY3JldCBrZXk=",
+        "whsec_ZmlmdGggc2VjcmV0IGtleQ==",
+        "whsec_c2l4dGggc2VjcmV0IGtleQ==",
+    };
+    const size_t n = sizeof(secrets) / sizeof(secrets[0]);
+    for (size_t k = 0; k < N_SCHEMES; k++) {
+        ust_request signed_by[6];
+        for (size_t i = 0; i < n; i++) {
+            ust_sig_params p = params(every_scheme[k].scheme, secrets[i]);
+            signed_by[i] = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+            assert_int_equal(ust_sig_sign(&p, ST_TS, "msg_many", &signed_by[i]), 0);
+        }
+        for (size_t round = 0; round < 3; round++)
+            for (size_t j = 0; j < n; j++) {
+                ust_sig_params p = params(every_scheme[k].scheme, secrets[j]);
+                for (size_t i = 0; i < n; i++) {
+                    size_t at = (i + round * j) % n;
+                    assert_int_equal(ust_sig_verify(&p, &signed_by[at]),
+                                     at == j ? UST_SIG_VERIFIED : UST_SIG_INVALID);
+                }
+            }
+        for (size_t i = 0; i < n; i++)
+            ust_request_clear(&signed_by[i]);
+    }
+}
+
+static void *verify_on_a_thread(void *arg)
+{
+    (void)arg;
+    verify_under_many_secrets();
+    return NULL;
+}
+
+static void test_verify_many_secrets_in_turn(void **state)
+{
+    (void)state;
+    verify_under_many_secrets();
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, verify_on_a_thread, NULL), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -863,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_reads_header),
         cmocka_unit_test(test_sign_with_several_secrets),
         cmocka_unit_test(test_signer_reuse),
+        cmocka_unit_test(test_verify_many_secrets_in_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
