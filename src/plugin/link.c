@@ -6,6 +6,7 @@
  * child whose stdout is still held open by a process it started has ended
  * all the same. */
 #include "plugin/faults.h"
+#include "plugin/frame.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
@@ -35,7 +36,9 @@
 typedef struct outgoing {
     const ust_event *ev; /* an event to encode, or */
     const ust_request *req;
-    json_t *msg; /* a message ready to go */
+    json_t *msg; /* a message ready to go, or */
+    unsigned char *raw; /* frames ready to go */
+    size_t raw_len;
 } outgoing;
 
 struct ust__link {
@@ -57,6 +60,10 @@ struct ust__link {
     ust__line *lines; /* parsed, on their way to `in` */
     size_t cap_lines;
     ust_jsonw event; /* an event's message, before it joins wbuf */
+    ust__frame_out frame; /* the same as a frame */
+    int binary;           /* frames after the first line */
+    int binary_now;       /* the first line (the hello) was read */
+    char end_note[96];    /* the output ended inside a frame */
     char *wbuf, *rbuf;
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
@@ -111,16 +118,26 @@ static int queue(ust__link *l, outgoing o)
 
 int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req)
 {
-    return queue(l, (outgoing){ev, req, NULL});
+    return queue(l, (outgoing){ev, req, NULL, NULL, 0});
 }
 
 int ust__link_send(ust__link *l, json_t *msg)
 {
     if (msg == NULL)
         return UST_ENOMEM;
-    int rc = queue(l, (outgoing){NULL, NULL, msg});
+    int rc = queue(l, (outgoing){NULL, NULL, msg, NULL, 0});
     if (rc != 0)
         json_decref(msg);
+    return rc;
+}
+
+int ust__link_send_bytes(ust__link *l, unsigned char *buf, size_t n)
+{
+    if (buf == NULL)
+        return UST_ENOMEM;
+    int rc = queue(l, (outgoing){NULL, NULL, NULL, buf, n});
+    if (rc != 0)
+        ust_free(buf);
     return rc;
 }
 
@@ -143,6 +160,12 @@ static void encode(ust__link *l, size_t n)
         outgoing *o = &l->taken[i];
         if (l->write_dead) {
             json_decref(o->msg);
+            ust_free(o->raw);
+            continue;
+        }
+        if (o->raw != NULL) {
+            append_to_wbuf((const char *)o->raw, o->raw_len, l);
+            ust_free(o->raw);
             continue;
         }
         if (o->msg != NULL) {
@@ -151,9 +174,16 @@ static void encode(ust__link *l, size_t n)
             json_decref(o->msg);
             continue;
         }
+        l->events_encoded++;
+        if (l->binary) {
+            l->frame.len = 0;
+            ust__frame_decide(&l->frame, o->ev, o->req);
+            if (l->frame.error == 0)
+                append_to_wbuf((const char *)l->frame.buf, l->frame.len, l);
+            continue;
+        }
         ust_jsonw_reset(&l->event);
         ust__wire_decide(&l->event, o->ev, o->req);
-        l->events_encoded++;
         if (l->event.error != UST_ENOMEM) {
             append_to_wbuf(l->event.buf, l->event.len, l);
             append_to_wbuf("\n", 1, l);
@@ -222,13 +252,77 @@ static void take_decision(ust__link *l, ust__line *line)
  * child's RSS, read once per chunk, goes with its last line: the growth it
  * shows happened by the time that answer was written, which is as near as
  * the host can tell (the child may be events ahead of what was read). */
+/* The next whole frame from rbuf + start into *line: 1, 0 when it is not
+ * all there yet, -1 when its length is over the cap (line says so). */
+static int next_frame(ust__link *l, size_t start, size_t *used, ust__line *line)
+{
+    size_t have = l->rlen - start;
+    if (have < UST__FRAME_HEAD)
+        return 0;
+    const unsigned char *h = (const unsigned char *)l->rbuf + start;
+    uint32_t n = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                 (uint32_t)h[3] << 24;
+    if (n > UST__MAX_LINE) {
+        /* Its first bytes show what it was: often text a plugin printed to
+         * its stdout, which is the protocol's. */
+        char start_of[4 * 12 + 1];
+        size_t k = 0;
+        for (size_t i = 0; i < have && i < 12; i++)
+            k += (size_t)snprintf(start_of + k, sizeof(start_of) - k,
+                                  h[i] >= 0x20 && h[i] < 0x7f && h[i] != '"' ? "%c"
+                                                                             : "\\x%02x",
+                                  h[i]);
+        memset(line, 0, sizeof(*line));
+        snprintf(line->bad_frame, sizeof(line->bad_frame),
+                 "a frame of %lu bytes, over the limit of %d (it starts \"%s\")",
+                 (unsigned long)n, UST__MAX_LINE, start_of);
+        return -1;
+    }
+    if (have - UST__FRAME_HEAD < n)
+        return 0;
+    unsigned char *payload = malloc(n + 1);
+    if (payload == NULL)
+        return -2;
+    memcpy(payload, h + UST__FRAME_HEAD, n);
+    payload[n] = '\0';
+    ust__frame_take(payload, n, line, &l->memo);
+    *used = UST__FRAME_HEAD + n;
+    return 1;
+}
+
 static void deliver_lines(ust__link *l)
 {
     size_t start = 0, n_lines = 0;
     char *nl;
-    while ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) != NULL) {
-        size_t n = (size_t)(nl - (l->rbuf + start));
+    int over = 0;
+    for (;;) {
         ust__line line;
+        if (l->binary_now) {
+            size_t used = 0;
+            int got = next_frame(l, start, &used, &line);
+            if (got == 0)
+                break;
+            if (got == -2 ||
+                grow((void **)&l->lines, &l->cap_lines, n_lines + 1, sizeof(ust__line))) {
+                if (got == 1)
+                    ust__line_clear(&line);
+                for (size_t i = 0; i < n_lines; i++)
+                    ust__line_clear(&l->lines[i]);
+                end(l, UST_EIO);
+                return;
+            }
+            line.before_event = l->events_encoded == 0;
+            l->lines[n_lines++] = line;
+            if (got < 0) { /* nothing after it can be framed */
+                over = 1;
+                break;
+            }
+            start += used;
+            continue;
+        }
+        if ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) == NULL)
+            break;
+        size_t n = (size_t)(nl - (l->rbuf + start));
         memset(&line, 0, sizeof(line));
         line.text = malloc(n + 1);
         if (line.text == NULL ||
@@ -250,6 +344,7 @@ static void deliver_lines(ust__link *l)
         take_decision(l, &line);
         l->lines[n_lines++] = line;
         start += n + 1;
+        l->binary_now = l->binary; /* the hello is the last line */
     }
     memmove(l->rbuf, l->rbuf + start, l->rlen - start);
     l->rlen -= start;
@@ -275,9 +370,26 @@ static void deliver_lines(ust__link *l)
         for (size_t i = 0; i < n_lines; i++)
             ust__line_clear(&l->lines[i]);
         end(l, UST_EIO);
-    } else if (l->rlen >= UST__MAX_LINE) {
+    } else if (over || (!l->binary_now && l->rlen >= UST__MAX_LINE)) {
         end(l, UST_EPARSE);
     }
+}
+
+/* The child's output ends with part of a frame: how much, for the cause. */
+static void note_cut_frame(ust__link *l)
+{
+    if (!l->binary_now || l->rlen == 0)
+        return;
+    const unsigned char *h = (const unsigned char *)l->rbuf;
+    if (l->rlen < UST__FRAME_HEAD)
+        snprintf(l->end_note, sizeof(l->end_note),
+                 "its output ended inside a frame's length (%zu of 4 bytes)", l->rlen);
+    else
+        snprintf(l->end_note, sizeof(l->end_note),
+                 "its output ended inside a frame (%zu of its %lu bytes)",
+                 l->rlen - UST__FRAME_HEAD,
+                 (unsigned long)((uint32_t)h[0] | (uint32_t)h[1] << 8 |
+                                 (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24));
 }
 
 /* 1 when it read something. */
@@ -291,6 +403,7 @@ static int read_some(ust__link *l)
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     if (r <= 0) {
+        note_cut_frame(l);
         end(l, r == 0 ? UST_EEOF : UST_EIO);
         return 0;
     }
@@ -444,8 +557,10 @@ static void *run(void *arg)
              * started may write on, so this reads no more than that. */
             for (int i = 0; i < 16 && !l->read_done && read_some(l); i++)
                 ;
-            if (!l->read_done)
+            if (!l->read_done) {
+                note_cut_frame(l);
                 end(l, UST_EEOF);
+            }
         }
     }
     ust_sigpipe_restore(&old);
@@ -467,6 +582,7 @@ int ust__link_start(const ust__link_opts *o, ust__link **out)
     l->counters = o->counters;
     l->statm_fd = -1;
     l->background = o->background;
+    l->binary = o->binary;
     snprintf(l->label, sizeof(l->label), "%s", o->label ? o->label : "plugin");
     int wake_fds[2];
     if (pipe(wake_fds) != 0) {
@@ -531,6 +647,14 @@ int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line)
     return rc;
 }
 
+const char *ust__link_end_note(ust__link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    const char *note = l->ended ? l->end_note : "";
+    pthread_mutex_unlock(&l->mu);
+    return note;
+}
+
 void ust__line_clear(ust__line *line)
 {
     json_decref(line->json);
@@ -551,8 +675,10 @@ void ust__link_stop(ust__link *l)
     pthread_mutex_unlock(&l->mu);
     if (running)
         pthread_join(l->thread, NULL);
-    for (size_t i = 0; i < l->n_out; i++)
+    for (size_t i = 0; i < l->n_out; i++) {
         json_decref(l->out[i].msg);
+        ust_free(l->out[i].raw);
+    }
     for (size_t i = l->in_head; i < l->n_in; i++)
         ust__line_clear(&l->in[i]);
     close(l->wake_rd);
@@ -567,6 +693,7 @@ void ust__link_stop(ust__link *l)
     ust_free(l->lines);
     ust_free(l->wbuf);
     ust_jsonw_free(&l->event);
+    ust__frame_out_free(&l->frame);
     ust__body_memo_free(&l->memo);
     ust_free(l->rbuf);
     ust_free(l);

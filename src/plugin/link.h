@@ -13,16 +13,17 @@
 #include <understudy/event.h>
 #include <understudy/host.h>
 
-/* Longest line taken from a child. */
+/* Longest line (or binary frame) taken from a child. */
 #define UST__MAX_LINE (4 << 20)
 
 typedef struct ust__link ust__link;
 
-/* One line from the child. A "decision" line is taken apart on the link's
- * thread too, which is most of what a decision costs the host. */
+/* One line from the child, or one binary frame (frame.h). A "decision" is
+ * taken apart on the link's thread too, which is most of what a decision
+ * costs the host. */
 typedef struct ust__line {
-    json_t *json; /* NULL: the line is not JSON, or it was a decision */
-    char *text;   /* the line itself (free()) */
+    json_t *json; /* NULL: the line is not JSON, or it was a decision or a frame */
+    char *text;   /* the line itself, or the frame's payload (free()) */
     long rss_mib; /* the child's RSS when the line was read; 0: not measured */
     int64_t seq;  /* the event a decision or error line answers, when has_seq */
     int has_seq;
@@ -31,6 +32,12 @@ typedef struct ust__line {
     const char *bad; /* a decision refused, and why */
     ust_decision decision;
     json_t *writes; /* the decision's writes: [[key, value or null], ...] */
+    /* A frame: its length; for an error, get or claim, the type and the
+     * fields lent from text; a decision's writes, from writes_at on. */
+    size_t frame_len, writes_at;
+    uint32_t n_writes;
+    const char *type, *key, *value, *message;
+    char bad_frame[160]; /* not empty: the frame is not the protocol's, and why */
 } ust__line;
 
 /* What a plugin may write to its stderr: a token bucket of bytes, kept by
@@ -52,6 +59,7 @@ typedef struct ust__link_opts {
     ust__stderr_budget *budget;    /* with err_fd; the caller's, outlives the link */
     const char *label;             /* "candidate[name]": stderr lines are prefixed */
     ust_plugin_counters *counters; /* the stderr's counts and sink, or NULL */
+    int binary; /* after the first line (the hello), binary frames both ways */
 } ust__link_opts;
 
 /* Starts the thread on the child's pipes, which stay the caller's to close
@@ -68,6 +76,8 @@ int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *r
 
 /* Queues a message (the link takes it). */
 int ust__link_send(ust__link *l, json_t *msg);
+/* Queues n bytes of frames (the link takes buf, ust_malloc'd). */
+int ust__link_send_bytes(ust__link *l, unsigned char *buf, size_t n);
 
 /* The next line, waiting until deadline_ms (CLOCK_MONOTONIC): 0 and *line
  * (release with ust__line_clear), UST_ETIMEOUT at the deadline, UST_EEOF once
@@ -76,6 +86,9 @@ int ust__link_send(ust__link *l, json_t *msg);
  * the size limit. */
 int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
 void ust__line_clear(ust__line *line);
+/* Once the child's output ended inside a frame, how far in it was ("" when
+ * it did not): said beside the child's exit. */
+const char *ust__link_end_note(ust__link *l);
 
 /* CLOCK_MONOTONIC in ms: the clock of the deadlines above. */
 int64_t ust__mono_ms(void);

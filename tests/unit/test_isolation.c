@@ -90,14 +90,20 @@ static const struct fault_case {
 } faults[] = {
     {"misbehaving_segv_every_100", "seq % 100 = 0", 2, "killed by signal 11"},
     {"misbehaving_sleep", "seq % 50 = 0", 4, "timeout: no decision within 200 ms"},
-    {"misbehaving_stdout_garbage", "seq % 20 = 0", 12, "bad line: garbage"},
+    /* What a .so prints to its stdout lands among the shim's binary frames:
+     * read as a frame's length, it is far over the limit, and the cause
+     * shows the text. */
+    {"misbehaving_stdout_garbage", "seq % 20 = 0", 12,
+     "protocol error: bad frame: a frame of 1651663207 bytes, over the limit of"
+     " 4194304 (it starts \"garbage, not\")"},
     /* A child that closes its stdout and lives on is not waited for: it is
      * killed, and the event gets an error saying its output ended. */
     {"misbehaving_close_stdout", "seq % 60 = 0", 4, "the plugin closed its output"},
-    /* A child that writes 5 MiB with no end of line: the host stops reading
-     * at its line limit (4 MiB) instead of growing without bound, and the
-     * event gets an error saying so. */
-    {"misbehaving_huge_line", "seq % 120 = 0", 2, "a line over the size limit"},
+    /* A child that writes 5 MiB of text: the host reads no more than the
+     * length of what would be a frame, far over the limit (4 MiB), instead
+     * of growing without bound, and the event gets an error saying so. */
+    {"misbehaving_huge_line", "seq % 120 = 0", 2,
+     "bytes, over the limit of 4194304 (it starts \"xxxxxxxxxxxx\")"},
 };
 
 /* Each of them, on a world of its own. */
