@@ -504,8 +504,7 @@ static int reply_value(ust__child *c, const char *v, int claimed)
 }
 
 /* A state operation from the child, answered from the host's store. */
-static int serve_op(ust__child *c, const char *type, const char *key,
-                    const char *value)
+static int serve_op(ust__child *c, const char *type, const char *key, const char *value)
 {
     if (key == NULL)
         return UST_EPARSE;
@@ -544,7 +543,8 @@ static const char *apply_writes(ust__child *c, ust__line *line)
         size_t at = 0;
         const char *key = NULL, *value = NULL, *bad = NULL;
         int rc;
-        while (bad == NULL && (rc = ust__frame_next_write(line, &at, &key, &value)) == 0)
+        while (bad == NULL &&
+               (rc = ust__frame_next_write(line, &at, &key, &value)) == 0)
             bad = apply_write(c, key, value);
         return bad != NULL ? bad : rc < 0 ? "malformed writes" : NULL;
     }
@@ -624,7 +624,7 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
         json_t *j = line.json;
         const char *type = line.is_decision ? "decision"
                            : line.type      ? line.type
-                                            : json_string_value(json_object_get(j, "type"));
+                                       : json_string_value(json_object_get(j, "type"));
         const char *bad = NULL;
         int over_rss = 0;
         *kind = UST_FAULT_PROTOCOL; /* unless the branch below says otherwise */
@@ -668,7 +668,8 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
                                 : json_string_value(json_object_get(j, "key")),
                             line.frame_len > 0
                                 ? line.value
-                                : json_string_value(json_object_get(j, "value"))) != 0) {
+                                : json_string_value(json_object_get(j, "value"))) !=
+                   0) {
             snprintf(cause, cap, "bad line: %.80s", line.text);
         } else {
             ust__line_clear(&line);

@@ -182,14 +182,26 @@ uint32_t ust__frame_read_count(ust__frame_in *r, size_t min_item)
     return (uint32_t)n;
 }
 
+int ust__frame_length(const unsigned char *p, size_t have, uint32_t *n)
+{
+    *n = 0;
+    if (have < UST__FRAME_HEAD)
+        return 0;
+    *n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+    if (*n > UST__MAX_LINE)
+        return -1;
+    return have - UST__FRAME_HEAD >= *n;
+}
+
 unsigned char *ust__frame_fread(FILE *in, size_t *n)
 {
     unsigned char h[UST__FRAME_HEAD];
+    uint32_t len = 0;
     if (fread(h, 1, sizeof(h), in) != sizeof(h))
         return NULL;
-    uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                   (uint32_t)h[3] << 24;
-    unsigned char *p = len <= UST__MAX_LINE ? malloc((size_t)len + 1) : NULL;
+    unsigned char *p =
+        ust__frame_length(h, sizeof(h), &len) >= 0 ? malloc((size_t)len + 1) : NULL;
     if (p == NULL || fread(p, 1, len, in) != len) {
         free(p);
         return NULL;
@@ -201,9 +213,10 @@ unsigned char *ust__frame_fread(FILE *in, size_t *n)
 
 int ust__frame_fwrite(FILE *out, ust__frame_out *f)
 {
-    int rc = f->error == 0 && fwrite(f->buf, 1, f->len, out) == f->len && fflush(out) == 0
-                 ? 0
-                 : UST_EIO;
+    int rc =
+        f->error == 0 && fwrite(f->buf, 1, f->len, out) == f->len && fflush(out) == 0
+            ? 0
+            : UST_EIO;
     f->len = 0;
     return rc;
 }
@@ -464,13 +477,15 @@ void ust__frame_take(unsigned char *payload, size_t n, ust__line *line,
                      "a frame of unknown type 0x%02x", type);
         break;
     }
-    if (r.bad == NULL && line->bad_frame[0] == '\0' && r.off != r.n && line->bad == NULL)
+    if (r.bad == NULL && line->bad_frame[0] == '\0' && r.off != r.n &&
+        line->bad == NULL)
         r.bad = "bytes after the end of its message";
     if (r.bad != NULL) {
         snprintf(line->bad_frame, sizeof(line->bad_frame), "%s", r.bad);
         ust_decision_clear(&line->decision);
-        line->is_decision = 0;
+        line->is_decision = line->has_seq = 0;
         line->bad = NULL;
+        line->type = line->key = line->value = line->message = NULL;
     }
 }
 

@@ -100,6 +100,11 @@ void ust__frame_decision(ust__frame_out *f, int64_t seq, const ust_decision *d,
                          const unsigned char *writes, size_t writes_len,
                          uint32_t n_writes);
 
+/* The length in front of the frame at p (have bytes of it read) into *n:
+ * 1 when its payload is all there, 0 when it is not yet (*n set once the
+ * length itself is), -1 when the length is over UST__MAX_LINE. */
+int ust__frame_length(const unsigned char *p, size_t have, uint32_t *n);
+
 /* The host's reader of one frame from the child (the payload, type byte
  * first, its length already checked against the cap): fills line (zeroed
  * first) as a JSON line would fill it: a decision validated with the checks

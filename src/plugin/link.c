@@ -36,7 +36,7 @@
 typedef struct outgoing {
     const ust_event *ev; /* an event to encode, or */
     const ust_request *req;
-    json_t *msg; /* a message ready to go, or */
+    json_t *msg;        /* a message ready to go, or */
     unsigned char *raw; /* frames ready to go */
     size_t raw_len;
 } outgoing;
@@ -59,7 +59,7 @@ struct ust__link {
     size_t cap_taken;
     ust__line *lines; /* parsed, on their way to `in` */
     size_t cap_lines;
-    ust_jsonw event; /* an event's message, before it joins wbuf */
+    ust_jsonw event;      /* an event's message, before it joins wbuf */
     ust__frame_out frame; /* the same as a frame */
     int binary;           /* frames after the first line */
     int binary_now;       /* the first line (the hello) was read */
@@ -257,28 +257,25 @@ static void take_decision(ust__link *l, ust__line *line)
 static int next_frame(ust__link *l, size_t start, size_t *used, ust__line *line)
 {
     size_t have = l->rlen - start;
-    if (have < UST__FRAME_HEAD)
-        return 0;
     const unsigned char *h = (const unsigned char *)l->rbuf + start;
-    uint32_t n = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                 (uint32_t)h[3] << 24;
-    if (n > UST__MAX_LINE) {
+    uint32_t n = 0;
+    int whole = ust__frame_length(h, have, &n);
+    if (whole < 0) {
         /* Its first bytes show what it was: often text a plugin printed to
          * its stdout, which is the protocol's. */
         char start_of[4 * 12 + 1];
         size_t k = 0;
         for (size_t i = 0; i < have && i < 12; i++)
-            k += (size_t)snprintf(start_of + k, sizeof(start_of) - k,
-                                  h[i] >= 0x20 && h[i] < 0x7f && h[i] != '"' ? "%c"
-                                                                             : "\\x%02x",
-                                  h[i]);
+            k += (size_t)snprintf(
+                start_of + k, sizeof(start_of) - k,
+                h[i] >= 0x20 && h[i] < 0x7f && h[i] != '"' ? "%c" : "\\x%02x", h[i]);
         memset(line, 0, sizeof(*line));
         snprintf(line->bad_frame, sizeof(line->bad_frame),
                  "a frame of %lu bytes, over the limit of %d (it starts \"%s\")",
                  (unsigned long)n, UST__MAX_LINE, start_of);
         return -1;
     }
-    if (have - UST__FRAME_HEAD < n)
+    if (whole == 0)
         return 0;
     unsigned char *payload = malloc(n + 1);
     if (payload == NULL)
@@ -302,8 +299,8 @@ static void deliver_lines(ust__link *l)
             int got = next_frame(l, start, &used, &line);
             if (got == 0)
                 break;
-            if (got == -2 ||
-                grow((void **)&l->lines, &l->cap_lines, n_lines + 1, sizeof(ust__line))) {
+            if (got == -2 || grow((void **)&l->lines, &l->cap_lines, n_lines + 1,
+                                  sizeof(ust__line))) {
                 if (got == 1)
                     ust__line_clear(&line);
                 for (size_t i = 0; i < n_lines; i++)
@@ -380,16 +377,15 @@ static void note_cut_frame(ust__link *l)
 {
     if (!l->binary_now || l->rlen == 0)
         return;
-    const unsigned char *h = (const unsigned char *)l->rbuf;
+    uint32_t n = 0;
+    ust__frame_length((const unsigned char *)l->rbuf, l->rlen, &n);
     if (l->rlen < UST__FRAME_HEAD)
         snprintf(l->end_note, sizeof(l->end_note),
                  "its output ended inside a frame's length (%zu of 4 bytes)", l->rlen);
     else
         snprintf(l->end_note, sizeof(l->end_note),
                  "its output ended inside a frame (%zu of its %lu bytes)",
-                 l->rlen - UST__FRAME_HEAD,
-                 (unsigned long)((uint32_t)h[0] | (uint32_t)h[1] << 8 |
-                                 (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24));
+                 l->rlen - UST__FRAME_HEAD, (unsigned long)n);
 }
 
 /* 1 when it read something. */

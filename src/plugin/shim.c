@@ -124,7 +124,8 @@ int ust_plugin_shim_main(int argc, char **argv)
         } else {
             size_t len = 0;
             uint32_t n_writes = 0;
-            const unsigned char *writes = ust__store_remote_writes(store, &len, &n_writes);
+            const unsigned char *writes =
+                ust__store_remote_writes(store, &len, &n_writes);
             ust__frame_decision(&reply, ev.seq, &d, writes, len, n_writes);
         }
         ust__frame_fwrite(out, &reply);

@@ -27,7 +27,7 @@ typedef struct remote {
     struct deferred {
         unsigned char *payload;
         size_t n;
-    } *deferred;
+    } * deferred;
     size_t head_deferred, n_deferred, cap_deferred;
     ust__frame_out request; /* a get, to the parent */
     ust__frame_out writes;  /* the call's writes, sent with its decision */
@@ -173,7 +173,7 @@ ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
 }
 
 const unsigned char *ust__store_remote_writes(ust_store *store, size_t *len,
-                                             uint32_t *n)
+                                              uint32_t *n)
 {
     remote *s = store->backing;
     *len = s->writes.len;

@@ -132,7 +132,8 @@ static void expect_event_2_fails(const char *mode, const char *cause)
         expect_answer_to(p, 1);
     ust_decision d;
     decide(p, strcmp(mode, "early") != 0 ? 2 : 1, &d);
-    if (d.verdict != UST_VERDICT_ERROR || d.error == NULL || strstr(d.error, cause) == NULL)
+    if (d.verdict != UST_VERDICT_ERROR || d.error == NULL ||
+        strstr(d.error, cause) == NULL)
         fail_msg("%s: expected an error saying \"%s\", got %s (%s)", mode, cause,
                  ust_verdict_name(d.verdict), d.error ? d.error : "no error");
     ust_decision_clear(&d);

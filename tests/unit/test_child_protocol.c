@@ -230,6 +230,18 @@ static void test_a_decision_before_any_event_is_a_protocol_error(void **state)
     ust_store_end_call(store, 0);
 }
 
+/* A program that writes 5 MiB with no end of line: the host stops reading
+ * at its line limit (4 MiB) instead of growing without bound, and the event
+ * gets an error saying so. (An isolated .so's shim speaks binary frames:
+ * test_isolation has the same for it.) */
+static void test_a_line_over_the_limit_is_refused(void **state)
+{
+    (void)state;
+    static const char huge[] = PY_PROLOGUE "send(hello)\n" PY_LOOP(
+        "    sys.stdout.write('x' * (5 << 20)); sys.stdout.flush()\n");
+    expect_first_event_fails(huge, "a line over the size limit");
+}
+
 /* A child of protocol 1 (answers without seq) is refused at start, with a
  * message that says why, instead of failing every event. */
 static void test_a_version_1_child_is_refused_at_start(void **state)
@@ -634,6 +646,7 @@ int main(void)
         T(test_a_second_answer_is_a_protocol_error),
         T(test_an_answer_to_another_seq_is_a_protocol_error),
         T(test_a_decision_before_any_event_is_a_protocol_error),
+        T(test_a_line_over_the_limit_is_refused),
         T(test_a_version_1_child_is_refused_at_start),
         T(test_a_hung_candidate_is_down_after_three_timeouts),
         T(test_a_childs_own_processes_die_with_it),
