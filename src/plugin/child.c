@@ -496,11 +496,9 @@ static int reply_value(ust__child *c, const char *v, int claimed)
     else
         ust__frame_string(&f, v);
     ust__frame_end(&f);
-    if (f.error != 0) {
-        ust__frame_out_free(&f);
-        return UST_ENOMEM;
-    }
-    return ust__link_send_bytes(c->link, f.buf, f.len);
+    int rc = f.error != 0 ? UST_ENOMEM : ust__link_send_bytes(c->link, f.buf, f.len);
+    ust__frame_out_free(&f);
+    return rc;
 }
 
 /* A state operation from the child, answered from the host's store. */

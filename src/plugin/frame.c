@@ -84,6 +84,14 @@ void ust__frame_string(ust__frame_out *f, const char *s)
         ust__frame_bytes(f, s, strlen(s));
 }
 
+void ust__frame_raw(ust__frame_out *f, const void *p, size_t n)
+{
+    if (n > 0 && reserve(f, n) == 0) {
+        memcpy(f->buf + f->len, p, n);
+        f->len += n;
+    }
+}
+
 void ust__frame_end(ust__frame_out *f)
 {
     if (f->error)
@@ -354,10 +362,7 @@ void ust__frame_decision(ust__frame_out *f, int64_t seq, const ust_decision *d,
     ust__frame_i64(f, seq);
     UST_DECISION_FIELDS(FRAME_DECISION)
     ust__frame_i32(f, (int32_t)n_writes);
-    if (writes_len > 0 && reserve(f, writes_len) == 0) {
-        memcpy(f->buf + f->len, writes, writes_len);
-        f->len += writes_len;
-    }
+    ust__frame_raw(f, writes, writes_len);
     ust__frame_end(f);
 }
 

@@ -52,6 +52,8 @@ void ust__frame_i32(ust__frame_out *f, int32_t v);
 void ust__frame_i64(ust__frame_out *f, int64_t v);
 void ust__frame_bytes(ust__frame_out *f, const void *p, size_t n);
 void ust__frame_string(ust__frame_out *f, const char *s); /* NULL: null */
+/* n bytes as they are: fields written elsewhere, or a JSON line. */
+void ust__frame_raw(ust__frame_out *f, const void *p, size_t n);
 void ust__frame_end(ust__frame_out *f);
 void ust__frame_out_free(ust__frame_out *f);
 

@@ -33,14 +33,6 @@
 #define STDERR_PER_MINUTE (64 * 1024)
 #define STDERR_LINE_MAX 4096
 
-typedef struct outgoing {
-    const ust_event *ev; /* an event to encode, or */
-    const ust_request *req;
-    json_t *msg;        /* a message ready to go, or */
-    unsigned char *raw; /* frames ready to go */
-    size_t raw_len;
-} outgoing;
-
 struct ust__link {
     pthread_t thread;
     pthread_mutex_t mu;
@@ -50,20 +42,20 @@ struct ust__link {
     int stop, woken;
     int ended; /* 0, or why no more lines will come */
     char label[96];
-    outgoing *out;
-    size_t n_out, cap_out;
+    /* What is queued for the child, already encoded: the link keeps no
+     * pointer to an event it was given, which may be released as soon as it
+     * is answered (even by a child that answered before reading it). */
+    ust__frame_out pending;
+    uint64_t pending_events;
+    ust_jsonw event; /* an event's JSON line, before it joins pending */
     ust__line *in;
     size_t in_head, n_in, cap_in;
     /* The thread's own. */
-    outgoing *taken;
-    size_t cap_taken;
     ust__line *lines; /* parsed, on their way to `in` */
     size_t cap_lines;
-    ust_jsonw event;      /* an event's message, before it joins wbuf */
-    ust__frame_out frame; /* the same as a frame */
-    int binary;           /* frames after the first line */
-    int binary_now;       /* the first line (the hello) was read */
-    char end_note[96];    /* the output ended inside a frame */
+    int binary;        /* frames after the first line */
+    int binary_now;    /* the first line (the hello) was read */
+    char end_note[96]; /* the output ended inside a frame */
     char *wbuf, *rbuf;
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
@@ -104,40 +96,64 @@ static void wake(ust__link *l)
     }
 }
 
-static int queue(ust__link *l, outgoing o)
+/* Called with mu held, after something was appended to pending (from
+ * `start` on): wakes the thread, or drops what was appended when it could
+ * not be all. */
+static int queued(ust__link *l, size_t start)
 {
-    pthread_mutex_lock(&l->mu);
-    int rc = grow((void **)&l->out, &l->cap_out, l->n_out + 1, sizeof(outgoing));
-    if (rc == 0) {
-        l->out[l->n_out++] = o;
-        wake(l);
+    if (l->pending.error != 0) {
+        l->pending.len = start;
+        l->pending.error = 0;
+        return UST_ENOMEM;
     }
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+    wake(l);
+    return 0;
 }
 
 int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req)
 {
-    return queue(l, (outgoing){ev, req, NULL, NULL, 0});
+    pthread_mutex_lock(&l->mu);
+    size_t start = l->pending.start = l->pending.len;
+    if (l->binary) {
+        ust__frame_decide(&l->pending, ev, req);
+    } else {
+        ust_jsonw_reset(&l->event);
+        ust__wire_decide(&l->event, ev, req);
+        if (l->event.error == UST_ENOMEM)
+            l->pending.error = UST_ENOMEM;
+        ust__frame_raw(&l->pending, l->event.buf, l->event.len);
+        ust__frame_raw(&l->pending, "\n", 1);
+    }
+    int rc = queued(l, start);
+    if (rc == 0)
+        l->pending_events++;
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ust__link_send_bytes(ust__link *l, const void *buf, size_t n)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t start = l->pending.start = l->pending.len;
+    ust__frame_raw(&l->pending, buf, n);
+    int rc = queued(l, start);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
 }
 
 int ust__link_send(ust__link *l, json_t *msg)
 {
-    if (msg == NULL)
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    if (text == NULL)
         return UST_ENOMEM;
-    int rc = queue(l, (outgoing){NULL, NULL, msg, NULL, 0});
-    if (rc != 0)
-        json_decref(msg);
-    return rc;
-}
-
-int ust__link_send_bytes(ust__link *l, unsigned char *buf, size_t n)
-{
-    if (buf == NULL)
-        return UST_ENOMEM;
-    int rc = queue(l, (outgoing){NULL, NULL, NULL, buf, n});
-    if (rc != 0)
-        ust_free(buf);
+    pthread_mutex_lock(&l->mu);
+    size_t start = l->pending.start = l->pending.len;
+    ust__frame_raw(&l->pending, text, strlen(text));
+    ust__frame_raw(&l->pending, "\n", 1);
+    int rc = queued(l, start);
+    pthread_mutex_unlock(&l->mu);
+    ust_free(text);
     return rc;
 }
 
@@ -151,44 +167,28 @@ static int append_to_wbuf(const char *buf, size_t n, void *data)
     return 0;
 }
 
-/* Encodes what was queued, one line each, after what is still to write. */
-static void encode(ust__link *l, size_t n)
+/* Called with mu held: what was queued goes after what is still to write
+ * (the buffers swap when all was written, which is the usual case). */
+static void take_pending(ust__link *l)
 {
     if (l->woff == l->wlen)
         l->wlen = l->woff = 0;
-    for (size_t i = 0; i < n; i++) {
-        outgoing *o = &l->taken[i];
-        if (l->write_dead) {
-            json_decref(o->msg);
-            ust_free(o->raw);
-            continue;
-        }
-        if (o->raw != NULL) {
-            append_to_wbuf((const char *)o->raw, o->raw_len, l);
-            ust_free(o->raw);
-            continue;
-        }
-        if (o->msg != NULL) {
-            if (json_dump_callback(o->msg, append_to_wbuf, l, JSON_COMPACT) == 0)
-                append_to_wbuf("\n", 1, l);
-            json_decref(o->msg);
-            continue;
-        }
-        l->events_encoded++;
-        if (l->binary) {
-            l->frame.len = 0;
-            ust__frame_decide(&l->frame, o->ev, o->req);
-            if (l->frame.error == 0)
-                append_to_wbuf((const char *)l->frame.buf, l->frame.len, l);
-            continue;
-        }
-        ust_jsonw_reset(&l->event);
-        ust__wire_decide(&l->event, o->ev, o->req);
-        if (l->event.error != UST_ENOMEM) {
-            append_to_wbuf(l->event.buf, l->event.len, l);
-            append_to_wbuf("\n", 1, l);
-        }
+    l->events_encoded += l->pending_events;
+    l->pending_events = 0;
+    if (l->write_dead || l->pending.len == 0) {
+        l->pending.len = 0;
+        return;
     }
+    if (l->wlen == 0) {
+        char *buf = l->wbuf;
+        size_t cap = l->wcap;
+        l->wbuf = (char *)l->pending.buf, l->wcap = l->pending.cap;
+        l->wlen = l->pending.len;
+        l->pending.buf = (unsigned char *)buf, l->pending.cap = cap;
+    } else if (append_to_wbuf((const char *)l->pending.buf, l->pending.len, l) != 0) {
+        l->write_dead = 1; /* out of memory: the child hears no more */
+    }
+    l->pending.len = 0;
 }
 
 static void write_some(ust__link *l)
@@ -514,14 +514,8 @@ static void *run(void *arg)
                 read_stderr(l, 65536);
             break;
         }
-        /* Take the whole queue: it is encoded outside the lock. */
-        size_t n = l->n_out;
-        outgoing *swap = l->taken;
-        size_t cap = l->cap_taken;
-        l->taken = l->out, l->cap_taken = l->cap_out;
-        l->out = swap, l->cap_out = cap, l->n_out = 0;
+        take_pending(l);
         pthread_mutex_unlock(&l->mu);
-        encode(l, n);
         write_some(l);
         struct pollfd p[5] = {
             {l->wake_rd, POLLIN, 0},
@@ -671,10 +665,6 @@ void ust__link_stop(ust__link *l)
     pthread_mutex_unlock(&l->mu);
     if (running)
         pthread_join(l->thread, NULL);
-    for (size_t i = 0; i < l->n_out; i++) {
-        json_decref(l->out[i].msg);
-        ust_free(l->out[i].raw);
-    }
     for (size_t i = l->in_head; i < l->n_in; i++)
         ust__line_clear(&l->in[i]);
     close(l->wake_rd);
@@ -683,13 +673,11 @@ void ust__link_stop(ust__link *l)
         close(l->statm_fd);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->arrived);
-    ust_free(l->out);
-    ust_free(l->taken);
     ust_free(l->in);
     ust_free(l->lines);
     ust_free(l->wbuf);
     ust_jsonw_free(&l->event);
-    ust__frame_out_free(&l->frame);
+    ust__frame_out_free(&l->pending);
     ust__body_memo_free(&l->memo);
     ust_free(l->rbuf);
     ust_free(l);

@@ -1,8 +1,9 @@
 /* The host's end of a plugin child's pipes, driven by a thread of its own.
- * The thread encodes the events queued for the child and writes them, and
- * reads the child's lines and parses them, so the JSON work an isolated
- * plugin costs runs beside the runner rather than on its path. The runner's
- * thread queues events and takes the parsed lines in the order they came. */
+ * The runner's thread queues events, encoded as it queues them (a frame for
+ * the shim costs little), and takes the parsed lines in the order they came;
+ * the thread writes what was queued, and reads the child's lines or frames
+ * and parses them, so the parse an answer costs runs beside the runner
+ * rather than on its path. */
 #ifndef UST_PLUGIN_LINK_H
 #define UST_PLUGIN_LINK_H
 
@@ -69,15 +70,15 @@ int ust__link_start(const ust__link_opts *o, ust__link **out);
 /* Renames the child in the prefix of its stderr lines (after its hello). */
 void ust__link_set_label(ust__link *l, const char *label);
 
-/* Queues an event; ev and req are encoded on the thread, so they must stay
- * valid until its decision has been received or the link is stopped. req
- * NULL: the child declined the raw request (no body, no headers). */
+/* Queues an event, encoded at once (a JSON line, or a frame once the link
+ * is binary): the link keeps no pointer to ev or req. req NULL: the child
+ * declined the raw request (no body, no headers). */
 int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req);
 
-/* Queues a message (the link takes it). */
+/* Queues a message as a JSON line (the link takes msg). */
 int ust__link_send(ust__link *l, json_t *msg);
-/* Queues n bytes of frames (the link takes buf, ust_malloc'd). */
-int ust__link_send_bytes(ust__link *l, unsigned char *buf, size_t n);
+/* Queues n bytes of frames (copied). */
+int ust__link_send_bytes(ust__link *l, const void *buf, size_t n);
 
 /* The next line, waiting until deadline_ms (CLOCK_MONOTONIC): 0 and *line
  * (release with ust__line_clear), UST_ETIMEOUT at the deadline, UST_EEOF once
