@@ -668,7 +668,11 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
                                 ? line.value
                                 : json_string_value(json_object_get(j, "value"))) !=
                    0) {
-            snprintf(cause, cap, "bad line: %.80s", line.text);
+            if (line.frame_len > 0) /* its bytes are not text to quote */
+                snprintf(cause, cap, "protocol error: a %s the host cannot serve",
+                         type);
+            else
+                snprintf(cause, cap, "bad line: %.80s", line.text);
         } else {
             ust__line_clear(&line);
             continue; /* a state operation: the decision is still to come */

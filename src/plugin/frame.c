@@ -6,6 +6,7 @@
 #include "plugin/event_abi.h"
 
 #include <understudy/alloc.h>
+#include <understudy/codec.h>
 #include <understudy/error.h>
 
 #include <stdio.h>
@@ -413,6 +414,18 @@ static char *frame_strdup(ust__frame_in *r)
     return s != NULL ? ust_strdup(s) : NULL;
 }
 
+/* A string that is also text, as a JSON line's strings are: what the host
+ * keeps of it (a key, a value, a message) may go to the run's JSON. */
+static const char *read_text(ust__frame_in *r)
+{
+    const char *s = ust__frame_read_string(r);
+    if (s != NULL && !ust_utf8_valid((const unsigned char *)s, strlen(s))) {
+        r->bad = "a string is not valid UTF-8";
+        return NULL;
+    }
+    return s;
+}
+
 /* The writes after a decision: checked here, applied by the host's thread
  * from line->writes_at on. */
 static void take_writes(ust__frame_in *r, ust__line *line)
@@ -421,9 +434,9 @@ static void take_writes(ust__frame_in *r, ust__line *line)
     line->writes_at = r->off;
     line->n_writes = n;
     for (uint32_t i = 0; i < n && r->bad == NULL; i++) {
-        if (ust__frame_read_string(r) == NULL && r->bad == NULL)
+        if (read_text(r) == NULL && r->bad == NULL)
             r->bad = "a write without its key";
-        (void)ust__frame_read_string(r);
+        (void)read_text(r);
     }
 }
 
@@ -465,16 +478,16 @@ void ust__frame_take(unsigned char *payload, size_t n, ust__line *line,
         line->type = "error";
         line->has_seq = ust__frame_read_u8(&r) != 0;
         line->seq = ust__frame_read_i64(&r);
-        line->message = ust__frame_read_string(&r);
+        line->message = read_text(&r);
         break;
     case UST__FRAME_GET:
         line->type = "get";
-        line->key = ust__frame_read_string(&r);
+        line->key = read_text(&r);
         break;
     case UST__FRAME_CLAIM:
         line->type = "claim";
-        line->key = ust__frame_read_string(&r);
-        line->value = ust__frame_read_string(&r);
+        line->key = read_text(&r);
+        line->value = read_text(&r);
         break;
     default:
         if (r.bad == NULL)

@@ -53,6 +53,8 @@ static const char fake_shim[] =
     "        if mode == 'string': a = a[:-8] + struct.pack('<I', 1000) + a[-4:]\n"
     "        if mode == 'trailing': a = frame(a[4:5], a[5:] + b'x')\n"
     "        if mode == 'unknown': a = frame(b'z', b'')\n"
+    "        if mode == 'not_text':\n"
+    "            a = frame(b'e', b'\\x01' + struct.pack('<q', seq) + s(b'\\xff'))\n"
     "        if mode == 'wrong_seq': a = decision(99)\n"
     "        if mode == 'interim': a = decision(seq, status=150)\n"
     "        if mode == 'writes': a = decision(seq, writes=[(b'k', b'v')])\n"
@@ -168,6 +170,8 @@ static void test_a_malformed_frame_takes_the_child_down(void **state)
                                      " its message");
     expect_event_2_fails("unknown",
                          "protocol error: bad frame: a frame of unknown type 0x7a");
+    expect_event_2_fails("not_text",
+                         "protocol error: bad frame: a string is not valid UTF-8");
 }
 
 static void test_a_frame_for_another_seq_takes_the_child_down(void **state)
