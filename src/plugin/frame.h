@@ -12,7 +12,7 @@
 #ifndef UST_PLUGIN_FRAME_H
 #define UST_PLUGIN_FRAME_H
 
-#include "plugin/link.h"
+#include "plugin/line.h"
 #include "plugin/wire.h"
 
 #include <understudy/event.h>

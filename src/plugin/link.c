@@ -645,15 +645,6 @@ const char *ust__link_end_note(ust__link *l)
     return note;
 }
 
-void ust__line_clear(ust__line *line)
-{
-    json_decref(line->json);
-    json_decref(line->writes);
-    ust_decision_clear(&line->decision);
-    free(line->text);
-    memset(line, 0, sizeof(*line));
-}
-
 void ust__link_stop(ust__link *l)
 {
     if (l == NULL)

@@ -11,35 +11,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "plugin/line.h"
+
 #include <understudy/event.h>
 #include <understudy/host.h>
 
-/* Longest line (or binary frame) taken from a child. */
-#define UST__MAX_LINE (4 << 20)
-
 typedef struct ust__link ust__link;
-
-/* One line from the child, or one binary frame (frame.h). A "decision" is
- * taken apart on the link's thread too, which is most of what a decision
- * costs the host. */
-typedef struct ust__line {
-    json_t *json; /* NULL: the line is not JSON, or it was a decision or a frame */
-    char *text;   /* the line itself, or the frame's payload (free()) */
-    long rss_mib; /* the child's RSS when the line was read; 0: not measured */
-    int64_t seq;  /* the event a decision or error line answers, when has_seq */
-    int has_seq;
-    int before_event; /* read before any event was written to the child */
-    int is_decision;
-    const char *bad; /* a decision refused, and why */
-    ust_decision decision;
-    json_t *writes; /* the decision's writes: [[key, value or null], ...] */
-    /* A frame: its length; for an error, get or claim, the type and the
-     * fields lent from text; a decision's writes, from writes_at on. */
-    size_t frame_len, writes_at;
-    uint32_t n_writes;
-    const char *type, *key, *value, *message;
-    char bad_frame[160]; /* not empty: the frame is not the protocol's, and why */
-} ust__line;
 
 /* What a plugin may write to its stderr: a token bucket of bytes, kept by
  * the plugin across the restarts of its child (see link.c for the rates). */
@@ -86,7 +63,6 @@ int ust__link_send_bytes(ust__link *l, const void *buf, size_t n);
  * first), UST_EIO once it could not be read, UST_EPARSE once a line grew past
  * the size limit. */
 int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
-void ust__line_clear(ust__line *line);
 /* Once the child's output ended inside a frame, how far in it was ("" when
  * it did not): said beside the child's exit. */
 const char *ust__link_end_note(ust__link *l);
