@@ -3,6 +3,7 @@
  * the other end. */
 #define _GNU_SOURCE /* close_range */
 #include "plugin/faults.h"
+#include "plugin/frame.h"
 #include "plugin/kind.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
@@ -277,7 +278,8 @@ static int start(ust__child *c, char **err)
                          .background = c->background,
                          .budget = &c->budget,
                          .label = label,
-                         .counters = c->pc->counters};
+                         .counters = c->pc->counters,
+                         .binary = c->so_path != NULL};
     c->answered = 0;
     if ((rc = ust__link_start(&lo, &c->link)) != 0) {
         reap(c, 1, NULL, 0);
@@ -292,14 +294,23 @@ static int start(ust__child *c, char **err)
      * without asking for every new key (see the protocol). */
     json_object_set_new(init, "state_empty",
                         json_boolean(ust_store_ns_empty(c->store, c->ns)));
+    /* The shim is understudy's own: after its hello, both ends speak binary
+     * frames (frame.h), which a program in another language is never
+     * offered. */
+    if (c->so_path != NULL)
+        json_object_set_new(init, "framing", json_string("binary"));
     ust__line line = {0};
     if ((rc = ust__link_send(c->link, init)) == 0)
         rc = ust__link_receive(c->link, ust__mono_ms() + START_TIMEOUT_MS, &line);
     json_t *hello = line.json;
     const char *type = json_string_value(json_object_get(hello, "type"));
+    const char *framing = json_string_value(json_object_get(hello, "framing"));
+    int framing_ok =
+        c->so_path == NULL || (framing != NULL && strcmp(framing, "binary") == 0);
     if (rc == 0 && type && strcmp(type, "hello") == 0 &&
         json_integer_value(json_object_get(hello, "protocol")) ==
-            UST__PROTOCOL_VERSION) {
+            UST__PROTOCOL_VERSION &&
+        framing_ok) {
         const char *name = json_string_value(json_object_get(hello, "name"));
         const char *version = json_string_value(json_object_get(hello, "version"));
         snprintf(c->name, sizeof(c->name), "%s", name ? name : "?");
@@ -312,7 +323,12 @@ static int start(ust__child *c, char **err)
     } else {
         char why[160] = "";
         const char *msg = json_string_value(json_object_get(hello, "message"));
-        if (rc == 0 && type && strcmp(type, "hello") == 0)
+        if (rc == 0 && type && strcmp(type, "hello") == 0 && !framing_ok)
+            snprintf(why, sizeof(why),
+                     "the shim %s did not take the binary framing (another"
+                     " understudy's shim? see UST_PLUGIN_SHIM)",
+                     c->shim);
+        else if (rc == 0 && type && strcmp(type, "hello") == 0)
             snprintf(why, sizeof(why),
                      "its hello says protocol %lld (since 2, every answer carries the"
                      " seq it answers: see include/understudy/protocol.md)",
@@ -464,40 +480,73 @@ static const char *child_version(const void *impl)
     return ((const ust__child *)impl)->version;
 }
 
-/* A state operation from the child, answered from the host's store. */
-static int serve_op(ust__child *c, const char *type, json_t *msg)
+/* The reply to a state operation, in the child's framing. */
+static int reply_value(ust__child *c, const char *v, int claimed)
 {
-    const char *key = json_string_value(json_object_get(msg, "key"));
-    const char *value = json_string_value(json_object_get(msg, "value"));
+    if (c->so_path == NULL)
+        return ust__link_send(
+            c->link, claimed >= 0
+                         ? json_pack("{s:s,s:b}", "type", "claimed", "claimed", claimed)
+                         : json_pack("{s:s,s:o}", "type", "value", "value",
+                                     v ? json_string(v) : json_null()));
+    ust__frame_out f = {0};
+    ust__frame_begin(&f, claimed >= 0 ? UST__FRAME_CLAIMED : UST__FRAME_VALUE);
+    if (claimed >= 0)
+        ust__frame_u8(&f, (unsigned)claimed);
+    else
+        ust__frame_string(&f, v);
+    ust__frame_end(&f);
+    int rc = f.error != 0 ? UST_ENOMEM : ust__link_send_bytes(c->link, f.buf, f.len);
+    ust__frame_out_free(&f);
+    return rc;
+}
+
+/* A state operation from the child, answered from the host's store. */
+static int serve_op(ust__child *c, const char *type, const char *key, const char *value)
+{
     if (key == NULL)
         return UST_EPARSE;
-    json_t *reply;
     if (strcmp(type, "get") == 0) {
         const char *v = NULL;
         int rc = ust_store_get(c->store, key, &v);
         if (rc < 0)
             return rc;
-        reply = json_pack("{s:s,s:o}", "type", "value", "value",
-                          rc ? json_string(v) : json_null());
+        return reply_value(c, rc ? v : NULL, -1);
     } else if (strcmp(type, "claim") == 0 && value != NULL) {
         int rc = ust_store_claim(c->store, key, value);
         if (rc < 0)
             return rc;
-        reply = json_pack("{s:s,s:b}", "type", "claimed", "claimed", rc);
+        return reply_value(c, NULL, rc);
     } else if ((strcmp(type, "put") == 0 && value != NULL) ||
                strcmp(type, "delete") == 0) {
         /* Notifications: staged with this decide, no reply. */
         return value ? ust_store_put(c->store, key, value)
                      : ust_store_delete(c->store, key);
-    } else {
-        return UST_EPARSE;
     }
-    return ust__link_send(c->link, reply);
+    return UST_EPARSE;
+}
+
+/* One write a decision carries, staged with it. */
+static const char *apply_write(ust__child *c, const char *key, const char *value)
+{
+    int rc = value != NULL ? ust_store_put(c->store, key, value)
+                           : ust_store_delete(c->store, key);
+    return rc != 0 ? "the state store refused a write" : NULL;
 }
 
 /* The writes a decision carries, staged with it. NULL or what is wrong. */
-static const char *apply_writes(ust__child *c, json_t *writes)
+static const char *apply_writes(ust__child *c, ust__line *line)
 {
+    if (line->frame_len > 0) {
+        size_t at = 0;
+        const char *key = NULL, *value = NULL, *bad = NULL;
+        int rc;
+        while (bad == NULL &&
+               (rc = ust__frame_next_write(line, &at, &key, &value)) == 0)
+            bad = apply_write(c, key, value);
+        return bad != NULL ? bad : rc < 0 ? "malformed writes" : NULL;
+    }
+    json_t *writes = line->writes;
     size_t i;
     json_t *w;
     json_array_foreach(writes, i, w)
@@ -506,11 +555,9 @@ static const char *apply_writes(ust__child *c, json_t *writes)
         json_t *value = json_array_get(w, 1);
         if (key == NULL || !(json_is_string(value) || json_is_null(value)))
             return "malformed writes";
-        int rc = json_is_string(value)
-                     ? ust_store_put(c->store, key, json_string_value(value))
-                     : ust_store_delete(c->store, key);
-        if (rc != 0)
-            return "the state store refused a write";
+        const char *bad = apply_write(c, key, json_string_value(value));
+        if (bad != NULL)
+            return bad;
     }
     return NULL;
 }
@@ -557,6 +604,8 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
         }
         if (rc != 0) {
             int ended = rc == UST_EEOF || rc == UST_EIO;
+            char note[96];
+            snprintf(note, sizeof(note), "%s", ust__link_end_note(c->link));
             *kind = reap(c, !ended, cause, cap) ? UST_FAULT_CRASH
                     : ended                     ? UST_FAULT_EXIT
                                                 : UST_FAULT_PROTOCOL;
@@ -564,17 +613,25 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
                 snprintf(cause, cap, "%s",
                          ended ? "the plugin closed its output"
                                : "a line over the size limit");
+            if (note[0]) { /* a frame cut short: beside how the child ended */
+                size_t len = strlen(cause);
+                snprintf(cause + len, cap - len, " (%s)", note);
+            }
             return 0;
         }
         json_t *j = line.json;
-        const char *type = line.is_decision
-                               ? "decision"
-                               : json_string_value(json_object_get(j, "type"));
+        const char *type = line.is_decision ? "decision"
+                           : line.type      ? line.type
+                                       : json_string_value(json_object_get(j, "type"));
         const char *bad = NULL;
         int over_rss = 0;
         *kind = UST_FAULT_PROTOCOL; /* unless the branch below says otherwise */
         int answer = line.is_decision || (type != NULL && strcmp(type, "error") == 0);
-        if (line.before_event) {
+        if (line.bad_frame[0]) {
+            /* Not a frame of the protocol: as a line that is not JSON. */
+            snprintf(cause, cap, "protocol error: bad frame: %s", line.bad_frame);
+            type = NULL;
+        } else if (line.before_event) {
             /* Nothing was asked yet: not an answer, nor a state operation
              * (a write there would be staged with the first event's). */
             snprintf(cause, cap, "protocol error: a %s line before any event was sent",
@@ -585,7 +642,7 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
         } else if (type == NULL) {
             snprintf(cause, cap, "bad line: %.80s", line.text);
         } else if (line.is_decision) {
-            bad = line.bad ? line.bad : apply_writes(c, line.writes);
+            bad = line.bad ? line.bad : apply_writes(c, &line);
             if (bad == NULL) {
                 *out = line.decision;
                 memset(&line.decision, 0, sizeof(line.decision));
@@ -599,10 +656,23 @@ static int receive_decision(ust__child *c, int64_t seq, ust_decision *out, char 
             *kind = bad != NULL ? UST_FAULT_BAD_DECISION : UST_FAULT_RSS;
         } else if (strcmp(type, "error") == 0) {
             *kind = UST_FAULT_DECIDE;
-            const char *m = json_string_value(json_object_get(j, "message"));
+            const char *m = line.frame_len > 0
+                                ? line.message
+                                : json_string_value(json_object_get(j, "message"));
             snprintf(cause, cap, "decide failed: %s", m ? m : "no reason given");
-        } else if (serve_op(c, type, j) != 0) {
-            snprintf(cause, cap, "bad line: %.80s", line.text);
+        } else if (serve_op(c, type,
+                            line.frame_len > 0
+                                ? line.key
+                                : json_string_value(json_object_get(j, "key")),
+                            line.frame_len > 0
+                                ? line.value
+                                : json_string_value(json_object_get(j, "value"))) !=
+                   0) {
+            if (line.frame_len > 0) /* its bytes are not text to quote */
+                snprintf(cause, cap, "protocol error: a %s the host cannot serve",
+                         type);
+            else
+                snprintf(cause, cap, "bad line: %.80s", line.text);
         } else {
             ust__line_clear(&line);
             continue; /* a state operation: the decision is still to come */

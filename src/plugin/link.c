@@ -6,6 +6,7 @@
  * child whose stdout is still held open by a process it started has ended
  * all the same. */
 #include "plugin/faults.h"
+#include "plugin/frame.h"
 #include "plugin/link.h"
 #include "plugin/wire.h"
 
@@ -32,12 +33,6 @@
 #define STDERR_PER_MINUTE (64 * 1024)
 #define STDERR_LINE_MAX 4096
 
-typedef struct outgoing {
-    const ust_event *ev; /* an event to encode, or */
-    const ust_request *req;
-    json_t *msg; /* a message ready to go */
-} outgoing;
-
 struct ust__link {
     pthread_t thread;
     pthread_mutex_t mu;
@@ -47,16 +42,20 @@ struct ust__link {
     int stop, woken;
     int ended; /* 0, or why no more lines will come */
     char label[96];
-    outgoing *out;
-    size_t n_out, cap_out;
+    /* What is queued for the child, already encoded: the link keeps no
+     * pointer to an event it was given, which may be released as soon as it
+     * is answered (even by a child that answered before reading it). */
+    ust__frame_out pending;
+    uint64_t pending_events;
+    ust_jsonw event; /* an event's JSON line, before it joins pending */
     ust__line *in;
     size_t in_head, n_in, cap_in;
     /* The thread's own. */
-    outgoing *taken;
-    size_t cap_taken;
     ust__line *lines; /* parsed, on their way to `in` */
     size_t cap_lines;
-    ust_jsonw event; /* an event's message, before it joins wbuf */
+    int binary;        /* frames after the first line */
+    int binary_now;    /* the first line (the hello) was read */
+    char end_note[96]; /* the output ended inside a frame */
     char *wbuf, *rbuf;
     size_t wlen, woff, wcap, rlen, rcap;
     int write_dead, read_done;
@@ -97,30 +96,64 @@ static void wake(ust__link *l)
     }
 }
 
-static int queue(ust__link *l, outgoing o)
+/* Called with mu held, after something was appended to pending (from
+ * `start` on): wakes the thread, or drops what was appended when it could
+ * not be all. */
+static int queued(ust__link *l, size_t start)
 {
-    pthread_mutex_lock(&l->mu);
-    int rc = grow((void **)&l->out, &l->cap_out, l->n_out + 1, sizeof(outgoing));
-    if (rc == 0) {
-        l->out[l->n_out++] = o;
-        wake(l);
+    if (l->pending.error != 0) {
+        l->pending.len = start;
+        l->pending.error = 0;
+        return UST_ENOMEM;
     }
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+    wake(l);
+    return 0;
 }
 
 int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req)
 {
-    return queue(l, (outgoing){ev, req, NULL});
+    pthread_mutex_lock(&l->mu);
+    size_t start = l->pending.start = l->pending.len;
+    if (l->binary) {
+        ust__frame_decide(&l->pending, ev, req);
+    } else {
+        ust_jsonw_reset(&l->event);
+        ust__wire_decide(&l->event, ev, req);
+        if (l->event.error == UST_ENOMEM)
+            l->pending.error = UST_ENOMEM;
+        ust__frame_raw(&l->pending, l->event.buf, l->event.len);
+        ust__frame_raw(&l->pending, "\n", 1);
+    }
+    int rc = queued(l, start);
+    if (rc == 0)
+        l->pending_events++;
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ust__link_send_bytes(ust__link *l, const void *buf, size_t n)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t start = l->pending.start = l->pending.len;
+    ust__frame_raw(&l->pending, buf, n);
+    int rc = queued(l, start);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
 }
 
 int ust__link_send(ust__link *l, json_t *msg)
 {
-    if (msg == NULL)
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    if (text == NULL)
         return UST_ENOMEM;
-    int rc = queue(l, (outgoing){NULL, NULL, msg});
-    if (rc != 0)
-        json_decref(msg);
+    pthread_mutex_lock(&l->mu);
+    size_t start = l->pending.start = l->pending.len;
+    ust__frame_raw(&l->pending, text, strlen(text));
+    ust__frame_raw(&l->pending, "\n", 1);
+    int rc = queued(l, start);
+    pthread_mutex_unlock(&l->mu);
+    ust_free(text);
     return rc;
 }
 
@@ -134,31 +167,28 @@ static int append_to_wbuf(const char *buf, size_t n, void *data)
     return 0;
 }
 
-/* Encodes what was queued, one line each, after what is still to write. */
-static void encode(ust__link *l, size_t n)
+/* Called with mu held: what was queued goes after what is still to write
+ * (the buffers swap when all was written, which is the usual case). */
+static void take_pending(ust__link *l)
 {
     if (l->woff == l->wlen)
         l->wlen = l->woff = 0;
-    for (size_t i = 0; i < n; i++) {
-        outgoing *o = &l->taken[i];
-        if (l->write_dead) {
-            json_decref(o->msg);
-            continue;
-        }
-        if (o->msg != NULL) {
-            if (json_dump_callback(o->msg, append_to_wbuf, l, JSON_COMPACT) == 0)
-                append_to_wbuf("\n", 1, l);
-            json_decref(o->msg);
-            continue;
-        }
-        ust_jsonw_reset(&l->event);
-        ust__wire_decide(&l->event, o->ev, o->req);
-        l->events_encoded++;
-        if (l->event.error != UST_ENOMEM) {
-            append_to_wbuf(l->event.buf, l->event.len, l);
-            append_to_wbuf("\n", 1, l);
-        }
+    l->events_encoded += l->pending_events;
+    l->pending_events = 0;
+    if (l->write_dead || l->pending.len == 0) {
+        l->pending.len = 0;
+        return;
     }
+    if (l->wlen == 0) {
+        char *buf = l->wbuf;
+        size_t cap = l->wcap;
+        l->wbuf = (char *)l->pending.buf, l->wcap = l->pending.cap;
+        l->wlen = l->pending.len;
+        l->pending.buf = (unsigned char *)buf, l->pending.cap = cap;
+    } else if (append_to_wbuf((const char *)l->pending.buf, l->pending.len, l) != 0) {
+        l->write_dead = 1; /* out of memory: the child hears no more */
+    }
+    l->pending.len = 0;
 }
 
 static void write_some(ust__link *l)
@@ -222,13 +252,74 @@ static void take_decision(ust__link *l, ust__line *line)
  * child's RSS, read once per chunk, goes with its last line: the growth it
  * shows happened by the time that answer was written, which is as near as
  * the host can tell (the child may be events ahead of what was read). */
+/* The next whole frame from rbuf + start into *line: 1, 0 when it is not
+ * all there yet, -1 when its length is over the cap (line says so). */
+static int next_frame(ust__link *l, size_t start, size_t *used, ust__line *line)
+{
+    size_t have = l->rlen - start;
+    const unsigned char *h = (const unsigned char *)l->rbuf + start;
+    uint32_t n = 0;
+    int whole = ust__frame_length(h, have, &n);
+    if (whole < 0) {
+        /* Its first bytes show what it was: often text a plugin printed to
+         * its stdout, which is the protocol's. */
+        char start_of[4 * 12 + 1];
+        size_t k = 0;
+        for (size_t i = 0; i < have && i < 12; i++)
+            k += (size_t)snprintf(
+                start_of + k, sizeof(start_of) - k,
+                h[i] >= 0x20 && h[i] < 0x7f && h[i] != '"' ? "%c" : "\\x%02x", h[i]);
+        memset(line, 0, sizeof(*line));
+        snprintf(line->bad_frame, sizeof(line->bad_frame),
+                 "a frame of %lu bytes, over the limit of %d (it starts \"%s\")",
+                 (unsigned long)n, UST__MAX_LINE, start_of);
+        return -1;
+    }
+    if (whole == 0)
+        return 0;
+    unsigned char *payload = malloc(n + 1);
+    if (payload == NULL)
+        return -2;
+    memcpy(payload, h + UST__FRAME_HEAD, n);
+    payload[n] = '\0';
+    ust__frame_take(payload, n, line, &l->memo);
+    *used = UST__FRAME_HEAD + n;
+    return 1;
+}
+
 static void deliver_lines(ust__link *l)
 {
     size_t start = 0, n_lines = 0;
     char *nl;
-    while ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) != NULL) {
-        size_t n = (size_t)(nl - (l->rbuf + start));
+    int over = 0;
+    for (;;) {
         ust__line line;
+        if (l->binary_now) {
+            size_t used = 0;
+            int got = next_frame(l, start, &used, &line);
+            if (got == 0)
+                break;
+            if (got == -2 || grow((void **)&l->lines, &l->cap_lines, n_lines + 1,
+                                  sizeof(ust__line))) {
+                if (got == 1)
+                    ust__line_clear(&line);
+                for (size_t i = 0; i < n_lines; i++)
+                    ust__line_clear(&l->lines[i]);
+                end(l, UST_EIO);
+                return;
+            }
+            line.before_event = l->events_encoded == 0;
+            l->lines[n_lines++] = line;
+            if (got < 0) { /* nothing after it can be framed */
+                over = 1;
+                break;
+            }
+            start += used;
+            continue;
+        }
+        if ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) == NULL)
+            break;
+        size_t n = (size_t)(nl - (l->rbuf + start));
         memset(&line, 0, sizeof(line));
         line.text = malloc(n + 1);
         if (line.text == NULL ||
@@ -250,6 +341,7 @@ static void deliver_lines(ust__link *l)
         take_decision(l, &line);
         l->lines[n_lines++] = line;
         start += n + 1;
+        l->binary_now = l->binary; /* the hello is the last line */
     }
     memmove(l->rbuf, l->rbuf + start, l->rlen - start);
     l->rlen -= start;
@@ -275,9 +367,25 @@ static void deliver_lines(ust__link *l)
         for (size_t i = 0; i < n_lines; i++)
             ust__line_clear(&l->lines[i]);
         end(l, UST_EIO);
-    } else if (l->rlen >= UST__MAX_LINE) {
+    } else if (over || (!l->binary_now && l->rlen >= UST__MAX_LINE)) {
         end(l, UST_EPARSE);
     }
+}
+
+/* The child's output ends with part of a frame: how much, for the cause. */
+static void note_cut_frame(ust__link *l)
+{
+    if (!l->binary_now || l->rlen == 0)
+        return;
+    uint32_t n = 0;
+    ust__frame_length((const unsigned char *)l->rbuf, l->rlen, &n);
+    if (l->rlen < UST__FRAME_HEAD)
+        snprintf(l->end_note, sizeof(l->end_note),
+                 "its output ended inside a frame's length (%zu of 4 bytes)", l->rlen);
+    else
+        snprintf(l->end_note, sizeof(l->end_note),
+                 "its output ended inside a frame (%zu of its %lu bytes)",
+                 l->rlen - UST__FRAME_HEAD, (unsigned long)n);
 }
 
 /* 1 when it read something. */
@@ -291,6 +399,7 @@ static int read_some(ust__link *l)
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     if (r <= 0) {
+        note_cut_frame(l);
         end(l, r == 0 ? UST_EEOF : UST_EIO);
         return 0;
     }
@@ -405,14 +514,8 @@ static void *run(void *arg)
                 read_stderr(l, 65536);
             break;
         }
-        /* Take the whole queue: it is encoded outside the lock. */
-        size_t n = l->n_out;
-        outgoing *swap = l->taken;
-        size_t cap = l->cap_taken;
-        l->taken = l->out, l->cap_taken = l->cap_out;
-        l->out = swap, l->cap_out = cap, l->n_out = 0;
+        take_pending(l);
         pthread_mutex_unlock(&l->mu);
-        encode(l, n);
         write_some(l);
         struct pollfd p[5] = {
             {l->wake_rd, POLLIN, 0},
@@ -444,8 +547,10 @@ static void *run(void *arg)
              * started may write on, so this reads no more than that. */
             for (int i = 0; i < 16 && !l->read_done && read_some(l); i++)
                 ;
-            if (!l->read_done)
+            if (!l->read_done) {
+                note_cut_frame(l);
                 end(l, UST_EEOF);
+            }
         }
     }
     ust_sigpipe_restore(&old);
@@ -467,6 +572,7 @@ int ust__link_start(const ust__link_opts *o, ust__link **out)
     l->counters = o->counters;
     l->statm_fd = -1;
     l->background = o->background;
+    l->binary = o->binary;
     snprintf(l->label, sizeof(l->label), "%s", o->label ? o->label : "plugin");
     int wake_fds[2];
     if (pipe(wake_fds) != 0) {
@@ -531,13 +637,12 @@ int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line)
     return rc;
 }
 
-void ust__line_clear(ust__line *line)
+const char *ust__link_end_note(ust__link *l)
 {
-    json_decref(line->json);
-    json_decref(line->writes);
-    ust_decision_clear(&line->decision);
-    free(line->text);
-    memset(line, 0, sizeof(*line));
+    pthread_mutex_lock(&l->mu);
+    const char *note = l->ended ? l->end_note : "";
+    pthread_mutex_unlock(&l->mu);
+    return note;
 }
 
 void ust__link_stop(ust__link *l)
@@ -551,8 +656,6 @@ void ust__link_stop(ust__link *l)
     pthread_mutex_unlock(&l->mu);
     if (running)
         pthread_join(l->thread, NULL);
-    for (size_t i = 0; i < l->n_out; i++)
-        json_decref(l->out[i].msg);
     for (size_t i = l->in_head; i < l->n_in; i++)
         ust__line_clear(&l->in[i]);
     close(l->wake_rd);
@@ -561,12 +664,11 @@ void ust__link_stop(ust__link *l)
         close(l->statm_fd);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->arrived);
-    ust_free(l->out);
-    ust_free(l->taken);
     ust_free(l->in);
     ust_free(l->lines);
     ust_free(l->wbuf);
     ust_jsonw_free(&l->event);
+    ust__frame_out_free(&l->pending);
     ust__body_memo_free(&l->memo);
     ust_free(l->rbuf);
     ust_free(l);

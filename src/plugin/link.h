@@ -1,8 +1,9 @@
 /* The host's end of a plugin child's pipes, driven by a thread of its own.
- * The thread encodes the events queued for the child and writes them, and
- * reads the child's lines and parses them, so the JSON work an isolated
- * plugin costs runs beside the runner rather than on its path. The runner's
- * thread queues events and takes the parsed lines in the order they came. */
+ * The runner's thread queues events, encoded as it queues them (a frame for
+ * the shim costs little), and takes the parsed lines in the order they came;
+ * the thread writes what was queued, and reads the child's lines or frames
+ * and parses them, so the parse an answer costs runs beside the runner
+ * rather than on its path. */
 #ifndef UST_PLUGIN_LINK_H
 #define UST_PLUGIN_LINK_H
 
@@ -10,28 +11,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "plugin/line.h"
+
 #include <understudy/event.h>
 #include <understudy/host.h>
 
-/* Longest line taken from a child. */
-#define UST__MAX_LINE (4 << 20)
-
 typedef struct ust__link ust__link;
-
-/* One line from the child. A "decision" line is taken apart on the link's
- * thread too, which is most of what a decision costs the host. */
-typedef struct ust__line {
-    json_t *json; /* NULL: the line is not JSON, or it was a decision */
-    char *text;   /* the line itself (free()) */
-    long rss_mib; /* the child's RSS when the line was read; 0: not measured */
-    int64_t seq;  /* the event a decision or error line answers, when has_seq */
-    int has_seq;
-    int before_event; /* read before any event was written to the child */
-    int is_decision;
-    const char *bad; /* a decision refused, and why */
-    ust_decision decision;
-    json_t *writes; /* the decision's writes: [[key, value or null], ...] */
-} ust__line;
 
 /* What a plugin may write to its stderr: a token bucket of bytes, kept by
  * the plugin across the restarts of its child (see link.c for the rates). */
@@ -52,6 +37,7 @@ typedef struct ust__link_opts {
     ust__stderr_budget *budget;    /* with err_fd; the caller's, outlives the link */
     const char *label;             /* "candidate[name]": stderr lines are prefixed */
     ust_plugin_counters *counters; /* the stderr's counts and sink, or NULL */
+    int binary; /* after the first line (the hello), binary frames both ways */
 } ust__link_opts;
 
 /* Starts the thread on the child's pipes, which stay the caller's to close
@@ -61,13 +47,15 @@ int ust__link_start(const ust__link_opts *o, ust__link **out);
 /* Renames the child in the prefix of its stderr lines (after its hello). */
 void ust__link_set_label(ust__link *l, const char *label);
 
-/* Queues an event; ev and req are encoded on the thread, so they must stay
- * valid until its decision has been received or the link is stopped. req
- * NULL: the child declined the raw request (no body, no headers). */
+/* Queues an event, encoded at once (a JSON line, or a frame once the link
+ * is binary): the link keeps no pointer to ev or req. req NULL: the child
+ * declined the raw request (no body, no headers). */
 int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req);
 
-/* Queues a message (the link takes it). */
+/* Queues a message as a JSON line (the link takes msg). */
 int ust__link_send(ust__link *l, json_t *msg);
+/* Queues n bytes of frames (copied). */
+int ust__link_send_bytes(ust__link *l, const void *buf, size_t n);
 
 /* The next line, waiting until deadline_ms (CLOCK_MONOTONIC): 0 and *line
  * (release with ust__line_clear), UST_ETIMEOUT at the deadline, UST_EEOF once
@@ -75,7 +63,9 @@ int ust__link_send(ust__link *l, json_t *msg);
  * first), UST_EIO once it could not be read, UST_EPARSE once a line grew past
  * the size limit. */
 int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
-void ust__line_clear(ust__line *line);
+/* Once the child's output ended inside a frame, how far in it was ("" when
+ * it did not): said beside the child's exit. */
+const char *ust__link_end_note(ust__link *l);
 
 /* CLOCK_MONOTONIC in ms: the clock of the deadlines above. */
 int64_t ust__mono_ms(void);

@@ -1,7 +1,9 @@
 /* The child side of an isolated .so, understudy's hidden subcommand: a
  * process of its own, exec'd by the host, that loads the library and speaks
- * the protocol on stdin/stdout, with the state store reached through the
- * parent. A crash here takes only this process down. */
+ * the protocol on stdin/stdout (its init and hello JSON lines, then binary
+ * frames: frame.h), with the state store reached through the parent. A
+ * crash here takes only this process down. */
+#include "plugin/frame.h"
 #include "plugin/kind.h"
 #include "plugin/store_remote.h"
 #include "plugin/wire.h"
@@ -16,9 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Each message is flushed as it is written: decisions held back to share a
- * write would be lost with the process if the plugin crashed on a later
- * event, and the host would blame that crash on the wrong event. */
+/* Each message is flushed as it is written (here and ust__frame_fwrite):
+ * decisions held back to share a write would be lost with the process if the
+ * plugin crashed on a later event, and the host would blame that crash on
+ * the wrong event. */
 static void say(FILE *out, json_t *msg)
 {
     char *text = json_dumps(msg, JSON_COMPACT);
@@ -57,6 +60,12 @@ int ust_plugin_shim_main(int argc, char **argv)
     size_t cap = 0;
     json_error_t jerr;
     json_t *init = getline(&line, &cap, in) > 0 ? ust_json_loads(line, 0, &jerr) : NULL;
+    /* Only understudy's host execs its shim, and it asks for the frames. */
+    const char *framing = json_string_value(json_object_get(init, "framing"));
+    if (init != NULL && (framing == NULL || strcmp(framing, "binary") != 0)) {
+        json_decref(init);
+        init = NULL;
+    }
     ust_store *store =
         ust__store_remote(in, out, json_is_true(json_object_get(init, "state_empty")));
     ust_plugin *p = NULL;
@@ -69,7 +78,7 @@ int ust_plugin_shim_main(int argc, char **argv)
     if (init == NULL || store == NULL ||
         ust__plugin_open_kind(&ust__plugin_kind_inproc, &st, &p, &err) != 0) {
         say(out, json_pack("{s:s,s:s}", "type", "error", "message",
-                           err ? err : "no init message"));
+                           err ? err : "no init message asking for binary frames"));
         ust_free(err);
         json_decref(init);
         ust_store_close(store);
@@ -79,48 +88,52 @@ int ust_plugin_shim_main(int argc, char **argv)
     json_decref(init);
     /* It may be sent events ahead: replies it waits for are told apart from
      * the events that arrive first (see the remote store). */
-    say(out, json_pack("{s:s,s:i,s:s,s:s,s:b,s:b}", "type", "hello", "protocol",
+    say(out, json_pack("{s:s,s:i,s:s,s:s,s:b,s:b,s:s}", "type", "hello", "protocol",
                        UST__PROTOCOL_VERSION, "name", ust_plugin_name(p), "version",
                        ust_plugin_version(p), "pipeline", 1, "raw_request",
-                       ust_plugin_wants_raw_request(p)));
-    ust_jsonw reply = {0};
+                       ust_plugin_wants_raw_request(p), "framing", "binary"));
+    ust__frame_out reply = {0};
     for (;;) {
-        char *deferred = ust__store_remote_next_deferred(store);
-        if (deferred == NULL && getline(&line, &cap, in) <= 0)
+        size_t n = 0;
+        unsigned char *frame = ust__store_remote_next_deferred(store, &n);
+        if (frame == NULL && (frame = ust__frame_fread(in, &n)) == NULL)
             break;
-        /* A body may hold NUL bytes: they arrive as \u0000. */
-        json_t *msg = ust_json_loads(deferred ? deferred : line, JSON_ALLOW_NUL, &jerr);
-        free(deferred);
-        ust_event ev = {0};
-        ust_request req = {0};
+        ust_event ev;
+        ust_request req;
         ust_route route;
-        if (msg == NULL || ust__wire_event_parse(json_object_get(msg, "event"), &ev,
-                                                 &req, &route) != 0) {
+        if (ust__frame_event_parse(frame, n, &ev, &req, &route) != 0) {
             /* Without the seq it answers: the host restarts this child. */
-            say(out, json_pack("{s:s,s:s}", "type", "error", "message",
-                               "bad decide message"));
-            ust__wire_event_release(&ev, &req);
-            json_decref(msg);
+            ust__frame_begin(&reply, UST__FRAME_ERROR);
+            ust__frame_u8(&reply, 0);
+            ust__frame_i64(&reply, 0);
+            ust__frame_string(&reply, "bad decide frame");
+            ust__frame_end(&reply);
+            ust__frame_fwrite(out, &reply);
+            ust__frame_event_release(&ev, &req);
+            free(frame);
             continue;
         }
         ust_decision d;
         ust_plugin_decide(p, &ev, &req, &d);
         if (d.verdict == UST_VERDICT_ERROR) {
-            say(out,
-                json_pack("{s:s,s:I,s:s}", "type", "error", "seq", (json_int_t)ev.seq,
-                          "message", d.error ? d.error : "error"));
+            ust__frame_begin(&reply, UST__FRAME_ERROR);
+            ust__frame_u8(&reply, 1);
+            ust__frame_i64(&reply, ev.seq);
+            ust__frame_string(&reply, d.error ? d.error : "error");
+            ust__frame_end(&reply);
         } else {
-            ust_jsonw_reset(&reply);
-            ust__wire_decision(&reply, ev.seq, &d, ust__store_remote_writes(store));
-            fwrite(reply.buf, 1, reply.len, out);
-            fputc('\n', out);
-            fflush(out);
+            size_t len = 0;
+            uint32_t n_writes = 0;
+            const unsigned char *writes =
+                ust__store_remote_writes(store, &len, &n_writes);
+            ust__frame_decision(&reply, ev.seq, &d, writes, len, n_writes);
         }
+        ust__frame_fwrite(out, &reply);
         ust_decision_clear(&d);
-        ust__wire_event_release(&ev, &req);
-        json_decref(msg);
+        ust__frame_event_release(&ev, &req);
+        free(frame);
     }
-    ust_jsonw_free(&reply);
+    ust__frame_out_free(&reply);
     ust_plugin_unload(p);
     ust_store_close(store);
     free(line);

@@ -1,6 +1,7 @@
 /* The state store in a plugin's child process: the cache of store.c, with
- * misses asked of the parent over the protocol's pipes and the call's writes
+ * misses asked of the parent in binary frames (frame.h) and the call's writes
  * sent with its decision. */
+#include "plugin/frame.h"
 #include "plugin/store_internal.h"
 #include "plugin/store_remote.h"
 
@@ -21,70 +22,62 @@ typedef struct remote {
      * without asking. */
     int complete;
     uint64_t *written;
-    /* Pipelined: lines that arrived while waiting for a reply (the next
-     * events), kept for the shim's loop. */
-    char **deferred;
-    size_t n_deferred, cap_deferred;
-    ust_jsonw writes; /* the call's writes, sent with its decision */
+    /* Pipelined: decide frames that arrived while waiting for a reply (the
+     * next events), kept for the shim's loop. */
+    struct deferred {
+        unsigned char *payload;
+        size_t n;
+    } * deferred;
+    size_t head_deferred, n_deferred, cap_deferred;
+    ust__frame_out request; /* a get, to the parent */
+    ust__frame_out writes;  /* the call's writes, sent with its decision */
+    uint32_t n_writes;
 } remote;
 
-static int defer_line(remote *s, char *line)
+static int defer_frame(remote *s, unsigned char *payload, size_t n)
 {
+    if (s->head_deferred == s->n_deferred)
+        s->head_deferred = s->n_deferred = 0;
     if (s->n_deferred == s->cap_deferred) {
         size_t cap = s->cap_deferred ? s->cap_deferred * 2 : 16;
-        char **grown = ust_realloc(s->deferred, cap * sizeof(*grown));
+        struct deferred *grown = ust_realloc(s->deferred, cap * sizeof(*grown));
         if (grown == NULL)
             return UST_ENOMEM;
         s->deferred = grown;
         s->cap_deferred = cap;
     }
-    s->deferred[s->n_deferred++] = line;
+    s->deferred[s->n_deferred++] = (struct deferred){payload, n};
     return 0;
 }
 
-char *ust__store_remote_next_deferred(ust_store *store)
+unsigned char *ust__store_remote_next_deferred(ust_store *store, size_t *n)
 {
     remote *s = store->backing;
-    if (s->n_deferred == 0)
+    if (s->head_deferred == s->n_deferred)
         return NULL;
-    char *line = s->deferred[0];
-    memmove(s->deferred, s->deferred + 1, (s->n_deferred - 1) * sizeof(*s->deferred));
-    s->n_deferred--;
-    return line;
+    struct deferred d = s->deferred[s->head_deferred++];
+    *n = d.n;
+    return d.payload;
 }
 
-/* One request to the parent and its reply (a JSON object), or NULL. */
-static json_t *remote_call(remote *s, json_t *msg)
+/* The get of key to the parent and its reply's payload (free()), or NULL. */
+static unsigned char *remote_call(remote *s, const char *key, size_t *n)
 {
-    char *line = json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    if (line == NULL || fprintf(s->out, "%s\n", line) < 0 || fflush(s->out)) {
-        ust_free(line);
+    ust__frame_begin(&s->request, UST__FRAME_GET);
+    ust__frame_string(&s->request, key);
+    ust__frame_end(&s->request);
+    if (ust__frame_fwrite(s->out, &s->request) != 0)
         return NULL;
-    }
-    ust_free(line);
     /* The host may have sent the next events already: they are kept for
-     * later, and the reply is the first line that is not a "decide". */
+     * later, and the reply is the first frame that is not a decide. */
     for (;;) {
-        char *reply = NULL;
-        size_t cap = 0;
-        if (getline(&reply, &cap, s->in) <= 0) {
+        unsigned char *reply = ust__frame_fread(s->in, n);
+        if (reply == NULL || reply[0] != UST__FRAME_DECIDE || *n == 0)
+            return reply;
+        if (defer_frame(s, reply, *n) != 0) {
             free(reply);
             return NULL;
         }
-        json_error_t jerr;
-        json_t *j = ust_json_loads(reply, JSON_ALLOW_NUL, &jerr);
-        const char *type = json_string_value(json_object_get(j, "type"));
-        if (type != NULL && strcmp(type, "decide") == 0) {
-            json_decref(j);
-            if (defer_line(s, reply) != 0) {
-                free(reply);
-                return NULL;
-            }
-            continue;
-        }
-        free(reply);
-        return j;
     }
 }
 
@@ -98,35 +91,36 @@ static int remote_miss(ust_store *store, const char *k, size_t klen, uint64_t h,
     *value = NULL;
     if (s->complete && !bloom_may_have(s->written, h))
         return 0;
-    json_t *r =
-        remote_call(s, json_pack("{s:s,s:s}", "type", "get", "key", key_name(k)));
+    size_t n = 0;
+    unsigned char *r = remote_call(s, key_name(k), &n);
     if (r == NULL)
         return UST_EIO;
-    const char *v = json_string_value(json_object_get(r, "value"));
-    int rc = 0;
-    if (v != NULL &&
-        (*value = ust__arena_memdup(&store->cache_mem, v, strlen(v))) == NULL)
+    ust__frame_in in = {r, n, 0, NULL};
+    int rc = ust__frame_read_u8(&in) == UST__FRAME_VALUE ? 0 : UST_EIO;
+    const char *v = ust__frame_read_string(&in);
+    if (in.bad != NULL)
+        rc = UST_EIO;
+    else if (rc == 0 && v != NULL &&
+             (*value = ust__arena_memdup(&store->cache_mem, v, strlen(v))) == NULL)
         rc = UST_ENOMEM;
-    json_decref(r);
+    free(r);
     return rc;
 }
 
-/* The call's writes, kept for its decision message ([key, value] or
- * [key, null] for a delete, one line rather than one per write): the parent
- * keeps or drops them with the decision. */
+/* The call's writes, kept for its decision frame (key, then value or null
+ * for a delete): the parent keeps or drops them with the decision. */
 static int remote_end_call(ust_store *store, int keep)
 {
     remote *s = store->backing;
-    ust_jsonw *w = &s->writes;
-    ust_jsonw_reset(w);
+    ust__frame_out *w = &s->writes;
+    w->len = w->start = 0;
+    w->error = 0;
+    s->n_writes = 0;
     for (size_t i = 0; keep && i < store->n_stage; i++) {
         const staged *st = &store->stage[i];
-        if (w->len == 0)
-            ust_jsonw_array(w);
-        ust_jsonw_array(w);
-        ust_jsonw_string(w, key_name(st->key));
-        ust_jsonw_string(w, st->value);
-        ust_jsonw_end_array(w);
+        ust__frame_string(w, key_name(st->key));
+        ust__frame_string(w, st->value);
+        s->n_writes++;
         if (w->error != 0)
             return UST_ENOMEM;
         if (s->written != NULL)
@@ -153,10 +147,11 @@ static void remote_close(ust_store *store)
     if (s == NULL)
         return;
     ust_free(s->written);
-    for (size_t i = 0; i < s->n_deferred; i++)
-        free(s->deferred[i]);
+    for (size_t i = s->head_deferred; i < s->n_deferred; i++)
+        free(s->deferred[i].payload);
     ust_free(s->deferred);
-    ust_jsonw_free(&s->writes);
+    ust__frame_out_free(&s->request);
+    ust__frame_out_free(&s->writes);
     ust_free(s);
 }
 
@@ -177,11 +172,11 @@ ust_store *ust__store_remote(FILE *in, FILE *out, int complete)
     return store;
 }
 
-const char *ust__store_remote_writes(ust_store *store)
+const unsigned char *ust__store_remote_writes(ust_store *store, size_t *len,
+                                              uint32_t *n)
 {
     remote *s = store->backing;
-    if (s->writes.len == 0)
-        return NULL;
-    ust_jsonw_end_array(&s->writes);
+    *len = s->writes.len;
+    *n = s->n_writes;
     return s->writes.buf;
 }

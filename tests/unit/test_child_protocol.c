@@ -4,6 +4,7 @@
  * given, and a child that floods its stderr. Each child is real: a Python
  * program speaking the protocol, or a misbehaving .so isolated in understudy's
  * shim. */
+#define _GNU_SOURCE      /* sched_setaffinity */
 #define UST_TEST_STORE 1 /* store_setup, store_teardown */
 #include "support.h"
 
@@ -13,6 +14,7 @@
 #include <understudy/host.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -228,6 +230,97 @@ static void test_a_decision_before_any_event_is_a_protocol_error(void **state)
     const char *v = NULL;
     assert_int_equal(ust_store_get(store, "k", &v), 0);
     ust_store_end_call(store, 0);
+}
+
+/* A child that answers events before it has read them (it guesses their
+ * seqs) has its answers taken, and the runner may then release the events
+ * at once: what the child reads afterwards is still each event as it was
+ * queued, never what its memory holds by then (the link keeps no pointer to
+ * an event). Here the events are changed, not freed, once answered; the
+ * child reports the seqs it read. */
+static void
+test_events_answered_before_they_are_read_reach_the_child_whole(void **state)
+{
+    (void)state;
+    static const char guesses[] =
+        PY_PROLOGUE "hello['pipeline'] = True\n"
+                    "send(hello)\n"
+                    "seen = []\n" PY_LOOP(
+                        "    if seq == 1:\n"
+                        "        sys.stdout.write(''.join(json.dumps(answer(s)) + '\\n'"
+                        " for s in range(1, 41))); sys.stdout.flush()\n"
+                        "    elif seq == 1000:\n"
+                        "        m = answer(seq); m['decision']['body'] = seen\n"
+                        "        send(m)\n"
+                        "    else:\n"
+                        "        seen.append(seq)\n");
+    /* One core for the runner and the link's thread, the latter in the
+     * background: the runner takes the answers already read and releases
+     * the events before the link's thread runs again. */
+    cpu_set_t was, one;
+    assert_int_equal(sched_getaffinity(0, sizeof(was), &was), 0);
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &was)) {
+            CPU_SET(cpu, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    ust_plugin_config pc;
+    memset(&pc, 0, sizeof(pc));
+    static char *argv[] = {"python3", "-c", (char *)guesses, NULL};
+    pc.exec = argv;
+    pc.timeout_ms = 10000;
+    ust_plugin *p = NULL;
+    char *err = NULL;
+    if (ust_plugin_open(&pc, NULL, "candidate", UST_PLUGIN_BACKGROUND, store, &p,
+                        &err) != 0)
+        fail_msg("open: %s", err);
+    expect_decides(p, 1);
+    enum { N = 39 };
+    ust_event evs[N];
+    ust_request reqs[N];
+    const ust_event *ev_ptrs[N];
+    const ust_request *req_ptrs[N];
+    ust_decision ds[N], *outs[N];
+    memset(evs, 0, sizeof(evs));
+    memset(reqs, 0, sizeof(reqs));
+    for (int i = 0; i < N; i++) {
+        evs[i].seq = 2 + i;
+        ev_ptrs[i] = &evs[i];
+        req_ptrs[i] = &reqs[i];
+        outs[i] = &ds[i];
+    }
+    ust_plugin_decide_batch(p, ev_ptrs, req_ptrs, N, outs);
+    for (int i = 0; i < N; i++) {
+        expect_answer_to(&ds[i], 2 + i);
+        ust_decision_clear(&ds[i]);
+        evs[i].seq = 4242; /* released, and reused */
+    }
+    ust_decision d;
+    decide(p, 1000, &d);
+    char want[512] = "[";
+    for (int i = 0; i < N; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%d", i ? "," : "",
+                 2 + i);
+    strcat(want, "]");
+    assert_int_equal(d.verdict, UST_VERDICT_APPLIED);
+    assert_string_equal(d.body, want);
+    ust_decision_clear(&d);
+    ust_plugin_unload(p);
+    assert_int_equal(sched_setaffinity(0, sizeof(was), &was), 0);
+}
+
+/* A program that writes 5 MiB with no end of line: the host stops reading
+ * at its line limit (4 MiB) instead of growing without bound, and the event
+ * gets an error saying so. (An isolated .so's shim speaks binary frames:
+ * test_isolation has the same for it.) */
+static void test_a_line_over_the_limit_is_refused(void **state)
+{
+    (void)state;
+    static const char huge[] = PY_PROLOGUE "send(hello)\n" PY_LOOP(
+        "    sys.stdout.write('x' * (5 << 20)); sys.stdout.flush()\n");
+    expect_first_event_fails(huge, "a line over the size limit");
 }
 
 /* A child of protocol 1 (answers without seq) is refused at start, with a
@@ -634,6 +727,8 @@ int main(void)
         T(test_a_second_answer_is_a_protocol_error),
         T(test_an_answer_to_another_seq_is_a_protocol_error),
         T(test_a_decision_before_any_event_is_a_protocol_error),
+        T(test_a_line_over_the_limit_is_refused),
+        T(test_events_answered_before_they_are_read_reach_the_child_whole),
         T(test_a_version_1_child_is_refused_at_start),
         T(test_a_hung_candidate_is_down_after_three_timeouts),
         T(test_a_childs_own_processes_die_with_it),

@@ -90,14 +90,20 @@ static const struct fault_case {
 } faults[] = {
     {"misbehaving_segv_every_100", "seq % 100 = 0", 2, "killed by signal 11"},
     {"misbehaving_sleep", "seq % 50 = 0", 4, "timeout: no decision within 200 ms"},
-    {"misbehaving_stdout_garbage", "seq % 20 = 0", 12, "bad line: garbage"},
+    /* What a .so prints to its stdout lands among the shim's binary frames:
+     * read as a frame's length, it is far over the limit, and the cause
+     * shows the text. */
+    {"misbehaving_stdout_garbage", "seq % 20 = 0", 12,
+     "protocol error: bad frame: a frame of 1651663207 bytes, over the limit of"
+     " 4194304 (it starts \"garbage, not\")"},
     /* A child that closes its stdout and lives on is not waited for: it is
      * killed, and the event gets an error saying its output ended. */
     {"misbehaving_close_stdout", "seq % 60 = 0", 4, "the plugin closed its output"},
-    /* A child that writes 5 MiB with no end of line: the host stops reading
-     * at its line limit (4 MiB) instead of growing without bound, and the
-     * event gets an error saying so. */
-    {"misbehaving_huge_line", "seq % 120 = 0", 2, "a line over the size limit"},
+    /* A child that writes 5 MiB of text: the host reads no more than the
+     * length of what would be a frame, far over the limit (4 MiB), instead
+     * of growing without bound, and the event gets an error saying so. */
+    {"misbehaving_huge_line", "seq % 120 = 0", 2,
+     "bytes, over the limit of 4194304 (it starts \"xxxxxxxxxxxx\")"},
 };
 
 /* Each of them, on a world of its own. */
@@ -288,6 +294,48 @@ static void test_garbage_is_counted_as_a_protocol_error(void **state)
     counted_as(*state, "misbehaving_stdout_garbage", UST_FAULT_PROTOCOL, 12, 11);
 }
 
+/* Every candidate decision of a run, each field quoted (NULL apart from ''). */
+static char *candidate_decisions(world *w)
+{
+    return world_query(w, "SELECT group_concat(seq || '|' || quote(entity) || '|' ||"
+                          " quote(c_verdict) || '|' || quote(c_status) || '|' ||"
+                          " quote(c_state_before) || '|' || quote(c_state) || '|' ||"
+                          " quote(c_flags) || '|' || quote(c_body) || '|' ||"
+                          " quote(c_headers) || '|' || quote(c_reason) || '|' ||"
+                          " quote(c_error), char(10)) FROM"
+                          " (SELECT * FROM decisions ORDER BY seq)");
+}
+
+/* A generated log (the default mix: webhooks signed and not, API requests
+ * with bodies and headers) replayed with the candidate isolated, as
+ * shipped, its shim talking binary frames, and in process: the same
+ * divergence lines byte for byte, the same candidate decision on every
+ * event, and none an error. */
+static void test_an_isolated_candidate_decides_as_in_process(void **state)
+{
+    world *w = *state;
+    world_gen_log(w, w->log_path, w->cfg, 7, 3000);
+    char *isolated_lines = NULL, *in_process_lines = NULL;
+    w->cfg->candidate.isolate = 1;
+    world_replay(w, "legacy", "candidate", &isolated_lines);
+    char *isolated = candidate_decisions(w);
+    char *errors =
+        world_query(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'");
+    assert_string_equal(errors, "0");
+    ust_free(errors);
+    unlink(w->run_path);
+    w->cfg->candidate.isolate = 0;
+    world_replay(w, "legacy", "candidate", &in_process_lines);
+    char *in_process = candidate_decisions(w);
+    assert_true(strlen(isolated_lines) > 1000);
+    assert_string_equal(isolated_lines, in_process_lines);
+    assert_string_equal(isolated, in_process);
+    free(isolated_lines);
+    free(in_process_lines);
+    ust_free(isolated);
+    ust_free(in_process);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, world_teardown)
@@ -302,6 +350,7 @@ int main(void)
         T(test_a_timeout_is_counted_as_one),
         T(test_a_closed_output_is_counted_as_an_exit),
         T(test_garbage_is_counted_as_a_protocol_error),
+        T(test_an_isolated_candidate_decides_as_in_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
