@@ -62,9 +62,9 @@ static void pause_ms(ust__follower *f, long ms)
         ;
 }
 
-/* How long the runner should still wait before its step, 0: step now
- * (called with mu held). */
-static long defer_ms(ust__follower *f, int64_t cursor)
+/* How long the runner should still wait before its step, having waited
+ * since since_us (monotonic) already; 0: step now (called with mu held). */
+static long defer_ms(ust__follower *f, int64_t cursor, int64_t since_us)
 {
     if (f->stop || f->wanted <= cursor)
         return 0;
@@ -76,7 +76,13 @@ static long defer_ms(ust__follower *f, int64_t cursor)
     if (oldest == 0)
         return 0;
     int64_t bound = f->runner_opts.cfg->health.max_lag_s * 1000000 / DEFER_SHARE;
+    /* The lag is at least the wait itself: arrival times are wall clock
+     * (a clock stepped back, or a backlog stamped by a clock ahead, would
+     * make them look newer than now), and the wait never outlasts the
+     * bound it is held to. */
     int64_t lag = ust_time_wall_us() - oldest;
+    if (lag < now - since_us)
+        lag = now - since_us;
     if (lag >= bound)
         return 0;
     int64_t wait = busy_until - now < bound - lag ? busy_until - now : bound - lag;
@@ -125,7 +131,8 @@ static void *follower_main(void *arg)
             pthread_cond_timedwait(&f->cv, &f->mu, &until);
             f->waiting = 0;
         }
-        for (long ms; (ms = defer_ms(f, ust_runner_cursor(f->runner))) > 0;)
+        int64_t since_us = ust_time_mono_us();
+        for (long ms; (ms = defer_ms(f, ust_runner_cursor(f->runner), since_us)) > 0;)
             pause_ms(f, ms);
         int stop = f->stop;
         pthread_mutex_unlock(&f->mu);

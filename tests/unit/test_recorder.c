@@ -6,6 +6,7 @@
 #include "serve_client.h"
 
 #include <understudy/alloc.h>
+#include <understudy/clock.h>
 #include <understudy/config.h>
 #include <understudy/log.h>
 #include <understudy/serve.h>
@@ -119,13 +120,8 @@ static long long runner_events(world *w)
  * wait for the load to end, and this load ends only once it decided more
  * than it had when the load was well under way: the first commits, before
  * the recorder counts as busy, are decided at once.) */
-static void test_the_runner_decides_under_lasting_load(void **state)
+static void expect_decisions_under_lasting_load(world *w)
 {
-    world *w = *state;
-    server_write_config_keys(w->cfg,
-                             json_pack("{s:{s:i},s:o}", "health", "max_lag_s", 1,
-                                       "plugins", server_plugins(NULL, NULL)));
-    serve_world_start(w);
     enum { BURST = 200, SETTLED = 10, MAX_BURSTS = 150 };
     int fd = http_connect(w->srv.port);
     char *burst = NULL;
@@ -161,6 +157,68 @@ static void test_the_runner_decides_under_lasting_load(void **state)
     if (decided <= settled)
         fail_msg("the runner decided nothing more under %d bursts of %d requests",
                  bursts - SETTLED, BURST);
+}
+
+/* The config with health.max_lag_s 1 (the runner waits at most 100 ms). */
+static void write_max_lag_1(world *w)
+{
+    server_write_config_keys(w->cfg,
+                             json_pack("{s:{s:i},s:o}", "health", "max_lag_s", 1,
+                                       "plugins", server_plugins(NULL, NULL)));
+}
+
+static void test_the_runner_decides_under_lasting_load(void **state)
+{
+    world *w = *state;
+    write_max_lag_1(w);
+    serve_world_start(w);
+    expect_decisions_under_lasting_load(w);
+    serve_world_stop(w);
+}
+
+/* Arrival times are the wall clock's: a backlog left undecided by a run
+ * whose clock was an hour ahead (or a clock since stepped back) looks an
+ * hour younger than it is. Under lasting load the runner still waits no
+ * longer than the bound, on a clock that does not step. */
+static void test_a_backlog_from_the_future_does_not_starve_the_runner(void **state)
+{
+    world *w = *state;
+    write_max_lag_1(w);
+    enum { BACKLOG = 20000 };
+    ust_config *cfg = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_config_load(w->cfg, &cfg, &err), 0);
+    ust_request *reqs = calloc(BACKLOG, sizeof(*reqs));
+    assert_non_null(reqs);
+    int64_t ahead = ust_time_wall_us() + 3600 * INT64_C(1000000);
+    for (int i = 0; i < BACKLOG; i++) {
+        char *raw = payment(1000000 + i, NULL);
+        ust_request *r = &reqs[i];
+        r->received_at_us = ahead + i;
+        r->remote = ust_strdup("127.0.0.1:1");
+        r->method = ust_strdup("POST");
+        r->target = ust_strdup("/payments");
+        const char *body = strstr(raw, "\r\n\r\n") + 4;
+        r->body = (unsigned char *)ust_strdup(body);
+        r->body_len = strlen(body);
+        char key[32];
+        snprintf(key, sizeof(key), "f%d", i);
+        assert_int_equal(ust_request_add_header(r, "Content-Type", "application/json"),
+                         0);
+        assert_int_equal(ust_request_add_header(r, "Idempotency-Key", key), 0);
+        ust_free(raw);
+    }
+    ust_log *log = NULL;
+    assert_int_equal(ust_log_open(w->log, UST_LOG_CREATE, &log, &err), 0);
+    assert_int_equal(ust_log_append_requests(log, cfg, reqs, BACKLOG, NULL, NULL, &err),
+                     0);
+    ust_log_close(log);
+    for (int i = 0; i < BACKLOG; i++)
+        ust_request_clear(&reqs[i]);
+    free(reqs);
+    ust_config_free(cfg);
+    serve_world_start(w);
+    expect_decisions_under_lasting_load(w);
     serve_world_stop(w);
 }
 
@@ -745,6 +803,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_the_runner_decides_under_lasting_load),
+        T(test_a_backlog_from_the_future_does_not_starve_the_runner),
         T(test_idle_keep_alive_connections_are_closed),
         T(test_connections_beyond_the_cap_are_refused),
         T(test_a_half_closed_client_gets_its_answer),

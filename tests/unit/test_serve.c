@@ -658,8 +658,9 @@ static int thread_shows(pid_t pid, const char *name, long nice)
     return t.found;
 }
 
-/* The server's threads by name: the runner and the candidate's link in the
- * background, the writer and the rest (the loop, libuv's pool) at own. */
+/* The server's threads by name: the runner, its reader of the log (there
+ * while a step runs) and the candidate's link in the background, the
+ * writer and the rest (the loop, libuv's pool) at own. */
 struct thread_census {
     long own;
     int background, writers;
@@ -671,6 +672,8 @@ static void count_thread(const char *name, long nice, void *data)
     if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
         assert_int_equal(nice, 10);
         c->background++;
+    } else if (strcmp(name, "ust-reader") == 0) {
+        assert_int_equal(nice, 10); /* shadow work too, started by the runner */
     } else if (strcmp(name, "ust-writer") == 0) {
         assert_int_equal(nice, c->own);
         c->writers++;
