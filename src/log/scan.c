@@ -11,16 +11,25 @@
 #include <string.h>
 
 /* The columns of a row, in the order of ust_log_scan_row's members; a read
- * selects those its order names, NULL in place of the others. */
-#define SCAN_COLUMNS(X)                                                                \
-    X(SEQ, seq)                                                                        \
-    X(RECEIVED_AT, received_at)                                                        \
-    X(ROUTE, route)                                                                    \
-    X(PROVIDER, provider)                                                              \
-    X(EVENT_ID, event_id) X(TRANSACTION_ID, transaction_id)                            \
-        X(TARGET_STATUS, target_status) X(INTENT, intent) X(AMOUNT, amount)            \
-            X(CURRENCY, currency) X(IDEM_KEY, idem_key) X(TENANT, tenant)              \
-                X(REQUEST_SHA256, request_sha256) X(SIGNATURE, signature)
+ * selects those its order names, NULL in place of the others. One column a
+ * line. */
+/* clang-format off */
+#define SCAN_COLUMNS(X)               \
+    X(SEQ, seq)                       \
+    X(RECEIVED_AT, received_at)       \
+    X(ROUTE, route)                   \
+    X(PROVIDER, provider)             \
+    X(EVENT_ID, event_id)             \
+    X(TRANSACTION_ID, transaction_id) \
+    X(TARGET_STATUS, target_status)   \
+    X(INTENT, intent)                 \
+    X(AMOUNT, amount)                 \
+    X(CURRENCY, currency)             \
+    X(IDEM_KEY, idem_key)             \
+    X(TENANT, tenant)                 \
+    X(REQUEST_SHA256, request_sha256) \
+    X(SIGNATURE, signature)
+/* clang-format on */
 #define COL_ENUM(id, name) COL_##id,
 enum { SCAN_COLUMNS(COL_ENUM) COL_API, N_COLS };
 #undef COL_ENUM

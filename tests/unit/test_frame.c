@@ -116,7 +116,8 @@ static void test_a_decide_frame_without_the_raw_request(void **state)
     assert_int_equal(greq.n_headers, 0);
     ust__frame_event_release(&got, &greq);
     /* Cut short by a byte, it is refused rather than read past its end. */
-    assert_int_equal(ust__frame_event_parse(p, n - 1, &got, &greq, &groute), UST_EPARSE);
+    assert_int_equal(ust__frame_event_parse(p, n - 1, &got, &greq, &groute),
+                     UST_EPARSE);
     ust__frame_event_release(&got, &greq);
     free(p);
     ust__frame_out_free(&f);
