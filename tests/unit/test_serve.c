@@ -632,7 +632,11 @@ static void each_thread(pid_t pid,
         snprintf(file, sizeof(file), "%s/%s/comm", path, e->d_name);
         read_comm(file, comm);
         snprintf(file, sizeof(file), "%s/%s/stat", path, e->d_name);
-        each(comm, stat_field(file, 19), data); /* field 19: nice */
+        long nice = stat_field(file, 19); /* field 19: nice */
+        /* A thread that ended while it was looked at (the runner's reader
+         * ends with each step) is not counted. */
+        if (comm[0] != '\0' && nice != LONG_MIN)
+            each(comm, nice, data);
     }
     if (d != NULL)
         closedir(d);
