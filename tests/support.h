@@ -380,6 +380,18 @@ static int store_teardown(void **state)
     sqlite3_close(db);
     return 0;
 }
+
+/* Decides an event that has only its seq (no fields, no request): what a
+ * test of the protocol around a plugin needs, whatever it decides. */
+static inline void ust_test_decide_seq(ust_plugin *p, int64_t seq, ust_decision *d)
+{
+    ust_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ust_request req;
+    memset(&req, 0, sizeof(req));
+    ev.seq = seq;
+    ust_plugin_decide(p, &ev, &req, d);
+}
 #endif
 
 /* ---- dt1: a child whose output the test reads, a formatted command --- */

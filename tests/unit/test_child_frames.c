@@ -98,20 +98,10 @@ static int open_fake(const char *mode, ust_plugin_config *pc, ust_plugin **p,
     return rc;
 }
 
-static void decide(ust_plugin *p, int64_t seq, ust_decision *d)
-{
-    ust_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ust_request req;
-    memset(&req, 0, sizeof(req));
-    ev.seq = seq;
-    ust_plugin_decide(p, &ev, &req, d);
-}
-
 static void expect_answer_to(ust_plugin *p, int64_t seq)
 {
     ust_decision d;
-    decide(p, seq, &d);
+    ust_test_decide_seq(p, seq, &d);
     char want[32];
     snprintf(want, sizeof(want), "{\"seq\":%lld}", (long long)seq);
     if (d.verdict != UST_VERDICT_APPLIED || d.body == NULL || strcmp(d.body, want) != 0)
@@ -133,7 +123,7 @@ static void expect_event_2_fails(const char *mode, const char *cause)
     if (strcmp(mode, "early") != 0)
         expect_answer_to(p, 1);
     ust_decision d;
-    decide(p, strcmp(mode, "early") != 0 ? 2 : 1, &d);
+    ust_test_decide_seq(p, strcmp(mode, "early") != 0 ? 2 : 1, &d);
     if (d.verdict != UST_VERDICT_ERROR || d.error == NULL ||
         strstr(d.error, cause) == NULL)
         fail_msg("%s: expected an error saying \"%s\", got %s (%s)", mode, cause,

@@ -81,16 +81,6 @@ static ust_plugin *open_isolated(ust_plugin_config *pc, const char *name,
     return open_candidate(pc, path);
 }
 
-static void decide(ust_plugin *p, int64_t seq, ust_decision *d)
-{
-    ust_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ust_request req;
-    memset(&req, 0, sizeof(req));
-    ev.seq = seq;
-    ust_plugin_decide(p, &ev, &req, d);
-}
-
 /* Events first_seq, first_seq + 1 ... as one batch (n at most 64). */
 static void decide_batch(ust_plugin *p, int64_t first_seq, int n, ust_decision *ds)
 {
@@ -135,7 +125,7 @@ static void expect_answer_to(const ust_decision *d, int64_t seq)
 static void expect_decides(ust_plugin *p, int64_t seq)
 {
     ust_decision d;
-    decide(p, seq, &d);
+    ust_test_decide_seq(p, seq, &d);
     expect_answer_to(&d, seq);
     ust_decision_clear(&d);
 }
@@ -146,7 +136,7 @@ static void expect_first_event_fails(const char *script, const char *cause)
     ust_plugin_config pc;
     ust_plugin *p = open_script(&pc, script, NULL, 10000);
     ust_decision d;
-    decide(p, 1, &d);
+    ust_test_decide_seq(p, 1, &d);
     expect_error(&d, cause);
     ust_decision_clear(&d);
     ust_plugin_unload(p);
@@ -165,7 +155,7 @@ static void test_a_second_answer_is_a_protocol_error(void **state)
     ust_plugin *p = open_script(&pc, answers_twice, NULL, 10000);
     for (int64_t seq = 1; seq <= 6; seq++) {
         ust_decision d;
-        decide(p, seq, &d);
+        ust_test_decide_seq(p, seq, &d);
         if (seq % 2 == 1)
             expect_answer_to(&d, seq); /* a fresh child's first answer */
         else
@@ -197,7 +187,7 @@ static void test_an_answer_to_another_seq_is_a_protocol_error(void **state)
     ust_plugin *p = open_script(&pc, wrong_seq, NULL, 10000);
     expect_decides(p, 1);
     ust_decision d;
-    decide(p, 2, &d);
+    ust_test_decide_seq(p, 2, &d);
     expect_error(&d, "protocol error: an answer to seq 99 while seq 2 was asked");
     ust_decision_clear(&d);
     expect_decides(p, 3);
@@ -298,7 +288,7 @@ test_events_answered_before_they_are_read_reach_the_child_whole(void **state)
         evs[i].seq = 4242; /* released, and reused */
     }
     ust_decision d;
-    decide(p, 1000, &d);
+    ust_test_decide_seq(p, 1000, &d);
     char want[512] = "[";
     for (int i = 0; i < N; i++)
         snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%d", i ? "," : "",
@@ -383,7 +373,7 @@ static void test_a_hung_candidate_is_down_after_three_timeouts(void **state)
     ust_plugin *p = open_script(&pc, hangs, NULL, 50);
     ust_decision ds[N];
     for (int i = 0; i < N; i++)
-        decide(p, i + 1, &ds[i]);
+        ust_test_decide_seq(p, i + 1, &ds[i]);
     ust_plugin_unload(p);
     int timeouts, down;
     count_hung(ds, N, &timeouts, &down);
@@ -451,14 +441,14 @@ static void test_a_childs_own_processes_die_with_it(void **state)
      * mistaken for one. */
     ust_plugin *p = open_isolated(&pc, "misbehaving_fork_grandchild", 60000);
     ust_decision d;
-    decide(p, 1, &d);
+    ust_test_decide_seq(p, 1, &d);
     pid_t first = grandchild_of(&d);
     ust_decision_clear(&d);
-    decide(p, 2, &d); /* the child exits with status 3 */
+    ust_test_decide_seq(p, 2, &d); /* the child exits with status 3 */
     expect_error(&d, "exited with status 3");
     ust_decision_clear(&d);
     expect_gone_soon(first);
-    decide(p, 1, &d); /* restarted: a new grandchild */
+    ust_test_decide_seq(p, 1, &d); /* restarted: a new grandchild */
     pid_t second = grandchild_of(&d);
     ust_decision_clear(&d);
     ust_plugin_unload(p);
@@ -470,14 +460,14 @@ static void test_a_childs_own_processes_die_with_it(void **state)
         "    send({'type': 'decision', 'seq': seq, 'decision': {'verdict': 'applied',"
         " 'status': 200, 'body': {'grandchild': sleeper.pid}}})\n");
     p = open_script(&pc, spawns, NULL, 60000);
-    decide(p, 1, &d);
+    ust_test_decide_seq(p, 1, &d);
     first = grandchild_of(&d);
     ust_decision_clear(&d);
-    decide(p, 2, &d);
+    ust_test_decide_seq(p, 2, &d);
     expect_error(&d, "exited with status 3");
     ust_decision_clear(&d);
     expect_gone_soon(first);
-    decide(p, 3, &d);
+    ust_test_decide_seq(p, 3, &d);
     second = grandchild_of(&d);
     ust_decision_clear(&d);
     ust_plugin_unload(p);
