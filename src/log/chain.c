@@ -3,6 +3,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>
+#include <understudy/hash.h>
 
 #include <openssl/evp.h>
 #include <string.h>
@@ -48,22 +49,16 @@ static void put_str(ust__row_hasher *h, const char *s)
     put(h, s, n);
 }
 
-/* The digest is fetched once per hasher: OpenSSL 3 looks EVP_sha256() up in
- * its provider tables on every init otherwise, which costs as much as hashing
- * a small row. */
 static int hasher_ready(ust__row_hasher *h)
 {
-    if (h->sha256 == NULL)
-        h->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
     if (h->md == NULL)
         h->md = EVP_MD_CTX_new();
-    return h->sha256 != NULL && h->md != NULL;
+    return h->md != NULL;
 }
 
 void ust__row_hasher_free(ust__row_hasher *h)
 {
     EVP_MD_CTX_free(h->md);
-    EVP_MD_free(h->sha256);
     ust_free(h->frame);
     memset(h, 0, sizeof(*h));
 }
@@ -142,7 +137,7 @@ void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
         return;
     }
     unsigned int n = UST_SHA256_LEN;
-    EVP_DigestInit_ex(h->md, h->sha256, NULL);
+    EVP_DigestInit_ex(h->md, ust_sha256_md(), NULL);
     EVP_DigestUpdate(h->md, h->frame, body_at);
     if (r->body_len > 0)
         EVP_DigestUpdate(h->md, r->body, r->body_len);
@@ -159,7 +154,7 @@ void ust__log_chain_link(ust__row_hasher *h, const unsigned char prev[UST_SHA256
         return;
     }
     unsigned int n = UST_SHA256_LEN;
-    EVP_DigestInit_ex(h->md, h->sha256, NULL);
+    EVP_DigestInit_ex(h->md, ust_sha256_md(), NULL);
     EVP_DigestUpdate(h->md, prev, UST_SHA256_LEN);
     EVP_DigestUpdate(h->md, digest, UST_SHA256_LEN);
     EVP_DigestFinal_ex(h->md, out, &n);
@@ -174,7 +169,7 @@ static void digest_frame(ust__row_hasher *h, unsigned char out[UST_SHA256_LEN])
         return;
     }
     unsigned int n = UST_SHA256_LEN;
-    EVP_DigestInit_ex(h->md, h->sha256, NULL);
+    EVP_DigestInit_ex(h->md, ust_sha256_md(), NULL);
     EVP_DigestUpdate(h->md, h->frame, h->len);
     EVP_DigestFinal_ex(h->md, out, &n);
 }

@@ -7,8 +7,7 @@
 
 /* Frames a row and digests it; one per thread (it reuses its buffers). */
 typedef struct ust__row_hasher {
-    void *md;     /* EVP_MD_CTX */
-    void *sha256; /* EVP_MD, fetched once */
+    void *md; /* EVP_MD_CTX; the digest is ust_sha256_md(), fetched once */
     unsigned char *frame;
     size_t len, cap;
     int failed;
