@@ -19,19 +19,15 @@ static int reserve(ust__frame_out *f, size_t n)
 {
     if (f->error)
         return -1;
-    if (f->len + n <= f->cap)
-        return 0;
-    size_t cap = f->cap ? f->cap : 4096;
-    while (cap < f->len + n)
-        cap *= 2;
-    unsigned char *grown = ust_realloc(f->buf, cap);
+    unsigned char *grown = n <= (size_t)-1 - f->len
+                               ? ust_grow(f->buf, &f->cap, f->len + n, 4096, 1)
+                               : NULL;
     if (grown == NULL) {
         f->error = UST_ENOMEM;
         f->len = f->start; /* the frame is dropped whole */
         return -1;
     }
     f->buf = grown;
-    f->cap = cap;
     return 0;
 }
 
@@ -56,7 +52,7 @@ void ust__frame_u8(ust__frame_out *f, unsigned v)
     put_le(f, v, 1);
 }
 
-void ust__frame_i32(ust__frame_out *f, int32_t v)
+static void frame_i32(ust__frame_out *f, int32_t v)
 {
     put_le(f, (uint32_t)v, 4);
 }
@@ -66,7 +62,7 @@ void ust__frame_i64(ust__frame_out *f, int64_t v)
     put_le(f, (uint64_t)v, 8);
 }
 
-void ust__frame_bytes(ust__frame_out *f, const void *p, size_t n)
+static void frame_bytes(ust__frame_out *f, const void *p, size_t n)
 {
     put_le(f, n, 4);
     if (reserve(f, n + 1) != 0)
@@ -82,7 +78,7 @@ void ust__frame_string(ust__frame_out *f, const char *s)
     if (s == NULL)
         put_le(f, NULL_STRING, 4);
     else
-        ust__frame_bytes(f, s, strlen(s));
+        frame_bytes(f, s, strlen(s));
 }
 
 void ust__frame_raw(ust__frame_out *f, const void *p, size_t n)
@@ -128,12 +124,12 @@ unsigned ust__frame_read_u8(ust__frame_in *r)
     return (unsigned)get_le(r, 1);
 }
 
-int32_t ust__frame_read_i32(ust__frame_in *r)
+static int32_t read_i32(ust__frame_in *r)
 {
     return (int32_t)(uint32_t)get_le(r, 4);
 }
 
-int64_t ust__frame_read_i64(ust__frame_in *r)
+static int64_t read_i64(ust__frame_in *r)
 {
     return (int64_t)get_le(r, 8);
 }
@@ -171,7 +167,8 @@ const char *ust__frame_read_string(ust__frame_in *r)
     return (const char *)s;
 }
 
-const unsigned char *ust__frame_read_bytes(ust__frame_in *r, size_t *n)
+/* Bytes lent from the payload, NUL-terminated (*n their length). */
+static const unsigned char *read_bytes(ust__frame_in *r, size_t *n)
 {
     int null = 0;
     *n = 0;
@@ -181,7 +178,9 @@ const unsigned char *ust__frame_read_bytes(ust__frame_in *r, size_t *n)
     return s;
 }
 
-uint32_t ust__frame_read_count(ust__frame_in *r, size_t min_item)
+/* A count of items of at least min_item bytes each, checked against what is
+ * left, so a count cannot make the reader allocate or loop for nothing. */
+static uint32_t read_count(ust__frame_in *r, size_t min_item)
 {
     uint64_t n = get_le(r, 4);
     if (r->bad == NULL && n > (r->n - r->off) / (min_item ? min_item : 1)) {
@@ -256,8 +255,8 @@ void ust__frame_decide(ust__frame_out *f, const ust_event *ev, const ust_request
     UST_EVENT_FIELDS(FRAME_OUT)
     ust__frame_u8(f, req != NULL);
     if (req != NULL) {
-        ust__frame_bytes(f, req->body, req->body_len);
-        ust__frame_i32(f, (int32_t)req->n_headers);
+        frame_bytes(f, req->body, req->body_len);
+        frame_i32(f, (int32_t)req->n_headers);
         for (size_t i = 0; i < req->n_headers; i++) {
             ust__frame_string(f, req->headers[i].name);
             ust__frame_string(f, req->headers[i].value);
@@ -282,7 +281,7 @@ void ust__frame_decide(ust__frame_out *f, const ust_event *ev, const ust_request
     }
 #define FRAME_IN_AMOUNT(m)                                                             \
     ev->has_##m = ust__frame_read_u8(&r) != 0;                                         \
-    ev->m = ust__frame_read_i64(&r);
+    ev->m = read_i64(&r);
 #define FRAME_IN_WIRE(kind, m) FRAME_IN_##kind(m)
 #define FRAME_IN_WIRE_END(kind, m) FRAME_IN_##kind(m)
 #define FRAME_IN_NONE(kind, m)
@@ -298,15 +297,15 @@ int ust__frame_event_parse(const unsigned char *p, size_t n, ust_event *ev,
     ust__frame_in r = {p, n, 0, NULL};
     if (ust__frame_read_u8(&r) != UST__FRAME_DECIDE)
         return UST_EPARSE;
-    ev->seq = ust__frame_read_i64(&r);
-    ev->received_at_us = ust__frame_read_i64(&r);
+    ev->seq = read_i64(&r);
+    ev->received_at_us = read_i64(&r);
     req->received_at_us = ev->received_at_us;
     UST_EVENT_FIELDS(FRAME_IN)
     if (ust__frame_read_u8(&r)) {
         size_t len = 0;
-        req->body = (unsigned char *)ust__frame_read_bytes(&r, &len);
+        req->body = (unsigned char *)read_bytes(&r, &len);
         req->body_len = len;
-        uint32_t n_headers = ust__frame_read_count(&r, 2 * MIN_STRING);
+        uint32_t n_headers = read_count(&r, 2 * MIN_STRING);
         req->headers = ust_calloc((size_t)n_headers + 1, sizeof(ust_header));
         if (req->headers == NULL)
             return UST_ENOMEM;
@@ -330,19 +329,19 @@ void ust__frame_event_release(ust_event *ev, ust_request *req)
 }
 
 /* A decision field into its frame, in the table's order. */
-#define FRAME_DECISION_VERDICT(m) ust__frame_i32(f, (int32_t)d->m);
-#define FRAME_DECISION_STATUS(m) ust__frame_i32(f, d->m);
+#define FRAME_DECISION_VERDICT(m) frame_i32(f, (int32_t)d->m);
+#define FRAME_DECISION_STATUS(m) frame_i32(f, d->m);
 #define FRAME_DECISION_TEXT(m) ust__frame_string(f, d->m);
 #define FRAME_DECISION_ENTITY FRAME_DECISION_TEXT
 #define FRAME_DECISION_REASON FRAME_DECISION_TEXT
 #define FRAME_DECISION_BODY FRAME_DECISION_TEXT
 #define FRAME_DECISION_FLAGS(m)                                                        \
-    ust__frame_i32(f, (int32_t)d->n_##m);                                              \
+    frame_i32(f, (int32_t)d->n_##m);                                                   \
     for (size_t i = 0; i < d->n_##m; i++)                                              \
         ust__frame_string(f, d->m[i]);
 #define FRAME_DECISION_HEADERS(m)                                                      \
     {                                                                                  \
-        ust__frame_i32(f, (int32_t)json_object_size(d->m));                            \
+        frame_i32(f, (int32_t)json_object_size(d->m));                                 \
         const char *name;                                                              \
         json_t *value;                                                                 \
         json_object_foreach(d->m, name, value)                                         \
@@ -362,29 +361,38 @@ void ust__frame_decision(ust__frame_out *f, int64_t seq, const ust_decision *d,
     ust__frame_begin(f, UST__FRAME_DECISION);
     ust__frame_i64(f, seq);
     UST_DECISION_FIELDS(FRAME_DECISION)
-    ust__frame_i32(f, (int32_t)n_writes);
+    frame_i32(f, (int32_t)n_writes);
     ust__frame_raw(f, writes, writes_len);
+    ust__frame_end(f);
+}
+
+void ust__frame_error(ust__frame_out *f, int has_seq, int64_t seq, const char *message)
+{
+    ust__frame_begin(f, UST__FRAME_ERROR);
+    ust__frame_u8(f, has_seq ? 1 : 0);
+    ust__frame_i64(f, has_seq ? seq : 0);
+    ust__frame_string(f, message);
     ust__frame_end(f);
 }
 
 /* A decision field from its frame into pd's member for it; strings lent
  * from the frame, the TEXTs copied (ust__adopt takes them). A count over
  * what the in-process checks allow is left for them to refuse, unread. */
-#define TAKE_VERDICT(abi) pd.abi = (ust_verdict)ust__frame_read_i32(&r);
-#define TAKE_STATUS(abi) pd.abi = ust__frame_read_i32(&r);
+#define TAKE_VERDICT(abi) pd.abi = (ust_verdict)read_i32(&r);
+#define TAKE_STATUS(abi) pd.abi = read_i32(&r);
 #define TAKE_TEXT(abi) pd.abi = frame_strdup(&r);
 #define TAKE_ENTITY TAKE_TEXT
 #define TAKE_REASON TAKE_TEXT
 #define TAKE_BODY(abi) pd.abi = (char *)ust__frame_read_string(&r);
 #define TAKE_FLAGS(abi)                                                                \
-    pd.n_##abi = ust__frame_read_count(&r, MIN_STRING);                                \
+    pd.n_##abi = read_count(&r, MIN_STRING);                                           \
     pd.abi = fv;                                                                       \
     for (size_t i = 0; i < pd.n_##abi && i < MAX_FLAGS; i++)                           \
         fv[i] = (char *)ust__frame_read_string(&r);                                    \
     if (pd.n_##abi > MAX_FLAGS)                                                        \
         goto adopt;
 #define TAKE_HEADERS(abi)                                                              \
-    pd.n_##abi = ust__frame_read_count(&r, 2 * MIN_STRING);                            \
+    pd.n_##abi = read_count(&r, 2 * MIN_STRING);                                       \
     pd.abi = hv;                                                                       \
     for (size_t i = 0; i < pd.n_##abi && i < MAX_HEADERS; i++) {                       \
         hv[i].name = ust__frame_read_string(&r);                                       \
@@ -405,8 +413,8 @@ void ust__frame_decision(ust__frame_out *f, int64_t seq, const ust_decision *d,
 #define UNTAKE_ERROR(abi)
 #define UNTAKE(kind, m, column, wire, abi, divergence, div_at) UNTAKE_##kind(abi)
 /* One more than the in-process checks allow: the refusal is theirs. */
-#define MAX_FLAGS 33
-#define MAX_HEADERS 65
+#define MAX_FLAGS (UST__DECISION_MAX_FLAGS + 1)
+#define MAX_HEADERS (UST__DECISION_MAX_HEADERS + 1)
 
 static char *frame_strdup(ust__frame_in *r)
 {
@@ -430,7 +438,7 @@ static const char *read_text(ust__frame_in *r)
  * from line->writes_at on. */
 static void take_writes(ust__frame_in *r, ust__line *line)
 {
-    uint32_t n = ust__frame_read_count(r, 2 * MIN_STRING);
+    uint32_t n = read_count(r, 2 * MIN_STRING);
     line->writes_at = r->off;
     line->n_writes = n;
     for (uint32_t i = 0; i < n && r->bad == NULL; i++) {
@@ -449,7 +457,7 @@ static void take_decision(ust__frame_in *r_in, ust__line *line, ust__body_memo *
     char *fv[MAX_FLAGS];
     line->is_decision = 1;
     line->has_seq = 1;
-    line->seq = ust__frame_read_i64(&r);
+    line->seq = read_i64(&r);
     UST_DECISION_FIELDS(TAKE)
     take_writes(&r, line);
 adopt:
@@ -477,7 +485,7 @@ void ust__frame_take(unsigned char *payload, size_t n, ust__line *line,
     case UST__FRAME_ERROR:
         line->type = "error";
         line->has_seq = ust__frame_read_u8(&r) != 0;
-        line->seq = ust__frame_read_i64(&r);
+        line->seq = read_i64(&r);
         line->message = read_text(&r);
         break;
     case UST__FRAME_GET:

@@ -48,9 +48,7 @@ typedef struct ust__frame_out {
 
 void ust__frame_begin(ust__frame_out *f, int type);
 void ust__frame_u8(ust__frame_out *f, unsigned v);
-void ust__frame_i32(ust__frame_out *f, int32_t v);
 void ust__frame_i64(ust__frame_out *f, int64_t v);
-void ust__frame_bytes(ust__frame_out *f, const void *p, size_t n);
 void ust__frame_string(ust__frame_out *f, const char *s); /* NULL: null */
 /* n bytes as they are: fields written elsewhere, or a JSON line. */
 void ust__frame_raw(ust__frame_out *f, const void *p, size_t n);
@@ -67,15 +65,8 @@ typedef struct ust__frame_in {
 } ust__frame_in;
 
 unsigned ust__frame_read_u8(ust__frame_in *r);
-int32_t ust__frame_read_i32(ust__frame_in *r);
-int64_t ust__frame_read_i64(ust__frame_in *r);
 /* A string lent from the payload (NULL: null, or bad set). */
 const char *ust__frame_read_string(ust__frame_in *r);
-/* Bytes lent from the payload, NUL-terminated (*n their length). */
-const unsigned char *ust__frame_read_bytes(ust__frame_in *r, size_t *n);
-/* A count of items of at least min_item bytes each, checked against what is
- * left, so a count cannot make the reader allocate or loop for nothing. */
-uint32_t ust__frame_read_count(ust__frame_in *r, size_t min_item);
 
 /* The shim's reader of the host's frames: the next one's payload (free()),
  * NUL-terminated, its length in *n; NULL at the end of in, or when a length
@@ -101,6 +92,9 @@ void ust__frame_event_release(ust_event *ev, ust_request *req);
 void ust__frame_decision(ust__frame_out *f, int64_t seq, const ust_decision *d,
                          const unsigned char *writes, size_t writes_len,
                          uint32_t n_writes);
+/* Shim to host: the error frame, for the event seq when has_seq (else the
+ * host cannot tell which event it answers, and restarts the child). */
+void ust__frame_error(ust__frame_out *f, int has_seq, int64_t seq, const char *message);
 
 /* The length in front of the frame at p (have bytes of it read) into *n:
  * 1 when its payload is all there, 0 when it is not yet (*n set once the

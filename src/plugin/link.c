@@ -70,18 +70,13 @@ struct ust__link {
     int err_done, exited;
 };
 
+/* ust_grow, answering 0 or UST_ENOMEM with *p updated. */
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
-    if (need <= *cap)
-        return 0;
-    size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need)
-        cap2 *= 2;
-    void *q = ust_realloc(*p, cap2 * size);
+    void *q = ust_grow(*p, cap, need, 64, size);
     if (q == NULL)
         return UST_ENOMEM;
     *p = q;
-    *cap = cap2;
     return 0;
 }
 

@@ -335,7 +335,8 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo 
         if ((d->body = canonical_body(pd->response_body, memo)) == NULL)
             return "response body is not JSON";
     }
-    if (pd->n_headers > 64 || (pd->n_headers > 0 && pd->headers == NULL))
+    if (pd->n_headers > UST__DECISION_MAX_HEADERS ||
+        (pd->n_headers > 0 && pd->headers == NULL))
         return "too many or missing response headers";
     if (pd->n_headers > 0) {
         d->headers = json_object();
@@ -359,7 +360,7 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo 
             json_object_set_new(d->headers, lower, json_string(v));
         }
     }
-    if (pd->n_flags > 32 || (pd->n_flags > 0 && pd->flags == NULL))
+    if (pd->n_flags > UST__DECISION_MAX_FLAGS || (pd->n_flags > 0 && pd->flags == NULL))
         return "too many or missing flags";
     if (pd->n_flags > 0) {
         d->flags = ust_calloc(pd->n_flags, sizeof(char *));

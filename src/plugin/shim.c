@@ -103,11 +103,7 @@ int ust_plugin_shim_main(int argc, char **argv)
         ust_route route;
         if (ust__frame_event_parse(frame, n, &ev, &req, &route) != 0) {
             /* Without the seq it answers: the host restarts this child. */
-            ust__frame_begin(&reply, UST__FRAME_ERROR);
-            ust__frame_u8(&reply, 0);
-            ust__frame_i64(&reply, 0);
-            ust__frame_string(&reply, "bad decide frame");
-            ust__frame_end(&reply);
+            ust__frame_error(&reply, 0, 0, "bad decide frame");
             ust__frame_fwrite(out, &reply);
             ust__frame_event_release(&ev, &req);
             free(frame);
@@ -116,11 +112,7 @@ int ust_plugin_shim_main(int argc, char **argv)
         ust_decision d;
         ust_plugin_decide(p, &ev, &req, &d);
         if (d.verdict == UST_VERDICT_ERROR) {
-            ust__frame_begin(&reply, UST__FRAME_ERROR);
-            ust__frame_u8(&reply, 1);
-            ust__frame_i64(&reply, ev.seq);
-            ust__frame_string(&reply, d.error ? d.error : "error");
-            ust__frame_end(&reply);
+            ust__frame_error(&reply, 1, ev.seq, d.error ? d.error : "error");
         } else {
             size_t len = 0;
             uint32_t n_writes = 0;

@@ -236,7 +236,7 @@ static const char *parse_body(json_t *j, const char *key, char **out)
 }
 
 /* Borrowed into hv (room for WIRE_MAX_HEADERS). */
-#define WIRE_MAX_HEADERS 64
+#define WIRE_MAX_HEADERS UST__DECISION_MAX_HEADERS
 static const char *parse_headers(json_t *v, ust_plugin_header *hv,
                                  ust_plugin_header **out, size_t *n)
 {
@@ -254,7 +254,7 @@ static const char *parse_headers(json_t *v, ust_plugin_header *hv,
 }
 
 /* Borrowed into fv (room for WIRE_MAX_FLAGS). */
-#define WIRE_MAX_FLAGS 32
+#define WIRE_MAX_FLAGS UST__DECISION_MAX_FLAGS
 static const char *parse_flags(json_t *v, char **fv, char ***out, size_t *n)
 {
     size_t i;

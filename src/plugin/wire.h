@@ -58,6 +58,9 @@ const char *ust__wire_decision_parse_memo(json_t *j, ust_decision *d,
 const char *ust__wire_decision_parse(json_t *j, ust_decision *d);
 
 /* Validation shared with in-process plugins (loader.c); memo as above. */
+/* The most headers and flags a decision may carry (ust__adopt refuses more). */
+#define UST__DECISION_MAX_HEADERS 64
+#define UST__DECISION_MAX_FLAGS 32
 const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo *memo);
 /* Why a response header named n is the harness's own (framing or
  * hop-by-hop: Content-Length, Connection, ...), a static text; NULL when a
