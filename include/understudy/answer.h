@@ -42,7 +42,14 @@ typedef struct ust_verdict_map {
 int ust_verdict_map_parse(const json_t *v, const char *what, ust_verdict_map *out,
                           char **err);
 
-/* Fills *d (cleared first) from a. Always fills it: an answer that cannot
+/* Why a cannot be relayed to a caller as it came, a static text: a status
+ * outside 200-599 (a 1xx is interim), a header name that is not an HTTP
+ * token, a header value holding CR or LF (what --respond legacy refuses of
+ * a plugin's answer). NULL when it can. */
+const char *ust_http_answer_refusal(const ust_http_answer *a);
+
+/* Fills *d (cleared first) from a. An answer ust_http_answer_refusal
+ * refuses is an error decision "the answer is refused: <why>". Always fills it: an answer that cannot
  * be a decision (a 5xx, a malformed Understudy-* header, a body over the
  * size limit) gives verdict error with the cause in d->error. The body is
  * kept as its canonical JSON, or, when it is not JSON, as a JSON string of

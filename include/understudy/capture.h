@@ -19,6 +19,8 @@
  * digest survives the round trip. 0 or UST_ENOMEM (req left partly masked,
  * never half-written: the caller drops it). */
 int ust_capture_mask(const ust_config *cfg, ust_request *req);
+/* 1 when ust_capture_mask masks a header of this name. */
+int ust_capture_masks(const ust_config *cfg, const char *name);
 
 /* 1 when an event of route r with this identity and signature status is
  * sampled out (answered, counted, not recorded): r->sample_bp below 10000,

@@ -35,8 +35,14 @@ typedef struct ust_http_result {
     unsigned char *body; /* NULL when body_len 0 */
     size_t body_len;
     int failure; /* 0: an HTTP answer came; UST_ETIMEOUT past timeout_ms;
-                    UST_EIO refused, reset, closed mid-answer or not HTTP */
-    char *cause; /* what happened, for an error decision, when failure != 0 */
+                    UST_EIO refused, reset, closed mid-answer or not HTTP;
+                    UST_EPARSE an answer whose head is refused (a status line
+                    inside it, a trailer, a NUL, a line not "name: value") */
+    char *cause; /* what happened, for an error decision, when failure != 0:
+                    the method and url (never its password) and libcurl's
+                    words */
+    const char *what; /* the same in a few static words, with no url or
+                         address: what a caller in front may be told */
 } ust_http_result;
 
 /* Sends one call and waits for its answer; *out is cleared first and the
@@ -56,6 +62,12 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
                               ust_http_result *outs);
 
 void ust_http_result_clear(ust_http_result *r); /* NULL is a no-op */
+
+/* A service's url as calls use it: *base the url without its trailing '/'s
+ * (a request's target follows), *host its authority without credentials
+ * (the Host sent). Both the caller's to ust_free. 0; UST_ECONFIG with *err
+ * ("url URL: ...": no scheme, no host); UST_ENOMEM. */
+int ust_http_url_split(const char *url, char **base, char **host, char **err);
 
 /* 1 when name is a hop-by-hop header among headers (a request's or an
  * answer's): Connection, Keep-Alive, Proxy-*, TE, Trailer,

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-static int is_masked(const ust_config *cfg, const char *name)
+int ust_capture_masks(const ust_config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->capture.n_mask_headers; i++)
         if (strcasecmp(cfg->capture.mask_headers[i], name) == 0)
@@ -36,7 +36,7 @@ int ust_capture_mask(const ust_config *cfg, ust_request *req)
 {
     for (size_t i = 0; i < req->n_headers; i++) {
         ust_header *h = &req->headers[i];
-        if (h->value == NULL || !is_masked(cfg, h->name) || is_digest(h->value))
+        if (h->value == NULL || !ust_capture_masks(cfg, h->name) || is_digest(h->value))
             continue;
         unsigned char mac[UST_SHA256_LEN];
         if (cfg->capture.mask_key == NULL ||

@@ -8,6 +8,7 @@
  * order requests were read. */
 #include "http/deriver.h"
 
+#include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>
 
@@ -57,6 +58,24 @@ static void hand_on(ust__deriver *d, ust__derive_batch *b)
         d->skip.put(d->skip.ctx, skip, skip_last, 0);
 }
 
+/* --respond upstream: the values masking is about to replace, as the
+ * client sent them (job->sent), for the service. */
+static int keep_sent(ust__job *job)
+{
+    const ust_request *req = &job->req;
+    for (size_t i = 0; i < req->n_headers; i++) {
+        if (req->headers[i].value == NULL ||
+            !ust_capture_masks(job->cfg, req->headers[i].name))
+            continue;
+        if (job->sent == NULL &&
+            (job->sent = ust_calloc(req->n_headers, sizeof(char *))) == NULL)
+            return UST_ENOMEM;
+        if ((job->sent[i] = ust_strdup(req->headers[i].value)) == NULL)
+            return UST_ENOMEM;
+    }
+    return 0;
+}
+
 /* On the pool: JSON parse, request hash, signature, fields; then the
  * batch, and those derived after it waiting for it, handed on. */
 static void derive_batch(uv_work_t *w)
@@ -64,7 +83,10 @@ static void derive_batch(uv_work_t *w)
     ust__derive_batch *b = w->data;
     ust__deriver *d = b->d;
     for (ust__job *job = b->jobs; job != NULL; job = job->next) {
-        job->derive_rc = ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
+        job->derive_rc = d->keep_sent ? keep_sent(job) : 0;
+        if (job->derive_rc == 0)
+            job->derive_rc =
+                ust_log_record_derive(job->cfg, &job->req, &job->rec, NULL);
         job->sampled_out = job->derive_rc == 0 &&
                            ust_capture_sampled_out(&job->cfg->routes[job->route_index],
                                                    job->rec.identity, job->rec.sig);

@@ -33,6 +33,7 @@ typedef struct ust__deriver {
     ust__sink store;            /* derived, to be stored (the writer) */
     ust__sink skip;             /* sampled out: answered, never stored */
     void (*drained)(void *ctx); /* on the loop, after a batch was handed on */
+    int keep_sent;              /* --respond upstream: each job's sent (queue.h) */
     void *ctx;
     /* the deriver's own; owed is read on the loop */
     size_t owed;         /* jobs added, not yet handed on */

@@ -27,6 +27,10 @@ typedef struct ust__job {
     ust_decision *answer; /* --respond legacy: the legacy's decision */
     /* --respond upstream: the service's answer, sent as it came */
     struct ust_http_result *upstream;
+    /* --respond upstream: per header of req, the value the client sent
+     * where masking (capture.mask_headers) changed the recorded one, else
+     * NULL; NULL when none is masked. What is forwarded; never stored. */
+    char **sent;
     size_t route_index;
     int sampled_out; /* the route's sample leaves it out: answered, not stored */
 } ust__job;

@@ -42,10 +42,19 @@ static int forward(ust__responder *rp, const ust_log_record *rec, ust__job *job,
     if (job == NULL)
         return ust__upstream_unknown(d);
     ust_http_result *res = job->upstream = ust_calloc(1, sizeof(*res));
-    int rc = res ? ust__upstream_forward(rp->upstream, rec, res, d) : UST_ENOMEM;
+    int rc =
+        res ? ust__upstream_forward(rp->upstream, rec, job->sent, res, d) : UST_ENOMEM;
     if (rc == 0 && res->failure == 0)
         rc = ust_answers_put_response(rp->answers, rec->seq, res->status, res->headers,
                                       res->n_headers, res->body, res->body_len, err);
+    /* What is recorded as refused is never relayed: the caller gets 502. */
+    if (rc == 0)
+        rc = ust__upstream_withhold(res);
+    /* The whole cause (its url without the password) is the operator's; the
+     * caller's answer says it in a few words. */
+    if (rc == 0 && res->failure != 0)
+        ust__say(&rp->o->log, UST_LOG_WARN, "--respond upstream: seq %lld: %s",
+                 (long long)rec->seq, d->error ? d->error : res->cause);
     return rc;
 }
 

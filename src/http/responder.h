@@ -8,6 +8,7 @@
 #include "http/health.h"
 #include "http/metrics.h"
 #include "http/queue.h"
+#include "http/say.h"
 
 typedef struct ust__responder ust__responder;
 
@@ -20,6 +21,7 @@ typedef struct ust__responder_opts {
     ust__metrics *metrics;   /* batches that could not be recorded */
     ust__health *health;     /* the last batch's outcome */
     int upstream;            /* --respond upstream: plugins.legacy is a url */
+    ust__logger log;         /* the service's failures, for the operator */
 } ust__responder_opts;
 
 /* Opens the answers, the legacy and its store, decides what the log holds

@@ -819,6 +819,9 @@ static void on_done(uv_async_t *a)
         ust_free(j->answer);
         ust_http_result_clear(j->upstream);
         ust_free(j->upstream);
+        for (size_t i = 0; j->sent != NULL && i < j->req.n_headers; i++)
+            ust_free(j->sent[i]);
+        ust_free(j->sent);
         ust_request_clear(&j->req);
         ust_free(j->failure);
         ust_free(j);
@@ -1010,7 +1013,8 @@ static int serve(ust__server *s, char **err)
                                 .store = {to_writer, s},
                                 .skip = {sampled_out, s},
                                 .drained = derived,
-                                .ctx = s};
+                                .ctx = s,
+                                .keep_sent = o->respond_upstream};
     if (rc == 0 && ust__deriver_init(&s->deriver) != 0) {
         ust__jobq_destroy(&s->done);
         uv_loop_close(s->loop);
@@ -1053,7 +1057,8 @@ static int serve(ust__server *s, char **err)
                                               .out = to_loop,
                                               .metrics = &s->metrics,
                                               .health = &s->health,
-                                              .upstream = o->respond_upstream};
+                                              .upstream = o->respond_upstream,
+                                              .log = s->log};
     s->follower.runner_opts = (ust_replay_opts){.cfg = o->cfg,
                                                 .log_path = o->log_path,
                                                 .run_path = o->run_path,

@@ -16,7 +16,7 @@
 struct ust__upstream {
     ust_http_client *client;
     char *prefix; /* the url without a trailing '/': the target follows */
-    char *host;   /* its authority, the forwarded Host */
+    char *host;   /* its authority without credentials, the forwarded Host */
     int64_t timeout_ms;
     ust_verdict_map verdicts;
 };
@@ -34,18 +34,11 @@ int ust__upstream_open(const ust_plugin_config *pc, const char *file,
     if (u == NULL)
         return UST_ENOMEM;
     u->timeout_ms = pc->timeout_ms;
-    const char *auth = strstr(pc->url, "://");
-    auth = auth ? auth + 3 : pc->url;
-    size_t auth_len = strcspn(auth, "/?#");
-    size_t len = strlen(pc->url);
-    if (len > 0 && pc->url[len - 1] == '/')
-        len--;
-    u->prefix = ust_strndup(pc->url, len);
-    u->host = ust_strndup(auth, auth_len);
-    int rc = u->prefix && u->host ? 0 : UST_ENOMEM;
-    if (rc == 0 && auth_len == 0)
-        rc = ust_errf(err, UST_ECONFIG, "%s: plugins.legacy.url: no host in \"%s\"",
-                      file ? file : "the config", pc->url);
+    char *why = NULL;
+    int rc = ust_http_url_split(pc->url, &u->prefix, &u->host, &why);
+    if (rc == UST_ECONFIG)
+        rc = ust_errf(err, rc, "%s: plugins.legacy.%s", file ? file : "the config", why);
+    ust_free(why);
     if (rc == 0)
         rc = ust_verdict_map_parse(pc->verdicts, "plugins.legacy.verdicts",
                                    &u->verdicts, err);
@@ -69,6 +62,14 @@ void ust__upstream_close(ust__upstream *u)
     ust_free(u);
 }
 
+/* What the caller is told when the service gave no answer to relay. */
+static const char *failure_title(int failure)
+{
+    return failure == UST_ETIMEOUT  ? "upstream timed out"
+           : failure == UST_EPARSE ? "upstream answer refused"
+                                   : "upstream unreachable";
+}
+
 static int failure_decision(const ust__upstream *u, const ust_http_result *res,
                             ust_decision *d)
 {
@@ -78,20 +79,43 @@ static int failure_decision(const ust__upstream *u, const ust_http_result *res,
     d->error = res->failure == UST_ETIMEOUT
                    ? ust_sprintf("upstream timed out (timeout_ms %lld): %s",
                                  (long long)u->timeout_ms, cause)
-                   : ust_sprintf("upstream unreachable: %s", cause);
+                   : ust_sprintf("%s: %s", failure_title(res->failure), cause);
     return d->error ? 0 : UST_ENOMEM;
 }
 
+/* rec's request with each header the client sent in clear where masking
+ * (capture.mask_headers) changed it: the masked form is for storage only.
+ * sent NULL: as recorded. *view borrows; its header array is the caller's
+ * to ust_free. */
+static int as_sent(const ust_request *req, char *const *sent, ust_request *view)
+{
+    *view = *req;
+    if (sent == NULL || req->n_headers == 0)
+        return 0;
+    view->headers = ust_malloc(req->n_headers * sizeof(*view->headers));
+    if (view->headers == NULL)
+        return UST_ENOMEM;
+    for (size_t i = 0; i < req->n_headers; i++) {
+        view->headers[i] = req->headers[i];
+        if (sent[i] != NULL)
+            view->headers[i].value = sent[i];
+    }
+    return 0;
+}
+
 int ust__upstream_forward(ust__upstream *u, const ust_log_record *rec,
-                          ust_http_result *res, ust_decision *d)
+                          char *const *sent, ust_http_result *res, ust_decision *d)
 {
     memset(d, 0, sizeof(*d));
     memset(res, 0, sizeof(*res));
-    const ust_request *req = &rec->req;
+    ust_request view;
+    const ust_request *req = &view;
     ust_header *fwd = NULL, *h = NULL;
     size_t n = 0;
     char *url = NULL;
-    int rc = ust_http_forward_headers(req, u->host, &fwd, &n);
+    int rc = as_sent(&rec->req, sent, &view);
+    if (rc == 0)
+        rc = ust_http_forward_headers(req, u->host, &fwd, &n);
     if (rc == 0 && ((h = ust_malloc((n + 2) * sizeof(*h))) == NULL ||
                     (url = ust_sprintf("%s%s", u->prefix, req->target)) == NULL))
         rc = UST_ENOMEM;
@@ -123,7 +147,28 @@ int ust__upstream_forward(ust__upstream *u, const ust_log_record *rec,
     ust_free(url);
     ust_free(h);
     ust_free(fwd);
+    if (view.headers != rec->req.headers)
+        ust_free(view.headers);
     return rc;
+}
+
+int ust__upstream_withhold(ust_http_result *res)
+{
+    if (res->failure != 0)
+        return 0;
+    ust_http_answer a = {res->status, res->headers, res->n_headers, res->body,
+                         res->body_len};
+    const char *why = ust_http_answer_refusal(&a);
+    if (why == NULL)
+        return 0;
+    char *cause = ust_sprintf("the answer is refused: %s (status %d)", why, res->status);
+    if (cause == NULL)
+        return UST_ENOMEM;
+    ust_http_result_clear(res);
+    res->failure = UST_EPARSE;
+    res->what = why;
+    res->cause = cause;
+    return 0;
 }
 
 int ust__upstream_unknown(ust_decision *d)
@@ -139,10 +184,10 @@ int ust__upstream_unknown(ust_decision *d)
 char *ust__upstream_failure_body(const ust_http_result *res, int *status)
 {
     *status = res->failure == UST_ETIMEOUT ? 504 : 502;
-    json_t *o = json_pack(
-        "{s:s,s:s}", "error",
-        res->failure == UST_ETIMEOUT ? "upstream timed out" : "upstream unreachable",
-        "cause", res->cause ? res->cause : ust_strerror(res->failure));
+    /* A few words, never res->cause: the url (its credentials, the
+     * service's address) is not the caller's to see. */
+    json_t *o = json_pack("{s:s,s:s}", "error", failure_title(res->failure), "cause",
+                          res->what ? res->what : ust_strerror(res->failure));
     char *body = o ? json_dumps(o, JSON_COMPACT) : NULL; /* jansson's: ust_free */
     json_decref(o);
     return body;

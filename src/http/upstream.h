@@ -25,9 +25,16 @@ void ust__upstream_close(ust__upstream *u); /* NULL is a no-op */
  * waits for its answer into *res (the caller's to clear), read as the
  * decision *d (the caller's to clear): an error decision when the service
  * is down (502), slower than timeout_ms (504) or its answer is not one.
- * 0 or UST_ENOMEM. */
+ * sent (NULL: none) holds, per header of rec->req, the value the client
+ * sent where the recorded one is masked (capture.mask_headers): the
+ * service gets what the client sent. 0 or UST_ENOMEM. */
 int ust__upstream_forward(ust__upstream *u, const ust_log_record *rec,
-                          ust_http_result *res, ust_decision *d);
+                          char *const *sent, ust_http_result *res, ust_decision *d);
+
+/* After the answer was recorded: one whose decision says it is refused
+ * (ust_http_answer_refusal) is never relayed: *res becomes the failure
+ * (UST_EPARSE) the caller is told of, 502. 0 or UST_ENOMEM. */
+int ust__upstream_withhold(ust_http_result *res);
 
 /* The decision of an event the log holds but whose answer from the service
  * was never recorded (the recorder stopped, or the answers could not be
@@ -35,9 +42,10 @@ int ust__upstream_forward(ust__upstream *u, const ust_log_record *rec,
  * service. 0 or UST_ENOMEM. */
 int ust__upstream_unknown(ust_decision *d);
 
-/* The body of the recorder's own answer when the service gave none: 502 or
- * 504 (*status) and {"error": ..., "cause": ...} (ust_malloc'd; NULL when
- * out of memory). */
+/* The body of the recorder's own answer when the service gave none to
+ * relay: 502 or 504 (*status) and {"error": ..., "cause": ...}, the cause
+ * in a few words (res->what), without the url (ust_malloc'd; NULL when out
+ * of memory). */
 char *ust__upstream_failure_body(const ust_http_result *res, int *status);
 
 #endif

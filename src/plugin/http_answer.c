@@ -107,6 +107,14 @@ static char *body_text(const ust_http_answer *a, const char **why)
     return text;
 }
 
+const char *ust_http_answer_refusal(const ust_http_answer *a)
+{
+    const char *why = ust__status_refusal(a->status);
+    for (size_t i = 0; why == NULL && i < a->n_headers; i++)
+        why = ust__header_refusal(a->headers[i].name, a->headers[i].value);
+    return why;
+}
+
 int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
                            ust_decision *d)
 {
@@ -116,6 +124,11 @@ int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
     char *flags[MAX_FLAGS];
     const char *verdict_name = NULL, *why = NULL, *flags_value = NULL;
     char detail[64];
+    const char *refused = ust_http_answer_refusal(a);
+    if (refused != NULL) {
+        ust__decision_error(d, a->status, "the answer is refused", refused);
+        return d->error ? 0 : UST_ENOMEM;
+    }
     for (size_t i = 0; i < a->n_headers && why == NULL; i++) {
         const char *n = a->headers[i].name, *v = a->headers[i].value;
         if (strncasecmp(n, PREFIX, sizeof(PREFIX) - 1) == 0) {

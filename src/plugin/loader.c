@@ -220,10 +220,11 @@ static int text_ok(const char *s)
 }
 
 /* A response header goes to the socket as "name: value\r\n" (--respond
- * legacy): a name must be a token (RFC 9110 5.1, 5.6.2) and a value must
- * hold no CR or LF, or the plugin writes headers of its own choosing. (A
- * NUL ends the C string; over the child protocol, JSON's \u0000 is refused
- * by the parser.) */
+ * legacy, --respond upstream): a name must be a token (RFC 9110 5.1, 5.6.2)
+ * and a value must hold no CR or LF, or the one who answers writes headers
+ * of its own choosing. (A NUL ends the C string; over the child protocol,
+ * JSON's \u0000 is refused by the parser, and an answer's head with one is
+ * refused as it is read.) */
 static int header_name_ok(const char *n)
 {
     static const char tchar[] = "!#$%&'*+-.^_`|~";
@@ -233,9 +234,22 @@ static int header_name_ok(const char *n)
     return *n != '\0';
 }
 
-static int header_value_ok(const char *v)
+const char *ust__header_refusal(const char *n, const char *v)
 {
-    return strpbrk(v, "\r\n") == NULL;
+    if (!header_name_ok(n))
+        return "a response header name is not an HTTP token";
+    if (strpbrk(v, "\r\n") != NULL)
+        return "a response header value holds CR or LF";
+    return NULL;
+}
+
+const char *ust__status_refusal(int status)
+{
+    if (status < 100 || status > 599)
+        return "HTTP status out of range";
+    if (status < 200)
+        return "a 1xx status is interim, not an answer";
+    return NULL;
 }
 
 /* The cause when n names a header the harness writes itself (the framing of
@@ -320,10 +334,9 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo 
 {
     if (pd->verdict < UST_VERDICT_APPLIED || pd->verdict >= UST_VERDICT_ERROR)
         return "verdict out of range";
-    if (pd->http_status < 100 || pd->http_status > 599)
-        return "HTTP status out of range";
-    if (pd->http_status < 200)
-        return "a 1xx status is interim, not an answer";
+    const char *bad = ust__status_refusal(pd->http_status);
+    if (bad != NULL)
+        return bad;
     if (!text_ok(pd->entity) || !text_ok(pd->state_before) ||
         !text_ok(pd->state_after) || !text_ok(pd->reason))
         return "a string is not valid UTF-8";
@@ -344,10 +357,8 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo 
             const char *n = pd->headers[i].name, *v = pd->headers[i].value;
             if (n == NULL || v == NULL || *n == '\0' || !text_ok(n) || !text_ok(v))
                 return "malformed response header";
-            if (!header_name_ok(n))
-                return "a response header name is not an HTTP token";
-            if (!header_value_ok(v))
-                return "a response header value holds CR or LF";
+            if ((bad = ust__header_refusal(n, v)) != NULL)
+                return bad;
             const char *owned = ust__owned_header(n);
             if (owned != NULL)
                 return owned;

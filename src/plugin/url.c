@@ -82,6 +82,7 @@ static int copy_result(ust_http_result *dst, const ust_http_result *src)
     memset(dst, 0, sizeof(*dst));
     dst->status = src->status;
     dst->failure = src->failure;
+    dst->what = src->what;
     dst->body_len = src->body_len;
     if ((src->body_len && (dst->body = ust_memdup(src->body, src->body_len)) == NULL) ||
         (src->cause && (dst->cause = ust_strdup(src->cause)) == NULL) ||
@@ -200,29 +201,6 @@ static pending *slot_for(svc *s, const ust_plugin_batch *b)
     return NULL;
 }
 
-/* "http://h:1/prefix/" -> base "http://h:1/prefix", host "h:1". */
-static int split_url(svc *s, const char *url, char **err)
-{
-    const char *auth = strstr(url, "://");
-    if (auth == NULL)
-        return ust_errf(err, UST_ECONFIG, "url %s: expected http:// or https://", url);
-    auth += 3;
-    size_t alen = strcspn(auth, "/?#");
-    if (alen == 0)
-        return ust_errf(err, UST_ECONFIG, "url %s: no host", url);
-    const char *at = memchr(auth, '@', alen);
-    if (at != NULL) { /* credentials are not part of the Host */
-        alen -= (size_t)(at + 1 - auth);
-        auth = at + 1;
-    }
-    size_t len = strlen(url);
-    while (len > 0 && url[len - 1] == '/')
-        len--;
-    s->base = ust_strndup(url, len);
-    s->host = ust_strndup(auth, alen);
-    return s->base == NULL || s->host == NULL ? UST_ENOMEM : 0;
-}
-
 static void url_close(void *impl)
 {
     svc *s = impl;
@@ -274,7 +252,7 @@ static int url_open(const ust__plugin_start *st, void **impl,
     snprintf(what, sizeof(what), "plugins.%s.verdicts", st->ns);
     int rc = ust_verdict_map_parse(st->pc->verdicts, what, &s->verdicts, err);
     if (rc == 0)
-        rc = split_url(s, st->pc->url, err);
+        rc = ust_http_url_split(st->pc->url, &s->base, &s->host, err);
     if (rc == 0)
         rc = ust_http_client_new(&s->client, err);
     if (rc == 0 && s->journal != NULL && st->pc->reset.url != NULL)

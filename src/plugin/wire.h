@@ -66,6 +66,11 @@ const char *ust__adopt(ust_plugin_decision *pd, ust_decision *d, ust__body_memo 
  * hop-by-hop: Content-Length, Connection, ...), a static text; NULL when a
  * plugin may answer with it. */
 const char *ust__owned_header(const char *n);
+/* Why an answer with this status or this header cannot go to a caller
+ * (--respond legacy, --respond upstream): a static text; NULL when it can.
+ * The one definition ust__adopt and ust_http_answer_refusal apply. */
+const char *ust__status_refusal(int status);
+const char *ust__header_refusal(const char *name, const char *value);
 /* Makes d (cleared first) an error decision with that status and the cause
  * "why: detail" (or why alone when detail is NULL); decision.c. */
 void ust__decision_error(ust_decision *d, int status, const char *why,

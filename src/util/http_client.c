@@ -5,6 +5,8 @@
 #include <understudy/error.h>
 #include <understudy/http_client.h>
 
+#include "util/answer_head.h"
+
 #include <curl/curl.h>
 #include <pthread.h>
 #include <string.h>
@@ -13,7 +15,6 @@
 /* An answer's body beyond this is refused rather than held: no decision
  * needs more, and a service streaming without end must not exhaust memory. */
 #define MAX_BODY (16u << 20)
-#define MAX_HEADERS 1000
 
 struct ust_http_client {
     CURLM *multi;
@@ -29,6 +30,8 @@ typedef struct transfer {
     const ust_http_call *call;
     size_t cap_body;
     int too_big, oom;
+    ust__answer_head head;
+    const char *refused; /* why the answer is refused (answer_head.h) */
     char errbuf[CURL_ERROR_SIZE];
 } transfer;
 
@@ -70,20 +73,14 @@ void ust_http_client_free(ust_http_client *c)
     ust_free(c);
 }
 
-static void drop_headers(ust_http_result *r)
-{
-    for (size_t i = 0; i < r->n_headers; i++) {
-        ust_free(r->headers[i].name);
-        ust_free(r->headers[i].value);
-    }
-    r->n_headers = 0;
-}
-
 void ust_http_result_clear(ust_http_result *r)
 {
     if (r == NULL)
         return;
-    drop_headers(r);
+    for (size_t i = 0; i < r->n_headers; i++) {
+        ust_free(r->headers[i].name);
+        ust_free(r->headers[i].value);
+    }
     ust_free(r->headers);
     ust_free(r->body);
     ust_free(r->cause);
@@ -95,69 +92,17 @@ static int is_ows(char ch)
     return ch == ' ' || ch == '\t';
 }
 
-/* libcurl hands each header line whole, CRLF included; a new status line
- * (after a 100 Continue) starts the headers again. */
+/* libcurl hands each header line whole, CRLF included (answer_head.h). */
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
 {
     transfer *t = userdata;
-    ust_http_result *r = t->out;
     size_t len = size * n;
-    size_t end = len;
-    while (end > 0 && (buf[end - 1] == '\r' || buf[end - 1] == '\n'))
-        end--;
-    if (end >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
-        drop_headers(r);
-        return len;
-    }
-    if (end == 0)
-        return len;
-    if (is_ows(buf[0]) && r->n_headers > 0) {
-        /* An obsolete folded line continues the previous value. */
-        size_t s = 0;
-        while (s < end && is_ows(buf[s]))
-            s++;
-        ust_header *h = &r->headers[r->n_headers - 1];
-        char *v = ust_sprintf("%s %.*s", h->value, (int)(end - s), buf + s);
-        if (v == NULL) {
-            t->oom = 1;
-            return 0;
-        }
-        ust_free(h->value);
-        h->value = v;
-        return len;
-    }
-    const char *colon = memchr(buf, ':', end);
-    if (colon == NULL)
-        return len; /* libcurl has checked the framing; nothing to keep */
-    if (r->n_headers >= MAX_HEADERS) {
+    int rc = ust__answer_head_line(&t->head, buf, len, t->out, &t->refused);
+    if (rc == UST_ELIMIT)
         t->too_big = 1;
-        return 0;
-    }
-    size_t nlen = (size_t)(colon - buf);
-    size_t vs = nlen + 1;
-    while (vs < end && is_ows(buf[vs]))
-        vs++;
-    size_t ve = end;
-    while (ve > vs && is_ows(buf[ve - 1]))
-        ve--;
-    ust_header *grown = ust_realloc(r->headers, (r->n_headers + 1) * sizeof(*grown));
-    if (grown == NULL) {
+    else if (rc == UST_ENOMEM)
         t->oom = 1;
-        return 0;
-    }
-    r->headers = grown;
-    char *name = ust_strndup(buf, nlen);
-    char *value = ust_strndup(buf + vs, ve - vs);
-    if (name == NULL || value == NULL) {
-        ust_free(name);
-        ust_free(value);
-        t->oom = 1;
-        return 0;
-    }
-    r->headers[r->n_headers].name = name;
-    r->headers[r->n_headers].value = value;
-    r->n_headers++;
-    return len;
+    return rc == 0 ? len : 0;
 }
 
 static size_t on_body(char *buf, size_t size, size_t n, void *userdata)
@@ -263,6 +208,8 @@ static int setup(ust_http_client *c, transfer *t, const ust_http_call *call,
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    /* A proxy's answer to CONNECT is not the service's head. */
+    curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
@@ -306,6 +253,25 @@ static const char *what_failed(CURLcode rc)
     }
 }
 
+/* The url as a cause names it: without its password, which a cause (an
+ * error decision, a log line) must not carry; NULL when out of memory. */
+static char *url_shown(const char *url)
+{
+    CURLU *u = curl_url();
+    char *shown = NULL, *out = NULL;
+    if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_URL, &shown, 0) == CURLUE_OK)
+        out = ust_strdup(shown);
+    else if (strchr(url, '@') == NULL)
+        out = ust_strdup(url);
+    else /* not a URL libcurl reads, and it may hold a password */
+        out = ust_strdup("(the url)");
+    curl_free(shown);
+    curl_url_cleanup(u);
+    return out;
+}
+
 /* Fills the result's status, failure and cause from how the transfer ended. */
 static int conclude(transfer *t, CURLcode rc)
 {
@@ -320,17 +286,31 @@ static int conclude(transfer *t, CURLcode rc)
         r->status = (int)status;
         return 0;
     }
-    r->failure = rc == CURLE_OPERATION_TIMEDOUT ? UST_ETIMEOUT : UST_EIO;
-    if (t->too_big)
+    char *url = url_shown(call->url);
+    if (url == NULL)
+        return UST_ENOMEM;
+    r->failure = t->refused                        ? UST_EPARSE
+                 : rc == CURLE_OPERATION_TIMEDOUT ? UST_ETIMEOUT
+                                                  : UST_EIO;
+    if (t->refused) {
+        r->what = t->refused;
+        r->cause = ust_sprintf("%s %s: the answer is refused: %s", method, url,
+                               t->refused);
+    } else if (t->too_big) {
+        r->what = "the answer is over the size limit";
         r->cause = ust_sprintf("%s %s: the answer is over the limit (%u headers, "
                                "%u bytes of body)",
-                               method, call->url, MAX_HEADERS, MAX_BODY);
-    else if (rc == CURLE_OPERATION_TIMEDOUT)
-        r->cause = ust_sprintf("%s %s: no answer within %lld ms (%s)", method,
-                               call->url, (long long)call->timeout_ms, t->errbuf);
-    else
-        r->cause = ust_sprintf("%s %s: %s (%s)", method, call->url, what_failed(rc),
+                               method, url, UST__ANSWER_MAX_HEADERS, MAX_BODY);
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+        r->what = "no answer in time";
+        r->cause = ust_sprintf("%s %s: no answer within %lld ms (%s)", method, url,
+                               (long long)call->timeout_ms, t->errbuf);
+    } else {
+        r->what = what_failed(rc);
+        r->cause = ust_sprintf("%s %s: %s (%s)", method, url, what_failed(rc),
                                t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
+    }
+    ust_free(url);
     return r->cause == NULL ? UST_ENOMEM : 0;
 }
 
@@ -459,6 +439,35 @@ int ust_http_hop_by_hop(const ust_header *headers, size_t n, const char *name)
         if (strcasecmp(headers[i].name, "Connection") == 0 &&
             listed(headers[i].value, name))
             return 1;
+    return 0;
+}
+
+int ust_http_url_split(const char *url, char **base, char **host, char **err)
+{
+    *base = *host = NULL;
+    const char *auth = strstr(url, "://");
+    if (auth == NULL)
+        return ust_errf(err, UST_ECONFIG, "url %s: expected http:// or https://", url);
+    auth += 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', alen);
+    if (at != NULL) { /* credentials are not part of the Host */
+        alen -= (size_t)(at + 1 - auth);
+        auth = at + 1;
+    }
+    if (alen == 0)
+        return ust_errf(err, UST_ECONFIG, "url %s: no host", url);
+    size_t len = strlen(url);
+    while (len > 0 && url[len - 1] == '/')
+        len--;
+    *base = ust_strndup(url, len);
+    *host = ust_strndup(auth, alen);
+    if (*base == NULL || *host == NULL) {
+        ust_free(*base);
+        ust_free(*host);
+        *base = *host = NULL;
+        return UST_ENOMEM;
+    }
     return 0;
 }
 

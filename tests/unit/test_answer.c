@@ -150,9 +150,22 @@ static void test_a_malformed_answer_is_an_error_with_its_cause(void **state)
     const ust_header bad_name[] = {{"Bad Header", "x"}};
     decide(200, bad_name, 1, NULL, NULL, &d);
     assert_int_equal(d.verdict, UST_VERDICT_ERROR);
-    assert_string_equal(d.error, "the answer is not a decision: a response header "
+    assert_string_equal(d.error, "the answer is refused: a response header "
                                  "name is not an HTTP token");
     ust_decision_clear(&d);
+    /* What a relay must not pass on is refused, Understudy-* headers too:
+     * the one rule --respond upstream relays by. */
+    const ust_header bare_cr[] = {{"Understudy-Reason", "foo\rSet-Cookie: a=1"}};
+    decide(200, bare_cr, 1, NULL, NULL, &d);
+    assert_string_equal(d.error, "the answer is refused: a response header "
+                                 "value holds CR or LF");
+    ust_decision_clear(&d);
+    ust_http_answer odd = {999, NULL, 0, NULL, 0};
+    assert_string_equal(ust_http_answer_refusal(&odd), "HTTP status out of range");
+    odd.status = 101;
+    assert_non_null(ust_http_answer_refusal(&odd));
+    odd.status = 503; /* production's own failure: relayed as it came */
+    assert_null(ust_http_answer_refusal(&odd));
 }
 
 int main(void)
