@@ -24,6 +24,10 @@ typedef struct server_proc {
     int admin_port; /* /healthz, /readyz, /metrics */
 } server_proc;
 
+/* When set (a path), the server's stderr after its "listening on" line is
+ * appended there instead of dropped, for a test that reads what it said. */
+static char server_stderr_path[PATH_MAX];
+
 /* Starts the binary with args (NULL-terminated, after "serve"); waits for
  * its "listening on HOST:PORT" line, after the "admin on HOST:PORT" one.
  * setup, when not NULL, runs in the child before the exec. */
@@ -68,8 +72,10 @@ static inline server_proc server_start_with(const char *const *args,
     }
     /* Keep draining the server's stderr in the background so it never blocks. */
     if (fork() == 0) {
+        FILE *copy = server_stderr_path[0] ? fopen(server_stderr_path, "a") : NULL;
         while (fgets(line, sizeof(line), f) != NULL)
-            ;
+            if (copy != NULL && fputs(line, copy) >= 0)
+                fflush(copy);
         _exit(0);
     }
     fclose(f);

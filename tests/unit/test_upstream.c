@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <strings.h>
 #include <time.h>
@@ -600,6 +601,301 @@ static void test_upstream_needs_a_url(void **state)
     free(out);
 }
 
+/* Item 2: with the default capture.mask_headers (Authorization, Cookie,
+ * Proxy-Authorization) the service gets the credentials the client sent;
+ * the log keeps only their digests. */
+static void test_upstream_forwards_what_the_client_sent(void **state)
+{
+    world *w = *state;
+    service_start(w, 0);
+    write_config(w, 30000);
+    start_upstream(w);
+    const char *body = "{\"order_id\":\"o1\",\"amount\":1,\"currency\":\"eur\"}";
+    char *raw =
+        ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\nIdempotency-Key: k1\r\n"
+                    "Authorization: Bearer sk_live_CLEARTOKEN\r\n"
+                    "Cookie: sid=CLEARCOOKIE\r\nX-Case: json\r\n"
+                    "Content-Type: application/json\r\nConnection: close\r\n"
+                    "Content-Length: %zu\r\n\r\n%s",
+                    strlen(body), body);
+    answer a;
+    exchange(w->sw->srv.port, raw, &a);
+    ust_free(raw);
+    assert_int_equal(a.status, 200);
+    json_t *line = NULL;
+    assert_int_equal(reached(w, 1, &line), 1);
+    const char *auth = NULL, *cookie = NULL;
+    size_t i;
+    json_t *h;
+    json_array_foreach(json_object_get(line, "headers"), i, h)
+    {
+        const char *n = json_string_value(json_array_get(h, 0));
+        if (strcasecmp(n, "Authorization") == 0)
+            auth = json_string_value(json_array_get(h, 1));
+        else if (strcasecmp(n, "Cookie") == 0)
+            cookie = json_string_value(json_array_get(h, 1));
+    }
+    assert_non_null(auth);
+    assert_non_null(cookie);
+    assert_string_equal(auth, "Bearer sk_live_CLEARTOKEN");
+    assert_string_equal(cookie, "sid=CLEARCOOKIE");
+    json_decref(line);
+    serve_world_stop(w->sw);
+    /* What is stored is masked, as before. */
+    sqlite3 *db = open_db(w->sw->log);
+    sqlite3_stmt *q = row_of(db, "SELECT headers FROM events WHERE seq = 1", 0);
+    const void *packed = sqlite3_column_blob(q, 0);
+    size_t len = (size_t)sqlite3_column_bytes(q, 0);
+    assert_null(memmem(packed, len, "CLEARTOKEN", 10));
+    assert_null(memmem(packed, len, "CLEARCOOKIE", 11));
+    assert_non_null(memmem(packed, len, "hmac-sha256:", 12));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+/* A service on a raw socket: each connection's request is read (head and
+ * Content-Length body), its X-Case picks the exact bytes written back, then
+ * the connection is closed. */
+typedef struct raw_service {
+    int fd, port;
+    pthread_t thread;
+} raw_service;
+
+static const struct {
+    const char *name, *bytes;
+    size_t len;
+    const char *why; /* in the recorded error */
+} raw_cases[] = {
+#define RAW(name, bytes, why)                                                          \
+    {                                                                                  \
+        name, bytes, sizeof(bytes) - 1, why                                            \
+    }
+    RAW("fine",
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        "Content-Length: 2\r\n\r\n{}",
+        NULL),
+    RAW("bare-cr",
+        "HTTP/1.1 200 OK\r\nX-A: foo\rSet-Cookie: injected=1\r\n"
+        "Content-Length: 2\r\n\r\n{}",
+        "CR or LF"),
+    RAW("name-space", "HTTP/1.1 200 OK\r\nX Injected: 1\r\nContent-Length: 2\r\n\r\n{}",
+        "not an HTTP token"),
+    RAW("space-colon",
+        "HTTP/1.1 200 OK\r\nSet-Cookie : injected=1\r\n"
+        "Content-Length: 2\r\n\r\n{}",
+        "not an HTTP token"),
+    RAW("switching",
+        "HTTP/1.1 101 Switching Protocols\r\nContent-Length: 19\r\n\r\n"
+        "Set-Cookie: injected",
+        "1xx"),
+    RAW("status-999",
+        "HTTP/1.1 999 Odd\r\nX-Injected: 1\r\nContent-Length: 2\r\n\r\n{}",
+        "out of range"),
+    RAW("status-600",
+        "HTTP/1.1 600 Odd\r\nX-Injected: 1\r\nContent-Length: 2\r\n\r\n{}",
+        "out of range"),
+    RAW("trailer",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+        "Trailer: Set-Cookie, Location\r\n\r\n2\r\n{}\r\n0\r\n"
+        "Set-Cookie: injected=1\r\nLocation: https://injected.example/\r\n\r\n",
+        "trailer"),
+    RAW("status-inside",
+        "HTTP/1.1 200 OK\r\nX-Real: 1\r\nHTTP/1.1 200 OK: x\r\n"
+        "Set-Cookie: injected=1\r\nContent-Length: 2\r\n\r\n{}",
+        "HTTP/"),
+    RAW("nul",
+        "HTTP/1.1 200 OK\r\nX-A: a\0Set-Cookie: injected=1\r\n"
+        "Content-Length: 2\r\n\r\n{}",
+        "NUL"),
+#undef RAW
+};
+#define N_RAW (sizeof(raw_cases) / sizeof(raw_cases[0]))
+
+static void *raw_serve(void *arg)
+{
+    raw_service *r = arg;
+    int c;
+    while ((c = accept(r->fd, NULL, NULL)) >= 0) {
+        static char req[1 << 16];
+        size_t len = 0;
+        ssize_t got;
+        char *end = NULL;
+        while (len < sizeof(req) - 1 &&
+               (got = recv(c, req + len, sizeof(req) - 1 - len, 0)) > 0) {
+            len += (size_t)got;
+            req[len] = '\0';
+            if ((end = strstr(req, "\r\n\r\n")) != NULL) {
+                const char *cl = strcasestr(req, "\r\nContent-Length:");
+                size_t want =
+                    (size_t)(end + 4 - req) + (cl ? strtoul(cl + 17, NULL, 10) : 0);
+                if (len >= want)
+                    break;
+            }
+        }
+        const char *which = strcasestr(req, "\r\nX-Case: ");
+        for (size_t i = 0; which != NULL && i < N_RAW; i++) {
+            size_t n = strlen(raw_cases[i].name);
+            if (strncmp(which + 10, raw_cases[i].name, n) == 0 &&
+                which[10 + n] == '\r') {
+                send_all(c, raw_cases[i].bytes, raw_cases[i].len);
+                break;
+            }
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void raw_start(raw_service *r)
+{
+    r->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(r->fd, 16), 0);
+    socklen_t alen = sizeof(a);
+    assert_int_equal(getsockname(r->fd, (struct sockaddr *)&a, &alen), 0);
+    r->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&r->thread, NULL, raw_serve, r), 0);
+}
+
+static void raw_stop(raw_service *r)
+{
+    shutdown(r->fd, SHUT_RDWR);
+    pthread_join(r->thread, NULL);
+    close(r->fd);
+}
+
+/* The recorder's answer to request i asking for case c, read to its end
+ * (the connection closes after it) into buf; its length. */
+static size_t ask_raw(world *w, const char *c, int i, unsigned char *buf, size_t cap)
+{
+    char *raw = request(c, i);
+    int fd = http_connect(w->sw->srv.port);
+    send_all(fd, raw, strlen(raw));
+    ust_free(raw);
+    size_t len = read_all(fd, buf, cap - 1);
+    buf[len] = '\0';
+    close(fd);
+    return len;
+}
+
+static void write_raw_config(world *w, int port)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/svc", port);
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s,s:i}", "url", url, "timeout_ms", 30000), NULL));
+}
+
+/* Item 3: what the recorder records as refused is never relayed: each
+ * hostile answer of a real socket gets the caller a 502 with a JSON cause
+ * (nothing of it reaches the caller) and an error decision in RUN.answers;
+ * a plain answer on the same socket is relayed. */
+static void test_upstream_never_relays_a_refused_answer(void **state)
+{
+    world *w = *state;
+    raw_service r;
+    raw_start(&r);
+    write_raw_config(w, r.port);
+    start_upstream(w);
+    static unsigned char buf[1 << 16];
+    for (size_t i = 0; i < N_RAW; i++) {
+        int seq = (int)i + 1;
+        size_t len = ask_raw(w, raw_cases[i].name, seq, buf, sizeof(buf));
+        if (raw_cases[i].why == NULL) {
+            assert_memory_equal(buf, "HTTP/1.1 200 ", 13);
+            char verdict[32], error[256];
+            answer_of(w, seq, verdict, error);
+            assert_string_equal(verdict, "applied");
+            continue;
+        }
+        if (len < 13 || memcmp(buf, "HTTP/1.1 502 ", 13) != 0 ||
+            memmem(buf, len, "injected", 8) != NULL)
+            fail_msg("case %s relayed: %.*s", raw_cases[i].name, (int)len, buf);
+        answer a;
+        parse(buf, len, &a);
+        char verdict[32], error[256];
+        answer_of(w, seq, verdict, error);
+        assert_string_equal(verdict, "error");
+        if (strstr(error, "the answer is not HTTP") != NULL) {
+            /* libcurl refused it first (7.88 does a NUL): the same 502. */
+            failure_answer(&a, 502, "upstream unreachable");
+            continue;
+        }
+        if (strstr((const char *)buf, "upstream answer refused") == NULL ||
+            strstr(error, "refused") == NULL || strstr(error, raw_cases[i].why) == NULL)
+            fail_msg("case %s: %s; %.*s", raw_cases[i].name, error, (int)len, buf);
+        failure_answer(&a, 502, "upstream answer refused");
+    }
+    serve_world_stop(w->sw);
+    raw_stop(&r);
+}
+
+/* Item 6: the service down behind a url with credentials: the caller's 502
+ * names neither the url nor its password; stderr and RUN.answers have the
+ * whole cause, the password removed. */
+static void test_upstream_failure_keeps_the_url_to_itself(void **state)
+{
+    world *w = *state;
+    /* Bound, never listening: connecting is refused, and no one else can
+     * take the port meanwhile. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    socklen_t alen = sizeof(sa);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &alen), 0);
+    char url[128];
+    snprintf(url, sizeof(url),
+             "http://svcuser:SVCPASSWORD@127.0.0.1:%d/internal/payments",
+             ntohs(sa.sin_port));
+    server_write_config_with(
+        w->sw->cfg,
+        server_plugins(json_pack("{s:s,s:i}", "url", url, "timeout_ms", 30000), NULL));
+    snprintf(server_stderr_path, sizeof(server_stderr_path), "%s/stderr.txt",
+             w->sw->dir);
+    start_upstream(w);
+    static unsigned char buf[1 << 16];
+    size_t len = ask_raw(w, "json", 1, buf, sizeof(buf));
+    answer a;
+    parse(buf, len, &a);
+    failure_answer(&a, 502, "upstream unreachable");
+    assert_null(memmem(buf, len, "SVCPASSWORD", 11));
+    assert_null(memmem(buf, len, "svcuser", 7));
+    assert_null(memmem(buf, len, "/internal/payments", 18));
+    assert_null(memmem(buf, len, "127.0.0.1", 9));
+    expect_error_answer(w, 1, "svcuser@127.0.0.1");
+    char verdict[32], error[256];
+    answer_of(w, 1, verdict, error);
+    assert_null(strstr(error, "SVCPASSWORD"));
+    serve_world_stop(w->sw); /* its stderr is written once it has exited */
+    char *said = NULL;
+    size_t said_len = 0;
+    time_t until = time(NULL) + 60;
+    while (said == NULL || strstr(said, "/internal/payments") == NULL) {
+        free(said);
+        said = NULL;
+        FILE *f = fopen(server_stderr_path, "r");
+        if (f != NULL) {
+            said = calloc(1, 1 << 16);
+            said_len = fread(said, 1, (1 << 16) - 1, f);
+            fclose(f);
+        }
+        assert_true(time(NULL) < until);
+        if (said == NULL || strstr(said, "/internal/payments") == NULL) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_non_null(strstr(said, "svcuser@127.0.0.1"));
+    assert_null(memmem(said, said_len, "SVCPASSWORD", 11));
+    free(said);
+    server_stderr_path[0] = '\0';
+    close(fd);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -609,6 +905,9 @@ int main(void)
         T(test_upstream_down_or_slow),
         T(test_upstream_never_forwards_twice),
         T(test_upstream_needs_a_url),
+        T(test_upstream_forwards_what_the_client_sent),
+        T(test_upstream_never_relays_a_refused_answer),
+        T(test_upstream_failure_keeps_the_url_to_itself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
