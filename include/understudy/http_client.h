@@ -17,6 +17,10 @@ typedef struct ust_http_client
 /* 0 and *out, or UST_ENOMEM / UST_EIO (libcurl cannot start) with *err. */
 int ust_http_client_new(ust_http_client **out, char **err);
 void ust_http_client_free(ust_http_client *c); /* NULL is a no-op */
+/* The proxy every later call goes through ("http://host:port", as libcurl
+ * takes it), or NULL: none. The environment's http_proxy, https_proxy,
+ * all_proxy and no_proxy are never read. 0 or UST_ENOMEM. */
+int ust_http_client_proxy(ust_http_client *c, const char *proxy);
 
 typedef struct ust_http_call {
     const char *method;

@@ -277,6 +277,8 @@ static int url_open(const ust__plugin_start *st, void **impl,
         rc = split_url(s, st->pc->url, err);
     if (rc == 0)
         rc = ust_http_client_new(&s->client, err);
+    if (rc == 0)
+        rc = ust_http_client_proxy(s->client, st->pc->proxy);
     if (rc == 0 && s->journal != NULL && st->pc->reset.url != NULL)
         rc = reset_service(s, err);
     if (rc != 0) {

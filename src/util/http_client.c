@@ -17,6 +17,7 @@
 
 struct ust_http_client {
     CURLM *multi;
+    char *proxy; /* NULL: none, whatever the environment says */
     CURL **idle; /* easy handles kept for reuse */
     size_t n_idle, cap_idle;
 };
@@ -66,8 +67,19 @@ void ust_http_client_free(ust_http_client *c)
     for (size_t i = 0; i < c->n_idle; i++)
         curl_easy_cleanup(c->idle[i]);
     ust_free(c->idle);
+    ust_free(c->proxy);
     curl_multi_cleanup(c->multi);
     ust_free(c);
+}
+
+int ust_http_client_proxy(ust_http_client *c, const char *proxy)
+{
+    char *copy = NULL;
+    if (proxy != NULL && (copy = ust_strdup(proxy)) == NULL)
+        return UST_ENOMEM;
+    ust_free(c->proxy);
+    c->proxy = copy;
+    return 0;
 }
 
 static void drop_headers(ust_http_result *r)
@@ -260,6 +272,12 @@ static int setup(ust_http_client *c, transfer *t, const ust_http_call *call,
     CURL *e = t->easy;
     curl_easy_setopt(e, CURLOPT_URL, call->url);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* libcurl would follow http_proxy, https_proxy and all_proxy from the
+     * environment: a recorded request (credentials and all) sent to a host
+     * nobody configured. "" is no proxy at all; a named one takes every
+     * call, and no_proxy from the environment is not read either. */
+    curl_easy_setopt(e, CURLOPT_PROXY, c->proxy != NULL ? c->proxy : "");
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);

@@ -317,6 +317,52 @@ static void test_a_service_that_is_down_gives_error_decisions(void **state)
                      4);
 }
 
+/* http_proxy (and https_proxy, all_proxy) in the environment is not
+ * followed: every event reaches the service, nothing the "proxy"; a
+ * "proxy" the plugin's config names is used (the service stands in for
+ * one: it records each request's absolute URL). */
+static void test_the_environments_proxy_is_not_followed(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    candidate_service(w, &svc, NULL, 2, 2, "/direct");
+    w->cfg->candidate.timeout_ms = 5000;
+    int proxy = ust_test_env_proxy();
+    ust_replay_stats st = replay_legacy_so(w);
+    ust_test_env_proxy_clear();
+    assert_int_equal(ust_test_listener_accepted(proxy), 0);
+    assert_int_equal(st.fed, 4);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_verdict = "
+                              "'applied'"),
+                     4);
+    json_t *log = service_log(&svc);
+    assert_int_equal(json_array_size(json_object_get(log, "records")), 4);
+    json_decref(log);
+    close(proxy);
+    ust_test_service_stop(&svc);
+}
+
+static void test_a_named_proxy_takes_every_event(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    candidate_service(w, &svc, NULL, 1, 2, "");
+    set_service(&w->cfg->candidate, "http://example.invalid", "/p");
+    w->cfg->candidate.proxy = ust_strdup(svc.base);
+    ust_replay_stats st = replay_legacy_so(w);
+    assert_int_equal(st.fed, 2);
+    json_t *log = service_log(&svc);
+    json_t *recs = json_object_get(log, "records");
+    assert_int_equal(json_array_size(recs), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const char *target =
+            json_string_value(json_object_get(json_array_get(recs, i), "target"));
+        assert_int_equal(strncmp(target, "http://example.invalid/p/", 25), 0);
+    }
+    json_decref(log);
+    ust_test_service_stop(&svc);
+}
+
 static void test_max_in_flight_keeps_each_entitys_order(void **state)
 {
     world *w = *state;
@@ -598,6 +644,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_service_that_is_down_gives_error_decisions, world_setup,
             world_teardown),
+        cmocka_unit_test_setup_teardown(test_the_environments_proxy_is_not_followed,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_named_proxy_takes_every_event,
+                                        world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_max_in_flight_keeps_each_entitys_order,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(
