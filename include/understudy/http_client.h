@@ -59,6 +59,23 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
                               const size_t *after, size_t max_in_flight,
                               ust_http_result *outs);
 
+/* What ust_http_client_send_gated tells before it starts calls: the
+ * indexes of the calls about to start, and of those answered since it last
+ * told (their outs filled; those answered after the last start are told
+ * to nobody: the caller reads them from outs). 0: they start; anything
+ * else: none does, no call starts after, and send_gated returns it. */
+typedef struct ust_http_gate {
+    int (*before)(void *ctx, const size_t *starting, size_t n_starting,
+                  const size_t *answered, size_t n_answered);
+    void *ctx;
+} ust_http_gate;
+
+/* ust_http_client_send_many, telling gate (NULL: nobody) before each
+ * start: a journal records each intent just before its own send. */
+int ust_http_client_send_gated(ust_http_client *c, const ust_http_call *calls, size_t n,
+                               const size_t *after, size_t max_in_flight,
+                               const ust_http_gate *gate, ust_http_result *outs);
+
 void ust_http_result_clear(ust_http_result *r); /* NULL is a no-op */
 
 /* 1 when name is a hop-by-hop header among headers (a request's or an

@@ -371,6 +371,13 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
                               const size_t *after, size_t max_in_flight,
                               ust_http_result *outs)
 {
+    return ust_http_client_send_gated(c, calls, n, after, max_in_flight, NULL, outs);
+}
+
+int ust_http_client_send_gated(ust_http_client *c, const ust_http_call *calls, size_t n,
+                               const size_t *after, size_t max_in_flight,
+                               const ust_http_gate *gate, ust_http_result *outs)
+{
     if (n == 0)
         return 0;
     if (max_in_flight == 0)
@@ -378,21 +385,33 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
     transfer *ts = ust_calloc(n, sizeof(*ts));
     /* 0 waiting, 1 sent, 2 answered */
     unsigned char *st = ust_calloc(n, 1);
-    if (ts == NULL || st == NULL) {
+    /* The calls to start next, then those answered since the gate was last
+     * told (from the end): never more than n together. */
+    size_t *told = ust_calloc(n, sizeof(*told));
+    if (ts == NULL || st == NULL || told == NULL) {
         ust_free(ts);
         ust_free(st);
+        ust_free(told);
         return UST_ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof(outs[i]));
     int rc = 0;
-    size_t done = 0, running = 0, first = 0;
+    size_t done = 0, running = 0, first = 0, n_answered = 0;
     while (rc == 0 && done < n) {
-        /* Start what may start, in index order. */
-        for (size_t i = first; rc == 0 && i < n && running < max_in_flight; i++) {
-            if (st[i] != 0 ||
-                (after != NULL && after[i] != SIZE_MAX && st[after[i]] != 2))
-                continue;
+        /* What may start, in index order. */
+        size_t n_start = 0;
+        for (size_t i = first; i < n && running + n_start < max_in_flight; i++)
+            if (st[i] == 0 &&
+                (after == NULL || after[i] == SIZE_MAX || st[after[i]] == 2))
+                told[n_start++] = i;
+        if (n_start > 0 && gate != NULL) {
+            rc = gate->before(gate->ctx, told, n_start, told + n - n_answered,
+                              n_answered);
+            n_answered = 0;
+        }
+        for (size_t k = 0; rc == 0 && k < n_start; k++) {
+            size_t i = told[k];
             rc = setup(c, &ts[i], &calls[i], &outs[i]);
             if (rc == 0 && curl_multi_add_handle(c->multi, ts[i].easy) != CURLM_OK)
                 rc = UST_ENOMEM;
@@ -426,6 +445,7 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
                 rc = crc;
             release(c, t);
             st[t - ts] = 2;
+            told[n - ++n_answered] = (size_t)(t - ts);
             running--;
             done++;
             finished = 1;
@@ -442,6 +462,7 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
             release(c, &ts[i]);
     ust_free(ts);
     ust_free(st);
+    ust_free(told);
     return rc;
 }
 
