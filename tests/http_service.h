@@ -77,4 +77,56 @@ static inline int ust_test_closed_port(void)
     return ntohs(a.sin_port);
 }
 
+/* A socket listening on 127.0.0.1 (a port of its own, in *port) that never
+ * answers: a stand-in for a proxy, to see whether anything connected to
+ * it. Non-blocking, for ust_test_listener_accepted. */
+static inline int ust_test_listener(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(0x7f000001)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* How many connections reached the listener since the last call (each
+ * accepted and closed): the kernel completes a connection before any
+ * accept, so one made and given up is counted too. */
+static inline int ust_test_listener_accepted(int fd)
+{
+    int n = 0;
+    for (int c; (c = accept(fd, NULL, NULL)) >= 0; n++)
+        close(c);
+    return n;
+}
+
+static const char *const ust_test_proxy_vars[] = {
+    "http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"};
+
+/* A stand-in proxy (a listener) named by every proxy variable libcurl reads
+ * in this process's environment, its children's too, no_proxy unset; the
+ * listener's socket, for ust_test_listener_accepted. */
+static inline int ust_test_env_proxy(void)
+{
+    int port = 0;
+    int fd = ust_test_listener(&port);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
+        setenv(ust_test_proxy_vars[i], url, 1);
+    unsetenv("no_proxy");
+    unsetenv("NO_PROXY");
+    return fd;
+}
+
+static inline void ust_test_env_proxy_clear(void)
+{
+    for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
+        unsetenv(ust_test_proxy_vars[i]);
+}
+
 #endif

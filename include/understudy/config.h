@@ -92,6 +92,13 @@ typedef struct ust_plugin_config {
         char *method; /* default "POST" */
         char *url;    /* NULL: no reset */
     } reset;
+    /* The url kind: the proxy its calls go through; NULL: none (the
+     * environment's http_proxy and the like are never followed). */
+    char *proxy;
+    /* The url kind: an event sent with no answer recorded (a run killed)
+     * is sent again on resume, for a service that dedups on
+     * Understudy-Seq; 0: it is an "outcome unknown" error decision. */
+    int resend_unknown;
 } ust_plugin_config;
 
 /* The coverage object's defaults. */

@@ -206,18 +206,20 @@ typedef struct ust_journal {
      * (a reset may be called), 0 when not, or an error. */
     int (*fresh)(void *ctx, const char *side, char **err);
     /* What the journal holds for seq: 0 nothing, 1 sent with no answer
-     * recorded, 2 answered (*answer filled, the caller clears it), or an
-     * error. */
+     * recorded, 2 answered (*answer filled, the caller clears it), 3
+     * answered to the call sent again after an unknown outcome (filled
+     * too), or an error. */
     int (*find)(void *ctx, const char *side, int64_t seq, ust_http_result *answer,
                 char **err);
-    /* Records that these seqs are about to be sent and makes that durable
-     * (commits) before it returns: the runner calls a journaled plugin's
-     * batch_start only where a commit is safe. 0 or an error: then nothing
-     * may be sent. */
+    /* Records that these seqs are about to be sent (a seq already sent with
+     * no answer: sent again) and makes that durable (commits) with the
+     * answers recorded so far, before it returns: the runner calls a
+     * journaled plugin's batch_start only where a commit is safe. 0 or an
+     * error: then nothing may be sent. */
     int (*intend)(void *ctx, const char *side, const int64_t *seqs, size_t n,
                   char **err);
     /* Records seq's answer (an HTTP answer, or a failure with its cause) in
-     * the open transaction, with the decision made of it. */
+     * the open transaction. */
     int (*answer)(void *ctx, const char *side, int64_t seq, const ust_http_result *a,
                   char **err);
 } ust_journal;

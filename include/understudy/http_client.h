@@ -17,6 +17,10 @@ typedef struct ust_http_client
 /* 0 and *out, or UST_ENOMEM / UST_EIO (libcurl cannot start) with *err. */
 int ust_http_client_new(ust_http_client **out, char **err);
 void ust_http_client_free(ust_http_client *c); /* NULL is a no-op */
+/* The proxy every later call goes through ("http://host:port", as libcurl
+ * takes it), or NULL: none. The environment's http_proxy, https_proxy,
+ * all_proxy and no_proxy are never read. 0 or UST_ENOMEM. */
+int ust_http_client_proxy(ust_http_client *c, const char *proxy);
 
 typedef struct ust_http_call {
     const char *method;
@@ -60,6 +64,23 @@ int ust_http_client_send(ust_http_client *c, const ust_http_call *call,
 int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, size_t n,
                               const size_t *after, size_t max_in_flight,
                               ust_http_result *outs);
+
+/* What ust_http_client_send_gated tells before it starts calls: the
+ * indexes of the calls about to start, and of those answered since it last
+ * told (their outs filled; those answered after the last start are told
+ * to nobody: the caller reads them from outs). 0: they start; anything
+ * else: none does, no call starts after, and send_gated returns it. */
+typedef struct ust_http_gate {
+    int (*before)(void *ctx, const size_t *starting, size_t n_starting,
+                  const size_t *answered, size_t n_answered);
+    void *ctx;
+} ust_http_gate;
+
+/* ust_http_client_send_many, telling gate (NULL: nobody) before each
+ * start: a journal records each intent just before its own send. */
+int ust_http_client_send_gated(ust_http_client *c, const ust_http_call *calls, size_t n,
+                               const size_t *after, size_t max_in_flight,
+                               const ust_http_gate *gate, ust_http_result *outs);
 
 void ust_http_result_clear(ust_http_result *r); /* NULL is a no-op */
 

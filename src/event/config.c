@@ -597,6 +597,12 @@ static int http_url(const char *s)
     return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
 }
 
+static int proxy_url(const char *s)
+{
+    return http_url(s) || strncmp(s, "socks5://", 9) == 0 ||
+           strncmp(s, "socks5h://", 10) == 0;
+}
+
 /* The url kind's keys: the service, how many events at once, its reset
  * (its verdicts, which a recorded legacy has too, are read in
  * parse_plugin; their entries by the plugin module, answer.h). */
@@ -626,10 +632,17 @@ static int parse_service(vctx *c, json_t *obj, ust_plugin_config *p)
             return nomem(c);
         pop(c, mark);
     }
+    if (rc == 0)
+        rc = take_string(c, obj, "proxy", 0,
+                         "a proxy URL (http://, https://, socks5:// or socks5h://)",
+                         proxy_url, &p->proxy);
+    if (rc == 0)
+        rc = take_bool(c, obj, "resend_unknown", 0, &p->resend_unknown);
     if (rc == 0 && p->url == NULL &&
-        (json_object_get(obj, "max_in_flight") != NULL || reset != NULL))
-        return bad(c, "\"url\" beside \"max_in_flight\" or \"reset\" (the keys of a "
-                      "service over HTTP)");
+        (json_object_get(obj, "max_in_flight") != NULL || reset != NULL ||
+         p->proxy != NULL || json_object_get(obj, "resend_unknown") != NULL))
+        return bad(c, "\"url\" beside \"max_in_flight\", \"reset\", \"proxy\" or "
+                      "\"resend_unknown\" (the keys of a service over HTTP)");
     return rc;
 }
 
@@ -646,8 +659,9 @@ static int parse_plugin(vctx *c, json_t *plugins, const char *key, int isolate_d
         return rc;
     /* "config" is the plugin's own: passed on whole, its keys unchecked. */
     static const char *const plugin_keys[] = {
-        "path", "exec",          "config", "isolate",  "timeout_ms", "max_rss_mb",
-        "url",  "max_in_flight", "reset",  "recorded", "verdicts"};
+        "path",       "exec",  "config",        "isolate", "timeout_ms",
+        "max_rss_mb", "url",   "max_in_flight", "reset",   "recorded",
+        "verdicts",   "proxy", "resend_unknown"};
     json_t *conf = obj != NULL ? json_object_get(obj, "config") : NULL;
     size_t mark = push_key(c, key);
     if (obj != NULL && (rc = check_keys(c, obj, KEYS(plugin_keys))) != 0)
@@ -1226,6 +1240,7 @@ static void free_plugin(ust_plugin_config *p)
     json_decref(p->config);
     ust_free(p->reset.method);
     ust_free(p->reset.url);
+    ust_free(p->proxy);
 }
 
 void ust_config_free(ust_config *cfg)

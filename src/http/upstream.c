@@ -44,6 +44,8 @@ int ust__upstream_open(const ust_plugin_config *pc, const char *file,
                                    &u->verdicts, err);
     if (rc == 0)
         rc = ust_http_client_new(&u->client, err);
+    if (rc == 0)
+        rc = ust_http_client_proxy(u->client, pc->proxy);
     if (rc != 0) {
         ust__upstream_close(u);
         return rc;

@@ -4,8 +4,11 @@
  * byte, plus Understudy-Seq and Understudy-Received-At), and the answer is
  * the decision (answer.h). A service has its own state, so with the
  * runner's journal an event is sent at most once per run: its intent is
- * committed before it is sent, its answer recorded before the decision is
- * used, and an event sent with no answer recorded is never sent again. */
+ * committed just before it is sent (with the answers received before it),
+ * its answer recorded before the decision is used, and an event sent with
+ * no answer recorded is never sent again, unless the service dedups on
+ * Understudy-Seq ("resend_unknown"). A kill leaves at most max_in_flight
+ * events whose outcome is unknown. */
 #include "plugin/faults.h"
 #include "plugin/kind.h"
 #include "plugin/wire.h"
@@ -17,11 +20,15 @@
 #include <understudy/hash.h>
 #include <understudy/http_client.h>
 
-#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
 #define OUTCOME_UNKNOWN "outcome unknown: sent, no answer recorded (the run stopped)"
+/* What a decision made of an answer to an event sent again says. */
+#define RESENT                                                                         \
+    "resent (resend_unknown): sent before the run stopped with no answer recorded, "   \
+    "sent "                                                                            \
+    "again"
 
 /* What became of one event of a batch. */
 enum { TO_SEND, ANSWERED, UNKNOWN, FAILED };
@@ -33,8 +40,8 @@ typedef struct outgoing {
     char *url;
 } outgoing;
 
-/* The calls of a batch, sent by a thread of their own while the runner
- * finishes the batch before (the runner's pipeline: ust_runner_step). */
+/* The calls of a batch, sent where the runner may commit (batch_start):
+ * each call's intent is committed just before it goes. */
 typedef struct sends {
     size_t n;
     size_t *which; /* the batch index of each call */
@@ -43,7 +50,9 @@ typedef struct sends {
     ust_http_call *calls;
     outgoing *outs;
     ust_http_result *results;
-    int rc; /* of ust_http_client_send_many */
+    unsigned char *journaled;    /* its answer recorded (told by the gate) */
+    const unsigned char *resent; /* the batch's (pending), by batch index */
+    int rc;                      /* of ust_http_client_send_gated */
 } sends;
 
 typedef struct pending {
@@ -51,16 +60,16 @@ typedef struct pending {
     size_t n;
     unsigned char *state;
     ust_http_result *results;
-    char **why; /* FAILED: the cause */
+    char **why;            /* FAILED: the cause */
+    unsigned char *resent; /* sent again after an unknown outcome */
     sends out;
-    pthread_t thread;
-    int running; /* thread started, not joined */
 } pending;
 
 /* An answer received whose journal row may not be committed yet: a step
  * rolled back loses the row, not the fact that the service answered. */
 typedef struct kept {
     int64_t seq;
+    int resent; /* the answer to a call sent again */
     ust_http_result r;
 } kept;
 
@@ -118,7 +127,7 @@ static const kept *find_kept(const svc *s, int64_t seq)
     return NULL;
 }
 
-static int keep(svc *s, int64_t seq, const ust_http_result *r)
+static int keep(svc *s, int64_t seq, int resent, const ust_http_result *r)
 {
     if (find_kept(s, seq) != NULL)
         return 0;
@@ -127,8 +136,10 @@ static int keep(svc *s, int64_t seq, const ust_http_result *r)
         return UST_ENOMEM;
     s->kept = grown;
     int rc = copy_result(&s->kept[s->n_kept].r, r);
-    if (rc == 0)
+    if (rc == 0) {
+        s->kept[s->n_kept].resent = resent;
         s->kept[s->n_kept++].seq = seq;
+    }
     return rc;
 }
 
@@ -142,17 +153,18 @@ static void free_sends(sends *o)
             ust_free(o->outs[j].url);
         }
     }
-    ust_free(o->which); /* the block of all six arrays (alloc_sends) */
+    ust_free(o->which); /* the block of all seven arrays (alloc_sends) */
     memset(o, 0, sizeof(*o));
 }
 
-/* The six arrays of n calls in one zeroed block, each at an offset aligned
- * for any type: one allocation to fail and one to free, not six. */
+/* The seven arrays of n calls in one zeroed block, each at an offset
+ * aligned for any type: one allocation to fail and one to free, not seven. */
 static int alloc_sends(sends *o, size_t n)
 {
     const size_t align = _Alignof(max_align_t);
-    const size_t sizes[] = {sizeof(*o->which), sizeof(*o->after), sizeof(*o->seqs),
-                            sizeof(*o->calls), sizeof(*o->outs),  sizeof(*o->results)};
+    const size_t sizes[] = {
+        sizeof(*o->which), sizeof(*o->after),   sizeof(*o->seqs),     sizeof(*o->calls),
+        sizeof(*o->outs),  sizeof(*o->results), sizeof(*o->journaled)};
     size_t at[sizeof(sizes) / sizeof(sizes[0])], total = 0;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         at[i] = total;
@@ -167,19 +179,12 @@ static int alloc_sends(sends *o, size_t n)
     o->calls = (void *)(block + at[3]);
     o->outs = (void *)(block + at[4]);
     o->results = (void *)(block + at[5]);
+    o->journaled = (void *)(block + at[6]);
     return 0;
-}
-
-static void join(pending *p)
-{
-    if (p->running)
-        pthread_join(p->thread, NULL);
-    p->running = 0;
 }
 
 static void free_slot(pending *p)
 {
-    join(p);
     free_sends(&p->out);
     for (size_t i = 0; i < p->n; i++) {
         if (p->results != NULL)
@@ -190,6 +195,7 @@ static void free_slot(pending *p)
     ust_free(p->state);
     ust_free(p->results);
     ust_free(p->why);
+    ust_free(p->resent);
     memset(p, 0, sizeof(*p));
 }
 
@@ -255,6 +261,8 @@ static int url_open(const ust__plugin_start *st, void **impl,
         rc = ust_http_url_split(st->pc->url, &s->base, &s->host, err);
     if (rc == 0)
         rc = ust_http_client_new(&s->client, err);
+    if (rc == 0)
+        rc = ust_http_client_proxy(s->client, st->pc->proxy);
     if (rc == 0 && s->journal != NULL && st->pc->reset.url != NULL)
         rc = reset_service(s, err);
     if (rc != 0) {
@@ -327,23 +335,54 @@ static int same_entity(const ust_event *a, const ust_event *b)
     return strcmp(a->identity, b->identity) == 0;
 }
 
-typedef struct job {
-    ust_http_client *client;
-    sends *out;
-    size_t most;
-} job;
-
-static void *run_sends(void *arg)
+/* Records the answers of calls k (their decisions are made later, in this
+ * transaction), keeping each against a rollback. */
+static int record_answers(svc *s, sends *o, const size_t *k, size_t n, char **err)
 {
-    job *j = arg;
-    j->out->rc = ust_http_client_send_many(j->client, j->out->calls, j->out->n,
-                                           j->out->after, j->most, j->out->results);
-    ust_free(j);
-    return NULL;
+    int rc = 0;
+    for (size_t j = 0; rc == 0 && j < n; j++) {
+        if (o->journaled[k[j]])
+            continue;
+        rc = s->journal->answer(s->journal->ctx, s->ns, o->seqs[k[j]],
+                                &o->results[k[j]], err);
+        if (rc == 0)
+            rc = keep(s, o->seqs[k[j]], o->resent[o->which[k[j]]], &o->results[k[j]]);
+        o->journaled[k[j]] = rc == 0;
+    }
+    return rc;
+}
+
+typedef struct gate_ctx {
+    svc *s;
+    sends *o;
+    char *err; /* why the journal refused */
+} gate_ctx;
+
+/* Just before calls start: the answers received so far and their intents,
+ * committed together. A kill then leaves as unknown only the calls on
+ * their way, never more than max_in_flight. */
+static int before_send(void *ctx, const size_t *starting, size_t n_starting,
+                       const size_t *answered, size_t n_answered)
+{
+    gate_ctx *g = ctx;
+    int rc = record_answers(g->s, g->o, answered, n_answered, &g->err);
+    int64_t seqs[64]; /* max_in_flight is at most 64 (config.c) */
+    size_t n = 0;
+    for (size_t j = 0; rc == 0 && j < n_starting; j++) {
+        seqs[n++] = g->o->seqs[starting[j]];
+        if (n == sizeof(seqs) / sizeof(seqs[0]) || j + 1 == n_starting) {
+            rc = g->s->journal->intend(g->s->journal->ctx, g->s->ns, seqs, n, &g->err);
+            n = 0;
+        }
+    }
+    /* That commit holds every answer recorded before it. */
+    if (rc == 0)
+        forget_kept(g->s);
+    return rc;
 }
 
 /* Builds the calls of the events of b still to send, each entity's in seq
- * order; records their intents (committed) and starts sending them. */
+ * order, and sends them, each intent committed just before its call. */
 static void start_sends(svc *s, const ust_plugin_batch *b, pending *p)
 {
     size_t n = 0;
@@ -352,8 +391,9 @@ static void start_sends(svc *s, const ust_plugin_batch *b, pending *p)
     if (n == 0)
         return;
     sends *o = &p->out;
-    char *err = NULL;
+    gate_ctx g = {s, o, NULL};
     int rc = alloc_sends(o, n);
+    o->resent = p->resent;
     for (size_t i = 0; rc == 0 && i < b->n; i++) {
         if (p->state[i] != TO_SEND)
             continue;
@@ -369,63 +409,54 @@ static void start_sends(svc *s, const ust_plugin_batch *b, pending *p)
             }
         rc = build(s, b->evs[i], b->reqs[i], &o->outs[k], &o->calls[k]);
     }
-    /* Durably about to be sent, before anything is: a run that stops after
-     * this never sends these again. */
-    if (rc == 0 && s->journal != NULL) {
-        rc = s->journal->intend(s->journal->ctx, s->ns, o->seqs, o->n, &err);
-        /* That commit holds every answer recorded before it. */
-        if (rc == 0)
-            forget_kept(s);
-    }
-    /* The client is one thread's at a time: the batch before is done. */
-    for (size_t i = 0; rc == 0 && i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
-        if (&s->slots[i] != p)
-            join(&s->slots[i]);
-    job *j = rc == 0 ? ust_malloc(sizeof(*j)) : NULL;
-    if (rc == 0 && j == NULL)
-        rc = UST_ENOMEM;
     if (rc == 0) {
         size_t most = s->pc->max_in_flight > 0 ? (size_t)s->pc->max_in_flight : 1;
-        *j = (job){s->client, o, most};
-        if (pthread_create(&p->thread, NULL, run_sends, j) == 0)
-            p->running = 1;
-        else
-            run_sends(j); /* no thread: sent here, in line */
+        ust_http_gate gate = {before_send, &g};
+        o->rc =
+            ust_http_client_send_gated(s->client, o->calls, o->n, o->after, most,
+                                       s->journal != NULL ? &gate : NULL, o->results);
+        /* The last answers, recorded now: the next batch's first commit
+         * holds them. */
+        for (size_t k = 0; o->rc == 0 && s->journal != NULL && k < o->n; k++)
+            if (!o->journaled[k] && record_answers(s, o, &k, 1, &g.err) != 0)
+                break; /* collect_sends says it for each */
     }
     if (rc != 0) {
         for (size_t i = 0; i < b->n; i++)
             if (p->state[i] == TO_SEND) {
                 p->state[i] = FAILED;
-                p->why[i] = ust_sprintf("not sent: %s", err ? err : ust_strerror(rc));
+                p->why[i] = ust_sprintf("not sent: %s", ust_strerror(rc));
             }
         free_sends(o);
+    } else if (o->rc != 0 && g.err != NULL) {
+        /* The journal refused an intent: what was not sent is not, and what
+         * was is unknown (collect_sends). */
+        for (size_t k = 0; k < o->n; k++)
+            p->why[o->which[k]] = ust_sprintf("outcome unknown: %s", g.err);
     }
-    ust_free(err);
+    ust_free(g.err);
 }
 
-/* The answers of the calls started: each journaled (before its decision is
+/* The answers of the calls sent: each journaled (before its decision is
  * made) and kept, then the batch's. */
 static void collect_sends(svc *s, pending *p)
 {
-    join(p);
     sends *o = &p->out;
     for (size_t k = 0; k < o->n; k++) {
         size_t i = o->which[k];
         if (o->rc != 0) {
             /* Some may have gone out before the failure. */
             p->state[i] = FAILED;
-            p->why[i] =
-                ust_sprintf("outcome unknown: the host failed while sending (%s)",
-                            ust_strerror(o->rc));
+            if (p->why[i] == NULL)
+                p->why[i] =
+                    ust_sprintf("outcome unknown: the host failed while sending (%s)",
+                                ust_strerror(o->rc));
             continue;
         }
         char *jerr = NULL;
         int jrc = 0;
-        if (s->journal != NULL)
-            jrc = s->journal->answer(s->journal->ctx, s->ns, o->seqs[k], &o->results[k],
-                                     &jerr);
-        if (jrc == 0 && s->journal != NULL)
-            jrc = keep(s, o->seqs[k], &o->results[k]);
+        if (s->journal != NULL && !o->journaled[k])
+            jrc = record_answers(s, o, &k, 1, &jerr);
         if (jrc != 0) {
             /* Sent, but its answer is not recorded: not used either. */
             p->state[i] = FAILED;
@@ -456,7 +487,8 @@ static void url_batch_start(void *impl, ust_plugin_batch *b)
     p->state = ust_calloc(b->n ? b->n : 1, 1);
     p->results = ust_calloc(b->n ? b->n : 1, sizeof(*p->results));
     p->why = ust_calloc(b->n ? b->n : 1, sizeof(*p->why));
-    if (p->state == NULL || p->results == NULL || p->why == NULL) {
+    p->resent = ust_calloc(b->n ? b->n : 1, 1);
+    if (p->state == NULL || p->results == NULL || p->why == NULL || p->resent == NULL) {
         free_slot(p);
         p->b = b; /* finish makes each an error */
         return;
@@ -467,15 +499,19 @@ static void url_batch_start(void *impl, ust_plugin_batch *b)
         int found = 0;
         char *err = NULL;
         if (k != NULL) {
-            found = copy_result(&p->results[i], &k->r) == 0 ? 2 : UST_ENOMEM;
+            found =
+                copy_result(&p->results[i], &k->r) == 0 ? 2 + k->resent : UST_ENOMEM;
             /* The step that recorded it was rolled back: record it again. */
-            if (found == 2 && s->journal != NULL &&
+            if (found >= 2 && s->journal != NULL &&
                 s->journal->answer(s->journal->ctx, s->ns, seq, &k->r, &err) != 0)
                 found = UST_EDB;
         } else if (s->journal != NULL)
             found = s->journal->find(s->journal->ctx, s->ns, seq, &p->results[i], &err);
-        if (found == 2)
+        p->resent[i] = found == 3; /* its answer is to the call sent again */
+        if (found == 2 || found == 3)
             p->state[i] = ANSWERED;
+        else if (found == 1 && s->pc->resend_unknown)
+            p->resent[i] = 1; /* to send again: the service dedups on its seq */
         else if (found == 1)
             p->state[i] = UNKNOWN;
         else if (found < 0) {
@@ -492,6 +528,19 @@ static void fail(const svc *s, ust_decision *out, const char *cause, ust_plugin_
 {
     ust__decision_error(out, 500, cause ? cause : "out of memory", NULL);
     ust__plugin_fault(s->pc->counters, s->ns, f);
+}
+
+/* A decision made of an event sent again says so: in its error, or
+ * before its reason (neither is compared). */
+static void say_resent(ust_decision *out)
+{
+    char **text = out->verdict == UST_VERDICT_ERROR ? &out->error : &out->reason;
+    char *said =
+        *text != NULL ? ust_sprintf("%s; %s", RESENT, *text) : ust_strdup(RESENT);
+    if (said != NULL) {
+        ust_free(*text);
+        *text = said;
+    }
 }
 
 static void decide_one(svc *s, const pending *p, size_t i, ust_decision *out)
@@ -540,8 +589,11 @@ static void url_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **out
         return;
     }
     collect_sends(s, p);
-    for (size_t i = 0; i < b->n; i++)
+    for (size_t i = 0; i < b->n; i++) {
         decide_one(s, p, i, outs[i]);
+        if (p->resent != NULL && p->resent[i])
+            say_resent(outs[i]);
+    }
     free_slot(p);
 }
 

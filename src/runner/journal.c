@@ -86,8 +86,10 @@ int ust__journal_find(sqlite3 *db, const char *side, int64_t seq, ust_http_resul
                     side, seq, &st, err);
     if (rc == 0)
         rc = ust__db_step(st, "journal", err);
-    if (rc == 1 && strcmp((const char *)sqlite3_column_text(st, 0), "answered") == 0) {
-        rc = 2;
+    const char *state = rc == 1 ? (const char *)sqlite3_column_text(st, 0) : "";
+    int answered = strcmp(state, "answered") == 0;
+    if (answered || strcmp(state, "answered_resent") == 0) {
+        rc = answered ? 2 : 3;
         out->status = sqlite3_column_int(st, 1);
         out->failure = sqlite3_column_int(st, 4);
         const void *body = sqlite3_column_blob(st, 3);
@@ -114,9 +116,13 @@ int ust__journal_intend(sqlite3 *db, const char *side, const int64_t *seqs, size
                         char **err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = prepare(
-        db, "INSERT OR IGNORE INTO journal(side, seq, state) VALUES(?1, ?2, 'sent')",
-        &st, err);
+    /* A second intent for a seq can only be a resend (resend_unknown: the
+     * plugin sends again only what has an intent and no answer): marked. */
+    int rc = prepare(db,
+                     "INSERT INTO journal(side, seq, state) VALUES(?1, ?2, 'sent')"
+                     " ON CONFLICT(side, seq) DO UPDATE SET state = 'resent'"
+                     " WHERE state IN ('sent', 'resent')",
+                     &st, err);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         sqlite3_bind_text(st, 1, side, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, seqs[i]);
@@ -142,7 +148,10 @@ int ust__journal_answer(sqlite3 *db, const char *side, int64_t seq,
     int rc = prepare_row(
         db,
         "INSERT OR REPLACE INTO journal(side, seq, state, status, headers,"
-        " body, failure, cause) VALUES(?1, ?2, 'answered', ?3, ?4, ?5, ?6, ?7)",
+        " body, failure, cause) VALUES(?1, ?2, CASE WHEN EXISTS(SELECT 1 FROM"
+        " journal WHERE side = ?1 AND seq = ?2 AND state IN ('resent',"
+        " 'answered_resent')) THEN 'answered_resent' ELSE 'answered' END,"
+        " ?3, ?4, ?5, ?6, ?7)",
         side, seq, &st, err);
     if (rc == 0) {
         sqlite3_bind_int(st, 3, a->status);

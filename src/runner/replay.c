@@ -528,7 +528,7 @@ static int open_parts(replay *r, char **err)
                                         &r->candidate, err)) != 0)
         return rc;
     /* A journal's intent must survive a power cut, not only a kill: each
-     * commit then reaches the disk (one a batch, before its events go). */
+     * commit then reaches the disk (one before each group of sends). */
     if ((ust_plugin_journaled(r->legacy) || ust_plugin_journaled(r->candidate)) &&
         (rc = ust__rundb_exec(r->run.db, "PRAGMA synchronous=FULL;", err)) != 0)
         return rc;

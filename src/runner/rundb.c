@@ -50,7 +50,8 @@ static const char schema[] =
     " received_at, follow_on);"
     "CREATE INDEX IF NOT EXISTS divergences_entity ON divergences(entity);"
     /* What a plugin that calls a service sent and what came back (journal.h):
-     * 'sent' committed before the send, 'answered' with the decision. */
+     * 'sent' committed before the send ('resent': sent again), 'answered'
+     * ('answered_resent') with the answer. */
     "CREATE TABLE IF NOT EXISTS journal(side TEXT NOT NULL, seq INTEGER NOT NULL,"
     " state TEXT NOT NULL, status INTEGER, headers TEXT, body BLOB, failure INTEGER,"
     " cause TEXT, PRIMARY KEY(side, seq));";

@@ -18,6 +18,7 @@
 
 struct ust_http_client {
     CURLM *multi;
+    char *proxy; /* NULL: none, whatever the environment says */
     CURL **idle; /* easy handles kept for reuse */
     size_t n_idle, cap_idle;
 };
@@ -69,8 +70,19 @@ void ust_http_client_free(ust_http_client *c)
     for (size_t i = 0; i < c->n_idle; i++)
         curl_easy_cleanup(c->idle[i]);
     ust_free(c->idle);
+    ust_free(c->proxy);
     curl_multi_cleanup(c->multi);
     ust_free(c);
+}
+
+int ust_http_client_proxy(ust_http_client *c, const char *proxy)
+{
+    char *copy = NULL;
+    if (proxy != NULL && (copy = ust_strdup(proxy)) == NULL)
+        return UST_ENOMEM;
+    ust_free(c->proxy);
+    c->proxy = copy;
+    return 0;
 }
 
 void ust_http_result_clear(ust_http_result *r)
@@ -205,6 +217,12 @@ static int setup(ust_http_client *c, transfer *t, const ust_http_call *call,
     CURL *e = t->easy;
     curl_easy_setopt(e, CURLOPT_URL, call->url);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* libcurl would follow http_proxy, https_proxy and all_proxy from the
+     * environment: a recorded request (credentials and all) sent to a host
+     * nobody configured. "" is no proxy at all; a named one takes every
+     * call, and no_proxy from the environment is not read either. */
+    curl_easy_setopt(e, CURLOPT_PROXY, c->proxy != NULL ? c->proxy : "");
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
@@ -333,6 +351,13 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
                               const size_t *after, size_t max_in_flight,
                               ust_http_result *outs)
 {
+    return ust_http_client_send_gated(c, calls, n, after, max_in_flight, NULL, outs);
+}
+
+int ust_http_client_send_gated(ust_http_client *c, const ust_http_call *calls, size_t n,
+                               const size_t *after, size_t max_in_flight,
+                               const ust_http_gate *gate, ust_http_result *outs)
+{
     if (n == 0)
         return 0;
     if (max_in_flight == 0)
@@ -340,21 +365,33 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
     transfer *ts = ust_calloc(n, sizeof(*ts));
     /* 0 waiting, 1 sent, 2 answered */
     unsigned char *st = ust_calloc(n, 1);
-    if (ts == NULL || st == NULL) {
+    /* The calls to start next, then those answered since the gate was last
+     * told (from the end): never more than n together. */
+    size_t *told = ust_calloc(n, sizeof(*told));
+    if (ts == NULL || st == NULL || told == NULL) {
         ust_free(ts);
         ust_free(st);
+        ust_free(told);
         return UST_ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof(outs[i]));
     int rc = 0;
-    size_t done = 0, running = 0, first = 0;
+    size_t done = 0, running = 0, first = 0, n_answered = 0;
     while (rc == 0 && done < n) {
-        /* Start what may start, in index order. */
-        for (size_t i = first; rc == 0 && i < n && running < max_in_flight; i++) {
-            if (st[i] != 0 ||
-                (after != NULL && after[i] != SIZE_MAX && st[after[i]] != 2))
-                continue;
+        /* What may start, in index order. */
+        size_t n_start = 0;
+        for (size_t i = first; i < n && running + n_start < max_in_flight; i++)
+            if (st[i] == 0 &&
+                (after == NULL || after[i] == SIZE_MAX || st[after[i]] == 2))
+                told[n_start++] = i;
+        if (n_start > 0 && gate != NULL) {
+            rc = gate->before(gate->ctx, told, n_start, told + n - n_answered,
+                              n_answered);
+            n_answered = 0;
+        }
+        for (size_t k = 0; rc == 0 && k < n_start; k++) {
+            size_t i = told[k];
             rc = setup(c, &ts[i], &calls[i], &outs[i]);
             if (rc == 0 && curl_multi_add_handle(c->multi, ts[i].easy) != CURLM_OK)
                 rc = UST_ENOMEM;
@@ -388,6 +425,7 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
                 rc = crc;
             release(c, t);
             st[t - ts] = 2;
+            told[n - ++n_answered] = (size_t)(t - ts);
             running--;
             done++;
             finished = 1;
@@ -404,6 +442,7 @@ int ust_http_client_send_many(ust_http_client *c, const ust_http_call *calls, si
             release(c, &ts[i]);
     ust_free(ts);
     ust_free(st);
+    ust_free(told);
     return rc;
 }
 

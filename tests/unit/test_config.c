@@ -137,6 +137,7 @@ static void test_a_service_plugin_loads(void **state)
         "\"plugins\":{\"legacy\":{\"url\":\"http://127.0.0.1:9000/prefix\"},"
         "\"candidate\":{\"url\":\"https://svc.example\",\"timeout_ms\":2000,"
         "\"max_in_flight\":8,\"reset\":{\"url\":\"https://svc.example/reset\"},"
+        "\"proxy\":\"http://proxy.example:3128\",\"resend_unknown\":true,"
         "\"verdicts\":{\"404\":\"invalid\"}}}}";
     ust_config *cfg = ust_test_parse_config(t, "s.json");
     assert_string_equal(cfg->legacy.url, "http://127.0.0.1:9000/prefix");
@@ -144,6 +145,10 @@ static void test_a_service_plugin_loads(void **state)
     assert_null(cfg->legacy.reset.url);
     assert_null(cfg->legacy.verdicts);
     assert_null(cfg->legacy.path);
+    assert_null(cfg->legacy.proxy); /* none, whatever the environment says */
+    assert_int_equal(cfg->legacy.resend_unknown, 0);
+    assert_string_equal(cfg->candidate.proxy, "http://proxy.example:3128");
+    assert_int_equal(cfg->candidate.resend_unknown, 1);
     assert_int_equal(cfg->candidate.max_in_flight, 8);
     assert_int_equal(cfg->candidate.timeout_ms, 2000);
     assert_string_equal(cfg->candidate.reset.method, "POST");
@@ -318,8 +323,18 @@ static const refused_case broken[] = {
      "verdict"},
     {"{\"routes\":[" R0
      "],\"plugins\":{\"candidate\":{\"path\":\"a.so\",\"max_in_flight\":2}}}",
-     "cfg.json: plugins.candidate: expected \"url\" beside \"max_in_flight\" or "
-     "\"reset\""},
+     "cfg.json: plugins.candidate: expected \"url\" beside \"max_in_flight\", "
+     "\"reset\", \"proxy\" or \"resend_unknown\""},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"path\":\"a.so\",\"resend_unknown\":true}}}",
+     "cfg.json: plugins.candidate: expected \"url\" beside"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"url\":\"http://h\",\"proxy\":\"ftp://p\"}}}",
+     "cfg.json: plugins.candidate.proxy: expected a proxy URL (http://, https://, "
+     "socks5:// or socks5h://)"},
+    {"{\"routes\":[" R0
+     "],\"plugins\":{\"candidate\":{\"url\":\"http://h\",\"resend_unknown\":1}}}",
+     "cfg.json: plugins.candidate.resend_unknown: expected true or false"},
     {"{\"routes\":[" R0 "],\"plugins\":{\"legacy\":{\"path\":\"a.so\",\"isolate\":1}}}",
      "cfg.json: plugins.legacy.isolate: expected true or false"},
     {"{\"routes\":[" R0

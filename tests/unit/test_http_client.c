@@ -287,6 +287,50 @@ static void test_forwarded_headers_drop_the_hop_by_hop_ones(void **state)
     ust_request_clear(&req);
 }
 
+/* The environment's http_proxy, https_proxy and all_proxy are not followed
+ * (libcurl's default would send every call, credentials and all, to
+ * them): the call reaches the service, nothing reaches the "proxy". A
+ * proxy the caller names takes every call, the environment's no_proxy
+ * aside: the service stands in for one (it records the absolute URL). */
+static void test_the_environments_proxies_are_not_followed(void **state)
+{
+    (void)state;
+    int proxy = ust_test_env_proxy();
+    ust_http_client *c = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_http_client_new(&c, &err), 0);
+    char url[128];
+    snprintf(url, sizeof(url), "%s/direct", svc.base);
+    ust_http_call call = {"POST", url, NULL, 0, (const unsigned char *)"x", 1, 5000};
+    ust_http_result r;
+    assert_int_equal(ust_http_client_send(c, &call, &r), 0);
+    int failure = r.failure, status = r.status;
+    ust_http_result_clear(&r);
+    int reached_proxy = ust_test_listener_accepted(proxy);
+    ust_test_env_proxy_clear();
+    assert_int_equal(reached_proxy, 0);
+    assert_int_equal(failure, 0);
+    assert_int_equal(status, 200);
+    json_t *rec = last_record();
+    assert_string_equal(json_string_value(json_object_get(rec, "target")), "/direct");
+    json_decref(rec);
+    /* Named: used, even for a host no_proxy lists. */
+    setenv("no_proxy", "example.invalid", 1);
+    assert_int_equal(ust_http_client_proxy(c, svc.base), 0);
+    call.url = "http://example.invalid/named";
+    assert_int_equal(ust_http_client_send(c, &call, &r), 0);
+    unsetenv("no_proxy");
+    assert_int_equal(r.failure, 0);
+    assert_int_equal(r.status, 200);
+    ust_http_result_clear(&r);
+    rec = last_record();
+    assert_string_equal(json_string_value(json_object_get(rec, "target")),
+                        "http://example.invalid/named");
+    json_decref(rec);
+    ust_http_client_free(c);
+    close(proxy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_a_close_mid_answer_and_garbage_are_io_failures),
         cmocka_unit_test(test_many_calls_keep_the_order_they_wait_for),
         cmocka_unit_test(test_forwarded_headers_drop_the_hop_by_hop_ones),
+        cmocka_unit_test(test_the_environments_proxies_are_not_followed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

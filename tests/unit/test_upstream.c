@@ -5,6 +5,7 @@
  * decision and the service's answer per seq, the live runner uses them and
  * never calls the service again; the service down gives 502, slow 504. */
 #define _GNU_SOURCE /* memmem, strcasestr */
+#include "http_service.h"
 #include "serve_client.h"
 
 #include <understudy/alloc.h>
@@ -554,6 +555,25 @@ static void test_upstream_never_forwards_twice(void **state)
     assert_int_equal(reached(w, 2, NULL), 1);
 }
 
+/* http_proxy (and https_proxy, all_proxy) in serve's environment is not
+ * followed: the request reaches the service, nothing the "proxy". */
+static void test_upstream_ignores_the_environments_proxy(void **state)
+{
+    world *w = *state;
+    service_start(w, 0);
+    write_config(w, 30000);
+    int proxy = ust_test_env_proxy();
+    start_upstream(w); /* serve inherits them */
+    ust_test_env_proxy_clear();
+    answer a;
+    ask(w, "json", 1, &a);
+    serve_world_stop(w->sw);
+    assert_int_equal(ust_test_listener_accepted(proxy), 0);
+    assert_int_equal(a.status, 200);
+    assert_int_equal(reached(w, 1, NULL), 1);
+    close(proxy);
+}
+
 /* --respond upstream without a url legacy: refused before the port is
  * bound, naming the key to set. */
 static void test_upstream_needs_a_url(void **state)
@@ -908,6 +928,7 @@ int main(void)
         T(test_upstream_forwards_what_the_client_sent),
         T(test_upstream_never_relays_a_refused_answer),
         T(test_upstream_failure_keeps_the_url_to_itself),
+        T(test_upstream_ignores_the_environments_proxy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

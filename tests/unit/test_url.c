@@ -317,6 +317,52 @@ static void test_a_service_that_is_down_gives_error_decisions(void **state)
                      4);
 }
 
+/* http_proxy (and https_proxy, all_proxy) in the environment is not
+ * followed: every event reaches the service, nothing the "proxy"; a
+ * "proxy" the plugin's config names is used (the service stands in for
+ * one: it records each request's absolute URL). */
+static void test_the_environments_proxy_is_not_followed(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    candidate_service(w, &svc, NULL, 2, 2, "/direct");
+    w->cfg->candidate.timeout_ms = 5000;
+    int proxy = ust_test_env_proxy();
+    ust_replay_stats st = replay_legacy_so(w);
+    ust_test_env_proxy_clear();
+    assert_int_equal(ust_test_listener_accepted(proxy), 0);
+    assert_int_equal(st.fed, 4);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_verdict = "
+                              "'applied'"),
+                     4);
+    json_t *log = service_log(&svc);
+    assert_int_equal(json_array_size(json_object_get(log, "records")), 4);
+    json_decref(log);
+    close(proxy);
+    ust_test_service_stop(&svc);
+}
+
+static void test_a_named_proxy_takes_every_event(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    candidate_service(w, &svc, NULL, 1, 2, "");
+    set_service(&w->cfg->candidate, "http://example.invalid", "/p");
+    w->cfg->candidate.proxy = ust_strdup(svc.base);
+    ust_replay_stats st = replay_legacy_so(w);
+    assert_int_equal(st.fed, 2);
+    json_t *log = service_log(&svc);
+    json_t *recs = json_object_get(log, "records");
+    assert_int_equal(json_array_size(recs), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const char *target =
+            json_string_value(json_object_get(json_array_get(recs, i), "target"));
+        assert_int_equal(strncmp(target, "http://example.invalid/p/", 25), 0);
+    }
+    json_decref(log);
+    ust_test_service_stop(&svc);
+}
+
 static void test_max_in_flight_keeps_each_entitys_order(void **state)
 {
     world *w = *state;
@@ -471,6 +517,157 @@ static void test_a_replay_killed_and_resumed_sends_each_seq_once(void **state)
     ust_test_service_stop(&svc);
 }
 
+/* Sets key of the candidate in the config file at path to v (stolen). */
+static void config_candidate_set(const char *path, const char *key, json_t *v)
+{
+    json_error_t je;
+    json_t *c = json_load_file(path, 0, &je);
+    assert_non_null(c);
+    json_object_set_new(json_object_get(json_object_get(c, "plugins"), "candidate"),
+                        key, v);
+    assert_int_equal(json_dump_file(c, path, JSON_INDENT(2)), 0);
+    json_decref(c);
+}
+
+/* The seqs the run's journal holds as sent with no answer (0 ends). */
+static void unknown_seqs(world *w, int *seqs, int cap)
+{
+    char *list = world_query(w, "SELECT group_concat(seq) FROM journal WHERE side = "
+                                "'candidate' AND state IN ('sent', 'resent')");
+    int n = 0;
+    for (char *p = list; *p != '\0' && n < cap - 1;
+         p += strcspn(p, ","), p += *p == ',')
+        seqs[n++] = atoi(p);
+    seqs[n] = 0;
+    ust_free(list);
+}
+
+/* Replays of N events against a slow service, each SIGKILLed at a random
+ * point while the service holds max_in_flight requests, then resumed to
+ * the end: each kill leaves at most max_in_flight events whose outcome is
+ * unknown, and each of them reached the service. With resend_unknown they
+ * are sent again on resume: no unknown is left, the service saw every seq,
+ * and the decisions of those sent again say so. */
+static void kill_rounds(world *w, int resend)
+{
+    enum { N = 48, M = 4, ROUNDS = 4 };
+    const char *args[] = {"--slow-all", "--slow-ms", "150", NULL};
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    stripe_events(w, 6, N / 6);
+    char cfg[PATH_MAX];
+    snprintf(cfg, sizeof(cfg), "%s/cfg.json", w->dir);
+    write_config(w, cfg, svc.base, NULL);
+    config_candidate_set(cfg, "max_in_flight", json_integer(M));
+    if (resend)
+        config_candidate_set(cfg, "resend_unknown", json_true());
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    print_message("kill_rounds seed %u\n", seed);
+    srand(seed);
+    int unknown_at[N + 1] = {0}; /* how many kills left seq unknown */
+    int was_unknown[N + 1] = {0};
+    for (int round = 0; round < ROUNDS; round++) {
+        json_t *log = service_log(&svc);
+        size_t before = json_array_size(json_object_get(log, "started"));
+        json_decref(log);
+        /* A point after this many more requests, while the service holds
+         * max_in_flight of them: each one's intent is committed, no
+         * answer can be, and nothing else is on its way. */
+        size_t at = before + 1 + (size_t)(rand() % 6);
+        pid_t pid = start_replay(w, cfg);
+        for (int tries = 0;; tries++) {
+            assert_true(tries < 12000); /* a bound, not a measure */
+            log = service_log(&svc);
+            size_t started = json_array_size(json_object_get(log, "started"));
+            size_t done = json_array_size(json_object_get(log, "records"));
+            json_decref(log);
+            if (started >= at && started - done == M)
+                break;
+            sleep_ms(5);
+        }
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        /* What this kill left unknown: at most M, each received. */
+        int seqs[N + 1];
+        unknown_seqs(w, seqs, N + 1);
+        log = service_log(&svc);
+        int received[N + 1] = {0};
+        count_started(log, received, N);
+        json_decref(log);
+        int fresh = 0;
+        for (int k = 0; seqs[k] != 0; k++) {
+            if (!resend && was_unknown[seqs[k]])
+                continue; /* left by an earlier kill, never sent again */
+            fresh++;
+            unknown_at[seqs[k]]++;
+            was_unknown[seqs[k]] = 1;
+            if (received[seqs[k]] == 0)
+                fail_msg("round %d: seq %d is unknown but never reached the service",
+                         round, seqs[k]);
+        }
+        if (fresh > M)
+            fail_msg("round %d: %d events of unknown outcome (max_in_flight %d)", round,
+                     fresh, M);
+        assert_true(fresh >= 1);
+    }
+    pid_t pid = start_replay(w, cfg);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    json_t *log = NULL;
+    for (int tries = 0;; tries++) { /* the held requests end */
+        assert_true(tries < 12000);
+        log = service_log(&svc);
+        if (json_array_size(json_object_get(log, "started")) ==
+            json_array_size(json_object_get(log, "records")))
+            break;
+        json_decref(log);
+        sleep_ms(5);
+    }
+    int received[N + 1] = {0};
+    count_started(log, received, N);
+    json_decref(log);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
+    for (int s = 1; s <= N; s++) {
+        char sql[200];
+        snprintf(sql, sizeof(sql),
+                 "SELECT c_verdict || ':' || ifnull(c_error, '') || ':' || "
+                 "ifnull(c_reason, '') FROM decisions WHERE seq = %d",
+                 s);
+        char *v = world_query(w, sql);
+        /* Sent once, or again after each kill that left it unknown. */
+        assert_true(received[s] >= 1);
+        assert_true(received[s] <= 1 + (resend ? unknown_at[s] : 0));
+        if (resend && was_unknown[s]) {
+            if (strncmp(v, "applied::resent (resend_unknown)", 32) != 0)
+                fail_msg("seq %d: %s", s, v);
+        } else if (!resend && was_unknown[s]) {
+            if (strncmp(v, "error:outcome unknown: sent, no answer recorded", 47) != 0)
+                fail_msg("seq %d: %s", s, v);
+        } else if (strncmp(v, "applied:", 8) != 0 || strstr(v, "resent") != NULL)
+            fail_msg("seq %d: %s", s, v);
+        ust_free(v);
+    }
+    if (resend)
+        assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_error LIKE "
+                                  "'outcome unknown%'"),
+                         0);
+    ust_test_service_stop(&svc);
+}
+
+static void test_a_kill_leaves_at_most_max_in_flight_unknowns(void **state)
+{
+    kill_rounds(*state, 0);
+}
+
+static void test_resend_unknown_sends_them_again_on_resume(void **state)
+{
+    kill_rounds(*state, 1);
+}
+
 /* Steps that fail (an allocation refused, anywhere) are rolled back and
  * retried: what was sent is never sent again, and an answer received before
  * the rollback is still the decision. */
@@ -598,11 +795,20 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_a_service_that_is_down_gives_error_decisions, world_setup,
             world_teardown),
+        cmocka_unit_test_setup_teardown(test_the_environments_proxy_is_not_followed,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_named_proxy_takes_every_event,
+                                        world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_max_in_flight_keeps_each_entitys_order,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(
             test_a_replay_killed_and_resumed_sends_each_seq_once, world_setup,
             world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_kill_leaves_at_most_max_in_flight_unknowns, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(test_resend_unknown_sends_them_again_on_resume,
+                                        world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_a_retried_step_never_sends_again,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(
