@@ -12,7 +12,7 @@
 
 /* An answer's body beyond this is refused rather than held: no decision
  * needs more, and a service streaming without end must not exhaust memory. */
-#define MAX_BODY (16u << 20)
+#define MAX_BODY UST_HTTP_MAX_BODY
 #define MAX_HEADERS 1000
 
 struct ust_http_client {

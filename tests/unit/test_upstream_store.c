@@ -297,6 +297,121 @@ static void test_set_cookie_masked_where_stored(void **state)
     masked_only("log export --answers", buf, len);
 }
 
+/* ---- answers owed are bounded ----------------------------------------- */
+
+#define BIG_ANSWER (8 << 20)
+#define PIPELINED 32
+#define OWED_LIMIT (20 << 20)
+
+/* serve's resident memory, in bytes. */
+static long long rss_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long long kb = -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atoll(line + 6);
+    fclose(f);
+    assert_true(kb > 0);
+    return kb * 1024;
+}
+
+/* A value of serve's /metrics (-1 when it has no such sample). */
+static long long metric(const upstream_world *w, const char *name)
+{
+    http_resp r;
+    static const char get[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n"
+                              "Connection: close\r\n\r\n";
+    if (http_once(w->sw->srv.admin_port, get, sizeof(get) - 1, &r) != 200)
+        return -1;
+    char want[96];
+    snprintf(want, sizeof(want), "\n%s ", name);
+    const char *at = strstr(r.body, want);
+    return at ? atoll(at + strlen(want)) : -1;
+}
+
+/* One connection pipelines requests for 8 MiB answers and reads none:
+ * serve forwards only as many as limits.max_owed_bytes lets it owe, stops
+ * reading the connection, and its memory stays flat (a generous bound,
+ * not a time: without the limit every answer piles up in it); then the
+ * client reads, and gets every answer, in order. */
+static void test_pipelined_answers_are_bounded(void **state)
+{
+    upstream_world *w = *state;
+    upstream_service_start(w, 0);
+    upstream_write_config(w,
+                          json_pack("{s:{s:i,s:i,s:i,s:i}}", "limits", "max_body_bytes",
+                                    1048576, "max_headers", 64, "header_timeout_ms",
+                                    60000, "max_owed_bytes", OWED_LIMIT));
+    upstream_serve(w);
+    long long base = rss_of(w->sw->srv.pid);
+    /* A small receive buffer, so the kernel cannot take a whole answer off
+     * serve's hands. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 16 << 10;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)w->sw->srv.port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct timeval tv = {60, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    static const char body[] = "{\"order_id\":\"o1\",\"amount\":100}";
+    for (int i = 0; i < PIPELINED; i++) {
+        char *raw = ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\n"
+                                "X-Body-Bytes: %d\r\nContent-Type: application/json\r\n"
+                                "Content-Length: %zu\r\n\r\n%s",
+                                BIG_ANSWER, strlen(body), body);
+        send_all(fd, raw, strlen(raw));
+        ust_free(raw);
+    }
+    /* Until serve holds back the connection with every answer it forwarded
+     * built (owed: those answers, nothing reserved for one to come), its
+     * memory within a bound all the while. */
+    time_t until = time(NULL) + 120;
+    int n = 0;
+    for (;;) {
+        long long growth = rss_of(w->sw->srv.pid) - base;
+        if (growth > 120LL << 20)
+            fail_msg("serve grew %lld MiB with %d answers reaching the service",
+                     growth >> 20, upstream_reached(w));
+        n = upstream_reached(w);
+        long long held = metric(w, "understudy_connections_held_back");
+        long long owed = metric(w, "understudy_answer_bytes_owed");
+        if (held == 1 && owed >= (long long)n * BIG_ANSWER &&
+            owed < (long long)n * (BIG_ANSWER + 4096))
+            break;
+        if (time(NULL) >= until)
+            fail_msg("held back %lld, owed %lld, %d reached the service", held, owed,
+                     n);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    /* Answers built while under the limit, and the one that went over it. */
+    assert_in_range(n, 1, OWED_LIMIT / BIG_ANSWER + 1);
+    /* The client reads: every answer, in order. */
+    size_t cap = BIG_ANSWER + (64 << 10), len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    static http_resp r;
+    for (int i = 1; i <= PIPELINED; i++) {
+        assert_int_equal(read_response(fd, buf, &len, cap, &r), 1);
+        assert_int_equal(r.status, 200);
+        char want[32];
+        snprintf(want, sizeof(want), "{\"seq\":\"%d\",", i);
+        if (strncmp(r.body, want, strlen(want)) != 0)
+            fail_msg("answer %d begins %.24s", i, r.body);
+    }
+    free(buf);
+    close(fd);
+    assert_int_equal(upstream_reached(w), PIPELINED);
+    assert_int_equal(metric(w, "understudy_answer_bytes_owed"), 0);
+    serve_world_stop(w->sw);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -305,6 +420,7 @@ int main(void)
         T(test_answer_synced_before_relay),
         T(test_clean_stop_leaves_no_answers_wal),
         T(test_set_cookie_masked_where_stored),
+        T(test_pipelined_answers_are_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
