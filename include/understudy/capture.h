@@ -21,6 +21,12 @@
 int ust_capture_mask(const ust_config *cfg, ust_request *req);
 /* 1 when ust_capture_mask masks a header of this name. */
 int ust_capture_masks(const ust_config *cfg, const char *name);
+/* The one rule behind it, for a single header (a recorded answer's too):
+ * *out is value's digest (ust_malloc'd) when cfg (may be NULL: nothing)
+ * masks name and value is not a digest already, else NULL. 0 or
+ * UST_ENOMEM. */
+int ust_capture_mask_value(const ust_config *cfg, const char *name, const char *value,
+                           char **out);
 
 /* 1 when an event of route r with this identity and signature status is
  * sampled out (answered, counted, not recorded): r->sample_bp below 10000,

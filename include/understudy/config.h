@@ -120,6 +120,10 @@ typedef struct ust_config {
         int64_t header_timeout_ms; /* default 10000 */
         int64_t idle_timeout_ms;   /* keep-alive with nothing owed; default 30000 */
         size_t max_connections;    /* open at once; default 1024 */
+        /* Answer bytes owed to clients (built or under way, not yet
+         * written) past which serve stops reading a connection: one
+         * connection's (default 64 MiB), every connection's (256 MiB). */
+        size_t max_owed_bytes, max_owed_bytes_total;
     } limits;
     struct {
         int64_t keep_us;  /* serve prunes rows older than this; 0: no retention */

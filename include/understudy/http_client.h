@@ -11,6 +11,10 @@
 
 #include <understudy/request.h>
 
+/* The longest body an answer may have: a longer one is a failure (the
+ * recorder's --respond upstream reserves this much for an answer to come). */
+#define UST_HTTP_MAX_BODY (16u << 20)
+
 typedef struct ust_http_client
     ust_http_client; /* keep-alive pool; one thread at a time */
 

@@ -133,8 +133,14 @@ char *ust_answers_path(const char *run_path);
  * statements prepared and the legacy's state store on the same connection,
  * so a decision, the state it left and the cursor commit together. */
 typedef struct ust_answers ust_answers;
-int ust_answers_writer_open(const char *path, ust_answers **out, char **err);
-void ust_answers_writer_close(ust_answers *a);
+/* cfg (may be NULL; it must outlive a): its capture.mask_headers are
+ * masked in every header stored (the decisions' and the service's
+ * answers'), as a request's are; the caller still answers with its own. */
+int ust_answers_writer_open(const char *path, const ust_config *cfg, ust_answers **out,
+                            char **err);
+/* Closes a (NULL: nothing), the WAL checkpointed into the file: nonzero
+ * when a -wal was left beside it (the next open replays it). */
+int ust_answers_writer_close(ust_answers *a);
 /* The store the legacy plugin keeps its state in (owned by a). */
 ust_store *ust_answers_store(ust_answers *a);
 /* The last seq decided and committed. */

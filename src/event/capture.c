@@ -32,24 +32,35 @@ static int is_digest(const char *v)
     return 1;
 }
 
+int ust_capture_mask_value(const ust_config *cfg, const char *name, const char *value,
+                           char **out)
+{
+    *out = NULL;
+    if (cfg == NULL || value == NULL || !ust_capture_masks(cfg, name) || is_digest(value))
+        return 0;
+    unsigned char mac[UST_SHA256_LEN];
+    if (cfg->capture.mask_key == NULL ||
+        ust_hmac_sha256(cfg->capture.mask_key, cfg->capture.mask_key_len, value,
+                        strlen(value), mac) != 0)
+        return UST_ENOMEM;
+    char hex[UST_MASK_HEX_LEN + 1];
+    ust_hex_encode(mac, UST_MASK_HEX_LEN / 2, hex);
+    *out = ust_sprintf(UST_MASK_PREFIX "%s", hex);
+    return *out != NULL ? 0 : UST_ENOMEM;
+}
+
 int ust_capture_mask(const ust_config *cfg, ust_request *req)
 {
     for (size_t i = 0; i < req->n_headers; i++) {
         ust_header *h = &req->headers[i];
-        if (h->value == NULL || !ust_capture_masks(cfg, h->name) || is_digest(h->value))
-            continue;
-        unsigned char mac[UST_SHA256_LEN];
-        if (cfg->capture.mask_key == NULL ||
-            ust_hmac_sha256(cfg->capture.mask_key, cfg->capture.mask_key_len, h->value,
-                            strlen(h->value), mac) != 0)
-            return UST_ENOMEM;
-        char hex[UST_MASK_HEX_LEN + 1];
-        ust_hex_encode(mac, UST_MASK_HEX_LEN / 2, hex);
-        char *digest = ust_sprintf(UST_MASK_PREFIX "%s", hex);
-        if (digest == NULL)
-            return UST_ENOMEM;
-        ust_free(h->value);
-        h->value = digest;
+        char *digest = NULL;
+        int rc = ust_capture_mask_value(cfg, h->name, h->value, &digest);
+        if (rc != 0)
+            return rc;
+        if (digest != NULL) {
+            ust_free(h->value);
+            h->value = digest;
+        }
     }
     return 0;
 }

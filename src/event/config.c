@@ -26,6 +26,10 @@
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_MAX_CONNECTIONS 1024
+/* Answers serve holds for clients that have not read them (see
+ * docs/recorder.md): four of --respond upstream's largest per connection. */
+#define DEFAULT_MAX_OWED_BYTES (64 << 20)
+#define DEFAULT_MAX_OWED_BYTES_TOTAL (256 << 20)
 #define MAX_HEALTH_MAX_LAG_S 1000000000LL
 #define MAX_COVERAGE_VALUE 1000000000LL
 #define DEFAULT_HEALTH_MAX_LAG_S 300
@@ -723,11 +727,13 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
         return rc;
     int64_t body = DEFAULT_MAX_BODY_BYTES, headers = DEFAULT_MAX_HEADERS,
             timeout = DEFAULT_HEADER_TIMEOUT_MS, idle = DEFAULT_IDLE_TIMEOUT_MS,
-            conns = DEFAULT_MAX_CONNECTIONS;
+            conns = DEFAULT_MAX_CONNECTIONS, owed = DEFAULT_MAX_OWED_BYTES,
+            owed_total = DEFAULT_MAX_OWED_BYTES_TOTAL;
     if (limits != NULL) {
-        static const char *const limit_keys[] = {"max_body_bytes", "max_headers",
-                                                 "header_timeout_ms", "idle_timeout_ms",
-                                                 "max_connections"};
+        static const char *const limit_keys[] = {
+            "max_body_bytes",      "max_headers",     "header_timeout_ms",
+            "idle_timeout_ms",     "max_connections", "max_owed_bytes",
+            "max_owed_bytes_total"};
         size_t mark = push_key(c, "limits");
         if ((rc = check_keys(c, limits, KEYS(limit_keys))) != 0 ||
             (rc = take_posint(c, limits, "max_body_bytes", body, &body)) != 0 ||
@@ -735,7 +741,10 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
             (rc = take_posint(c, limits, "header_timeout_ms", timeout, &timeout)) !=
                 0 ||
             (rc = take_posint(c, limits, "idle_timeout_ms", idle, &idle)) != 0 ||
-            (rc = take_posint(c, limits, "max_connections", conns, &conns)) != 0)
+            (rc = take_posint(c, limits, "max_connections", conns, &conns)) != 0 ||
+            (rc = take_posint(c, limits, "max_owed_bytes", owed, &owed)) != 0 ||
+            (rc = take_posint(c, limits, "max_owed_bytes_total", owed_total,
+                              &owed_total)) != 0)
             return rc;
         pop(c, mark);
     }
@@ -744,6 +753,8 @@ static int parse_limits(vctx *c, json_t *root, ust_config *cfg)
     cfg->limits.header_timeout_ms = timeout;
     cfg->limits.idle_timeout_ms = idle;
     cfg->limits.max_connections = (size_t)conns;
+    cfg->limits.max_owed_bytes = (size_t)owed;
+    cfg->limits.max_owed_bytes_total = (size_t)owed_total;
     return 0;
 }
 

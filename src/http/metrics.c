@@ -223,6 +223,15 @@ static void render_recorder(ust__metrics *m, const ust__metrics_view *v, FILE *f
     }
     family(f, "understudy_connections_open", "gauge", "Client connections open now.");
     fprintf(f, "understudy_connections_open %zu\n", v->connections);
+    family(
+        f, "understudy_answer_bytes_owed", "gauge",
+        "Bytes of answers owed to clients and not yet written (those still being"
+        " decided counted at their largest): limits.max_owed_bytes_total bounds it.");
+    fprintf(f, "understudy_answer_bytes_owed %zu\n", v->owed_bytes);
+    family(f, "understudy_connections_held_back", "gauge",
+           "Client connections not read while they are owed too many answer bytes"
+           " (limits.max_owed_bytes) or every connection is (max_owed_bytes_total).");
+    fprintf(f, "understudy_connections_held_back %zu\n", v->held_back);
     family(f, "understudy_commit_duration_seconds", "histogram",
            "Seconds an append transaction of the event log took, fsync included"
            " (group commit: one a batch).");

@@ -197,17 +197,29 @@ int ust__reqparse_feed(ust__reqparse *rp, const char *buf, size_t n, const char 
     rp->buf = buf;
     rp->last_end = NULL;
     size_t done = http_parser_execute(&rp->parser, &settings, buf, n);
+    enum http_errno e = HTTP_PARSER_ERRNO(&rp->parser);
+    /* Paused by the owner at a request's end: the rest is not read yet. */
+    rp->paused = e == HPE_PAUSED;
+    rp->used = rp->paused ? done : n;
     const char *from = rp->last_end ? rp->last_end : buf;
-    if (memchr(from, '\n', (size_t)(buf + n - from)) != NULL)
+    if (from < buf + rp->used && memchr(from, '\n', (size_t)(buf + rp->used - from)))
         rp->nl_since = 1;
     rp->last_end = NULL;
-    enum http_errno e = HTTP_PARSER_ERRNO(&rp->parser);
+    if (rp->paused) {
+        http_parser_pause(&rp->parser, 0); /* the next feed goes on from there */
+        return 0;
+    }
     if (done == n && e == HPE_OK)
         return 0;
     if (rp->refuse == 0)
         rp->refuse_why = http_errno_description(e);
     *why = rp->refuse_why;
     return rp->refuse ? rp->refuse : 400;
+}
+
+void ust__reqparse_pause(ust__reqparse *rp)
+{
+    http_parser_pause(&rp->parser, 1);
 }
 
 int ust__reqparse_take(ust__reqparse *rp, const char *remote, int64_t now_us,

@@ -46,6 +46,10 @@ typedef struct ust__reqparse {
      * the current buffer ended, and whether a line feed came after it. */
     const char *buf, *last_end;
     int nl_since;
+    /* The last feed: how many of its bytes were parsed (all of them unless
+     * paused), and whether ust__reqparse_pause stopped it. */
+    size_t used;
+    int paused;
 } ust__reqparse;
 
 void ust__reqparse_init(ust__reqparse *rp, const ust_config *cfg,
@@ -57,6 +61,10 @@ void ust__reqparse_clear(ust__reqparse *rp);
  * (400 malformed, 413, 417, 431, 503) and *why a static description; after
  * a refusal nothing more may be fed. */
 int ust__reqparse_feed(ust__reqparse *rp, const char *buf, size_t n, const char **why);
+
+/* From the complete callback: this feed stops after the request; the
+ * bytes after it (rp->used on) are the owner's to feed again later. */
+void ust__reqparse_pause(ust__reqparse *rp);
 
 /* Stops the parser from a callback: the request gets status and why. */
 int ust__reqparse_stop(ust__reqparse *rp, int status, const char *why);

@@ -216,7 +216,8 @@ int ust__responder_start(const ust__responder_opts *o, ust__responder **out, cha
     rp->o = o;
     char *path = ust_answers_path(o->run_path);
     const ust_plugin_config *pc = &o->cfg->legacy;
-    int rc = path ? ust_answers_writer_open(path, &rp->answers, err) : UST_ENOMEM;
+    int rc =
+        path ? ust_answers_writer_open(path, o->cfg, &rp->answers, err) : UST_ENOMEM;
     ust_free(path);
     if (rc == 0 && o->upstream && o->legacy_path != NULL)
         rc = ust_errf(err, UST_EINVAL,

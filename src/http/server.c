@@ -41,6 +41,7 @@ typedef struct ust__slot {
     size_t response_len;
     uint64_t started_ns; /* the request's first byte (uv_hrtime), 0: no request */
     size_t route;        /* its route's index + 1, 0 for none (for /metrics) */
+    size_t owed;         /* answer bytes counted as owed for it (see owe()) */
 } ust__slot;
 
 /* The server: the loop's connections, and the parts it wires together
@@ -71,6 +72,10 @@ typedef struct ust_server {
     uv_tcp_t admin;
     size_t n_admin; /* its connections, apart from the public ones' cap */
     ust__health health;
+    /* Answer bytes owed to clients and not yet written, and the
+     * connections not read meanwhile (limits.max_owed_bytes*). */
+    size_t owed, n_held_back;
+    size_t answer_bound;      /* an answer still to come counts this much */
     char read_buf[64 * 1024]; /* see on_alloc */
 } ust__server;
 
@@ -92,6 +97,13 @@ typedef struct ust__conn {
      * between requests: /metrics times requests from there. */
     uint64_t started_ns;
     int admin; /* came in on the admin listener */
+    /* Flow control: the answer bytes this connection is owed; while it (or
+     * the server) owes too much it is not read, and what was read past the
+     * request that tipped it over waits in held. */
+    size_t owed;
+    int held_back;
+    char *held;
+    size_t held_len;
 } ust__conn;
 
 typedef struct write_req {
@@ -186,6 +198,28 @@ static void conn_close(ust__conn *c);
 static void flush(ust__conn *c);
 static int maybe_close_drained(ust__conn *c);
 static void maybe_idle(ust__conn *c);
+static void read_on_held(ust__server *s);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* ---- answers owed ------------------------------------------------------ */
+
+/* slot now counts bytes as owed (0: written or dropped), for its
+ * connection (NULL: gone) and the server. */
+static void owe(ust__server *s, ust__conn *c, ust__slot *slot, size_t bytes)
+{
+    s->owed = s->owed - slot->owed + bytes;
+    if (c != NULL)
+        c->owed = c->owed - slot->owed + bytes;
+    slot->owed = bytes;
+}
+
+static int owes_too_much(const ust__conn *c)
+{
+    const ust_config *cfg = c->srv->o->cfg;
+    return c->owed >= cfg->limits.max_owed_bytes ||
+           c->srv->owed >= cfg->limits.max_owed_bytes_total;
+}
 
 static void after_write(uv_write_t *req, int status)
 {
@@ -194,6 +228,8 @@ static void after_write(uv_write_t *req, int status)
     int close_after = w->slot->close_after || status < 0;
     if (c != NULL && status == 0)
         ust__metrics_answered(&c->srv->metrics, w->slot->started_ns, w->slot->route);
+    if (c != NULL)
+        owe(c->srv, c, w->slot, 0);
     ust_free(w->slot->response);
     ust_free(w->slot);
     ust_free(w);
@@ -204,6 +240,7 @@ static void after_write(uv_write_t *req, int status)
         conn_close(c);
     else if (maybe_close_drained(c) == 0)
         maybe_idle(c);
+    read_on_held(c->srv);
 }
 
 /* Writes every answer at the head of the queue that is ready. */
@@ -216,6 +253,7 @@ static void flush(ust__conn *c)
             c->tail = NULL;
         write_req *w = ust_calloc(1, sizeof(*w));
         if (w == NULL || slot->response == NULL) {
+            owe(c->srv, c, slot, 0);
             ust_free(w);
             ust_free(slot->response);
             ust_free(slot);
@@ -225,6 +263,7 @@ static void flush(ust__conn *c)
         w->slot = slot;
         uv_buf_t buf = uv_buf_init(slot->response, (unsigned)slot->response_len);
         if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, after_write) != 0) {
+            owe(c->srv, c, slot, 0);
             ust_free(slot->response);
             ust_free(slot);
             ust_free(w);
@@ -325,10 +364,17 @@ static void conn_close(ust__conn *c)
         c->srv->n_admin--;
     else
         c->srv->n_conns--;
-    /* Answers still owed by the writer are dropped when they come back. */
+    if (c->held_back)
+        c->srv->n_held_back--;
+    c->held_back = 0;
+    ust_free(c->held);
+    c->held = NULL;
+    /* Answers still owed by the writer are dropped when they come back (and
+     * stop counting as owed then). */
     for (ust__slot *slot = c->head; slot != NULL;) {
         ust__slot *next = slot->next;
         if (slot->ready) {
+            owe(c->srv, c, slot, 0);
             ust_free(slot->response);
             ust_free(slot);
         } else {
@@ -483,6 +529,8 @@ static void answer_admin(ust__conn *c, int keep_alive)
         ust__metrics_view v = {
             .cfg = s->o->cfg,
             .connections = s->n_conns,
+            .owed_bytes = s->owed,
+            .held_back = s->n_held_back,
             .lag_seconds =
                 oldest != 0 && now > oldest ? (double)(now - oldest) / 1e6 : 0,
             .classes = s->following ? &s->classes : NULL,
@@ -575,6 +623,12 @@ static int on_message_complete(ust__reqparse *rp)
     job->route_index = (size_t)(route - s->o->cfg->routes);
     slot->route = job->route_index + 1;
     job->cfg = s->o->cfg;
+    /* Its answer's size is not known yet: it counts as the largest one
+     * can be. Owing too much, the connection is read no further for now
+     * (a client pipelining requests it does not read the answers to). */
+    owe(s, c, slot, s->answer_bound);
+    if (owes_too_much(c))
+        ust__reqparse_pause(rp);
     ust__deriver_add(&s->deriver, job);
     return 0;
 }
@@ -596,20 +650,73 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = sizeof(c->srv->read_buf);
 }
 
+/* A request left c owing too much (on_message_complete paused the
+ * parser): c is not read, and the len bytes read past that request wait,
+ * until it and the server owe less (read_on_held). */
+static void hold_back(ust__conn *c, const char *rest, size_t len)
+{
+    if (len > 0 && (c->held = ust_malloc(len)) == NULL) {
+        conn_close(c); /* its requests are recorded all the same */
+        return;
+    }
+    if (len > 0)
+        memcpy(c->held, rest, len);
+    c->held_len = len;
+    c->held_back = 1;
+    c->srv->n_held_back++;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+}
+
+/* n bytes of c's requests, to its parser. */
+static void parse(ust__conn *c, const char *buf, size_t n)
+{
+    const char *why = NULL;
+    if (c->started_ns == 0)
+        c->started_ns = uv_hrtime();
+    int status = ust__reqparse_feed(&c->rp, buf, n, &why);
+    if (status != 0) {
+        refuse(c, status, why);
+        return;
+    }
+    if (c->rp.paused)
+        hold_back(c, buf + c->rp.used, n - c->rp.used);
+    if (!c->closing) {
+        flush(c);
+        maybe_idle(c);
+    }
+}
+
+/* Every connection held back that, with the server, owes little enough
+ * now is read again: first what it had read past the pause (which may
+ * hold it back again), then its socket. Not while stopping: a connection
+ * then closes once its answers are out. */
+static void read_on_held(ust__server *s)
+{
+    for (ust__conn *c = s->conns; c != NULL && s->n_held_back > 0; c = c->next) {
+        if (!c->held_back || c->closing || s->stopping || owes_too_much(c))
+            continue;
+        c->held_back = 0;
+        s->n_held_back--;
+        char *held = c->held;
+        size_t len = c->held_len;
+        c->held = NULL;
+        c->held_len = 0;
+        if (len > 0)
+            parse(c, held, len);
+        ust_free(held);
+        if (!c->held_back && !c->closing && !c->peer_done && !c->reading) {
+            uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+            c->reading = 1;
+        }
+    }
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     ust__conn *c = stream->data;
     if (nread > 0 && !c->closing) {
-        const char *why = NULL;
-        if (c->started_ns == 0)
-            c->started_ns = uv_hrtime();
-        int status = ust__reqparse_feed(&c->rp, buf->base, (size_t)nread, &why);
-        if (status != 0) {
-            refuse(c, status, why);
-        } else {
-            flush(c);
-            maybe_idle(c);
-        }
+        parse(c, buf->base, (size_t)nread);
     } else if (nread < 0 && !c->closing) {
         /* A client that half-closes after its requests waits for their
          * answers (without one it retries, and the retry is a duplicate):
@@ -809,10 +916,13 @@ static void on_done(uv_async_t *a)
         ust__slot *slot = j->slot;
         if (slot->conn != NULL) {
             answer_job(j);
+            /* Its size is known now: it replaces the bound it counted. */
+            owe(s, slot->conn, slot, slot->response_len);
             flush(slot->conn);
         } else {
-            ust_free(
-                slot); /* its connection is gone; the event is stored all the same */
+            owe(s, NULL, slot, 0);
+            ust_free(slot); /* its connection is gone; the event is stored all the
+                             * same */
         }
         ust_log_record_clear_derived(&j->rec);
         ust_decision_clear(j->answer);
@@ -827,6 +937,7 @@ static void on_done(uv_async_t *a)
         ust_free(j);
         j = next;
     }
+    read_on_held(s);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -995,6 +1106,13 @@ static int serve(ust__server *s, char **err)
     const ust_serve_opts *o = s->o;
     ust__metrics_init(&s->metrics);
     s->max_conns = connection_cap(o->cfg->limits.max_connections);
+    /* The largest answer each mode gives, with room for its head: the
+     * service's (the client refuses a longer body), the legacy's decision,
+     * or the recorder's own few bytes. */
+    s->answer_bound = (o->respond_upstream ? UST_HTTP_MAX_BODY
+                       : o->respond_legacy ? UST_PLUGIN_MAX_BODY
+                                           : 0) +
+                      UST__MAX_HEADER_BYTES;
     s->loop = ust_malloc(sizeof(uv_loop_t));
     struct sockaddr_storage addr, admin;
     memset(&addr, 0, sizeof(addr));

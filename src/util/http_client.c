@@ -14,7 +14,7 @@
 
 /* An answer's body beyond this is refused rather than held: no decision
  * needs more, and a service streaming without end must not exhaust memory. */
-#define MAX_BODY (16u << 20)
+#define MAX_BODY UST_HTTP_MAX_BODY
 
 struct ust_http_client {
     CURLM *multi;

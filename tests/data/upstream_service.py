@@ -9,7 +9,8 @@ Understudy-Received-At, the body's SHA-256), so a test can count what
 reached it. The request's X-Case header picks the answer; each answer is
 written byte for byte here (no Date or Server header), so two calls get the
 same bytes. Without X-Case: 200 {"ok":true} (the benchmark's trivial
-service; LOG "-" keeps no log)."""
+service; LOG "-" keeps no log). X-Body-Bytes: N asks for a 200 whose JSON
+body is N bytes long and names the request's Understudy-Seq."""
 import hashlib
 import json
 import socketserver
@@ -80,6 +81,12 @@ class Handler(BaseHTTPRequestHandler):
         status, headers, out = CASES.get(case, ("200 OK",
                                                 [("Content-Type", "application/json")],
                                                 b'{"ok":true}'))
+        size = int(self.headers.get("X-Body-Bytes") or 0)
+        if size > 0:  # a large answer: JSON of exactly size bytes, naming its seq
+            start = b'{"seq":"%s","pad":"' % (self.headers.get("Understudy-Seq") or
+                                              "").encode()
+            out = start + b"x" * max(0, size - len(start) - 2) + b'"}'
+            status, headers = "200 OK", [("Content-Type", "application/json")]
         head = "HTTP/1.1 %s\r\n" % status
         head += "".join("%s: %s\r\n" % h for h in headers)
         chunked = any(k == "Transfer-Encoding" for k, _ in headers)

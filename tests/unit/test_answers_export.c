@@ -33,7 +33,7 @@ static void test_the_answers_of_a_service_replay_as_the_recorded_legacy(void **s
     char *answers = ust_answers_path(w->run_path);
     ust_answers *a = NULL;
     char *err = NULL;
-    assert_int_equal(ust_answers_writer_open(answers, &a, &err), 0);
+    assert_int_equal(ust_answers_writer_open(answers, NULL, &a, &err), 0);
     assert_int_equal(ust_answers_begin(a, &err), 0);
     put_answer(a, 1, 201, "applied", "{\"id\":\"pay_1\"}");
     put_answer(a, 2, 200, "duplicate", "{\"id\":\"pay_1\"}");

@@ -57,6 +57,8 @@ static void test_example_loads(void **state)
     assert_int_equal(cfg->limits.max_body_bytes, 1048576);
     assert_int_equal(cfg->limits.max_headers, 64);
     assert_int_equal(cfg->limits.header_timeout_ms, 10000);
+    assert_int_equal(cfg->limits.max_owed_bytes, 64 << 20);
+    assert_int_equal(cfg->limits.max_owed_bytes_total, 256 << 20);
     assert_int_equal(cfg->n_routes, 3);
 
     const ust_route *s = &cfg->routes[0];
@@ -274,6 +276,10 @@ static const refused_case broken[] = {
      "cfg.json: limits.max_body_bytes: expected a positive integer"},
     {"{\"limits\":{\"max_headers\":1.5},\"routes\":[" R0 "]}",
      "cfg.json: limits.max_headers: expected a positive integer"},
+    {"{\"limits\":{\"max_owed_bytes\":0},\"routes\":[" R0 "]}",
+     "cfg.json: limits.max_owed_bytes: expected a positive integer"},
+    {"{\"limits\":{\"max_owed_bytes_total\":\"1\"},\"routes\":[" R0 "]}",
+     "cfg.json: limits.max_owed_bytes_total: expected a positive integer"},
     {ROUTES(R0 "," R0),
      "cfg.json: routes[1].path: expected a path not used by another route"},
     {"{\"routes\":[]}", "cfg.json: routes: expected a non-empty array"},

@@ -6,7 +6,7 @@
  * never calls the service again; the service down gives 502, slow 504. */
 #define _GNU_SOURCE /* memmem, strcasestr */
 #include "http_service.h"
-#include "serve_client.h"
+#include "upstream_world.h"
 
 #include <understudy/alloc.h>
 #include <understudy/hash.h>
@@ -18,42 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
-typedef struct world {
-    serve_world *sw;
-    pid_t svc;
-    int svc_port;
-    char svc_log[PATH_MAX];
-} world;
-
-/* Starts the service on port (0: a free one) and reads the port it says. */
-static void service_start(world *w, int port)
-{
-    char script[PATH_MAX], portarg[16];
-    ust_test_source_path("tests/data/upstream_service.py", script);
-    snprintf(portarg, sizeof(portarg), "%d", port);
-    int out_fd = -1;
-    pid_t pid = ust_test_fork_piped(1, &out_fd);
-    if (pid == 0) {
-        execlp("python3", "python3", script, w->svc_log, portarg, (char *)NULL);
-        _exit(127);
-    }
-    FILE *f = fdopen(out_fd, "r");
-    char line[64] = "";
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    assert_int_equal(strncmp(line, "port ", 5), 0);
-    w->svc = pid;
-    w->svc_port = atoi(line + 5);
-}
-
-static void service_kill(world *w)
-{
-    if (w->svc > 0) {
-        kill(w->svc, SIGKILL);
-        waitpid(w->svc, NULL, 0);
-    }
-    w->svc = 0;
-}
+typedef upstream_world world;
 
 static void write_config(world *w, int timeout_ms)
 {
@@ -73,19 +38,13 @@ static void start_upstream(world *w)
 
 static int setup(void **state)
 {
-    world *w = calloc(1, sizeof(*w));
-    w->sw = serve_world_new(NULL, "whsec_upstream_test");
-    snprintf(w->svc_log, sizeof(w->svc_log), "%s/service.jsonl", w->sw->dir);
-    *state = w;
+    *state = upstream_world_new();
     return 0;
 }
 
 static int teardown(void **state)
 {
-    world *w = *state;
-    service_kill(w);
-    serve_world_free(w->sw);
-    free(w);
+    upstream_world_free(*state);
     return 0;
 }
 
@@ -275,14 +234,6 @@ static int forwarded(world *w)
     return n;
 }
 
-static sqlite3 *open_db(const char *path)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_busy_timeout(db, 10000);
-    return db;
-}
-
 /* sql prepared on db (its ?1, if it has one, bound to seq) and stepped to
  * the row it must have. */
 static sqlite3_stmt *row_of(sqlite3 *db, const char *sql, int seq)
@@ -299,7 +250,7 @@ static sqlite3 *open_answers(world *w)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof(path), "%s.answers", w->sw->run);
-    return open_db(path);
+    return upstream_open_db(path);
 }
 
 /* RUN.answers' decision of seq: its verdict and error (copied into out). */
@@ -348,35 +299,10 @@ static void response_recorded(world *w, int seq, const answer *a)
     sqlite3_close(db);
 }
 
-/* Waits (a generous bound, for a loaded machine) until the run database's
- * cursor reaches seq. */
-static void runner_reaches(world *w, int seq)
-{
-    time_t until = time(NULL) + 120;
-    for (;;) {
-        sqlite3 *db = NULL;
-        int64_t cursor = 0;
-        if (sqlite3_open_v2(w->sw->run, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-            sqlite3_stmt *q = NULL;
-            if (sqlite3_prepare_v2(db, "SELECT last_seq FROM cursor", -1, &q, NULL) ==
-                    SQLITE_OK &&
-                sqlite3_step(q) == SQLITE_ROW)
-                cursor = sqlite3_column_int64(q, 0);
-            sqlite3_finalize(q);
-        }
-        sqlite3_close(db);
-        if (cursor >= seq)
-            return;
-        assert_true(time(NULL) < until);
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* The run's legacy verdict of seq. */
 static void run_legacy_verdict(world *w, int seq, char verdict[32])
 {
-    sqlite3 *db = open_db(w->sw->run);
+    sqlite3 *db = upstream_open_db(w->sw->run);
     sqlite3_stmt *q = row_of(db, "SELECT l_verdict FROM decisions WHERE seq = ?1", seq);
     snprintf(verdict, 32, "%s", sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
@@ -385,7 +311,7 @@ static void run_legacy_verdict(world *w, int seq, char verdict[32])
 
 static int64_t logged_events(world *w)
 {
-    sqlite3 *db = open_db(w->sw->log);
+    sqlite3 *db = upstream_open_db(w->sw->log);
     sqlite3_stmt *q = row_of(db, "SELECT count(*) FROM events", 0);
     int64_t n = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
@@ -407,7 +333,7 @@ static const struct {
 static void test_upstream_answers_as_the_service_did(void **state)
 {
     world *w = *state;
-    service_start(w, 0);
+    upstream_service_start(w, 0);
     write_config(w, 30000);
     start_upstream(w);
     for (size_t i = 0; i < N_CASES; i++) {
@@ -450,7 +376,7 @@ static void test_upstream_answers_as_the_service_did(void **state)
     }
     /* The runner decides every event with the recorded answers: the service
      * is never called again. */
-    runner_reaches(w, (int)N_CASES);
+    upstream_runner_reaches(w, (int)N_CASES);
     for (size_t i = 0; i < N_CASES; i++) {
         char verdict[32];
         run_legacy_verdict(w, (int)i + 1, verdict);
@@ -458,7 +384,7 @@ static void test_upstream_answers_as_the_service_did(void **state)
     }
     /* The service's Understudy-Verdict: duplicate (seq 5) against the
      * candidate's applied: a divergence made with the recorded answer. */
-    sqlite3 *db = open_db(w->sw->run);
+    sqlite3 *db = upstream_open_db(w->sw->run);
     sqlite3_stmt *q = row_of(db, "SELECT line FROM divergences WHERE seq = 5", 0);
     assert_non_null(strstr((const char *)sqlite3_column_text(q, 0), "duplicate"));
     sqlite3_finalize(q);
@@ -482,7 +408,7 @@ static void failure_answer(const answer *a, int status, const char *what)
 static void test_upstream_down_or_slow(void **state)
 {
     world *w = *state;
-    service_start(w, 0);
+    upstream_service_start(w, 0);
     write_config(w, 1000);
     start_upstream(w);
     answer a;
@@ -496,12 +422,12 @@ static void test_upstream_down_or_slow(void **state)
     assert_string_equal(header(&a, "Location"), "/payments/42");
     /* The service down: 502, recorded all the same. */
     int port = w->svc_port;
-    service_kill(w);
+    upstream_service_kill(w);
     ask(w, "json", 3, &a);
     failure_answer(&a, 502, "upstream unreachable");
     expect_error_answer(w, 3, "unreachable");
     /* Back on the same port: answered again. */
-    service_start(w, port);
+    upstream_service_start(w, port);
     ask(w, "json", 4, &a);
     assert_int_equal(a.status, 200);
     answer_of(w, 4, verdict, error);
@@ -512,7 +438,7 @@ static void test_upstream_down_or_slow(void **state)
     assert_int_equal(reached(w, 2, NULL), 1);
     assert_int_equal(reached(w, 3, NULL), 0);
     assert_int_equal(reached(w, 4, NULL), 1);
-    runner_reaches(w, 4);
+    upstream_runner_reaches(w, 4);
     serve_world_stop(w->sw);
     assert_int_equal(forwarded(w), 3);
 }
@@ -533,7 +459,7 @@ static void service_got(world *w, int seq)
 static void test_upstream_never_forwards_twice(void **state)
 {
     world *w = *state;
-    service_start(w, 0);
+    upstream_service_start(w, 0);
     write_config(w, 60000);
     start_upstream(w);
     char *raw = request("slow", 1);
@@ -549,7 +475,7 @@ static void test_upstream_never_forwards_twice(void **state)
     answer a;
     ask(w, "json", 2, &a);
     assert_int_equal(a.status, 200);
-    runner_reaches(w, 2);
+    upstream_runner_reaches(w, 2);
     serve_world_stop(w->sw);
     assert_int_equal(reached(w, 1, NULL), 1);
     assert_int_equal(reached(w, 2, NULL), 1);

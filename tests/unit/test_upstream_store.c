@@ -1,0 +1,426 @@
+/* What `serve --respond upstream` keeps of production's answers, against the
+ * real binary in front of a real service (upstream_world.h): the answer is
+ * on disk (synced) before the caller gets a byte of it, a clean stop leaves
+ * RUN.answers whole without its -wal, and a header capture.mask_headers
+ * names is stored masked everywhere while the caller gets it as it came. */
+#define _GNU_SOURCE /* memmem */
+#include "upstream_world.h"
+
+#include <understudy/alloc.h>
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+static int setup(void **state)
+{
+    *state = upstream_world_new();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    upstream_world_free(*state);
+    return 0;
+}
+
+/* One request for case c on its own connection; the whole answer (to the
+ * connection's end) into buf, NUL-ended; its length. */
+static size_t ask(const upstream_world *w, const char *c, char *buf, size_t cap)
+{
+    static const char body[] =
+        "{\"order_id\":\"o1\",\"amount\":100,\"currency\":\"eur\"}";
+    char *raw = ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\nX-Case: %s\r\n"
+                            "Content-Type: application/json\r\nConnection: close\r\n"
+                            "Content-Length: %zu\r\n\r\n%s",
+                            c, strlen(body), body);
+    int fd = http_connect(w->sw->srv.port);
+    send_all(fd, raw, strlen(raw));
+    ust_free(raw);
+    size_t len = 0;
+    ssize_t got;
+    while (len < cap - 1 && (got = recv(fd, buf + len, cap - 1 - len, 0)) > 0)
+        len += (size_t)got;
+    buf[len] = '\0';
+    close(fd);
+    return len;
+}
+
+/* ---- durable before relayed ------------------------------------------- */
+
+static int count_tasks(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* strace attached to every thread of pid (and those it starts), writing
+ * the calls traced to file; returns strace's pid once each thread there is
+ * attached (strace says so per thread). */
+static pid_t strace_attach(pid_t pid, const char *file)
+{
+    int threads = count_tasks(pid);
+    char target[16];
+    snprintf(target, sizeof(target), "%d", (int)pid);
+    int err_fd = -1;
+    pid_t st = ust_test_fork_piped(2, &err_fd);
+    if (st == 0) {
+        execlp("strace", "strace", "-f", "-yy", "-s", "48", "-e",
+               "trace=fdatasync,fsync,write,writev,sendto,sendmsg,recvfrom", "-o", file,
+               "-p", target, (char *)NULL);
+        _exit(127);
+    }
+    FILE *f = fdopen(err_fd, "r");
+    char line[256];
+    int attached = 0;
+    while (attached < threads && fgets(line, sizeof(line), f) != NULL)
+        attached += strstr(line, "attached") != NULL;
+    assert_int_equal(attached, threads);
+    /* strace's later lines go nowhere; it must not block writing them. */
+    if (fork() == 0) {
+        while (fgets(line, sizeof(line), f) != NULL)
+            ;
+        _exit(0);
+    }
+    fclose(f);
+    return st;
+}
+
+/* The trace's lines, in the order the calls happened. */
+typedef struct trace {
+    char **line;
+    size_t n;
+} trace;
+
+static void trace_read(const char *file, trace *t)
+{
+    FILE *f = fopen(file, "r");
+    assert_non_null(f);
+    memset(t, 0, sizeof(*t));
+    char buf[4096];
+    while (fgets(buf, sizeof(buf), f) != NULL) {
+        t->line = realloc(t->line, (t->n + 1) * sizeof(*t->line));
+        t->line[t->n++] = strdup(buf);
+    }
+    fclose(f);
+}
+
+static void trace_free(trace *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->line[i]);
+    free(t->line);
+}
+
+/* The first line at or after from holding every one of a and b (b may be
+ * NULL); t->n when none. */
+static size_t find(const trace *t, size_t from, const char *a, const char *b)
+{
+    for (size_t i = from; i < t->n; i++)
+        if (strstr(t->line[i], a) != NULL && (b == NULL || strstr(t->line[i], b)))
+            return i;
+    return t->n;
+}
+
+/* Where the call that line i began returned: i itself, or the line that
+ * resumed it when another thread's call came between. */
+static size_t returned_at(const trace *t, size_t i)
+{
+    if (strstr(t->line[i], "<unfinished ...>") == NULL)
+        return i;
+    int pid = atoi(t->line[i]);
+    for (size_t j = i + 1; j < t->n; j++)
+        if (atoi(t->line[j]) == pid && strstr(t->line[j], "resumed>") != NULL)
+            return j;
+    return t->n;
+}
+
+/* The service's answer was read, then RUN.answers synced (fdatasync or
+ * fsync of its file or its -wal, returned), and only then was the first
+ * byte of the answer written to the caller's socket. */
+static void test_answer_synced_before_relay(void **state)
+{
+    upstream_world *w = *state;
+    if (access("/usr/bin/strace", X_OK) != 0 && access("/bin/strace", X_OK) != 0) {
+        fprintf(stderr, "strace is not installed (apt-get install strace): the"
+                        " syscall order cannot be checked\n");
+        skip();
+    }
+    upstream_service_start(w, 0);
+    upstream_write_config(w, NULL);
+    upstream_serve(w);
+    char file[PATH_MAX + 16];
+    snprintf(file, sizeof(file), "%s/strace.out", w->sw->dir);
+    pid_t st = strace_attach(w->sw->srv.pid, file);
+    static char got[1 << 16];
+    ask(w, "json", got, sizeof(got));
+    assert_int_equal(strncmp(got, "HTTP/1.1 200 OK\r\n", 17), 0);
+    serve_world_stop(w->sw);
+    int status = 0;
+    waitpid(st, &status, 0);
+    trace t;
+    trace_read(file, &t);
+    char svc[32], listen[32];
+    snprintf(svc, sizeof(svc), "->127.0.0.1:%d]", w->svc_port);
+    snprintf(listen, sizeof(listen), "[127.0.0.1:%d->", w->sw->srv.port);
+    /* The service's answer coming in on the connection to its port. */
+    size_t in = find(&t, 0, svc, "\"HTTP/1.1 200 OK");
+    assert_true(in < t.n);
+    /* The answer going out on the connection accepted on serve's port. */
+    size_t out = find(&t, in, listen, "\"HTTP/1.1 200 OK");
+    assert_true(out < t.n);
+    size_t synced = t.n;
+    for (size_t i = in; i < out && synced == t.n; i++)
+        if ((strstr(t.line[i], "fdatasync(") || strstr(t.line[i], "fsync(")) &&
+            strstr(t.line[i], ".answers") && returned_at(&t, i) < out)
+            synced = i;
+    if (synced == t.n)
+        fail_msg("RUN.answers was not synced between the service's answer (trace"
+                 " line %zu) and the answer's write to the caller (line %zu)",
+                 in + 1, out + 1);
+    trace_free(&t);
+}
+
+/* ---- a clean stop checkpoints ----------------------------------------- */
+
+static void test_clean_stop_leaves_no_answers_wal(void **state)
+{
+    upstream_world *w = *state;
+    upstream_service_start(w, 0);
+    upstream_write_config(w, NULL);
+    upstream_serve(w);
+    static char got[1 << 16];
+    ask(w, "json", got, sizeof(got));
+    assert_int_equal(strncmp(got, "HTTP/1.1 200 OK\r\n", 17), 0);
+    upstream_runner_reaches(w, 1);
+    serve_world_stop(w->sw);
+    /* Nothing deleted: the -wal is gone or empty, so the file alone holds
+     * the answer. */
+    char path[PATH_MAX + 16], wal[PATH_MAX + 24];
+    snprintf(path, sizeof(path), "%s.answers", w->sw->run);
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    struct stat sb;
+    if (stat(wal, &sb) == 0 && sb.st_size != 0)
+        fail_msg("%s holds %lld bytes after SIGTERM", wal, (long long)sb.st_size);
+    sqlite3 *db = upstream_open_db(path);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT status FROM responses WHERE seq = 1"
+                                        " AND (SELECT verdict FROM answers WHERE seq"
+                                        " = 1) = 'applied'",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 200);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+/* ---- masked where stored ---------------------------------------------- */
+
+/* text holds neither cookie value of the service's "created" answer, and
+ * holds a digest. */
+static void masked_only(const char *what, const char *text, size_t len)
+{
+    if (memmem(text, len, "a=1", 3) != NULL || memmem(text, len, "b=2", 3) != NULL)
+        fail_msg("%s holds the Set-Cookie in clear: %.*s", what, (int)len, text);
+    if (memmem(text, len, "hmac-sha256:", 12) == NULL)
+        fail_msg("%s holds no masked value: %.*s", what, (int)len, text);
+}
+
+/* The one column of sql's one row, into buf (bytes, NUL-ended): its length. */
+static size_t column(const char *path, const char *sql, char *buf, size_t cap)
+{
+    sqlite3 *db = upstream_open_db(path);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    size_t len = (size_t)sqlite3_column_bytes(q, 0);
+    assert_true(len < cap);
+    memcpy(buf, sqlite3_column_blob(q, 0), len);
+    buf[len] = '\0';
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return len;
+}
+
+static void test_set_cookie_masked_where_stored(void **state)
+{
+    upstream_world *w = *state;
+    upstream_service_start(w, 0);
+    json_t *capture = json_pack("{s:[s,s,s]}", "mask_headers", "Authorization",
+                                "Cookie", "Set-Cookie");
+    upstream_write_config(w, json_pack("{s:o}", "capture", capture));
+    upstream_serve(w);
+    /* The caller gets the service's cookies as they came. */
+    static char got[1 << 16];
+    size_t len = ask(w, "created", got, sizeof(got));
+    assert_int_equal(strncmp(got, "HTTP/1.1 201 Created\r\n", 22), 0);
+    assert_non_null(memmem(got, len, "\r\nSet-Cookie: a=1; Path=/\r\n", 27));
+    assert_non_null(memmem(got, len, "\r\nSet-Cookie: b=2; HttpOnly\r\n", 29));
+    upstream_runner_reaches(w, 1);
+    serve_world_stop(w->sw);
+    char answers[PATH_MAX + 16], buf[8192];
+    snprintf(answers, sizeof(answers), "%s.answers", w->sw->run);
+    /* RUN.answers: the service's answer, and the decision read from it. */
+    len = column(answers, "SELECT headers FROM responses WHERE seq = 1", buf,
+                 sizeof(buf));
+    masked_only("RUN.answers' responses", buf, len);
+    len =
+        column(answers, "SELECT headers FROM answers WHERE seq = 1", buf, sizeof(buf));
+    masked_only("RUN.answers' decision", buf, len);
+    /* The run database's legacy decision, copied by the live runner. */
+    len = column(w->sw->run, "SELECT l_headers FROM decisions WHERE seq = 1", buf,
+                 sizeof(buf));
+    masked_only("the run database's legacy decision", buf, len);
+    /* log export --answers. */
+    char out_path[PATH_MAX + 16];
+    snprintf(out_path, sizeof(out_path), "%s/week.jsonl", w->sw->dir);
+    char *out = NULL;
+    assert_int_equal(ust_test_cli(w->sw->dir, &out,
+                                  "log export --log '%s' --answers '%s' --out '%s'",
+                                  w->sw->log, answers, out_path),
+                     0);
+    free(out);
+    FILE *f = fopen(out_path, "r");
+    assert_non_null(f);
+    len = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    assert_non_null(memmem(buf, len, "Set-Cookie", 10));
+    masked_only("log export --answers", buf, len);
+}
+
+/* ---- answers owed are bounded ----------------------------------------- */
+
+#define BIG_ANSWER (8 << 20)
+#define PIPELINED 32
+#define OWED_LIMIT (20 << 20)
+
+/* serve's resident memory, in bytes. */
+static long long rss_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long long kb = -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atoll(line + 6);
+    fclose(f);
+    assert_true(kb > 0);
+    return kb * 1024;
+}
+
+/* A value of serve's /metrics (-1 when it has no such sample). */
+static long long metric(const upstream_world *w, const char *name)
+{
+    http_resp r;
+    static const char get[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n"
+                              "Connection: close\r\n\r\n";
+    if (http_once(w->sw->srv.admin_port, get, sizeof(get) - 1, &r) != 200)
+        return -1;
+    char want[96];
+    snprintf(want, sizeof(want), "\n%s ", name);
+    const char *at = strstr(r.body, want);
+    return at ? atoll(at + strlen(want)) : -1;
+}
+
+/* One connection pipelines requests for 8 MiB answers and reads none:
+ * serve forwards only as many as limits.max_owed_bytes lets it owe, stops
+ * reading the connection, and its memory stays flat (a generous bound,
+ * not a time: without the limit every answer piles up in it); then the
+ * client reads, and gets every answer, in order. */
+static void test_pipelined_answers_are_bounded(void **state)
+{
+    upstream_world *w = *state;
+    upstream_service_start(w, 0);
+    upstream_write_config(w,
+                          json_pack("{s:{s:i,s:i,s:i,s:i}}", "limits", "max_body_bytes",
+                                    1048576, "max_headers", 64, "header_timeout_ms",
+                                    60000, "max_owed_bytes", OWED_LIMIT));
+    upstream_serve(w);
+    long long base = rss_of(w->sw->srv.pid);
+    /* A small receive buffer, so the kernel cannot take a whole answer off
+     * serve's hands. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 16 << 10;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)w->sw->srv.port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct timeval tv = {60, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    static const char body[] = "{\"order_id\":\"o1\",\"amount\":100}";
+    for (int i = 0; i < PIPELINED; i++) {
+        char *raw = ust_sprintf("POST /payments HTTP/1.1\r\nHost: t\r\n"
+                                "X-Body-Bytes: %d\r\nContent-Type: application/json\r\n"
+                                "Content-Length: %zu\r\n\r\n%s",
+                                BIG_ANSWER, strlen(body), body);
+        send_all(fd, raw, strlen(raw));
+        ust_free(raw);
+    }
+    /* Until serve holds back the connection with every answer it forwarded
+     * built (owed: those answers, nothing reserved for one to come), its
+     * memory within a bound all the while. */
+    time_t until = time(NULL) + 120;
+    int n = 0;
+    for (;;) {
+        long long growth = rss_of(w->sw->srv.pid) - base;
+        if (growth > 120LL << 20)
+            fail_msg("serve grew %lld MiB with %d answers reaching the service",
+                     growth >> 20, upstream_reached(w));
+        n = upstream_reached(w);
+        long long held = metric(w, "understudy_connections_held_back");
+        long long owed = metric(w, "understudy_answer_bytes_owed");
+        if (held == 1 && owed >= (long long)n * BIG_ANSWER &&
+            owed < (long long)n * (BIG_ANSWER + 4096))
+            break;
+        if (time(NULL) >= until)
+            fail_msg("held back %lld, owed %lld, %d reached the service", held, owed,
+                     n);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    /* Answers built while under the limit, and the one that went over it. */
+    assert_in_range(n, 1, OWED_LIMIT / BIG_ANSWER + 1);
+    /* The client reads: every answer, in order. */
+    size_t cap = BIG_ANSWER + (64 << 10), len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    static http_resp r;
+    for (int i = 1; i <= PIPELINED; i++) {
+        assert_int_equal(read_response(fd, buf, &len, cap, &r), 1);
+        assert_int_equal(r.status, 200);
+        char want[32];
+        snprintf(want, sizeof(want), "{\"seq\":\"%d\",", i);
+        if (strncmp(r.body, want, strlen(want)) != 0)
+            fail_msg("answer %d begins %.24s", i, r.body);
+    }
+    free(buf);
+    close(fd);
+    assert_int_equal(upstream_reached(w), PIPELINED);
+    assert_int_equal(metric(w, "understudy_answer_bytes_owed"), 0);
+    serve_world_stop(w->sw);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_answer_synced_before_relay),
+        T(test_clean_stop_leaves_no_answers_wal),
+        T(test_set_cookie_masked_where_stored),
+        T(test_pipelined_answers_are_bounded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
