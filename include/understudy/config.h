@@ -94,6 +94,11 @@ typedef struct ust_plugin_config {
     } reset;
 } ust_plugin_config;
 
+/* import.max_line_bytes when not given: a line with a request body and a
+ * recorded answer's body at the recorder's limit, each written at worst (a
+ * control byte as \u00XX: 6 bytes), and 1 MiB for the headers and the rest. */
+#define UST_IMPORT_DEFAULT_MAX_LINE(max_body_bytes) (12 * (max_body_bytes) + 1048576)
+
 /* The coverage object's defaults. */
 #define UST_COVERAGE_DEFAULT_SEMANTIC_WINDOW_S 600
 #define UST_COVERAGE_DEFAULT_OP_LATENCY_MS 500
@@ -114,6 +119,11 @@ typedef struct ust_config {
         int64_t idle_timeout_ms;   /* keep-alive with nothing owed; default 30000 */
         size_t max_connections;    /* open at once; default 1024 */
     } limits;
+    struct {
+        /* log import refuses a longer JSONL line, before reading the rest
+         * of it; 0 (a config built by hand): UST_IMPORT_DEFAULT_MAX_LINE. */
+        size_t max_line_bytes;
+    } import;
     struct {
         int64_t keep_us;  /* serve prunes rows older than this; 0: no retention */
         int64_t every_us; /* how often it looks; default an hour */
