@@ -101,6 +101,11 @@ typedef struct ust_plugin_config {
     int resend_unknown;
 } ust_plugin_config;
 
+/* import.max_line_bytes when not given: a line with a request body and a
+ * recorded answer's body at the recorder's limit, each written at worst (a
+ * control byte as \u00XX: 6 bytes), and 1 MiB for the headers and the rest. */
+#define UST_IMPORT_DEFAULT_MAX_LINE(max_body_bytes) (12 * (max_body_bytes) + 1048576)
+
 /* The coverage object's defaults. */
 #define UST_COVERAGE_DEFAULT_SEMANTIC_WINDOW_S 600
 #define UST_COVERAGE_DEFAULT_OP_LATENCY_MS 500
@@ -125,6 +130,11 @@ typedef struct ust_config {
          * connection's (default 64 MiB), every connection's (256 MiB). */
         size_t max_owed_bytes, max_owed_bytes_total;
     } limits;
+    struct {
+        /* log import refuses a longer JSONL line, before reading the rest
+         * of it; 0 (a config built by hand): UST_IMPORT_DEFAULT_MAX_LINE. */
+        size_t max_line_bytes;
+    } import;
     struct {
         int64_t keep_us;  /* serve prunes rows older than this; 0: no retention */
         int64_t every_us; /* how often it looks; default an hour */

@@ -64,4 +64,31 @@ int ust_request_copy(ust_request *dst, const ust_request *src);
  * truncated to cap). */
 void ust_request_path(const ust_request *req, char *buf, size_t cap);
 
+/* The shape HTTP/1.1 requires of what goes on a request or header line,
+ * one definition for every place that reads a request from outside (log
+ * import) or sends a recorded one (the url kind): a method or a header name
+ * is a token (RFC 9110 5.6.2), a header value holds no CR, LF or NUL (RFC
+ * 9110 5.5), and the target no CR, LF, NUL, space or other control byte. A
+ * request that breaks one would be read by the next server as something
+ * else: a CR LF in a value ends the header, and can end the request. */
+
+/* 1 when s[0..n) is a non-empty token, else 0. */
+int ust_http_token(const char *s, size_t n);
+
+/* NULL when a header of that name and value (lengths given, as a NUL can be
+ * inside) can be sent as it is; else what is wrong, a static string ("the
+ * name is not an HTTP token", "the value holds a CR, LF or NUL byte"). */
+const char *ust_http_header_fault(const char *name, size_t name_len, const char *value,
+                                  size_t value_len);
+
+/* 0 when every header of h[0..n) can be sent; else UST_EPARSE with *err
+ * naming the first that cannot ("headers[2] name \"Transfer-Encoding \": not
+ * an HTTP token", its bytes escaped), or UST_ENOMEM. */
+int ust_headers_check(const ust_header *h, size_t n, char **err);
+
+/* ust_headers_check of req's headers, and its method a token and its target
+ * free of CR, LF, NUL, space and control bytes ("method \"DELETE /admin
+ * HTTP/1.1\\r\\n\": not an HTTP token"). 0, UST_EPARSE with *err, UST_ENOMEM. */
+int ust_request_check(const ust_request *req, char **err);
+
 #endif

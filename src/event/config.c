@@ -791,6 +791,23 @@ static int take_duration(vctx *c, json_t *obj, const char *key, int64_t *out)
     return 0;
 }
 
+/* After parse_limits: the default follows limits.max_body_bytes. */
+static int parse_import(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *import;
+    static const char *const import_keys[] = {"max_line_bytes"};
+    size_t mark;
+    int rc = open_block(c, root, "import", KEYS(import_keys), &import, &mark);
+    int64_t line = (int64_t)UST_IMPORT_DEFAULT_MAX_LINE(cfg->limits.max_body_bytes);
+    if (rc == 0 && import != NULL) {
+        if ((rc = take_posint(c, import, "max_line_bytes", line, &line)) != 0)
+            return rc;
+        pop(c, mark);
+    }
+    cfg->import.max_line_bytes = (size_t)line;
+    return rc;
+}
+
 static int parse_retention(vctx *c, json_t *root, ust_config *cfg)
 {
     json_t *retention;
@@ -996,7 +1013,7 @@ static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
 static const char *const top_keys[] = {
     "listen",       "log",     "run",          "limits",    "routes",
     "plugins",      "compare", "redact",       "retention", "capture",
-    "admin_listen", "health",  "partition_by", "coverage"};
+    "admin_listen", "health",  "partition_by", "coverage",  "import"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -1013,6 +1030,7 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
         (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
         (rc = parse_limits(c, root, cfg)) != 0 ||
+        (rc = parse_import(c, root, cfg)) != 0 ||
         (rc = parse_routes(c, root, cfg)) != 0 ||
         (rc = take_object(c, root, "plugins", &plugins)) != 0)
         return rc;

@@ -3,6 +3,7 @@
  * config validation uses. */
 #include <understudy/alloc.h>
 #include <understudy/event.h>
+#include <understudy/request.h>
 
 #include "event/event_internal.h"
 
@@ -22,26 +23,13 @@ int ust__pointer_valid(const char *p)
     return 1;
 }
 
-/* RFC 9110 tchar. */
-static int is_tchar(unsigned char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-        return 1;
-    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 int ust__source_valid(const char *s)
 {
     if (s == NULL)
         return 0;
     if (strncmp(s, UST__HEADER_PREFIX, UST__HEADER_PREFIX_LEN) == 0) {
         const char *name = s + UST__HEADER_PREFIX_LEN;
-        if (*name == '\0')
-            return 0;
-        for (; *name != '\0'; name++)
-            if (!is_tchar((unsigned char)*name))
-                return 0;
-        return 1;
+        return ust_http_token(name, strlen(name));
     }
     return ust__pointer_valid(s);
 }

@@ -3,6 +3,7 @@
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
+#include <understudy/error.h>
 
 #include <string.h>
 
@@ -35,8 +36,19 @@ void ust__capture_move_headers(ust_request *req, ust_response *r)
     req->n_headers = 0;
 }
 
-int ust__capture_header_ok(const char *name, size_t name_len, const char *value,
-                           size_t value_len)
+int ust__capture_fail(char **err, int rc, const char *label, size_t line,
+                      const char *where, const char *why)
 {
-    return strcspn(name, "\r\n") == name_len && strcspn(value, "\r\n") == value_len;
+    why = why != NULL ? why : ust_strerror(rc);
+    return line > 0 ? ust_errf(err, rc, "%s:%zu: %s: %s", label, line, where, why)
+                    : ust_errf(err, rc, "%s: %s: %s", label, where, why);
+}
+
+size_t ust__line_of(const char *buf, const char *p)
+{
+    size_t line = 1;
+    for (const char *nl; (nl = memchr(buf, '\n', (size_t)(p - buf))) != NULL;
+         buf = nl + 1)
+        line++;
+    return line;
 }

@@ -18,13 +18,24 @@
 #define SEPARATOR_LEN (sizeof(SEPARATOR) - 1)
 #define MAX_ID 64
 
-/* One raw HTTP message as http-parser reads it. */
+static const char OBS_FOLD[] = "a header line begins with a space or tab (obs-fold,"
+                               " RFC 9112 5.2): refused, not joined to the line before";
+
+/* One raw HTTP message as http-parser reads it. The library is built
+ * lenient (HTTP_PARSER_STRICT 0): it takes a name with a space and joins an
+ * obs-fold line to the header before; both are refused here, as the
+ * recorder refuses them (request_parse.c), with where they are. */
 typedef struct message {
     http_parser parser;
     ust_request req; /* a response's headers and body too */
     char *field, *value;
     size_t field_len, value_len, target_len;
     int began, complete, nomem;
+    const char *start;    /* the message's first byte */
+    const char *field_at; /* where the header being read starts */
+    const char *last_end; /* the end of the last name or value piece read */
+    const char *fault;    /* what is wrong with a header, and where */
+    const char *fault_at;
 } message;
 
 static int stop_nomem(message *m)
@@ -38,7 +49,9 @@ static int end_header(message *m)
     if (m->field == NULL)
         return 0;
     const char *value = m->value ? m->value : "";
-    int ok = ust__capture_header_ok(m->field, m->field_len, value, m->value_len);
+    m->fault = ust_http_header_fault(m->field, m->field_len, value, m->value_len);
+    m->fault_at = m->field_at;
+    int ok = m->fault == NULL;
     int rc = ok ? ust_request_add_header(&m->req, m->field, value) : 0;
     ust_free(m->field);
     ust_free(m->value);
@@ -69,12 +82,22 @@ static int on_field(http_parser *p, const char *at, size_t n)
     message *m = p->data;
     if (m->value != NULL && end_header(m) != 0)
         return -1;
+    if (m->field == NULL)
+        m->field_at = at;
+    m->last_end = at + n;
     return ust_str_append(&m->field, &m->field_len, at, n) ? stop_nomem(m) : 0;
 }
 
 static int on_value(http_parser *p, const char *at, size_t n)
 {
     message *m = p->data;
+    const char *from = m->last_end ? m->last_end : m->start;
+    if (memchr(from, '\n', (size_t)(at - from)) != NULL) {
+        m->fault = OBS_FOLD;
+        m->fault_at = at;
+        return -1;
+    }
+    m->last_end = at + n;
     if (m->value == NULL && ust_str_append(&m->value, &m->value_len, "", 0) != 0)
         return stop_nomem(m);
     return ust_str_append(&m->value, &m->value_len, at, n) ? stop_nomem(m) : 0;
@@ -108,6 +131,7 @@ static int parse_message(const char *at, size_t n, enum http_parser_type type,
                          message *m, char **why)
 {
     memset(m, 0, sizeof(*m));
+    m->start = at;
     http_parser_init(&m->parser, type);
     m->parser.data = m;
     http_parser_settings s;
@@ -128,9 +152,10 @@ static int parse_message(const char *at, size_t n, enum http_parser_type type,
     enum http_errno e = HTTP_PARSER_ERRNO(&m->parser);
     if (e == HPE_CB_message_begin)
         return ust_errf(why, UST_EPARSE, "more than one HTTP %s", what);
-    if (e == HPE_CB_header_field || e == HPE_CB_header_value ||
-        e == HPE_CB_headers_complete)
-        return ust_errf(why, UST_EPARSE, "a header holds a CR, LF or NUL byte");
+    if (m->fault == OBS_FOLD)
+        return ust_errf(why, UST_EPARSE, "%s", OBS_FOLD);
+    if (m->fault != NULL)
+        return ust_errf(why, UST_EPARSE, "a header: %s", m->fault);
     if (e == HPE_INVALID_EOF_STATE || (e == HPE_OK && !m->complete))
         return ust_errf(why, UST_EPARSE, "not an HTTP %s (it ends early)", what);
     if (e != HPE_OK || used != n)
@@ -199,6 +224,7 @@ static int header_line(const char *at, size_t n, int *type, char id[MAX_ID + 1],
 typedef struct answer {
     char id[MAX_ID + 1];
     char where[96];
+    size_t line;
     ust_response response;
 } answer;
 
@@ -211,12 +237,13 @@ static int match_answers(ust__capture *out, by_id *ids, answer *ans, size_t n_an
     qsort(ids, out->n, sizeof(*ids), by_id_cmp);
     int rc = 0;
     for (size_t i = 1; rc == 0 && i < out->n; i++)
-        if (strcmp(ids[i - 1].id, ids[i].id) == 0)
-            rc = ust_errf(err, UST_EPARSE, "%s: %s: a second request with this id",
-                          label,
-                          out->v[ids[i - 1].entry > ids[i].entry ? ids[i - 1].entry
-                                                                 : ids[i].entry]
-                              .where);
+        if (strcmp(ids[i - 1].id, ids[i].id) == 0) {
+            const ust__capture_entry *e =
+                &out->v[ids[i - 1].entry > ids[i].entry ? ids[i - 1].entry
+                                                        : ids[i].entry];
+            rc = ust__capture_fail(err, UST_EPARSE, label, e->line, e->where,
+                                   "a second request with this id");
+        }
     for (size_t i = 0; rc == 0 && i < n_ans; i++) {
         by_id key;
         memcpy(key.id, ans[i].id, sizeof(key.id));
@@ -224,10 +251,13 @@ static int match_answers(ust__capture *out, by_id *ids, answer *ans, size_t n_an
         if (hit == NULL)
             continue; /* its request was not captured: nothing to record it beside */
         ust_response *r = &out->v[hit->entry].response;
-        if (r->status != 0)
-            rc = ust_errf(err, UST_EPARSE, "%s: %s: a second response to request %s",
-                          label, ans[i].where, out->v[hit->entry].where);
-        else
+        if (r->status != 0) {
+            char *why = ust_sprintf("a second response to request %s",
+                                    out->v[hit->entry].where);
+            rc = ust__capture_fail(err, why ? UST_EPARSE : UST_ENOMEM, label,
+                                   ans[i].line, ans[i].where, why);
+            ust_free(why);
+        } else
             *r = ans[i].response, memset(&ans[i].response, 0, sizeof(ans[i].response));
     }
     return rc;
@@ -240,9 +270,13 @@ int ust__goreplay_parse(const char *buf, size_t len, const char *label,
     answer *ans = NULL;
     by_id *ids = NULL;
     size_t n_ans = 0, cap_ans = 0, cap_ids = 0, number = 0, pos = 0;
+    size_t line = 1;           /* the line at counted */
+    const char *counted = buf; /* lines are counted as the payloads are read */
     int rc = 0;
     while (rc == 0 && pos < len) {
         const char *at = buf + pos;
+        line += ust__line_of(counted, at) - 1;
+        counted = at;
         const char *sep = memmem(at, len - pos, SEPARATOR, SEPARATOR_LEN);
         size_t n = sep ? (size_t)(sep - at) : len - pos;
         pos += n + (sep ? SEPARATOR_LEN : 0);
@@ -256,10 +290,9 @@ int ust__goreplay_parse(const char *buf, size_t len, const char *label,
         char id[MAX_ID + 1];
         int64_t ts_ns = 0;
         if (nl == NULL || header_line(at, (size_t)(nl - at), &type, id, &ts_ns) != 0) {
-            rc = ust_errf(err, UST_EPARSE,
-                          "%s: %s: the first line is not \"<type> <id> <timestamp_ns>"
-                          " ...\" (GoReplay's payload header)",
-                          label, where);
+            rc = ust__capture_fail(err, UST_EPARSE, label, line, where,
+                                   "the first line is not \"<type> <id> <timestamp_ns>"
+                                   " ...\" (GoReplay's payload header)");
             break;
         }
         snprintf(where, sizeof(where), "payload %zu (id %s)", number, id);
@@ -269,10 +302,12 @@ int ust__goreplay_parse(const char *buf, size_t len, const char *label,
         if (type == 3)
             continue; /* a replayed response: not what production answered */
         if (type != 1 && type != 2) {
-            rc = ust_errf(err, UST_EPARSE,
-                          "%s: %s: payload type %d is not known (1 a request, 2 its"
-                          " response, 3 a replayed response)",
-                          label, where, type);
+            why = ust_sprintf("payload type %d is not known (1 a request, 2 its"
+                              " response, 3 a replayed response)",
+                              type);
+            rc = ust__capture_fail(err, why ? UST_EPARSE : UST_ENOMEM, label, line,
+                                   where, why);
+            ust_free(why);
             break;
         }
         rc = parse_message(msg, msg_len, type == 1 ? HTTP_REQUEST : HTTP_RESPONSE, &m,
@@ -293,6 +328,7 @@ int ust__goreplay_parse(const char *buf, size_t len, const char *label,
                 e->req = m.req;
                 memset(&m.req, 0, sizeof(m.req));
                 memcpy(e->where, where, sizeof(where));
+                e->line = line;
                 e->req.received_at_us = ts_ns / 1000;
                 e->req.method = ust_strdup(http_method_str(m.parser.method));
                 e->req.remote = ust_strdup("-"); /* not in the file */
@@ -313,6 +349,7 @@ int ust__goreplay_parse(const char *buf, size_t len, const char *label,
                 memset(a, 0, sizeof(*a));
                 memcpy(a->id, id, sizeof(a->id));
                 memcpy(a->where, where, sizeof(where));
+                a->line = line;
                 a->response.status = (int)m.parser.status_code;
                 ust__capture_move_headers(&m.req, &a->response);
                 a->response.body = m.req.body;
@@ -322,9 +359,11 @@ int ust__goreplay_parse(const char *buf, size_t len, const char *label,
             }
         }
         message_clear(&m);
-        if (rc != 0)
-            rc = ust_errf(err, rc, "%s: %s: %s", label, where,
-                          why ? why : ust_strerror(rc));
+        if (rc != 0) /* a header's own line, else the payload's first */
+            rc = ust__capture_fail(err, rc, label,
+                                   m.fault_at ? line + ust__line_of(at, m.fault_at) - 1
+                                              : line,
+                                   where, why);
         ust_free(why);
     }
     if (rc == 0)

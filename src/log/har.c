@@ -11,20 +11,10 @@
 
 #include <http_parser.h>
 #include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-/* A token (RFC 9110 5.6.2), as a method must be. */
-static int is_token(const char *s)
-{
-    if (*s == '\0')
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || strchr("!#$%&'*+-.^_`|~", *s) != NULL))
-            return 0;
-    return 1;
-}
 
 /* obj.text (decoded when obj.encoding is "base64") into *out. An absent
  * text is no bytes. */
@@ -78,11 +68,13 @@ static int load_headers(json_t *obj, const char *what, ust_request *req,
                             "%s.headers[%zu]: expected a name and a value, strings",
                             what, i);
         const char *n = json_string_value(name), *v = json_string_value(value);
-        if (!ust__capture_header_ok(n, json_string_length(name), v,
-                                    json_string_length(value)))
-            return ust_errf(why, UST_EPARSE,
-                            "%s.headers[%zu]: holds a CR, LF or NUL byte", what, i);
-        if (n[0] == ':') {
+        /* A pseudo-header's name is ':' and a token, its value checked as any. */
+        size_t skip = n[0] == ':';
+        const char *fault = ust_http_header_fault(
+            n + skip, json_string_length(name) - skip, v, json_string_length(value));
+        if (fault != NULL)
+            return ust_errf(why, UST_EPARSE, "%s.headers[%zu]: %s", what, i, fault);
+        if (skip) {
             if (authority != NULL && strcasecmp(n, ":authority") == 0)
                 *authority = v;
             continue;
@@ -128,9 +120,11 @@ static int load_request(json_t *entry, ust_request *req, char **why)
                         "startedDateTime: expected an RFC 3339 time from 1970 on, such"
                         " as 2026-11-29T10:00:00.123+01:00");
     json_t *method = json_object_get(r, "method"), *url = json_object_get(r, "url");
-    if (!json_is_string(method) || !is_token(json_string_value(method)) ||
-        strlen(json_string_value(method)) != json_string_length(method))
-        return ust_errf(why, UST_EPARSE, "request.method: expected a method");
+    if (!json_is_string(method) ||
+        !ust_http_token(json_string_value(method), json_string_length(method)))
+        return ust_errf(why, UST_EPARSE,
+                        "request.method: expected a method (an HTTP"
+                        " token)");
     if (!json_is_string(url))
         return ust_errf(why, UST_EPARSE, "request.url: expected a string");
     int rc =
@@ -195,6 +189,81 @@ static int load_response(json_t *entry, ust_response *resp, char **why)
     return load_text(content, "response.content", &resp->body, &resp->body_len, why);
 }
 
+#define NOWHERE SIZE_MAX /* a value the walk below could not find */
+
+/* pos past the whitespace at it (NOWHERE stays NOWHERE). */
+static size_t skip_space(const char *buf, size_t len, size_t pos)
+{
+    while (pos < len && buf[pos] != '\0' && strchr(" \t\r\n", buf[pos]) != NULL)
+        pos++;
+    return pos;
+}
+
+/* Where the JSON value at buf[pos] ends (jansson reads it and says how
+ * far: JSON_DISABLE_EOF_CHECK), NOWHERE when it cannot be read; its text in
+ * key (cut to cap bytes) when key is not NULL and it is a string. */
+static size_t value_end(const char *buf, size_t len, size_t pos, char *key, size_t cap)
+{
+    json_error_t jerr;
+    json_t *v =
+        pos < len
+            ? ust_json_loadb(buf + pos, len - pos,
+                             JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL,
+                             &jerr)
+            : NULL;
+    if (v == NULL)
+        return NOWHERE;
+    if (key != NULL)
+        snprintf(key, cap, "%s",
+                 json_is_string(v) &&
+                         strlen(json_string_value(v)) == json_string_length(v)
+                     ? json_string_value(v)
+                     : "");
+    json_decref(v);
+    return pos + (size_t)jerr.position;
+}
+
+/* Where the value of want is in the object that starts at buf[pos] (its
+ * '{'), or NOWHERE. */
+static size_t member_at(const char *buf, size_t len, size_t pos, const char *want)
+{
+    if (pos >= len || buf[pos] != '{')
+        return NOWHERE;
+    pos = skip_space(buf, len, pos + 1);
+    while (pos < len && buf[pos] == '"') {
+        char key[16];
+        pos = skip_space(buf, len, value_end(buf, len, pos, key, sizeof(key)));
+        if (pos >= len || buf[pos] != ':')
+            return NOWHERE;
+        pos = skip_space(buf, len, pos + 1);
+        if (strcmp(key, want) == 0)
+            return pos;
+        pos = skip_space(buf, len, value_end(buf, len, pos, NULL, 0));
+        if (pos >= len || buf[pos] != ',')
+            return NOWHERE;
+        pos = skip_space(buf, len, pos + 1);
+    }
+    return NOWHERE;
+}
+
+/* The line log.entries[i] starts on, 0 when it cannot be told. jansson
+ * keeps no positions in the tree it builds, so the document (already read
+ * whole: it is JSON) is walked again, a value at a time, to say where a
+ * refused entry is: only on the way to an error. */
+static size_t entry_line(const char *buf, size_t len, size_t i)
+{
+    size_t pos = member_at(buf, len, skip_space(buf, len, 0), "log");
+    pos = member_at(buf, len, pos, "entries");
+    if (pos >= len || buf[pos] != '[')
+        return 0;
+    pos = skip_space(buf, len, pos + 1);
+    for (size_t j = 0; j < i && pos < len; j++) {
+        pos = skip_space(buf, len, value_end(buf, len, pos, NULL, 0));
+        pos = pos < len && buf[pos] == ',' ? skip_space(buf, len, pos + 1) : NOWHERE;
+    }
+    return pos < len ? ust__line_of(buf, buf + pos) : 0;
+}
+
 int ust__har_parse(const char *buf, size_t len, const char *label, ust__capture *out,
                    char **err)
 {
@@ -234,8 +303,8 @@ int ust__har_parse(const char *buf, size_t len, const char *label, ust__capture 
         else if ((rc = load_request(entry, &e->req, &why)) == 0)
             rc = load_response(entry, &e->response, &why);
         if (rc != 0)
-            rc = ust_errf(err, rc, "%s: %s: %s", label, e->where,
-                          why ? why : ust_strerror(rc));
+            rc = ust__capture_fail(err, rc, label, entry_line(buf, len, i), e->where,
+                                   why);
         ust_free(why);
     }
     json_decref(root);

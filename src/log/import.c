@@ -117,6 +117,42 @@ static int flush(ust_log *log, const ust_config *cfg, ust_request *batch,
     return rc;
 }
 
+/* One line of in into *buf (grown to hold it, *cap its size; the caller's
+ * to ust_free), without its '\n'; *len its length, *read the bytes taken
+ * from in. 1 a line, 0 the end of in, UST_ELIMIT when the line is longer
+ * than max (what is left of it is not read: no line costs more memory than
+ * the limit), UST_ENOMEM. */
+static int read_line(FILE *in, size_t max, char **buf, size_t *cap, size_t *len,
+                     int64_t *read)
+{
+    size_t n = 0;
+    int c = EOF;
+    flockfile(in);
+    while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+        if (n == max) {
+            n++;
+            break;
+        }
+        if (n + 1 >= *cap) {
+            char *grown = ust_grow(*buf, cap, n + 2, 4096, 1);
+            if (grown == NULL) {
+                funlockfile(in);
+                return UST_ENOMEM;
+            }
+            *buf = grown;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    funlockfile(in);
+    *read += (int64_t)n + (c == '\n');
+    if (n > max)
+        return UST_ELIMIT;
+    if (n == 0 && c == EOF)
+        return 0;
+    *len = n;
+    return 1;
+}
+
 /* Events appended, and the share of the file read. */
 static void tell(const ust_progress *p, int64_t events, int64_t bytes, int64_t size)
 {
@@ -160,15 +196,26 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         return UST_ENOMEM;
     }
     int rc = ust_log_begin(log, err);
-    size_t n = 0, lineno = 0;
+    size_t n = 0, lineno = 0, max = cfg->import.max_line_bytes;
     int64_t total = 0;
     char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
+    size_t cap = 0, len = 0;
+    int got;
+    max = max > 0 ? max : UST_IMPORT_DEFAULT_MAX_LINE(cfg->limits.max_body_bytes);
+    while (rc == 0 && (got = read_line(in, max, &line, &cap, &len, &bytes)) != 0) {
         lineno++;
-        bytes += len;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        if (got == UST_ELIMIT) {
+            rc = ust_errf(err, UST_EPARSE,
+                          "%s:%zu: the line is longer than import.max_line_bytes (%zu"
+                          " bytes): refused without reading the rest of it",
+                          label, lineno, max);
+            break;
+        }
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        while (len > 0 && line[len - 1] == '\r')
             len--;
         if (len == 0)
             continue; /* blank lines carry nothing */
@@ -185,7 +232,7 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
             tell(progress, total, bytes, size);
     }
-    free(line);
+    ust_free(line);
     if (rc == 0 && ferror(in))
         rc = ust_errf(err, UST_EIO, "%s: read error", label);
     if (rc == 0 && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
@@ -273,10 +320,13 @@ static int append_capture(ust_log *log, const ust_config *cfg, ust__capture *c,
             continue;
         }
         char *why = NULL;
-        rc = ust_log_record_derive(cfg, &e->req, &recs[built], &why);
+        /* The parsers hold each field to its own rule; this is the rule a
+         * url plugin sends by, said once for every format. */
+        rc = ust_request_check(&e->req, &why);
+        if (rc == 0)
+            rc = ust_log_record_derive(cfg, &e->req, &recs[built], &why);
         if (rc != 0) {
-            rc = ust_errf(err, rc, "%s: %s: %s", label, e->where,
-                          why ? why : ust_strerror(rc));
+            rc = ust__capture_fail(err, rc, label, e->line, e->where, why);
             ust_free(why);
             break;
         }

@@ -175,6 +175,20 @@ int ust_jsonl_parse(const char *line, size_t len, ust_request *req, char **err)
 static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
                                ust_response *resp, char **err);
 
+/* What a url plugin would send on, and --respond legacy relay: a request
+ * line and headers that HTTP/1.1 reads as they are (ust_request_check). */
+static int check_exchange(const ust_request *req, const ust_response *resp, char **err)
+{
+    char *why = NULL;
+    int rc = ust_request_check(req, &why);
+    if (rc == 0 && (rc = ust_headers_check(resp->headers, resp->n_headers, &why)) != 0)
+        rc = ust_errf(err, rc, "response.%s", why ? why : ust_strerror(rc));
+    else if (rc != 0)
+        rc = ust_errf(err, rc, "%s", why ? why : ust_strerror(rc));
+    ust_free(why);
+    return rc;
+}
+
 int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
                              ust_response *resp, char **err)
 {
@@ -186,6 +200,12 @@ int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
     ust_json_arena_open(&arena);
     int rc = parse_exchange_tree(line, len, req, resp, err);
     ust_json_arena_close(&arena);
+    if (rc == 0)
+        rc = check_exchange(req, resp, err);
+    if (rc != 0) {
+        ust_request_clear(req);
+        ust_response_clear(resp);
+    }
     return rc;
 }
 

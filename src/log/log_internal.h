@@ -306,11 +306,13 @@ int ust__log_chain_tip(ust_log *log, int64_t *next_seq,
 
 /* One request of another tool's capture, with the answer it got (status 0
  * when none was captured), and where it stands in the file: "entry 3",
- * "payload 5 (id 8a1f…)", for a refusal. */
+ * "payload 5 (id 8a1f…)" and the line it starts on (0: not known), for a
+ * refusal. */
 typedef struct ust__capture_entry {
     ust_request req;
     ust_response response;
     char where[96];
+    size_t line;
 } ust__capture_entry;
 typedef struct ust__capture {
     ust__capture_entry *v;
@@ -321,14 +323,16 @@ ust__capture_entry *ust__capture_push(ust__capture *c);
 void ust__capture_clear(ust__capture *c);
 /* Takes req's headers into r (req is left without any). */
 void ust__capture_move_headers(ust_request *req, ust_response *r);
-/* The bytes of name and value may be a header on the wire: no NUL (the log
- * keeps C strings), CR or LF (which would split it when sent on). */
-int ust__capture_header_ok(const char *name, size_t name_len, const char *value,
-                           size_t value_len);
+/* A refusal as the capture parsers give it, "<label>:<line>: <where>:
+ * <why>" ("<label>: <where>: <why>" when line is 0), in *err; returns rc. */
+int ust__capture_fail(char **err, int rc, const char *label, size_t line,
+                      const char *where, const char *why);
+/* The line of buf that p is on, from 1. */
+size_t ust__line_of(const char *buf, const char *p);
 
 /* The parsers behind ust_log_import_capture: every entry of buf into out
- * (cleared first), or UST_EPARSE with *err "<label>: <where>: <why>" and
- * out empty. */
+ * (cleared first), or UST_EPARSE with *err from ust__capture_fail and out
+ * empty. */
 int ust__har_parse(const char *buf, size_t len, const char *label, ust__capture *out,
                    char **err);
 int ust__goreplay_parse(const char *buf, size_t len, const char *label,

@@ -472,6 +472,21 @@ static void collect_sends(svc *s, pending *p)
     free_sends(o);
 }
 
+/* A recorded request HTTP/1.1 would read as something else (a CR LF in a
+ * value, a method with a space: a second request at the service) is not
+ * sent; import refuses one, but a log written before it did is read too.
+ * Nonzero with *why (NULL when out of memory) when req must not go out. */
+static int refuse_unsendable(const ust_request *req, char **why)
+{
+    char *fault = NULL;
+    int rc = ust_request_check(req, &fault);
+    if (rc != 0)
+        *why = ust_sprintf("not sent: the recorded request is not valid HTTP: %s",
+                           fault ? fault : ust_strerror(rc));
+    ust_free(fault);
+    return rc;
+}
+
 static void url_batch_start(void *impl, ust_plugin_batch *b)
 {
     svc *s = impl;
@@ -518,7 +533,8 @@ static void url_batch_start(void *impl, ust_plugin_batch *b)
             p->state[i] = FAILED;
             p->why[i] = ust_sprintf("the journal cannot be read: %s",
                                     err ? err : ust_strerror(found));
-        }
+        } else if (refuse_unsendable(b->reqs[i], &p->why[i]) != 0)
+            p->state[i] = FAILED;
         ust_free(err);
     }
     start_sends(s, b, p);

@@ -2,6 +2,7 @@
 #include <understudy/error.h>
 #include <understudy/request.h>
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -157,4 +158,90 @@ int ust_headers_unpack(const void *blob, size_t len, ust_request *req, char **er
         p = v + vn + 1;
     }
     return 0;
+}
+
+int ust_http_token(const char *s, size_t n)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || (c != '\0' && strchr(tchar, c) != NULL)))
+            return 0;
+    }
+    return n > 0;
+}
+
+enum { HEADER_OK, BAD_NAME, BAD_VALUE };
+
+static int header_fault(const char *name, size_t name_len, const char *value,
+                        size_t value_len)
+{
+    if (!ust_http_token(name, name_len))
+        return BAD_NAME;
+    for (size_t i = 0; i < value_len; i++)
+        if (value[i] == '\r' || value[i] == '\n' || value[i] == '\0')
+            return BAD_VALUE;
+    return HEADER_OK;
+}
+
+const char *ust_http_header_fault(const char *name, size_t name_len, const char *value,
+                                  size_t value_len)
+{
+    static const char *const why[] = {NULL, "the name is not an HTTP token",
+                                      "the value holds a CR, LF or NUL byte"};
+    return why[header_fault(name, name_len, value, value_len)];
+}
+
+/* s for a message: printable ASCII as it is, '"' and '\\' and every other
+ * byte escaped, cut after 48 bytes (a method or a name, never a value). */
+static void quote(const char *s, char out[256])
+{
+    size_t o = 0, i = 0;
+    for (; s[i] != '\0' && i < 48; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\r' || c == '\n')
+            o += (size_t)snprintf(out + o, 256 - o, "\\%c", c == '\r' ? 'r' : 'n');
+        else if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            o += (size_t)snprintf(out + o, 256 - o, "\\x%02x", c);
+        else
+            out[o++] = (char)c;
+    }
+    snprintf(out + o, 256 - o, "%s", s[i] != '\0' ? "..." : "");
+}
+
+int ust_headers_check(const ust_header *h, size_t n, char **err)
+{
+    char q[256];
+    for (size_t i = 0; i < n; i++) {
+        int fault =
+            header_fault(h[i].name, strlen(h[i].name), h[i].value, strlen(h[i].value));
+        if (fault == HEADER_OK)
+            continue;
+        quote(h[i].name, q);
+        /* The value itself is not shown: it may be a credential. */
+        return fault == BAD_NAME
+                   ? ust_errf(err, UST_EPARSE,
+                              "headers[%zu] name \"%s\": not an HTTP token", i, q)
+                   : ust_errf(
+                         err, UST_EPARSE,
+                         "headers[%zu] value (of \"%s\"): holds a CR, LF or NUL byte",
+                         i, q);
+    }
+    return 0;
+}
+
+int ust_request_check(const ust_request *req, char **err)
+{
+    char q[256];
+    const char *m = req->method != NULL ? req->method : "";
+    if (!ust_http_token(m, strlen(m))) {
+        quote(m, q);
+        return ust_errf(err, UST_EPARSE, "method \"%s\": not an HTTP token", q);
+    }
+    for (const unsigned char *t = (const unsigned char *)req->target; t && *t; t++)
+        if (*t <= ' ' || *t == 0x7f)
+            return ust_errf(err, UST_EPARSE,
+                            "target: holds a space, CR, LF or another control byte");
+    return ust_headers_check(req->headers, req->n_headers, err);
 }

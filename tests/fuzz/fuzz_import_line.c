@@ -51,7 +51,7 @@ static const char config_text[] =
     "\"X-Tenant-Id\"},"
     " \"fields\": {\"amount\": \"/amount\", \"currency\": \"/currency\", \"intent\": "
     "\"/order_id\"}}"
-    "]}";
+    "], \"import\": {\"max_line_bytes\": 2048}}";
 
 static ust_config *cfg;
 static ust_log *event_log;

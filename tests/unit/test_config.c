@@ -176,6 +176,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->limits.max_body_bytes, 1048576);
     assert_int_equal(cfg->limits.max_headers, 64);
     assert_int_equal(cfg->limits.header_timeout_ms, 10000);
+    /* A request's and an answer's body at the limit, escaped, and 1 MiB. */
+    assert_int_equal(cfg->import.max_line_bytes, 12 * 1048576 + 1048576);
     assert_int_equal(cfg->routes[0].tolerance_s, 300);
     assert_string_equal(cfg->routes[0].sig_header, "X-Sig");
     assert_null(cfg->routes[0].idem_header);
@@ -280,6 +282,11 @@ static const refused_case broken[] = {
      "cfg.json: limits.max_owed_bytes: expected a positive integer"},
     {"{\"limits\":{\"max_owed_bytes_total\":\"1\"},\"routes\":[" R0 "]}",
      "cfg.json: limits.max_owed_bytes_total: expected a positive integer"},
+    {"{\"import\":{\"max_line_bytes\":0},\"routes\":[" R0 "]}",
+     "cfg.json: import.max_line_bytes: expected a positive integer"},
+    {"{\"import\":[],\"routes\":[" R0 "]}", "cfg.json: import: expected an object"},
+    {"{\"import\":{\"max_line\":5},\"routes\":[" R0 "]}",
+     "cfg.json: unknown key \"import.max_line\" (known here: max_line_bytes)"},
     {ROUTES(R0 "," R0),
      "cfg.json: routes[1].path: expected a path not used by another route"},
     {"{\"routes\":[]}", "cfg.json: routes: expected a non-empty array"},
@@ -424,12 +431,12 @@ static const refused_case misspelled[] = {
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
      "plugins, compare, redact, retention, capture, admin_listen, health, "
-     "partition_by, coverage)"},
+     "partition_by, coverage, import)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
      "routes, plugins, compare, redact, retention, capture, admin_listen, health, "
-     "partition_by, coverage)"},
+     "partition_by, coverage, import)"},
     {WITH("\"health\":{\"max_lag\":5}"),
      "cfg.json: unknown key \"health.max_lag\" (did you mean \"max_lag_s\"?)"},
     {WITH("\"coverage\":{\"window\":5}"),

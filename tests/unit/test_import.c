@@ -279,8 +279,8 @@ static void test_har_pseudo_headers_base64_and_offsets(void **state)
     ust__capture_clear(&c);
 }
 
-/* A HAR of two good entries and then bad: refused naming entry 3, nothing
- * appended. */
+/* A HAR of two good entries and then bad, one a line: refused naming entry
+ * 3 and its line, nothing appended. */
 static void expect_har_refused(struct fixture *f, const char *bad_entry,
                                const char *want)
 {
@@ -290,7 +290,9 @@ static void expect_har_refused(struct fixture *f, const char *bad_entry,
         " {\"text\": \"{}\"}}, \"response\": {\"status\": 200, \"headers\": [],"
         " \"content\": {\"text\": \"\"}}}";
     char *text =
-        ust_sprintf("{\"log\": {\"entries\": [%s, %s, %s]}}", good, good, bad_entry);
+        ust_sprintf("{\"log\": {\"version\": 1.2, \"creator\": {\"name\": \"x\"},"
+                    " \"entries\": [\n%s,\n  %s,\n%s]}}",
+                    good, good, bad_entry);
     int64_t before = head(f), n = -1, skipped = -1;
     char *err = NULL;
     assert_int_equal(import_text(f, "bad.har", text, strlen(text), UST_IMPORT_HAR, &n,
@@ -298,8 +300,8 @@ static void expect_har_refused(struct fixture *f, const char *bad_entry,
                      UST_EPARSE);
     ust_free(text);
     assert_non_null(err);
-    if (strncmp(err, "bad.har: entry 3: ", 18) != 0 || strstr(err, want) == NULL)
-        fail_msg("unexpected message: %s (want entry 3 and \"%s\")", err, want);
+    if (strncmp(err, "bad.har:4: entry 3: ", 20) != 0 || strstr(err, want) == NULL)
+        fail_msg("unexpected message: %s (want line 4, entry 3 and \"%s\")", err, want);
     ust_free(err);
     assert_int_equal(head(f), before);
 }
@@ -328,7 +330,26 @@ static void test_a_bad_har_is_refused_whole(void **state)
                        ENTRY(T, "\"POST\"", "\"http://h/payments\"",
                              "[{\"name\": \"X\", \"value\": \"a\\r\\nInjected: 1\"}]",
                              "", OK_RESPONSE),
-                       "request.headers[0]: holds a CR, LF or NUL byte");
+                       "request.headers[0]: the value holds a CR, LF or NUL byte");
+    /* Issue 24: a name with a trailing space reached a service as
+     * "Transfer-Encoding : chunked" beside libcurl's Content-Length. */
+    expect_har_refused(
+        f,
+        ENTRY(T, "\"POST\"", "\"http://h/payments\"",
+              "[{\"name\": \"Host\", \"value\": \"h\"},"
+              " {\"name\": \"Transfer-Encoding \", \"value\": \"chunked\"}]",
+              "", OK_RESPONSE),
+        "request.headers[1]: the name is not an HTTP token");
+    expect_har_refused(f,
+                       ENTRY(T, "\"DELETE /admin/users HTTP/1.1\\r\\nX: \"",
+                             "\"http://h/payments\"", "[]", "", OK_RESPONSE),
+                       "request.method: expected a method (an HTTP token)");
+    expect_har_refused(
+        f,
+        ENTRY(T, "\"POST\"", "\"http://h/payments\"", "[]", "",
+              "{\"status\": 200, \"headers\": [{\"name\": \"Set-Cookie\","
+              " \"value\": \"a\\r\\nLocation: /x\"}], \"content\": {}}"),
+        "response.headers[0]: the value holds a CR, LF or NUL byte");
     expect_har_refused(f,
                        ENTRY(T, "\"POST\"", "\"http://h/payments\"",
                              "[{\"name\": \"X\", \"value\": \"a\\u0000b\"}]", "",
@@ -499,14 +520,15 @@ static void test_a_bad_goreplay_file_is_refused_whole(void **state)
 {
     struct fixture *f = *state;
     expect_goreplay_refused(f, "1 bb 1764410400000000000 0\nhello there\r\n\r\n",
-                            "bad.gor: payload 2 (id bb): not an HTTP request");
-    expect_goreplay_refused(f, "7 bb 1764410400000000000 0\nGET / HTTP/1.1\r\n\r\n",
-                            "bad.gor: payload 2 (id bb): payload type 7 is not known");
+                            "bad.gor:7: payload 2 (id bb): not an HTTP request");
+    expect_goreplay_refused(
+        f, "7 bb 1764410400000000000 0\nGET / HTTP/1.1\r\n\r\n",
+        "bad.gor:7: payload 2 (id bb): payload type 7 is not known");
     expect_goreplay_refused(f, "GET / HTTP/1.1\r\n\r\n",
-                            "bad.gor: payload 2: the first line is not \"<type> <id>"
+                            "bad.gor:7: payload 2: the first line is not \"<type> <id>"
                             " <timestamp_ns> ...\"");
     expect_goreplay_refused(f, "1 bb 99999999999999999999999 0\nGET / HTTP/1.1\r\n\r\n",
-                            "bad.gor: payload 2: the first line is not");
+                            "bad.gor:7: payload 2: the first line is not");
     expect_goreplay_refused(f,
                             "1 bb 1764410400000000000 0\nPOST /payments HTTP/1.1\r\n"
                             "Content-Length: 10\r\n\r\nshort",
@@ -518,6 +540,24 @@ static void test_a_bad_goreplay_file_is_refused_whole(void **state)
     expect_goreplay_refused(
         f, "1 bb 1764410400000000000 0\nGET http://h/ HTTP/1.1\r\n\r\n",
         "payload 2 (id bb): the request target is not a path");
+    /* Issue 24: what http-parser, built lenient, takes and a service may read
+     * otherwise; each named on its own line (the payload starts on 7). */
+    expect_goreplay_refused(
+        f,
+        "1 bb 1764410400000000000 0\nPOST /payments HTTP/1.1\r\n"
+        "Host: h\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n",
+        "bad.gor:10: payload 2 (id bb): a header: the name is not an"
+        " HTTP token");
+    expect_goreplay_refused(
+        f,
+        "1 bb 1764410400000000000 0\nPOST /payments HTTP/1.1\r\n"
+        "Host: h\r\nX-Note: a\r\n Content-Length: 0\r\n\r\n",
+        "bad.gor:11: payload 2 (id bb): a header line begins with a"
+        " space or tab (obs-fold, RFC 9112 5.2): refused, not joined");
+    expect_goreplay_refused(f,
+                            "1 bb 1764410400000000000 0\nPOST /payments HTTP/1.1\r\n"
+                            "X-Note: a\r\n\tb\r\n\r\n",
+                            "bad.gor:10: payload 2 (id bb): a header line begins with");
     /* Found by fuzz_import_goreplay: http-parser reads "20 0 OK" as 20. */
     expect_goreplay_refused(f,
                             "2 aa 2 0\nHTTP/1.1 20 0 OK\r\nContent-Length: 0\r\n\r\n",
@@ -626,7 +666,8 @@ static void test_the_command_imports_a_har_and_says_what_it_skipped(void **state
     ust_test_write_file(gor, "1 aa 1 0\nGET /payments HTTP/1.1\r\n\r\n" SEP
                              "5 bb 2 0\nGET /payments HTTP/1.1\r\n\r\n" SEP);
     assert_int_equal(import_cli(f, "goreplay", cfg, gor, &out), 2);
-    if (strstr(out, "x.gor: payload 2 (id bb): payload type 5 is not known") == NULL ||
+    if (strstr(out, "x.gor:6: payload 2 (id bb): payload type 5 is not known") ==
+            NULL ||
         strstr(out, "nothing from") == NULL)
         fail_msg("unexpected output: %s", out);
     free(out);

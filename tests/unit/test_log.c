@@ -571,6 +571,113 @@ static void test_import_refuses_bad_lines(void **state)
                           "headers[0]");
 }
 
+/* A line of good_line's shape with method, header and response as given. */
+static char *line_with(const char *method, const char *header, const char *response)
+{
+    return ust_sprintf(
+        "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"method\":%s,"
+        "\"target\":\"/payments\",\"headers\":[[\"Host\",\"h\"],%s],"
+        "\"body\":\"{}\"%s%s}",
+        method, header, response ? ",\"response\":" : "", response ? response : "");
+}
+
+static void expect_refused_with(struct fixture *f, const char *method,
+                                const char *header, const char *response,
+                                const char *want)
+{
+    char *line = line_with(method, header, response);
+    expect_import_refused(f, line, want);
+    ust_free(line);
+}
+
+/* Issue 24: what a url plugin would send on as something else is refused
+ * at import, each named: a CR LF in a value became a second request at the
+ * service, a method with a space and CR LF a request line of its own, a
+ * name with a trailing space "Transfer-Encoding : chunked". */
+static void test_import_refuses_what_would_split_a_request(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 1, 0);
+    expect_refused_with(f, "\"POST\"",
+                        "[\"X-Note\",\"a\\r\\nContent-Length: 0\\r\\n\\r\\nDELETE"
+                        " /svc/accounts/42 HTTP/1.1\"]",
+                        NULL,
+                        "headers[1] value (of \"X-Note\"): holds a CR, LF or NUL byte");
+    expect_refused_with(f, "\"POST\"", "[\"X-Note\",\"a\\nb\"]", NULL,
+                        "headers[1] value (of \"X-Note\"): holds a CR, LF or NUL byte");
+    expect_refused_with(
+        f, "\"DELETE /admin/users HTTP/1.1\\r\\nX-A: \"", "[\"A\",\"b\"]", NULL,
+        "method \"DELETE /admin/users HTTP/1.1\\r\\nX-A: \": not an HTTP"
+        " token");
+    expect_refused_with(f, "\"POST\"", "[\"Transfer-Encoding \",\"chunked\"]", NULL,
+                        "headers[1] name \"Transfer-Encoding \": not an HTTP token");
+    expect_refused_with(f, "\"POST\"", "[\"X:Y\",\"1\"]", NULL,
+                        "headers[1] name \"X:Y\": not an HTTP token");
+    /* The lossless spelling of a name is held to the same rule. */
+    expect_refused_with(f, "\"POST\"", "[{\"base64\":\"WAHo\"},\"1\"]", NULL,
+                        "headers[1] name \"X\\x01\\xe8\": not an HTTP token");
+    expect_refused_with(
+        f, "\"POST\"", "[\"A\",\"b\"]",
+        "{\"status\":200,\"headers\":[[\"Set-Cookie\",\"a\\r\\nLocation:"
+        " /x\"]],\"body\":\"\"}",
+        "response.headers[0] value (of \"Set-Cookie\"): holds a CR, LF or"
+        " NUL byte");
+    expect_import_refused(f,
+                          "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
+                          "\"method\":\"POST\",\"target\":\"/x HTTP/1.1\\r\\nX: /y\","
+                          "\"headers\":[],\"body\":\"\"}",
+                          "target: holds a space, CR, LF or another control byte");
+}
+
+/* Issue 24: a line past import.max_line_bytes is refused with its line,
+ * and the reading stops at the limit: the rest of the line is never held
+ * (a 300 MB line had import at 1.77 GB). */
+static void test_import_refuses_a_line_past_the_limit_unread(void **state)
+{
+    struct fixture *f = *state;
+    append_n(f->log, 1, 0);
+    enum { LIMIT = 4096, LONG = 1 << 20 };
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/in.jsonl", f->dir);
+    FILE *w = fopen(path, "wb");
+    fprintf(w, "%s\n%s\n", good_line, good_line);
+    fprintf(w, "{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\",\"method\":\"POST\","
+               "\"target\":\"/payments\",\"headers\":[],\"body\":\"");
+    for (int i = 0; i < LONG; i++)
+        fputc('x', w);
+    fprintf(w, "\"}\n%s\n", good_line);
+    fclose(w);
+    ust_config *cfg = load_test_config();
+    /* The default follows the recorder's body limit: 12 x 1 MiB + 1 MiB. */
+    assert_int_equal(cfg->import.max_line_bytes, 13u << 20);
+    cfg->import.max_line_bytes = LIMIT;
+    FILE *in = fopen(path, "rb");
+    char *err = NULL;
+    int64_t n = -1;
+    assert_int_equal(ust_log_import(f->log, cfg, in, "in.jsonl", &n, &err), UST_EPARSE);
+    /* Read up to the limit and one byte past it, not to the line's end. */
+    off_t at = ftello(in);
+    assert_true(at <= (off_t)(2 * (sizeof(good_line)) + LIMIT + 1));
+    fclose(in);
+    if (err == NULL ||
+        strcmp(err, "in.jsonl:3: the line is longer than import.max_line_bytes (4096"
+                    " bytes): refused without reading the rest of it") != 0)
+        fail_msg("unexpected message: %s", err ? err : "(none)");
+    ust_free(err);
+    json_t *s = NULL;
+    assert_int_equal(ust_log_stats(f->log, &s, NULL), 0);
+    assert_int_equal(json_integer_value(json_object_get(s, "events")), 1);
+    json_decref(s);
+    /* Under a limit it fits, the same file imports whole. */
+    cfg->import.max_line_bytes = LONG + 4096;
+    in = fopen(path, "rb");
+    if (ust_log_import(f->log, cfg, in, "in.jsonl", &n, &err) != 0)
+        fail_msg("import: %s", err);
+    fclose(in);
+    assert_int_equal(n, 4);
+    ust_config_free(cfg);
+}
+
 /* count lines of good_line's shape, each received a microsecond after the
  * one before, then bad (when not NULL). */
 static char *numbered_lines(int count, const char *bad)
@@ -904,18 +1011,23 @@ static void test_export_import_is_lossless_for_every_byte(void **state)
     ust_log_record *recs = calloc(N, sizeof(*recs));
     for (int b = 1; b <= N; b++) {
         ust_log_record *r = &recs[b - 1];
-        char s[8] = {'/', 'q', (char)b, 'z', 0};
+        /* Each field takes every byte HTTP lets it hold: import refuses a
+         * method or a name that is not a token, CR or LF in a value, and a
+         * space or a control byte in the target (issue 24). */
+        int ctl = b <= ' ' || b == 0x7f, crlf = b == '\r' || b == '\n';
+        char s[8] = {'/', 'q', ctl ? '_' : (char)b, 'z', 0};
         make_record(r, 1764410400000000LL + b, s, 4);
         ust_free(r->req.target);
         r->req.target = ust_strdup(s);
-        char v[4] = {'v', (char)b, 0};
+        char v[4] = {'v', crlf ? '_' : (char)b, 0};
         char n[4] = {'N', (char)b, 0};
+        char name[4] = {'N', ust_http_token(n + 1, 1) ? (char)b : '_', 0};
         assert_int_equal(ust_request_add_header(&r->req, "X-Byte", v), 0);
-        assert_int_equal(ust_request_add_header(&r->req, n, "x"), 0);
+        assert_int_equal(ust_request_add_header(&r->req, name, "x"), 0);
         ust_free(r->req.remote);
-        r->req.remote = ust_strdup(v);
+        r->req.remote = ust_strdup(n);
         ust_free(r->req.method);
-        r->req.method = ust_strdup(n);
+        r->req.method = ust_strdup(name);
     }
     char *err = NULL;
     assert_int_equal(ust_log_append(f->log, recs, N, NULL, &err), 0);
@@ -946,7 +1058,7 @@ static void test_export_import_is_lossless_for_every_byte(void **state)
     }
     fclose(in);
     assert_int_equal(b64_targets, 128); /* 0x80-0xff alone are not UTF-8 */
-    assert_int_equal(b64_headers, 128);
+    assert_int_equal(b64_headers, 128); /* the values'; a name is a token */
 }
 
 static void test_import_refuses_nul_and_year_zero(void **state)
@@ -1358,6 +1470,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_nul_and_year_zero, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_import_refuses_what_would_split_a_request,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_import_refuses_a_line_past_the_limit_unread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_database_lock_has_one_holder, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
