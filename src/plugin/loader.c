@@ -6,6 +6,7 @@
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
+#include <understudy/request.h>
 
 #include "plugin/faults.h"
 #include "plugin/event_abi.h"
@@ -224,19 +225,11 @@ static int text_ok(const char *s)
  * and a value must hold no CR or LF, or the one who answers writes headers
  * of its own choosing. (A NUL ends the C string; over the child protocol,
  * JSON's \u0000 is refused by the parser, and an answer's head with one is
- * refused as it is read.) */
-static int header_name_ok(const char *n)
-{
-    static const char tchar[] = "!#$%&'*+-.^_`|~";
-    for (const unsigned char *p = (const unsigned char *)n; *p; p++)
-        if (*p > 0x7f || !(isalnum(*p) || strchr(tchar, *p) != NULL))
-            return 0;
-    return *n != '\0';
-}
-
+ * refused as it is read.) The token rule is request.h's, one for every
+ * header the harness reads or writes. */
 const char *ust__header_refusal(const char *n, const char *v)
 {
-    if (!header_name_ok(n))
+    if (!ust_http_token(n, strlen(n)))
         return "a response header name is not an HTTP token";
     if (strpbrk(v, "\r\n") != NULL)
         return "a response header value holds CR or LF";

@@ -486,7 +486,7 @@ static void test_upstream_never_forwards_twice(void **state)
 static void test_upstream_ignores_the_environments_proxy(void **state)
 {
     world *w = *state;
-    service_start(w, 0);
+    upstream_service_start(w, 0);
     write_config(w, 30000);
     int proxy = ust_test_env_proxy();
     start_upstream(w); /* serve inherits them */
@@ -553,7 +553,7 @@ static void test_upstream_needs_a_url(void **state)
 static void test_upstream_forwards_what_the_client_sent(void **state)
 {
     world *w = *state;
-    service_start(w, 0);
+    upstream_service_start(w, 0);
     write_config(w, 30000);
     start_upstream(w);
     const char *body = "{\"order_id\":\"o1\",\"amount\":1,\"currency\":\"eur\"}";
@@ -588,7 +588,7 @@ static void test_upstream_forwards_what_the_client_sent(void **state)
     json_decref(line);
     serve_world_stop(w->sw);
     /* What is stored is masked, as before. */
-    sqlite3 *db = open_db(w->sw->log);
+    sqlite3 *db = upstream_open_db(w->sw->log);
     sqlite3_stmt *q = row_of(db, "SELECT headers FROM events WHERE seq = 1", 0);
     const void *packed = sqlite3_column_blob(q, 0);
     size_t len = (size_t)sqlite3_column_bytes(q, 0);
