@@ -320,9 +320,9 @@ static void test_a_line_over_the_limit_is_refused(void **state)
 #define PY_SPLIT_HELLO                                                                 \
     "import fcntl, struct, termios, time\n"                                            \
     "def unread():\n"                                                                  \
-    "    return struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, b'0000'))[0]\n"     \
+    "    return struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, b'0000'))[0]\n"    \
     "def send_split(m):\n"                                                             \
-    "    text = (json.dumps(m) + '\\n').encode()\n"                                     \
+    "    text = (json.dumps(m) + '\\n').encode()\n"                                    \
     "    os.write(1, text[:9])\n"                                                      \
     "    give_up = time.monotonic() + 10\n"                                            \
     "    while unread() > 0 and time.monotonic() < give_up:\n"                         \
@@ -336,8 +336,8 @@ static void test_a_line_over_the_limit_is_refused(void **state)
 static void test_a_hello_split_across_reads_starts(void **state)
 {
     (void)state;
-    static const char split[] = PY_PROLOGUE PY_SPLIT_HELLO PY_LOOP(
-        "    send(answer(seq))\n");
+    static const char split[] =
+        PY_PROLOGUE PY_SPLIT_HELLO PY_LOOP("    send(answer(seq))\n");
     ust_plugin_config pc;
     ust_plugin *p = open_script(&pc, split, NULL, 10000);
     expect_decides(p, 1);
@@ -352,10 +352,10 @@ static void test_a_hello_split_across_reads_starts(void **state)
 static void test_restarts_with_split_hellos_never_fail(void **state)
 {
     (void)state;
-    static const char exits[] = PY_PROLOGUE PY_SPLIT_HELLO PY_LOOP(
-        "    if seq % 10 == 0:\n"
-        "        os._exit(0)\n"
-        "    send(answer(seq))\n");
+    static const char exits[] =
+        PY_PROLOGUE PY_SPLIT_HELLO PY_LOOP("    if seq % 10 == 0:\n"
+                                           "        os._exit(0)\n"
+                                           "    send(answer(seq))\n");
     ust_plugin_counters *counters = ust_plugin_counters_new(NULL, NULL);
     assert_non_null(counters);
     ust_plugin_config pc;
