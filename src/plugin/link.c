@@ -105,12 +105,22 @@ static int queued(ust__link *l, size_t start)
     return 0;
 }
 
-int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req)
+int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req,
+                         size_t *size)
 {
     pthread_mutex_lock(&l->mu);
     size_t start = l->pending.start = l->pending.len;
     if (l->binary) {
         ust__frame_decide(&l->pending, ev, req);
+        /* The shim reads no frame over the limit (it would end, "exited
+         * with status 0"): refused here, where it can be said why. */
+        size_t n = l->pending.len - start - UST__FRAME_HEAD;
+        if (l->pending.error == 0 && n > UST__MAX_LINE) {
+            l->pending.len = start;
+            pthread_mutex_unlock(&l->mu);
+            *size = n;
+            return UST_ELIMIT;
+        }
     } else {
         ust_jsonw_reset(&l->event);
         ust__wire_decide(&l->event, ev, req);

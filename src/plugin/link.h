@@ -49,8 +49,11 @@ void ust__link_set_label(ust__link *l, const char *label);
 
 /* Queues an event, encoded at once (a JSON line, or a frame once the link
  * is binary): the link keeps no pointer to ev or req. req NULL: the child
- * declined the raw request (no body, no headers). */
-int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req);
+ * declined the raw request (no body, no headers). 0, UST_ENOMEM, or
+ * UST_ELIMIT with *size the frame's length (after its head) when it is over
+ * UST__MAX_LINE: nothing is queued. */
+int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req,
+                         size_t *size);
 
 /* Queues a message as a JSON line (the link takes msg). */
 int ust__link_send(ust__link *l, json_t *msg);
