@@ -31,8 +31,9 @@ void *ust_memdup(const void *p, size_t n);
 int ust_str_append(char **buf, size_t *len, const char *at, size_t n);
 /* Room for `need` elements of `elem` bytes in the array arr of *cap: arr
  * itself when it has it, else arr grown to `first` elements (when *cap is 0)
- * doubled until they are enough, with *cap updated. NULL when out of memory
- * (arr and *cap kept), so the many growing arrays share one doubling rule. */
+ * doubled until they are enough, with *cap updated. An arr still NULL is
+ * allocated even when need is 0. NULL only when out of memory (arr and *cap
+ * kept), so the many growing arrays share one doubling rule. */
 void *ust_grow(void *arr, size_t *cap, size_t need, size_t first, size_t elem);
 /* printf into a fresh string owned by the caller; NULL on allocation failure. */
 char *ust_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -75,6 +75,15 @@ int ust_log_close(ust_log *log);
 typedef struct ust_db_lock ust_db_lock;
 int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err);
 void ust_db_lock_release(ust_db_lock *lock);
+/* Releases the lock of a start that failed: its file is removed when this
+ * take created it (one that was there before stays). NULL is a no-op. */
+void ust_db_lock_discard(ust_db_lock *lock);
+
+/* Removes the SQLite database at path with its -wal, -shm and -journal: for
+ * a database that a start which failed created (a postgresql:// URL: no
+ * file, nothing done). Only for one no other process can be using: its
+ * lock held, or made by this process and never handed on. */
+void ust_db_remove(const char *path);
 
 /* Writes a consistent copy of the log (one snapshot, the WAL included; safe
  * while the recorder appends) to out_path, a new file: UST_EEXISTS when it

@@ -98,6 +98,17 @@ int ust_cli_no_more_args(const char *cmd, int argc, char **argv, int optind_now)
 /* "-" is stdout; NULL (with a message) when the file cannot be opened. */
 FILE *ust_cli_open_output(const char *path, const char *mode);
 void ust_cli_close_output(FILE *f);
+/* The divergences file of serve and replay, appended to: opened as
+ * ust_cli_open_output does, and noted when this open created it. Closed by
+ * ust_cli_appended_close: when the command failed, a file this open created
+ * and nothing was written to is removed (a failed start leaves no file). */
+typedef struct ust_cli_appended {
+    FILE *f;
+    const char *path;
+    int created;
+} ust_cli_appended;
+FILE *ust_cli_appended_open(ust_cli_appended *a, const char *path);
+void ust_cli_appended_close(ust_cli_appended *a, int failed);
 
 /* ---- progress of long work (log import, replay, report, gen) ----------- */
 

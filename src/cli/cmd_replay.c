@@ -47,6 +47,7 @@ int ust_cli_replay(int argc, char **argv)
     if (rc != UST_CLI_GO_ON)
         return rc;
     ust_config *cfg = NULL;
+    ust_cli_appended div = {0};
     if (ust_cli_no_more_args("replay", argc, argv, optind) != 0 ||
         ust_cli_load_config("replay", config, 0, &cfg) != 0)
         return UST_EXIT_USAGE;
@@ -68,7 +69,7 @@ int ust_cli_replay(int argc, char **argv)
         goto out;
     }
     if (div_path != NULL &&
-        (o.divergences = ust_cli_open_output(div_path, "ab")) == NULL)
+        (o.divergences = ust_cli_appended_open(&div, div_path)) == NULL)
         goto out;
     ust_replay_stats st;
     ust_cli_progress progress;
@@ -86,7 +87,7 @@ int ust_cli_replay(int argc, char **argv)
         fprintf(stderr, "%lld of other partitions, ", (long long)st.outside);
     fprintf(stderr, "%lld divergences\n", (long long)st.divergences);
 out:
-    ust_cli_close_output(o.divergences);
+    ust_cli_appended_close(&div, rc != UST_EXIT_OK);
     ust_config_free(cfg);
     return rc;
 }

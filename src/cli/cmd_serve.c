@@ -71,6 +71,7 @@ int ust_cli_serve(int argc, char **argv)
     char *err = NULL;
     ust_config *cfg = NULL;
     ust_db_lock *log_lock = NULL, *run_lock = NULL;
+    ust_cli_appended div = {0};
     if (ust_cli_load_config("serve", config, 1, &cfg) != 0)
         return UST_EXIT_USAGE;
     if (ust_config_load_mask_key(cfg, &err) != 0) {
@@ -93,7 +94,7 @@ int ust_cli_serve(int argc, char **argv)
         goto out;
     }
     if (div_path != NULL &&
-        (o.divergences = ust_cli_open_output(div_path, "ab")) == NULL)
+        (o.divergences = ust_cli_appended_open(&div, div_path)) == NULL)
         goto out;
     o.cfg = cfg;
     /* A second serve on the same files would race the first's runner. */
@@ -114,9 +115,17 @@ int ust_cli_serve(int argc, char **argv)
     }
     rc = UST_EXIT_OK;
 out:
-    ust_db_lock_release(run_lock);
-    ust_db_lock_release(log_lock);
-    ust_cli_close_output(o.divergences);
+    /* ust_serve returns an error only for a start that failed (before it
+     * listened): it removed the databases it made, and the files made here
+     * go too (docs/running.md). */
+    if (rc == UST_EXIT_OK) {
+        ust_db_lock_release(run_lock);
+        ust_db_lock_release(log_lock);
+    } else {
+        ust_db_lock_discard(run_lock);
+        ust_db_lock_discard(log_lock);
+    }
+    ust_cli_appended_close(&div, rc != UST_EXIT_OK);
     ust_config_free(cfg);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* What the library has to say: warnings and errors to our stderr. */
@@ -94,6 +95,27 @@ void ust_cli_close_output(FILE *f)
 {
     if (f != NULL && f != stdout)
         fclose(f);
+}
+
+FILE *ust_cli_appended_open(ust_cli_appended *a, const char *path)
+{
+    a->path = path;
+    a->created = strcmp(path, "-") != 0 && access(path, F_OK) != 0;
+    a->f = ust_cli_open_output(path, "ab");
+    return a->f;
+}
+
+void ust_cli_appended_close(ust_cli_appended *a, int failed)
+{
+    if (a->f == NULL)
+        return;
+    struct stat st;
+    int empty = a->f != stdout && fflush(a->f) == 0 && fstat(fileno(a->f), &st) == 0 &&
+                st.st_size == 0;
+    ust_cli_close_output(a->f);
+    a->f = NULL;
+    if (failed && a->created && empty)
+        unlink(a->path);
 }
 
 /* ---- options ------------------------------------------------------------ */

@@ -19,6 +19,8 @@
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
 #include <understudy/error.h>
+#include <understudy/log.h>
+#include <understudy/runner.h>
 #include <understudy/sigpipe.h>
 
 #include <errno.h>
@@ -1080,6 +1082,49 @@ static size_t connection_cap(size_t want)
     return rl.rlim_cur > 2 * reserved ? rl.rlim_cur - reserved : rl.rlim_cur / 2;
 }
 
+/* The databases a start may create, each noted when it was not there
+ * before: a start that fails removes those it made, with their side files,
+ * and never one that was there (docs/running.md). Its locks are held (the
+ * caller's), so no other serve can have opened them since. */
+typedef struct made_by_start {
+    const char *log;
+    const char *run;
+    char *answers;
+} made_by_start;
+
+static const char *if_absent(const char *path)
+{
+    return path != NULL && access(path, F_OK) != 0 ? path : NULL;
+}
+
+static int note_absent(const ust_serve_opts *o, made_by_start *m)
+{
+    m->log = if_absent(o->log_path);
+    m->run = if_absent(o->run_path);
+    m->answers = NULL;
+    if (o->respond_legacy && o->run_path != NULL) {
+        char *answers = ust_answers_path(o->run_path);
+        if (answers == NULL)
+            return UST_ENOMEM;
+        if (if_absent(answers) != NULL)
+            m->answers = answers;
+        else
+            ust_free(answers);
+    }
+    return 0;
+}
+
+/* After everything that had them open was closed. */
+static void remove_made(made_by_start *m)
+{
+    const char *paths[] = {m->answers, m->run, m->log};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+        if (paths[i] != NULL)
+            ust_db_remove(paths[i]);
+    ust_free(m->answers);
+    m->answers = NULL;
+}
+
 /* The runner left in a decide at the stop: like a kill at this moment,
  * which the run survives: its transaction holds decisions, state and
  * cursor together, and an uncommitted one is discarded when the run
@@ -1191,6 +1236,9 @@ static int serve(ust__server *s, char **err)
     /* The writer first: it creates the log the others read. Then both
      * plugins, started and past their hello, before the ports are bound: a
      * server that cannot decide never accepts a connection. */
+    made_by_start made = {0};
+    if (rc == 0)
+        rc = note_absent(o, &made);
     if (rc == 0)
         rc = ust__writer_start(&s->writer, err);
     if (rc == 0 && o->respond_legacy) {
@@ -1229,8 +1277,10 @@ static int serve(ust__server *s, char **err)
         ust__class_counts_destroy(&s->classes);
         ust__health_destroy(&s->health);
         ust_free(s->loop);
+        remove_made(&made);
         return rc;
     }
+    ust_free(made.answers); /* they are the run's now */
     uv_async_init(s->loop, &s->done_async, on_done);
     s->done_async.data = s;
     uv_async_init(s->loop, &s->stop_async, on_stop);

@@ -13,11 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct ust_db_lock {
     int fd;
+    char *path;  /* the lock file */
+    int created; /* by this take: a failed start removes it (discard) */
 };
+
+/* Whether fd is still the file at path: a lock file a failed start removed
+ * (ust_db_lock_discard) may have been opened before, and locked after, by
+ * another process, which must then take the file now at path instead. */
+static int still_there(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
 
 int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err)
 {
@@ -29,14 +42,25 @@ int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err)
     char *path = ust_sprintf("%s.lock", db_path);
     if (path == NULL)
         return UST_ENOMEM;
-    int rc = 0;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int rc = 0, created = 0, fd = -1;
+again:
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        goto again; /* removed between the two opens */
     if (fd < 0) {
         rc = ust_errf(err, UST_EIO, "%s: cannot open the lock file: %s", path,
                       strerror(errno));
         goto out;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (locked && !still_there(fd, path)) {
+        close(fd);
+        goto again;
+    }
+    if (!locked) {
         char pid[32] = "";
         ssize_t n = errno == EWOULDBLOCK ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
         pid[n > 0 ? n : 0] = '\0';
@@ -58,12 +82,17 @@ int ust_db_lock_take(const char *db_path, ust_db_lock **out, char **err)
     }
     ust_db_lock *l = ust_malloc(sizeof(*l));
     if (l == NULL) {
+        if (created)
+            unlink(path);
         close(fd);
         rc = UST_ENOMEM;
         goto out;
     }
     l->fd = fd;
+    l->path = path;
+    l->created = created;
     *out = l;
+    return 0;
 out:
     ust_free(path);
     return rc;
@@ -73,8 +102,18 @@ void ust_db_lock_release(ust_db_lock *l)
 {
     if (l == NULL)
         return;
-    /* The file stays: unlinking it would let a third process lock a new file
-     * while a second still waits on the old one. */
+    /* The file stays: a start that went on to serve leaves it for the next,
+     * which finds the pid of the last holder in it. */
     close(l->fd);
+    ust_free(l->path);
     ust_free(l);
+}
+
+void ust_db_lock_discard(ust_db_lock *l)
+{
+    /* Removed while still held: a process that opened it meanwhile finds,
+     * once it has the lock, that the file is gone (still_there). */
+    if (l != NULL && l->created)
+        unlink(l->path);
+    ust_db_lock_release(l);
 }

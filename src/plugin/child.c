@@ -57,6 +57,7 @@ struct ust__child {
     int down;             /* went down and has not started again since */
     int answered;         /* this start of the child has answered an event */
     int64_t answered_seq; /* the last one */
+    char unsent[256];     /* why the event send_from stopped at was not sent */
 };
 
 /* Whether the child has exited, without reaping it: while it is a zombie
@@ -732,15 +733,43 @@ static int ensure_up(ust__child *c, char *cause, size_t cap)
  * other), else the one it is to decide next. */
 static void send_from(ust__child *c, ust_plugin_batch *b, size_t from)
 {
-    size_t end = from;
+    size_t end = from, size = 0;
     while (end < b->n && (end == from || c->pipeline)) {
-        if (ust__link_send_event(c->link, b->evs[end],
-                                 c->raw_request ? b->reqs[end] : NULL) != 0)
+        int rc = ust__link_send_event(c->link, b->evs[end],
+                                      c->raw_request ? b->reqs[end] : NULL, &size);
+        if (rc == UST_ELIMIT)
+            snprintf(c->unsent, sizeof(c->unsent),
+                     "the event is %zu bytes as a frame to the plugin's process, over"
+                     " the limit of %d bytes (4 MiB) a frame may have: decide it"
+                     " in-process (\"isolate\": false) or record smaller requests"
+                     " (limits.max_body_bytes)",
+                     size, UST__MAX_LINE);
+        else if (rc != 0)
+            snprintf(c->unsent, sizeof(c->unsent), "cannot send the event: %s",
+                     ust_strerror(rc));
+        if (rc != 0)
             break;
         end++;
     }
     b->sent = end;
     b->generation = c->generation;
+}
+
+/* The event send_from could not send: an error decision saying why, on
+ * stderr too (an event over a limit is the operator's to fix, not the
+ * plugin's); the child, told nothing, goes on with the next event. */
+static void refuse_unsent(ust__child *c, const ust_event *ev, ust_decision *out)
+{
+    char line[sizeof(c->unsent) + 160];
+    int n = snprintf(line, sizeof(line), "understudy: %s[%s]: seq %lld: %s\n", c->ns,
+                     c->name, (long long)ev->seq, c->unsent);
+    if (n > 0)
+        ust__plugin_stderr_emit(c->pc->counters, line,
+                                (size_t)n < sizeof(line) ? (size_t)n
+                                                         : sizeof(line) - 1);
+    ust__plugin_fault(c->pc->counters, c->ns, UST_FAULT_PROTOCOL);
+    memset(out, 0, sizeof(*out));
+    ust__decision_error(out, 500, c->unsent, NULL);
 }
 
 /* A batch in two halves, so the host can work while the child decides:
@@ -780,6 +809,11 @@ static void child_batch_finish(void *impl, ust_plugin_batch *b, ust_decision **o
                 continue;
             }
             send_from(c, b, i);
+            if (b->sent == i) {
+                refuse_unsent(c, b->evs[i], outs[i]);
+                b->sent = ++i; /* the next one goes by itself */
+                continue;
+            }
         }
         memset(outs[i], 0, sizeof(*outs[i]));
         ust_store_begin_call(c->store, c->ns);

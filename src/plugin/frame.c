@@ -208,8 +208,11 @@ unsigned char *ust__frame_fread(FILE *in, size_t *n)
     uint32_t len = 0;
     if (fread(h, 1, sizeof(h), in) != sizeof(h))
         return NULL;
-    unsigned char *p =
-        ust__frame_length(h, sizeof(h), &len) >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (ust__frame_length(h, sizeof(h), &len) < 0) {
+        *n = len; /* over the limit: the caller says so */
+        return NULL;
+    }
+    unsigned char *p = malloc((size_t)len + 1);
     if (p == NULL || fread(p, 1, len, in) != len) {
         free(p);
         return NULL;

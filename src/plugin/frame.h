@@ -70,7 +70,7 @@ const char *ust__frame_read_string(ust__frame_in *r);
 
 /* The shim's reader of the host's frames: the next one's payload (free()),
  * NUL-terminated, its length in *n; NULL at the end of in, or when a length
- * is over UST__MAX_LINE. */
+ * is over UST__MAX_LINE (then in *n, and nothing after it can be read). */
 unsigned char *ust__frame_fread(FILE *in, size_t *n);
 /* Writes f's frames to out and flushes them: each answer leaves at once, so
  * a crash on a later event cannot take it along. 0 or UST_EIO. */

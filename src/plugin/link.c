@@ -105,12 +105,22 @@ static int queued(ust__link *l, size_t start)
     return 0;
 }
 
-int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req)
+int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req,
+                         size_t *size)
 {
     pthread_mutex_lock(&l->mu);
     size_t start = l->pending.start = l->pending.len;
     if (l->binary) {
         ust__frame_decide(&l->pending, ev, req);
+        /* The shim reads no frame over the limit (it would end, "exited
+         * with status 0"): refused here, where it can be said why. */
+        size_t n = l->pending.len - start - UST__FRAME_HEAD;
+        if (l->pending.error == 0 && n > UST__MAX_LINE) {
+            l->pending.len = start;
+            pthread_mutex_unlock(&l->mu);
+            *size = n;
+            return UST_ELIMIT;
+        }
     } else {
         ust_jsonw_reset(&l->event);
         ust__wire_decide(&l->event, ev, req);
@@ -247,6 +257,9 @@ static void take_decision(ust__link *l, ust__line *line)
  * child's RSS, read once per chunk, goes with its last line: the growth it
  * shows happened by the time that answer was written, which is as near as
  * the host can tell (the child may be events ahead of what was read). */
+/* The bytes of a frame over the limit that its cause quotes. */
+#define START_SHOWN 12
+
 /* The next whole frame from rbuf + start into *line: 1, 0 when it is not
  * all there yet, -1 when its length is over the cap (line says so). */
 static int next_frame(ust__link *l, size_t start, size_t *used, ust__line *line)
@@ -255,12 +268,14 @@ static int next_frame(ust__link *l, size_t start, size_t *used, ust__line *line)
     const unsigned char *h = (const unsigned char *)l->rbuf + start;
     uint32_t n = 0;
     int whole = ust__frame_length(h, have, &n);
+    if (whole < 0 && have < START_SHOWN)
+        return 0; /* the cause quotes its start: the same however it was read */
     if (whole < 0) {
         /* Its first bytes show what it was: often text a plugin printed to
          * its stdout, which is the protocol's. */
-        char start_of[4 * 12 + 1];
+        char start_of[4 * START_SHOWN + 1];
         size_t k = 0;
-        for (size_t i = 0; i < have && i < 12; i++)
+        for (size_t i = 0; i < have && i < START_SHOWN; i++)
             k += (size_t)snprintf(
                 start_of + k, sizeof(start_of) - k,
                 h[i] >= 0x20 && h[i] < 0x7f && h[i] != '"' ? "%c" : "\\x%02x", h[i]);
@@ -315,6 +330,10 @@ static void deliver_lines(ust__link *l)
         if ((nl = memchr(l->rbuf + start, '\n', l->rlen - start)) == NULL)
             break;
         size_t n = (size_t)(nl - (l->rbuf + start));
+        if (n > UST__MAX_LINE) { /* refused whether or not one read held it all */
+            over = 1;
+            break;
+        }
         memset(&line, 0, sizeof(line));
         line.text = malloc(n + 1);
         if (line.text == NULL ||
@@ -352,7 +371,7 @@ static void deliver_lines(ust__link *l)
         l->in_head = 0;
     }
     int rc = grow((void **)&l->in, &l->cap_in, l->n_in + n_lines, sizeof(ust__line));
-    if (rc == 0) {
+    if (rc == 0 && n_lines > 0) { /* none: a read that ended inside a line */
         memcpy(l->in + l->n_in, l->lines, n_lines * sizeof(ust__line));
         l->n_in += n_lines;
         pthread_cond_broadcast(&l->arrived);
@@ -362,7 +381,7 @@ static void deliver_lines(ust__link *l)
         for (size_t i = 0; i < n_lines; i++)
             ust__line_clear(&l->lines[i]);
         end(l, UST_EIO);
-    } else if (over || (!l->binary_now && l->rlen >= UST__MAX_LINE)) {
+    } else if (over || (!l->binary_now && l->rlen > UST__MAX_LINE)) {
         end(l, UST_EPARSE);
     }
 }
@@ -383,6 +402,13 @@ static void note_cut_frame(ust__link *l)
                  l->rlen - UST__FRAME_HEAD, (unsigned long)n);
 }
 
+/* The child's output ended (why: UST_EEOF) or could not be read. */
+static void output_ended(ust__link *l, int why)
+{
+    note_cut_frame(l);
+    end(l, why);
+}
+
 /* 1 when it read something. */
 static int read_some(ust__link *l)
 {
@@ -394,13 +420,29 @@ static int read_some(ust__link *l)
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     if (r <= 0) {
-        note_cut_frame(l);
-        end(l, r == 0 ? UST_EEOF : UST_EIO);
+        output_ended(l, r == 0 ? UST_EEOF : UST_EIO);
         return 0;
     }
     l->rlen += (size_t)r;
     deliver_lines(l);
     return 1;
+}
+
+void ust__link_feed(ust__link *l, const void *p, size_t n)
+{
+    if (l->read_done)
+        return;
+    if (n == 0) {
+        output_ended(l, UST_EEOF);
+        return;
+    }
+    if (grow((void **)&l->rbuf, &l->rcap, l->rlen + n, 1) != 0) {
+        end(l, UST_EIO);
+        return;
+    }
+    memcpy(l->rbuf + l->rlen, p, n);
+    l->rlen += n;
+    deliver_lines(l);
 }
 
 int64_t ust__mono_ms(void)
@@ -542,20 +584,46 @@ static void *run(void *arg)
              * started may write on, so this reads no more than that. */
             for (int i = 0; i < 16 && !l->read_done && read_some(l); i++)
                 ;
-            if (!l->read_done) {
-                note_cut_frame(l);
-                end(l, UST_EEOF);
-            }
+            if (!l->read_done)
+                output_ended(l, UST_EEOF);
         }
     }
     ust_sigpipe_restore(&old);
     return NULL;
 }
 
+/* A link with its lock and condition, no descriptor and no thread yet. */
+static ust__link *link_new(int binary, const char *label)
+{
+    ust__link *l = ust_calloc(1, sizeof(*l));
+    if (l == NULL)
+        return NULL;
+    l->to_fd = l->from_fd = l->err_fd = l->pid_fd = -1;
+    l->wake_rd = l->wake_wr = l->statm_fd = -1;
+    l->binary = binary;
+    snprintf(l->label, sizeof(l->label), "%s", label ? label : "plugin");
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->arrived, &attr);
+    pthread_condattr_destroy(&attr);
+    return l;
+}
+
+int ust__link_open_reader(int binary, ust__link **out)
+{
+    *out = link_new(binary, NULL);
+    if (*out == NULL)
+        return UST_ENOMEM;
+    (*out)->stop = 1; /* no thread to join */
+    return 0;
+}
+
 int ust__link_start(const ust__link_opts *o, ust__link **out)
 {
     *out = NULL;
-    ust__link *l = ust_calloc(1, sizeof(*l));
+    ust__link *l = link_new(o->binary, o->label);
     if (l == NULL)
         return UST_ENOMEM;
     int to_fd = o->to_fd, from_fd = o->from_fd;
@@ -565,13 +633,11 @@ int ust__link_start(const ust__link_opts *o, ust__link **out)
     l->pid_fd = o->pid_fd;
     l->budget = o->budget;
     l->counters = o->counters;
-    l->statm_fd = -1;
     l->background = o->background;
-    l->binary = o->binary;
-    snprintf(l->label, sizeof(l->label), "%s", o->label ? o->label : "plugin");
     int wake_fds[2];
     if (pipe(wake_fds) != 0) {
-        ust_free(l);
+        l->stop = 1; /* no thread to join */
+        ust__link_stop(l);
         return UST_EIO;
     }
     l->wake_rd = wake_fds[0];
@@ -587,12 +653,6 @@ int ust__link_start(const ust__link_opts *o, ust__link **out)
         (void)snprintf(path, sizeof(path), "/proc/%d/statm", (int)o->pid);
         l->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
     }
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->arrived, &attr);
-    pthread_condattr_destroy(&attr);
     if (pthread_create(&l->thread, NULL, run, l) != 0) {
         l->stop = 1; /* no thread to join */
         ust__link_stop(l);
@@ -653,8 +713,10 @@ void ust__link_stop(ust__link *l)
         pthread_join(l->thread, NULL);
     for (size_t i = l->in_head; i < l->n_in; i++)
         ust__line_clear(&l->in[i]);
-    close(l->wake_rd);
-    close(l->wake_wr);
+    if (l->wake_rd >= 0) /* a reader alone has none (ust__link_open_reader) */
+        close(l->wake_rd);
+    if (l->wake_wr >= 0)
+        close(l->wake_wr);
     if (l->statm_fd >= 0)
         close(l->statm_fd);
     pthread_mutex_destroy(&l->mu);

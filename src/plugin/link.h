@@ -49,8 +49,11 @@ void ust__link_set_label(ust__link *l, const char *label);
 
 /* Queues an event, encoded at once (a JSON line, or a frame once the link
  * is binary): the link keeps no pointer to ev or req. req NULL: the child
- * declined the raw request (no body, no headers). */
-int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req);
+ * declined the raw request (no body, no headers). 0, UST_ENOMEM, or
+ * UST_ELIMIT with *size the frame's length (after its head) when it is over
+ * UST__MAX_LINE: nothing is queued. */
+int ust__link_send_event(ust__link *l, const ust_event *ev, const ust_request *req,
+                         size_t *size);
 
 /* Queues a message as a JSON line (the link takes msg). */
 int ust__link_send(ust__link *l, json_t *msg);
@@ -66,6 +69,15 @@ int ust__link_receive(ust__link *l, int64_t deadline_ms, ust__line *line);
 /* Once the child's output ended inside a frame, how far in it was ("" when
  * it did not): said beside the child's exit. */
 const char *ust__link_end_note(ust__link *l);
+
+/* The link's reader alone, for tests/fuzz/fuzz_child_link.c: a link with no
+ * child, no descriptor and no thread (binary: frames after the first line),
+ * fed with ust__link_feed, its lines taken with ust__link_receive and
+ * released with ust__link_stop. 0 or UST_ENOMEM. */
+int ust__link_open_reader(int binary, ust__link **out);
+/* n bytes (copied) as one read of the child's stdout would give them, parsed
+ * by the same code; n 0: the output's end, as a read of 0 bytes. */
+void ust__link_feed(ust__link *l, const void *p, size_t n);
 
 /* CLOCK_MONOTONIC in ms: the clock of the deadlines above. */
 int64_t ust__mono_ms(void);

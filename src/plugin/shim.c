@@ -93,11 +93,22 @@ int ust_plugin_shim_main(int argc, char **argv)
                        ust_plugin_version(p), "pipeline", 1, "raw_request",
                        ust_plugin_wants_raw_request(p), "framing", "binary"));
     ust__frame_out reply = {0};
+    int rc = 0;
     for (;;) {
         size_t n = 0;
         unsigned char *frame = ust__store_remote_next_deferred(store, &n);
-        if (frame == NULL && (frame = ust__frame_fread(in, &n)) == NULL)
+        if (frame == NULL && (frame = ust__frame_fread(in, &n)) == NULL) {
+            /* The host refuses such an event before it sends it; another
+             * host's build may not: said, rather than a quiet exit 0. */
+            if (n > UST__MAX_LINE) {
+                fprintf(stderr,
+                        "understudy: a frame of %zu bytes from the host, over the"
+                        " limit of %d bytes: the shim cannot read on\n",
+                        n, UST__MAX_LINE);
+                rc = 4;
+            }
             break;
+        }
         ust_event ev;
         ust_request req;
         ust_route route;
@@ -129,5 +140,5 @@ int ust_plugin_shim_main(int argc, char **argv)
     ust_plugin_unload(p);
     ust_store_close(store);
     free(line);
-    return 0;
+    return rc;
 }

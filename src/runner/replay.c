@@ -578,19 +578,6 @@ static int record_log_head(replay *r, char **err)
     return rc;
 }
 
-/* A run database this open created and could not start: removed, so that
- * no file that looks like a run (with no plugin, no decision) is left. */
-static void remove_new_run(const char *path)
-{
-    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-        char *file = ust_sprintf("%s%s", path, suffixes[i]);
-        if (file != NULL)
-            unlink(file);
-        ust_free(file);
-    }
-}
-
 int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
 {
     *out = NULL;
@@ -625,8 +612,8 @@ int ust_runner_open(const ust_replay_opts *o, ust_runner **out, char **err)
             ust__run_writer_rollback(&r->run);
         close_parts(r);
         ust_free(r);
-        if (fresh)
-            remove_new_run(o->run_path);
+        if (fresh) /* nothing that looks like a run (no plugin, no decision) */
+            ust_db_remove(o->run_path);
         return rc;
     }
     r->last_seq = r->committed_seq = cursor;

@@ -303,9 +303,12 @@ int ust_str_append(char **buf, size_t *len, const char *at, size_t n)
 
 void *ust_grow(void *arr, size_t *cap, size_t need, size_t first, size_t elem)
 {
-    if (need <= *cap)
+    /* An array not made yet is made even for a need of 0: NULL must mean
+     * out of memory, or a caller that appends nothing (a read that ended
+     * inside a line) takes its empty array for a failure. */
+    if (need <= *cap && arr != NULL)
         return arr;
-    size_t n = *cap ? *cap : first;
+    size_t n = *cap ? *cap : first ? first : 1;
     while (n < need) {
         if (n > (size_t)-1 / 2)
             return NULL;

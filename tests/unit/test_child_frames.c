@@ -214,6 +214,98 @@ static void test_a_shim_that_does_not_take_frames_is_refused(void **state)
     ust_free(err);
 }
 
+/* What the plugin's stderr lines came to (the counters' sink). */
+static char said[4096];
+
+static void sink(const char *text, size_t len, void *data)
+{
+    (void)data;
+    size_t have = strlen(said);
+    if (have + len < sizeof(said))
+        memcpy(said + have, text, len);
+}
+
+static void expect_says_the_limit(const ust_decision *d, const char *size)
+{
+    static const char *const words[] = {"over the limit of 4194304 bytes (4 MiB)",
+                                        "\"isolate\": false", "limits.max_body_bytes"};
+    if (d->verdict != UST_VERDICT_ERROR || d->error == NULL)
+        fail_msg("expected an error, got %s", ust_verdict_name(d->verdict));
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(d->error, words[i]) == NULL)
+            fail_msg("the error should say \"%s\": %s", words[i], d->error);
+    if (strstr(d->error, size) == NULL)
+        fail_msg("the error should give the event's size (%s): %s", size, d->error);
+}
+
+/* An event whose frame is over the limit (4 MiB) given to a real isolated
+ * .so (understudy's shim, the reference candidate): it was sent, the shim
+ * could not read it and ended, "exited with status 0". Now it is not sent:
+ * its decision names the limit, the event's size and what to do, so does a
+ * line on stderr, and the child, never restarted, decides the events around
+ * it, in a batch sent ahead and one by one. */
+static void test_an_event_over_the_frame_limit_says_the_limit(void **state)
+{
+    (void)state;
+    said[0] = '\0';
+    ust_plugin_counters *counters = ust_plugin_counters_new(sink, NULL);
+    assert_non_null(counters);
+    char so[PATH_MAX], *err = NULL;
+    ust_test_plugin_path("candidate", so);
+    ust_plugin_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.isolate = 1;
+    pc.timeout_ms = 10000;
+    pc.counters = counters;
+    ust_plugin *p = NULL;
+    if (ust_plugin_open(&pc, so, "candidate", 0, store, &p, &err) != 0)
+        fail_msg("open: %s", err);
+    enum { BIG = 5 << 20 };
+    char *big = malloc(BIG + 1);
+    assert_non_null(big);
+    memset(big, 'x', BIG);
+    big[BIG] = '\0';
+    ust_event evs[3];
+    ust_request reqs[3];
+    const ust_event *ev_ptrs[3];
+    const ust_request *req_ptrs[3];
+    ust_decision ds[3], *outs[3];
+    memset(evs, 0, sizeof(evs));
+    memset(reqs, 0, sizeof(reqs));
+    for (int i = 0; i < 3; i++) {
+        evs[i].seq = i + 1;
+        ev_ptrs[i] = &evs[i];
+        req_ptrs[i] = &reqs[i];
+        outs[i] = &ds[i];
+    }
+    evs[1].provider = big;
+    ust_plugin_decide_batch(p, ev_ptrs, req_ptrs, 3, outs);
+    expect_says_the_limit(&ds[1], "the event is 5242");
+    for (int i = 0; i < 3; i++) {
+        if (i != 1 && ds[i].error != NULL && strstr(ds[i].error, "limit") != NULL)
+            fail_msg("event %d: %s", i + 1, ds[i].error);
+        ust_decision_clear(&ds[i]);
+    }
+    evs[1].seq = 4; /* alone now */
+    ust_decision d;
+    ust_plugin_decide(p, &evs[1], &reqs[1], &d);
+    expect_says_the_limit(&d, "the event is 5242");
+    ust_decision_clear(&d);
+    free(big);
+    ust_plugin_unload(p);
+    ust_plugin_fault_stats st;
+    ust_plugin_fault_stats_get(counters, &st);
+    ust_plugin_counters_free(counters);
+    assert_int_equal(st.restarts[1], 0);
+    assert_int_equal(st.errors[1][UST_FAULT_EXIT], 0);
+    assert_int_equal(st.errors[1][UST_FAULT_CRASH], 0);
+    assert_int_equal(st.errors[1][UST_FAULT_PROTOCOL], 2);
+    if (strstr(said, "understudy: candidate[") == NULL ||
+        strstr(said, "]: seq 2: the event is 5242") == NULL ||
+        strstr(said, "]: seq 4: the event is 5242") == NULL)
+        fail_msg("stderr should say it for seq 2 and 4: %s", said);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -225,6 +317,7 @@ int main(void)
         T(test_a_framed_decision_is_checked_as_in_process),
         T(test_a_framed_decisions_writes_are_kept),
         T(test_a_shim_that_does_not_take_frames_is_refused),
+        T(test_an_event_over_the_frame_limit_says_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

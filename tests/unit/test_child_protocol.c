@@ -313,6 +313,72 @@ static void test_a_line_over_the_limit_is_refused(void **state)
     expect_first_event_fails(huge, "a line over the size limit");
 }
 
+/* A hello in two writes, the second only once the host has read the first
+ * (nothing left in the pipe: FIONREAD on the child's stdout, polled for at
+ * most 10 s), so the host's first read ends inside the line, as Python's
+ * print(..., flush=True) can make it by accident. */
+#define PY_SPLIT_HELLO                                                                 \
+    "import fcntl, struct, termios, time\n"                                            \
+    "def unread():\n"                                                                  \
+    "    return struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, b'0000'))[0]\n"    \
+    "def send_split(m):\n"                                                             \
+    "    text = (json.dumps(m) + '\\n').encode()\n"                                    \
+    "    os.write(1, text[:9])\n"                                                      \
+    "    give_up = time.monotonic() + 10\n"                                            \
+    "    while unread() > 0 and time.monotonic() < give_up:\n"                         \
+    "        time.sleep(0.001)\n"                                                      \
+    "    os.write(1, text[9:])\n"                                                      \
+    "send_split(hello)\n"
+
+/* The hello split across two reads of the host: the start succeeds (it was
+ * "did not say hello: bad hello": the link took its empty array of lines
+ * for a failure to allocate one). */
+static void test_a_hello_split_across_reads_starts(void **state)
+{
+    (void)state;
+    static const char split[] =
+        PY_PROLOGUE PY_SPLIT_HELLO PY_LOOP("    send(answer(seq))\n");
+    ust_plugin_config pc;
+    ust_plugin *p = open_script(&pc, split, NULL, 10000);
+    expect_decides(p, 1);
+    expect_decides(p, 2);
+    ust_plugin_unload(p);
+}
+
+/* A candidate that exits at every 10th event, each of its starts saying its
+ * hello in two reads: 100 events, 10 exits, every restart succeeds (the
+ * soak that found the split hello logged 69 failed restarts), and every
+ * other event is answered. */
+static void test_restarts_with_split_hellos_never_fail(void **state)
+{
+    (void)state;
+    static const char exits[] =
+        PY_PROLOGUE PY_SPLIT_HELLO PY_LOOP("    if seq % 10 == 0:\n"
+                                           "        os._exit(0)\n"
+                                           "    send(answer(seq))\n");
+    ust_plugin_counters *counters = ust_plugin_counters_new(NULL, NULL);
+    assert_non_null(counters);
+    ust_plugin_config pc;
+    ust_plugin *p = open_script_counted(&pc, exits, NULL, 10000, counters);
+    for (int64_t seq = 1; seq <= 100; seq++) {
+        ust_decision d;
+        ust_test_decide_seq(p, seq, &d);
+        if (seq % 10 == 0)
+            expect_error(&d, "exited with status 0");
+        else
+            expect_answer_to(&d, seq);
+        ust_decision_clear(&d);
+    }
+    ust_plugin_unload(p);
+    ust_plugin_fault_stats st;
+    ust_plugin_fault_stats_get(counters, &st);
+    ust_plugin_counters_free(counters);
+    assert_int_equal(st.errors[1][UST_FAULT_START], 0);
+    assert_int_equal(st.errors[1][UST_FAULT_DOWN], 0);
+    assert_int_equal(st.errors[1][UST_FAULT_EXIT], 10);
+    assert_int_equal(st.restarts[1], 9); /* after seq 10, 20, ... 90 */
+}
+
 /* A child of protocol 1 (answers without seq) is refused at start, with a
  * message that says why, instead of failing every event. */
 static void test_a_version_1_child_is_refused_at_start(void **state)
@@ -719,6 +785,8 @@ int main(void)
         T(test_a_decision_before_any_event_is_a_protocol_error),
         T(test_a_line_over_the_limit_is_refused),
         T(test_events_answered_before_they_are_read_reach_the_child_whole),
+        T(test_a_hello_split_across_reads_starts),
+        T(test_restarts_with_split_hellos_never_fail),
         T(test_a_version_1_child_is_refused_at_start),
         T(test_a_hung_candidate_is_down_after_three_timeouts),
         T(test_a_childs_own_processes_die_with_it),

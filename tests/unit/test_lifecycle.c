@@ -8,6 +8,7 @@
 #include <understudy/clock.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -284,6 +285,126 @@ static void test_replay_keeps_an_existing_run_when_a_plugin_fails(void **state)
     ust_free(n);
 }
 
+/* The names in dir, sorted, one a line (caller frees). */
+static char *listing(const char *dir)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort);
+    assert_true(n >= 0);
+    char *text = NULL;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+            assert_int_equal(ust_str_append(&text, &len, name, strlen(name)), 0);
+            assert_int_equal(ust_str_append(&text, &len, "\n", 1), 0);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return text ? text : ust_strdup("");
+}
+
+/* Every event of the log at path, seq and hash (its chain covers the rest). */
+static char *events_of(const char *path)
+{
+    return world_query_at(
+        path, "SELECT count(*) || ':' || group_concat(seq || '=' || hex(hash),"
+              " ',') FROM (SELECT seq, hash FROM events ORDER BY seq)");
+}
+
+/* `serve` on log and run (and a divergences file), its candidate `candidate`
+ * (an exec argv), --respond respond: it must exit 2 saying why. */
+static void serve_fails_to_start(lworld *l, const char *log, const char *run,
+                                 const char *div, json_t *candidate,
+                                 const char *respond, const char *why)
+{
+    char lp[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    write_config(l, json_pack("{s:{s:s},s:{s:o}}", "legacy", "path", lp, "candidate",
+                              "exec", candidate));
+    const char *args[] = {
+        "serve", "--config", l->cfg,      "--listen", "127.0.0.1:0",   "--log", log,
+        "--run", run,        "--respond", respond,    "--divergences", div,     NULL};
+    char *text = NULL;
+    assert_int_equal(finish(spawn(args), &text), 2);
+    says(text, (const char *[]){"plugins.candidate", "did not say hello", why, NULL});
+    free(text);
+}
+
+/* A serve whose candidate cannot start, in an empty folder: it exits 2 with
+ * the cause, and the folder is empty again (it left events.db,
+ * RUN.answers and two .lock files): nothing of a start that failed stays.
+ * A program that does not exist and one that exits at once; --respond ack
+ * and legacy (which makes RUN.answers). */
+static void test_a_failed_serve_leaves_no_file(void **state)
+{
+    lworld *l = *state;
+    char dir[PATH_MAX], log[PATH_MAX], run[PATH_MAX], div[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/empty", l->w->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(log, sizeof(log), "%s/events.db", dir);
+    snprintf(run, sizeof(run), "%s/live-run.db", dir);
+    snprintf(div, sizeof(div), "%s/divergences.jsonl", dir);
+    const char *responds[] = {"ack", "legacy"};
+    for (size_t i = 0; i < 2; i++) {
+        serve_fails_to_start(l, log, run, div,
+                             json_pack("[s]", "/nonexistent/candidate"), responds[i],
+                             "exited with status 127");
+        ust_test_expect_str(listing(dir), "");
+        serve_fails_to_start(l, log, run, div,
+                             json_pack("[s,s,s]", "sh", "-c", "exit 0"), responds[i],
+                             "exited with status 0");
+        ust_test_expect_str(listing(dir), "");
+    }
+}
+
+/* With a log (and a divergences file) that were there before, the failed
+ * start leaves them: the same files in the folder, the same events, the
+ * same lines. */
+static void test_a_failed_serve_keeps_what_was_there(void **state)
+{
+    lworld *l = *state;
+    record_events(l->w, 5);
+    char div[PATH_MAX], run[PATH_MAX];
+    snprintf(div, sizeof(div), "%s/divergences.jsonl", l->w->dir);
+    snprintf(run, sizeof(run), "%s/live-run.db", l->w->dir);
+    ust_test_write_file(div, "{\"seq\":1}\n");
+    write_config(l, json_object()); /* rewritten by the start, there before it */
+    char *before = listing(l->w->dir), *events = events_of(l->w->log_path);
+    assert_non_null(strstr(events, "5:"));
+    serve_fails_to_start(l, l->w->log_path, run, div,
+                         json_pack("[s]", "/nonexistent/candidate"), "legacy",
+                         "exited with status 127");
+    ust_test_expect_str(listing(l->w->dir), before);
+    ust_test_expect_str(events_of(l->w->log_path), events);
+    ust_test_expect_log_verifies(l->w->log_path, 5);
+    ust_test_expect_str(ust_test_read_file(div), "{\"seq\":1}\n");
+    free(before);
+}
+
+/* replay with a candidate that cannot start: no run database (see above)
+ * and no divergences file of its making; one that was there stays. */
+static void test_a_failed_replay_leaves_no_divergences_file(void **state)
+{
+    lworld *l = *state;
+    record_events(l->w, 5);
+    char lp[PATH_MAX], div[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    snprintf(div, sizeof(div), "%s/divergences.jsonl", l->w->dir);
+    write_config(l, json_pack("{s:{s:s},s:{s:[s]}}", "legacy", "path", lp, "candidate",
+                              "exec", "/nonexistent/candidate"));
+    const char *args[] = {
+        "replay", "--config",     l->cfg,          "--log", l->w->log_path,
+        "--run",  l->w->run_path, "--divergences", div,     NULL};
+    assert_int_equal(finish(spawn(args), NULL), 2);
+    assert_int_equal(access(div, F_OK), -1);
+    assert_int_equal(access(l->w->run_path, F_OK), -1);
+    ust_test_write_file(div, "kept\n");
+    assert_int_equal(finish(spawn(args), NULL), 2);
+    ust_test_expect_str(ust_test_read_file(div), "kept\n");
+}
+
 static int64_t now_ms(void)
 {
     return ust_time_mono_us() / 1000;
@@ -438,6 +559,9 @@ int main(void)
         T(test_serve_refuses_a_missing_legacy),
         T(test_replay_refuses_a_candidate_that_cannot_start),
         T(test_replay_keeps_an_existing_run_when_a_plugin_fails),
+        T(test_a_failed_serve_leaves_no_file),
+        T(test_a_failed_serve_keeps_what_was_there),
+        T(test_a_failed_replay_leaves_no_divergences_file),
         T(test_a_stop_does_not_wait_for_the_backlog),
         T(test_a_stop_leaves_a_hung_runner_behind),
     };

@@ -52,6 +52,30 @@ static void test_jansson_allocates_through_the_seam(void **state)
     ust_free(text); /* jansson's text, from the seam */
 }
 
+/* ust_grow returns NULL only when out of memory: an array not made yet
+ * with nothing to hold (a read that ended inside a child's first line) is
+ * made all the same, and a refused growth keeps the array and its cap. */
+static void test_grow_answers_a_zero_need(void **state)
+{
+    (void)state;
+    size_t cap = 0;
+    int *v = ust_grow(NULL, &cap, 0, 8, sizeof(int));
+    assert_non_null(v);
+    assert_int_equal(cap, 8);
+    assert_ptr_equal(ust_grow(v, &cap, 0, 8, sizeof(int)), v);
+    assert_ptr_equal(ust_grow(v, &cap, 8, 8, sizeof(int)), v);
+    ust_test_alloc_fail(0, 1);
+    assert_null(ust_grow(v, &cap, 9, 8, sizeof(int)));
+    ust_test_alloc_restore();
+    assert_int_equal(cap, 8);
+    size_t none = 0;
+    char *first = ust_grow(NULL, &none, 3, 0, 1); /* no first size: from 1 */
+    assert_non_null(first);
+    assert_int_equal(none, 4);
+    ust_free(first);
+    ust_free(v);
+}
+
 /* ETIMEOUT and EEOF are codes of their own, not LIMIT and IO. */
 static void test_error_codes(void **state)
 {
@@ -475,6 +499,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jansson_allocates_through_the_seam),
         cmocka_unit_test(test_error_codes),
+        cmocka_unit_test(test_grow_answers_a_zero_need),
         cmocka_unit_test(test_log_append_and_read),
         cmocka_unit_test(test_store_put_get_flush),
         cmocka_unit_test(test_replay),
