@@ -151,9 +151,13 @@ typedef struct ust_config {
         size_t mask_key_len;
     } capture;
     char hash[65]; /* SHA-256 hex of the file's canonical JSON */
-    /* The same without plugins.candidate, compare, redact and coverage:
-     * what the legacy's decisions depend on (replay --legacy-from) */
+    /* The same without plugins.candidate, compare, redact and coverage, and
+     * without the places (run, log, listen, admin_listen): what the legacy's
+     * decisions depend on (replay --legacy-from) */
     char legacy_hash[65];
+    /* The same with the places in: what runs recorded before the places
+     * were left out, still accepted from such a run */
+    char legacy_hash_with_places[65];
     json_t *root; /* the whole document (owned) */
 } ust_config;
 

@@ -1027,17 +1027,23 @@ static int list_secret_envs(ust_config *cfg)
 
 /* What the legacy's decisions depend on: the config without what only the
  * candidate (plugins.candidate), the comparison (compare) or the report
- * (redact, coverage: each run records its own in its meta) read. Every other
+ * (redact, coverage: each run records its own in its meta) read, nor, with
+ * places, the keys that only say where things are: where the run goes
+ * (run), where the log is (log: replay --legacy-from checks the log itself
+ * by its head) and where serve listens (listen, admin_listen). Every other
  * key stays in, as an unsure one must: a key left out lets replay
  * --legacy-from reuse decisions the legacy would now make otherwise. */
-static int legacy_hash(const json_t *root, char hex[UST_SHA256_HEX_LEN + 1])
+static int legacy_hash(const json_t *root, int places, char hex[UST_SHA256_HEX_LEN + 1])
 {
     json_t *copy = json_deep_copy(root);
     if (copy == NULL)
         return UST_ENOMEM;
     static const char *const not_the_legacys[] = {"compare", "redact", "coverage"};
+    static const char *const where[] = {"run", "log", "listen", "admin_listen"};
     for (size_t i = 0; i < sizeof(not_the_legacys) / sizeof(not_the_legacys[0]); i++)
         json_object_del(copy, not_the_legacys[i]);
+    for (size_t i = 0; places && i < sizeof(where) / sizeof(where[0]); i++)
+        json_object_del(copy, where[i]);
     json_object_del(json_object_get(copy, "plugins"), "candidate");
     int rc = ust__json_hash(copy, hex);
     json_decref(copy);
@@ -1077,7 +1083,8 @@ int ust_config_parse(const char *text, size_t len, const char *label, ust_config
     if (rc == 0)
         rc = parse_document(&c, root, cfg);
     if (rc == 0 && (ust__json_hash(root, cfg->hash) != 0 ||
-                    legacy_hash(root, cfg->legacy_hash) != 0))
+                    legacy_hash(root, 1, cfg->legacy_hash) != 0 ||
+                    legacy_hash(root, 0, cfg->legacy_hash_with_places) != 0))
         rc = nomem(&c);
     if (rc == 0 && list_secret_envs(cfg) != 0)
         rc = nomem(&c);

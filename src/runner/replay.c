@@ -479,6 +479,7 @@ static int open_legacy_from(replay *r, char **err)
                         "--legacy-from: the legacy must be a plugin, to be compared "
                         "with the earlier run's");
     ust__legacy_from_want want = {o->cfg->legacy_hash,
+                                  o->cfg->legacy_hash_with_places,
                                   ust_plugin_name(r->legacy),
                                   ust_plugin_version(r->legacy),
                                   ust_plugin_file_sha256(r->legacy),
