@@ -121,6 +121,11 @@ typedef struct ust_config {
     struct {
         int64_t max_lag_s; /* /healthz: the runner may lag this long; default 300 */
     } health;
+    /* The runner's memory (replay and serve's live runner), in MiB. */
+    struct {
+        int64_t state_mb;     /* the state store's cache; default 64 */
+        int64_t run_pages_mb; /* SQLite's page cache of the run database; 64 */
+    } cache;
     /* What coverage counts with (coverage.h, docs/semantics.md). */
     struct {
         int64_t semantic_window_s; /* default 600 */
