@@ -225,6 +225,11 @@ static void test_promtool_accepts_the_scrape(void **state)
     assert_true(value_of(text, "understudy_runner_lag_seconds") == 0);
     assert_non_null(strstr(text, "\nunderstudy_divergences_by_class_total{class=\""));
     assert_true(value_of(text, "understudy_divergences_by_class_complete") == 1);
+    /* The state cache within its bound, the default 64 MiB. */
+    double cache = value_of(text, "understudy_runner_state_cache_bytes");
+    assert_true(cache > 0 && cache <= 64 << 20);
+    assert_true(value_of(text, "understudy_runner_state_cache_limit_bytes") ==
+                64 << 20);
     free(text);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
