@@ -142,6 +142,11 @@ typedef struct ust_config {
     struct {
         int64_t max_lag_s; /* /healthz: the runner may lag this long; default 300 */
     } health;
+    /* The runner's memory (replay and serve's live runner), in MiB. */
+    struct {
+        int64_t state_mb;     /* the state store's cache; default 64 */
+        int64_t run_pages_mb; /* SQLite's page cache of the run database; 64 */
+    } cache;
     /* What coverage counts with (coverage.h, docs/semantics.md). */
     struct {
         int64_t semantic_window_s; /* default 600 */
@@ -172,9 +177,13 @@ typedef struct ust_config {
         size_t mask_key_len;
     } capture;
     char hash[65]; /* SHA-256 hex of the file's canonical JSON */
-    /* The same without plugins.candidate, compare, redact and coverage:
-     * what the legacy's decisions depend on (replay --legacy-from) */
+    /* The same without plugins.candidate, compare, redact and coverage, and
+     * without the places (run, log, listen, admin_listen): what the legacy's
+     * decisions depend on (replay --legacy-from) */
     char legacy_hash[65];
+    /* The same with the places in: what runs recorded before the places
+     * were left out, still accepted from such a run */
+    char legacy_hash_with_places[65];
     json_t *root; /* the whole document (owned) */
 } ust_config;
 

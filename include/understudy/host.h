@@ -81,6 +81,14 @@ int ust_store_flush(ust_store *s, char **err);
  * holds nothing the table does not. */
 void ust_store_discard(ust_store *s);
 
+/* Bytes the store's cache holds: its arena of keys and values (old values
+ * included) and its hash table. For the store's own thread (/metrics gets
+ * it from there). */
+size_t ust_store_cache_bytes(const ust_store *s);
+/* The cache is emptied after a flush that leaves it over bytes (or 262,144
+ * keys); 64 MiB unless set. */
+void ust_store_set_cache_limit(ust_store *s, size_t bytes);
+
 /* ---- decisions --------------------------------------------------------- */
 
 /* The decision's fields, declared once. Generated from this table: the

@@ -104,6 +104,9 @@ int ust_runner_step(ust_runner *r, ust_replay_stats *stats, char **err);
 int64_t ust_runner_cursor(const ust_runner *r);
 /* Why the candidate is down (ust_plugin_down), or NULL; between steps. */
 const char *ust_runner_candidate_down(const ust_runner *r);
+/* Bytes the state store's cache holds (ust_store_cache_bytes), bounded by
+ * the config's cache.state_mb after each commit; between steps. */
+size_t ust_runner_state_cache_bytes(const ust_runner *r);
 void ust_runner_close(ust_runner *r);
 
 typedef struct sqlite3 sqlite3; /* <sqlite3.h>'s, for those who have it */

@@ -95,8 +95,15 @@ int ust_cli_conv_time(const char *value, void *out);
 
 /* UST_EXIT_USAGE, with a message, when arguments remain after the options. */
 int ust_cli_no_more_args(const char *cmd, int argc, char **argv, int optind_now);
-/* "-" is stdout; NULL (with a message) when the file cannot be opened. */
+/* An output file named on the command line: the folders above it are made
+ * when missing (ust_mkdir_parent), as report makes its --out DIR, then it
+ * is opened. NULL (with a message) when either fails. */
+FILE *ust_cli_open_file(const char *path, const char *mode);
+/* The same, "-" being stdout. */
 FILE *ust_cli_open_output(const char *path, const char *mode);
+/* Only the folders above path (for an output a module opens itself):
+ * UST_EXIT_OK, or UST_EXIT_USAGE with a message. */
+int ust_cli_output_parent(const char *path);
 void ust_cli_close_output(FILE *f);
 /* The divergences file of serve and replay, appended to: opened as
  * ust_cli_open_output does, and noted when this open created it. Closed by

@@ -39,9 +39,9 @@ static int drive_target(ust_scenario *const *sc, size_t n, const char *url,
 
 static int render(ust_scenario *const *sc, size_t n, const char *path)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
+    FILE *f = ust_cli_open_output(path, "wb");
     if (f == NULL)
-        return ust_cli_fail(ust_sprintf("%s: cannot open for writing", path), NULL);
+        return UST_EXIT_USAGE;
     int64_t seq = 1;
     int rc = UST_EXIT_OK;
     for (size_t i = 0; i < n && rc == UST_EXIT_OK; i++) {

@@ -64,13 +64,9 @@ int ust_cli_gen(int argc, char **argv)
         return UST_EXIT_USAGE;
     rc = UST_EXIT_USAGE;
     o.cfg = cfg;
-    o.out = strcmp(out, "-") == 0 ? stdout : fopen(out, "wb");
-    o.truth = truth ? fopen(truth, "wb") : NULL;
-    if (o.out == NULL || (truth && o.truth == NULL)) {
-        ust_cli_fail(ust_sprintf("%s: cannot open for writing", o.out ? truth : out),
-                     NULL);
+    if ((o.out = ust_cli_open_output(out, "wb")) == NULL ||
+        (truth != NULL && (o.truth = ust_cli_open_file(truth, "wb")) == NULL))
         goto done;
-    }
     int64_t n = 0;
     ust_cli_progress progress;
     o.progress = ust_cli_progress_start(&progress, "gen", "events", progress_flag);

@@ -213,10 +213,10 @@ static int cmd_export(struct log_opts *o)
         ust_config_free(cfg);
         return UST_EXIT_USAGE;
     }
-    FILE *out = o->out ? fopen(o->out, "wb") : stdout;
+    FILE *out = o->out ? ust_cli_open_file(o->out, "wb") : stdout;
     int rc = UST_EXIT_USAGE;
     if (out == NULL)
-        ust_cli_fail(ust_sprintf("%s: cannot open for writing", o->out), NULL);
+        ; /* said */
     else if (ust_log_export_edited(log, out, o->derived,
                                    cfg || edits.answers ? edit_record : NULL, &edits,
                                    &err) != 0)
@@ -315,6 +315,10 @@ static int cmd_backup(struct log_opts *o)
     if (open_log(o->log, UST_LOG_READONLY, &log) != 0)
         return UST_EXIT_USAGE;
     char *err = NULL;
+    if (ust_cli_output_parent(o->out) != UST_EXIT_OK) {
+        ust_log_close(log);
+        return UST_EXIT_USAGE;
+    }
     int rc = ust_log_backup(log, o->out, &err);
     ust_log_close(log);
     if (rc != 0)

@@ -5,6 +5,7 @@
 #include <understudy/alloc.h>
 #include <understudy/clock.h>
 #include <understudy/codec.h>
+#include <understudy/dir.h>
 #include <understudy/host.h>
 
 #include <errno.h>
@@ -81,14 +82,29 @@ int ust_cli_no_more_args(const char *cmd, int argc, char **argv, int optind_now)
     return UST_EXIT_OK;
 }
 
-FILE *ust_cli_open_output(const char *path, const char *mode)
+int ust_cli_output_parent(const char *path)
 {
-    if (strcmp(path, "-") == 0)
-        return stdout;
+    char *err = NULL;
+    if (ust_mkdir_parent(path, &err) != 0)
+        return ust_cli_fail(err, "cannot create the output's directory");
+    return UST_EXIT_OK;
+}
+
+FILE *ust_cli_open_file(const char *path, const char *mode)
+{
+    if (ust_cli_output_parent(path) != UST_EXIT_OK)
+        return NULL;
     FILE *f = fopen(path, mode);
     if (f == NULL)
-        ust_cli_fail(ust_sprintf("%s: cannot open for writing", path), NULL);
+        ust_cli_fail(
+            ust_sprintf("%s: cannot open for writing (%s)", path, strerror(errno)),
+            NULL);
     return f;
+}
+
+FILE *ust_cli_open_output(const char *path, const char *mode)
+{
+    return strcmp(path, "-") == 0 ? stdout : ust_cli_open_file(path, mode);
 }
 
 void ust_cli_close_output(FILE *f)

@@ -33,6 +33,8 @@
 #define MAX_HEALTH_MAX_LAG_S 1000000000LL
 #define MAX_COVERAGE_VALUE 1000000000LL
 #define DEFAULT_HEALTH_MAX_LAG_S 300
+#define DEFAULT_CACHE_MB 64
+#define MAX_CACHE_MB (1LL << 20) /* 1 TiB: its bytes fit a size_t */
 #define DEFAULT_PLUGIN_TIMEOUT_MS 1000
 #define DEFAULT_PLUGIN_MAX_RSS_MB 512
 #define DEFAULT_IDEM_HEADER "Idempotency-Key"
@@ -854,6 +856,31 @@ static int parse_health(vctx *c, json_t *root, ust_config *cfg)
     return 0;
 }
 
+/* cache: the runner's two caches, each in MiB (docs/config.md). */
+static int parse_cache(vctx *c, json_t *root, ust_config *cfg)
+{
+    json_t *cache;
+    static const char *const cache_keys[] = {"state_mb", "run_pages_mb"};
+    size_t mark;
+    int rc = open_block(c, root, "cache", KEYS(cache_keys), &cache, &mark);
+    cfg->cache.state_mb = cfg->cache.run_pages_mb = DEFAULT_CACHE_MB;
+    if (rc != 0 || cache == NULL)
+        return rc;
+    for (size_t i = 0; i < 2; i++) {
+        int64_t *v = i == 0 ? &cfg->cache.state_mb : &cfg->cache.run_pages_mb;
+        if ((rc = take_posint(c, cache, cache_keys[i], DEFAULT_CACHE_MB, v)) != 0)
+            return rc;
+        if (*v > MAX_CACHE_MB) {
+            size_t at = push_key(c, cache_keys[i]);
+            rc = bad(c, "at most 1048576 (MiB)");
+            pop(c, at);
+            return rc;
+        }
+    }
+    pop(c, mark);
+    return 0;
+}
+
 /* coverage: what the coverage counts take for a double click's window, an
  * operation's duration and a key's lifetime (docs/semantics.md). */
 static int parse_coverage(vctx *c, json_t *root, ust_config *cfg)
@@ -1013,7 +1040,8 @@ static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
 static const char *const top_keys[] = {
     "listen",       "log",     "run",          "limits",    "routes",
     "plugins",      "compare", "redact",       "retention", "capture",
-    "admin_listen", "health",  "partition_by", "coverage",  "import"};
+    "admin_listen", "health",  "partition_by", "coverage",  "import",
+    "cache"};
 
 static int parse_document(vctx *c, json_t *root, ust_config *cfg)
 {
@@ -1026,6 +1054,7 @@ static int parse_document(vctx *c, json_t *root, ust_config *cfg)
         (rc = take_string(c, root, "admin_listen", 0, "a string", NULL,
                           &cfg->admin_listen)) != 0 ||
         (rc = parse_health(c, root, cfg)) != 0 ||
+        (rc = parse_cache(c, root, cfg)) != 0 ||
         (rc = parse_coverage(c, root, cfg)) != 0 ||
         (rc = take_string(c, root, "log", 0, "a string", NULL, &cfg->log_path)) != 0 ||
         (rc = take_string(c, root, "run", 0, "a string", NULL, &cfg->run_path)) != 0 ||
@@ -1070,17 +1099,25 @@ static int list_secret_envs(ust_config *cfg)
 
 /* What the legacy's decisions depend on: the config without what only the
  * candidate (plugins.candidate), the comparison (compare) or the report
- * (redact, coverage: each run records its own in its meta) read. Every other
+ * (redact, coverage: each run records its own in its meta) read, nor the
+ * caches' sizes (cache: what is cached is read back the same), nor, with
+ * places, the keys that only say where things are: where the run goes
+ * (run), where the log is (log: replay --legacy-from checks the log itself
+ * by its head) and where serve listens (listen, admin_listen). Every other
  * key stays in, as an unsure one must: a key left out lets replay
  * --legacy-from reuse decisions the legacy would now make otherwise. */
-static int legacy_hash(const json_t *root, char hex[UST_SHA256_HEX_LEN + 1])
+static int legacy_hash(const json_t *root, int places, char hex[UST_SHA256_HEX_LEN + 1])
 {
     json_t *copy = json_deep_copy(root);
     if (copy == NULL)
         return UST_ENOMEM;
-    static const char *const not_the_legacys[] = {"compare", "redact", "coverage"};
+    static const char *const not_the_legacys[] = {"compare", "redact", "coverage",
+                                                  "cache"};
+    static const char *const where[] = {"run", "log", "listen", "admin_listen"};
     for (size_t i = 0; i < sizeof(not_the_legacys) / sizeof(not_the_legacys[0]); i++)
         json_object_del(copy, not_the_legacys[i]);
+    for (size_t i = 0; places && i < sizeof(where) / sizeof(where[0]); i++)
+        json_object_del(copy, where[i]);
     json_object_del(json_object_get(copy, "plugins"), "candidate");
     int rc = ust__json_hash(copy, hex);
     json_decref(copy);
@@ -1120,7 +1157,8 @@ int ust_config_parse(const char *text, size_t len, const char *label, ust_config
     if (rc == 0)
         rc = parse_document(&c, root, cfg);
     if (rc == 0 && (ust__json_hash(root, cfg->hash) != 0 ||
-                    legacy_hash(root, cfg->legacy_hash) != 0))
+                    legacy_hash(root, 1, cfg->legacy_hash) != 0 ||
+                    legacy_hash(root, 0, cfg->legacy_hash_with_places) != 0))
         rc = nomem(&c);
     if (rc == 0 && list_secret_envs(cfg) != 0)
         rc = nomem(&c);

@@ -158,6 +158,8 @@ static void *follower_main(void *arg)
         }
         count_classes(f, cursor, rc == 0 && st.divergences == 0);
         atomic_store(&f->metrics->runner_seq, cursor);
+        atomic_store(&f->metrics->state_cache_bytes,
+                     (long long)ust_runner_state_cache_bytes(f->runner));
         atomic_store(&f->decided, cursor);
         /* After the writer stopped: steps until one ends short of its bound,
          * at the end of the log, or until the stop's time is up. */

@@ -276,6 +276,16 @@ static void render_runner(ust__metrics *m, const ust__metrics_view *v, FILE *f)
            "Divergences the runner of this process found.");
     fprintf(f, "understudy_divergences_total %lld\n",
             (long long)atomic_load(&m->divergences));
+    family(f, "understudy_runner_state_cache_bytes", "gauge",
+           "Bytes the runner's state store cache held after its last step (keys,"
+           " values and its table; 0 without a runner).");
+    fprintf(f, "understudy_runner_state_cache_bytes %lld\n",
+            (long long)atomic_load(&m->state_cache_bytes));
+    family(f, "understudy_runner_state_cache_limit_bytes", "gauge",
+           "The state store cache's bound (cache.state_mb): emptied after a commit"
+           " that leaves it over.");
+    fprintf(f, "understudy_runner_state_cache_limit_bytes %lld\n",
+            (long long)v->cfg->cache.state_mb << 20);
 }
 
 static void render_plugins(FILE *f, ust__metrics *m, const ust_config *cfg)

@@ -23,6 +23,7 @@ typedef struct ust__metrics {
     atomic_llong last_seq;               /* newest durable seq */
     atomic_llong runner_seq;             /* newest seq the runner decided */
     atomic_llong divergences, runner_events;
+    atomic_llong state_cache_bytes;            /* the runner's, after its last step */
     atomic_llong rejected[8];                  /* 400 404 405 408 413 417 431 503 */
     atomic_llong sampled_out[UST__MAX_ROUTES]; /* answered, not recorded */
     /* µs from a request's first byte to its answer written, by route ([0]:

@@ -5,9 +5,10 @@
  * and applied at its end, or dropped; applied writes reach the table at
  * flush, inside the transaction that records the decisions they belong to.
  * The cache (keys and values in an arena) is emptied after a flush once it
- * holds more than CACHE_MAX entries or CACHE_BYTES_MAX bytes, so memory stays
- * bounded however long the log is. A fixed-size Bloom filter of every key the
- * table holds lets a lookup of a new key (most lookups) skip the table. */
+ * holds more than CACHE_MAX entries or its limit in bytes (CACHE_BYTES_MAX
+ * unless set), so memory stays bounded however long the log is. A fixed-size Bloom
+ * filter of every key the table holds lets a lookup of a new key (most lookups) skip
+ * the table. */
 #include "plugin/store_internal.h"
 
 #include <understudy/alloc.h>
@@ -36,6 +37,7 @@ ust_store *ust__store_new(const ust__store_ops *ops, void *backing)
         return NULL;
     s->ops = ops;
     s->backing = backing;
+    s->cache_limit = CACHE_BYTES_MAX;
     s->cache_mem.block_size = 1u << 16;
     s->call_mem.block_size = 1u << 12;
     s->n_buckets = 1u << 16;
@@ -146,9 +148,19 @@ static void clear_stage(ust_store *s)
     s->n_stage = 0;
 }
 
+size_t ust_store_cache_bytes(const ust_store *s)
+{
+    return s->cache_mem.bytes + s->n_buckets * sizeof(*s->buckets);
+}
+
+void ust_store_set_cache_limit(ust_store *s, size_t bytes)
+{
+    s->cache_limit = bytes;
+}
+
 int ust__store_cache_full(const ust_store *s)
 {
-    return s->n_entries > CACHE_MAX || s->cache_mem.bytes > CACHE_BYTES_MAX;
+    return s->n_entries > CACHE_MAX || ust_store_cache_bytes(s) > s->cache_limit;
 }
 
 void ust_store_close(ust_store *s)

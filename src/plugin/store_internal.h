@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define CACHE_MAX (1u << 18)        /* entries */
-#define CACHE_BYTES_MAX (64u << 20) /* in the arena, old values included */
+#define CACHE_BYTES_MAX (64u << 20) /* by default (ust_store_set_cache_limit) */
 #define BLOOM_BITS (1u << 27)       /* 16 MiB: ~1% false positives at 14M keys */
 #define BLOOM_HASHES 4
 
@@ -57,6 +57,7 @@ struct ust_store {
     void *backing; /* the ops' own state */
     entry **buckets;
     size_t n_buckets, n_entries;
+    size_t cache_limit; /* ust_store_cache_bytes at most, after a flush */
     ust__arena cache_mem, call_mem;
     char *keybuf; /* the key being looked up */
     size_t keybuf_cap;

@@ -7,6 +7,7 @@
 #include "report/html_escape.h"
 
 #include <understudy/alloc.h>
+#include <understudy/dir.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
 
@@ -14,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Reasons a class's table lists; a class with more (a candidate that puts
@@ -504,13 +504,13 @@ static int make_dir(const ust_report_opts *o, char **dir, char **err)
     *dir = ust_sprintf("%s/classes", o->out_dir);
     if (*dir == NULL)
         return UST_ENOMEM;
-    if (mkdir(*dir, 0755) != 0 && errno != EEXIST)
-        return ust_errf(err, UST_EIO, "%s: cannot create the directory", *dir);
+    int rc = ust_mkdir_p(*dir, err);
+    if (rc != 0)
+        return rc;
     /* Pages of an earlier report (of a larger run) would outlive this one. */
     DIR *d = opendir(*dir);
     if (d == NULL)
         return ust_errf(err, UST_EIO, "%s: cannot read the directory", *dir);
-    int rc = 0;
     struct dirent *ent;
     while (rc == 0 && (ent = readdir(d)) != NULL) {
         if (!is_page_name(ent->d_name))

@@ -6,13 +6,12 @@
 
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
+#include <understudy/dir.h>
 #include <understudy/error.h>
 #include <understudy/run.h>
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct jsonl_writer {
     const ust_report_opts *o;
@@ -127,10 +126,11 @@ void ust__report_put_unused(FILE *f, const ust_gate_result *gate, int expired,
 
 int ust_report_write(const ust_report_opts *o, char **err)
 {
-    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)
-        return ust_errf(err, UST_EIO, "%s: cannot create the directory", o->out_dir);
+    int rc = ust_mkdir_p(o->out_dir, err);
+    if (rc != 0)
+        return rc;
     ust__report_model m;
-    int rc = ust__report_model_load(o, &m, err);
+    rc = ust__report_model_load(o, &m, err);
     if (rc != 0)
         return rc;
     char *html = ust_sprintf("%s/index.html", o->out_dir);

@@ -67,7 +67,9 @@ static int check_log(ust__legacy_from *f, const ust__legacy_from_want *want, cha
 
 /* The legacy's part of the config (ust_config's legacy_hash): a run made
  * before runs recorded it names none, and its config may differ in what the
- * legacy reads; refused rather than guessed. */
+ * legacy reads; refused rather than guessed. A run made before the places
+ * (run, log, listen, admin_listen) were left out of the hash recorded it
+ * with them: that one is this config's too when the places are the same. */
 static int check_legacy_config(ust__legacy_from *f, const ust__legacy_from_want *want,
                                char **err)
 {
@@ -80,12 +82,14 @@ static int check_legacy_config(ust__legacy_from *f, const ust__legacy_from_want 
                       "the legacy's part of the config; replay it once in full with "
                       "this version (without --legacy-from), then read it",
                       f->path, want->legacy_config_sha256);
-    else if (rc == 0 && strcmp(had, want->legacy_config_sha256) != 0)
+    else if (rc == 0 && strcmp(had, want->legacy_config_sha256) != 0 &&
+             strcmp(had, want->legacy_config_sha256_with_places) != 0)
         rc = ust_errf(err, UST_EINVAL,
                       "%s: another config for the legacy: the earlier run's "
                       "legacy_config_sha256 is %s, this replay's is %s; only "
-                      "plugins.candidate, compare, redact and coverage may change "
-                      "under --legacy-from (replay without it)",
+                      "plugins.candidate, compare, redact, coverage and the places "
+                      "(run, log, listen, admin_listen) may change under "
+                      "--legacy-from (replay without it)",
                       f->path, had, want->legacy_config_sha256);
     ust_free(had);
     return rc;

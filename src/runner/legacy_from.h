@@ -27,6 +27,9 @@ typedef struct ust__legacy_from {
 /* What the replay that reads it has: each must be the earlier run's. */
 typedef struct ust__legacy_from_want {
     const char *legacy_config_sha256; /* ust_config's legacy_hash */
+    /* ust_config's legacy_hash_with_places: an earlier run made before the
+     * places were left out recorded this one */
+    const char *legacy_config_sha256_with_places;
     const char *legacy_name, *legacy_version, *legacy_sha256;
     const char *partition; /* "K/N", "" for the whole log */
     int64_t head_seq;      /* the log's head */

@@ -479,6 +479,7 @@ static int open_legacy_from(replay *r, char **err)
                         "--legacy-from: the legacy must be a plugin, to be compared "
                         "with the earlier run's");
     ust__legacy_from_want want = {o->cfg->legacy_hash,
+                                  o->cfg->legacy_hash_with_places,
                                   ust_plugin_name(r->legacy),
                                   ust_plugin_version(r->legacy),
                                   ust_plugin_file_sha256(r->legacy),
@@ -489,6 +490,26 @@ static int open_legacy_from(replay *r, char **err)
     ust_plugin_unload(r->legacy);
     r->legacy = NULL;
     return rc;
+}
+
+/* The run's two caches as the config sizes them (cache.state_mb,
+ * cache.run_pages_mb); a config not parsed from a file leaves the defaults. */
+static int size_caches(replay *r, char **err)
+{
+    const ust_config *cfg = r->o->cfg;
+    if (cfg->cache.state_mb > 0)
+        ust_store_set_cache_limit(r->store, (size_t)cfg->cache.state_mb << 20);
+    if (cfg->cache.run_pages_mb <= 0)
+        return 0;
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%lld;",
+             (long long)cfg->cache.run_pages_mb * 1024);
+    return ust__rundb_exec(r->run.db, sql, err);
+}
+
+size_t ust_runner_state_cache_bytes(const ust_runner *r)
+{
+    return ust_store_cache_bytes(r->store);
 }
 
 static int open_parts(replay *r, char **err)
@@ -515,6 +536,7 @@ static int open_parts(replay *r, char **err)
     if ((rc = ust_log_open(o->log_path, UST_LOG_READONLY, &r->log, err)) != 0 ||
         (rc = ust__run_writer_open(&r->run, o->run_path, err)) != 0 ||
         (rc = ust_store_open(r->run.db, &r->store, err)) != 0 ||
+        (rc = size_caches(r, err)) != 0 ||
         (!answered_upstream &&
          /* Started only to be checked (--legacy-from), it sends nothing. */
          (rc = ust_plugin_open_journaled(

@@ -17,7 +17,7 @@ static const char schema[] =
      * resume (decisions, state and cursor share each transaction), so it
      * costs time, never correctness. */
     "PRAGMA synchronous=NORMAL;"
-    "PRAGMA cache_size=-65536;"
+    /* cache_size: the config's cache.run_pages_mb (replay.c) */
     "PRAGMA wal_autocheckpoint=16384;"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS cursor(id INTEGER PRIMARY KEY CHECK (id = 1),"

@@ -227,6 +227,12 @@ static const refused_case broken[] = {
     /* Its microseconds must fit the arithmetic of /healthz. */
     {"{\"routes\":[" R0 "],\"health\":{\"max_lag_s\":9223372036855}}",
      "cfg.json: health.max_lag_s: expected at most 1000000000 seconds"},
+    {"{\"routes\":[" R0 "],\"cache\":{\"state_mb\":0}}",
+     "cfg.json: cache.state_mb: expected a positive integer"},
+    {"{\"routes\":[" R0 "],\"cache\":{\"run_pages_mb\":1048577}}",
+     "cfg.json: cache.run_pages_mb: expected at most 1048576 (MiB)"},
+    {"{\"routes\":[" R0 "],\"cache\":{\"state\":1}}",
+     "cfg.json: unknown key \"cache.state\" (known here: state_mb, run_pages_mb)"},
     /* The coverage windows, in µs, must fit the count's arithmetic. */
     {"{\"routes\":[" R0 "],\"coverage\":{\"key_ttl_s\":9223372036855}}",
      "cfg.json: coverage.key_ttl_s: expected at most 1000000000"},
@@ -431,12 +437,12 @@ static const refused_case misspelled[] = {
     {WITH("\"\\u001b[2Jx\":1"),
      "cfg.json: unknown key \"?[2Jx\" (known here: listen, log, run, limits, routes, "
      "plugins, compare, redact, retention, capture, admin_listen, health, "
-     "partition_by, coverage, import)"},
+     "partition_by, coverage, import, cache)"},
     /* Nothing near: the message lists what the level knows. */
     {WITH("\"future_key\":{\"anything\":[1,2]}"),
      "cfg.json: unknown key \"future_key\" (known here: listen, log, run, limits, "
      "routes, plugins, compare, redact, retention, capture, admin_listen, health, "
-     "partition_by, coverage, import)"},
+     "partition_by, coverage, import, cache)"},
     {WITH("\"health\":{\"max_lag\":5}"),
      "cfg.json: unknown key \"health.max_lag\" (did you mean \"max_lag_s\"?)"},
     {WITH("\"coverage\":{\"window\":5}"),

@@ -452,6 +452,101 @@ static void test_the_command_line(void **state)
     free(out);
 }
 
+/* tests/data/config.json with each of the n pairs' first text replaced by
+ * the second, written to name in w's folder. */
+static void config_file(world *w, const char *name, const char *const (*pairs)[2],
+                        size_t n)
+{
+    char src[PATH_MAX], path[PATH_MAX];
+    ust_test_source_path("tests/data/config.json", src);
+    char *text = ust_test_read_file(src);
+    for (size_t i = 0; i < n; i++) {
+        char *at = strstr(text, pairs[i][0]);
+        assert_non_null(at);
+        char *changed = ust_sprintf("%.*s%s%s", (int)(at - text), text, pairs[i][1],
+                                    at + strlen(pairs[i][0]));
+        assert_non_null(changed);
+        free(text);
+        text = strdup(changed);
+        ust_free(changed);
+    }
+    in_dir(w, name, path);
+    ust_test_write_file(path, text);
+    free(text);
+}
+
+/* Through the binary, the run and the log named by the config: a config
+ * that differs from the earlier run's only in where things are (run, log,
+ * listen) reads the legacy back, to the full replay's results; one whose
+ * legacy block differs is refused. A run that recorded the hash with the
+ * places in (as runs did before they were left out) is read too. */
+static void test_the_places_are_not_the_legacys_config(void **state)
+{
+    world *w = *state;
+    gen_log_at(w, w->log_path, 7, 300);
+    static const char *const first[][2] = {
+        {"\"../../var/live-run.db\"", "\"first.db\""},
+        {"\"../../var/events.db\"", "\"events.db\""},
+    };
+    static const char *const second[][2] = {
+        {"\"../../var/live-run.db\"", "\"second.db\""},
+        {"\"../../var/events.db\"", "\"./events.db\""},
+        {"\"127.0.0.1:8080\"", "\"127.0.0.1:9090\""},
+    };
+    static const char *const other_legacy[][2] = {
+        {"\"../../var/live-run.db\"", "\"third.db\""},
+        {"\"../../var/events.db\"", "\"events.db\""},
+        {"\"config\": {}", "\"config\": {\"op_latency_ms\": 501}"},
+    };
+    config_file(w, "first.json", first, 2);
+    config_file(w, "second.json", second, 3);
+    config_file(w, "third.json", other_legacy, 3);
+    char lp[PATH_MAX], cp[PATH_MAX];
+    world_plugin_path("legacy", lp);
+    world_plugin_path("candidate", cp);
+    const char *cmd =
+        "replay --config '%s/%s' --legacy '%s' --candidate '%s' --quiet%s";
+    char *out = NULL;
+    assert_int_equal(ust_test_cli(w->dir, &out, cmd, w->dir, "first.json", lp, cp, ""),
+                     0);
+    free(out);
+    char *from = ust_sprintf(" --legacy-from '%s/first.db'", w->dir);
+    if (ust_test_cli(w->dir, &out, cmd, w->dir, "second.json", lp, cp, from) != 0)
+        fail_msg("%s", out);
+    free(out);
+    for (size_t i = 0; i < 2; i++) {
+        char *x = query(w, "first.db", results[i]),
+             *y = query(w, "second.db", results[i]);
+        assert_string_equal(x, y);
+        ust_free(x);
+        ust_free(y);
+    }
+    assert_int_equal(
+        ust_test_cli(w->dir, &out, cmd, w->dir, "third.json", lp, cp, from), 2);
+    ust_test_expect_in(out, "first.db: another config for the legacy");
+    free(out);
+
+    /* The hash as runs recorded it before: the same config's, places in. */
+    char path[PATH_MAX];
+    in_dir(w, "first.json", path);
+    ust_config *cfg = ust_test_load_config(path);
+    char *sql = ust_sprintf("UPDATE meta SET value = '%s' WHERE key = "
+                            "'legacy_config_sha256'",
+                            cfg->legacy_hash_with_places);
+    assert_string_not_equal(cfg->legacy_hash_with_places, cfg->legacy_hash);
+    in_dir(w, "first.db", path);
+    world_exec_at(path, sql);
+    ust_free(sql);
+    ust_config_free(cfg);
+    if (ust_test_cli(w->dir, &out,
+                     "replay --config '%s/first.json' --run '%s/fourth.db'"
+                     " --legacy '%s' --candidate '%s' --quiet%s",
+                     w->dir, w->dir, lp, cp, from) != 0)
+        fail_msg("%s", out);
+    free(out);
+    ust_free(from);
+}
+
 /* The divergence line's text of d (ust_free). */
 static char *decision_line(const ust_decision *d)
 {
@@ -525,6 +620,7 @@ int main(void)
         T(test_resumed_only_as_it_began),
         T(test_a_run_without_l_entity_is_refused),
         T(test_the_command_line),
+        T(test_the_places_are_not_the_legacys_config),
         T(test_a_killed_replay_resumes_to_the_same_result),
         T(test_the_results_are_a_full_replays),
     };

@@ -225,6 +225,11 @@ static void test_promtool_accepts_the_scrape(void **state)
     assert_true(value_of(text, "understudy_runner_lag_seconds") == 0);
     assert_non_null(strstr(text, "\nunderstudy_divergences_by_class_total{class=\""));
     assert_true(value_of(text, "understudy_divergences_by_class_complete") == 1);
+    /* The state cache within its bound, the default 64 MiB. */
+    double cache = value_of(text, "understudy_runner_state_cache_bytes");
+    assert_true(cache > 0 && cache <= 64 << 20);
+    assert_true(value_of(text, "understudy_runner_state_cache_limit_bytes") ==
+                64 << 20);
     free(text);
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
@@ -331,6 +336,132 @@ static void test_the_classes_agree_with_the_run(void **state)
     serve_world_stop(w);
 }
 
+/* ---- the runner's memory under a steady load ---------------------------- */
+
+#define SOAK_WARM 10000   /* events before the first reading: caches full */
+#define SOAK_EVENTS 40000 /* events between the two readings */
+#define SOAK_WINDOW 64    /* requests pipelined on the connection at once */
+/* Growth allowed per event after the warm-up: a generous bound that the
+ * 1.7 KB an event once seen (caches filling without bound) exceeds 6x. */
+#define SOAK_MAX_BYTES_PER_EVENT 256
+
+/* serve's resident memory, in KiB, from /proc. */
+static long vm_rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long kib = -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = atol(line + 6);
+    fclose(f);
+    assert_true(kib > 0);
+    return kib;
+}
+
+/* A generated interchange line as a request, its Stripe signature made
+ * again now (the generated one is days old and would not verify). */
+static char *raw_request(const char *line)
+{
+    json_error_t jerr;
+    json_t *rec = json_loads(line, 0, &jerr);
+    assert_non_null(rec);
+    const char *body = json_string_value(json_object_get(rec, "body"));
+    assert_non_null(body);
+    char *head =
+        ust_sprintf("%s %s HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n",
+                    json_string_value(json_object_get(rec, "method")),
+                    json_string_value(json_object_get(rec, "target")), strlen(body));
+    size_t i;
+    json_t *h;
+    json_array_foreach(json_object_get(rec, "headers"), i, h)
+    {
+        const char *name = json_string_value(json_array_get(h, 0));
+        char *value = strcasecmp(name, "Stripe-Signature") == 0
+                          ? server_stripe_signature(body, (int64_t)time(NULL), SECRET)
+                          : ust_strdup(json_string_value(json_array_get(h, 1)));
+        assert_true(strcasecmp(name, "webhook-signature") != 0); /* not re-signed */
+        char *more = ust_sprintf("%s%s: %s\r\n", head, name, value);
+        ust_free(head);
+        ust_free(value);
+        head = more;
+    }
+    char *raw = ust_sprintf("%s\r\n%s", head, body);
+    ust_free(head);
+    json_decref(rec);
+    return raw;
+}
+
+/* The next n lines of gen to serve on one connection, SOAK_WINDOW pipelined
+ * at a time; each must be recorded (202). */
+static void send_generated(int port, FILE *gen, int n)
+{
+    int fd = http_connect(port);
+    static char buf[1 << 17];
+    size_t len = 0;
+    char line[1 << 14];
+    while (n > 0) {
+        int k = n < SOAK_WINDOW ? n : SOAK_WINDOW;
+        for (int i = 0; i < k; i++) {
+            assert_non_null(fgets(line, sizeof(line), gen));
+            char *raw = raw_request(line);
+            send_all(fd, raw, strlen(raw));
+            ust_free(raw);
+        }
+        for (int i = 0; i < k; i++)
+            assert_int_equal(next_status(fd, buf, &len, sizeof(buf)), 202);
+        n -= k;
+    }
+    close(fd);
+}
+
+/* serve with the reference plugins (both in process, so its RSS holds all
+ * their state) under generated traffic: once the caches are full, its
+ * memory stays flat. The caches are made small (cache.state_mb and
+ * cache.run_pages_mb, 1 MiB each) so they fill within the warm-up; the
+ * state cache's gauge stays within its bound. Nothing here is a timing:
+ * the readings are taken when the runner has decided every event sent. */
+static void test_memory_plateaus_under_a_steady_load(void **state)
+{
+    serve_world *w = *state;
+    char lp[PATH_MAX], cp[PATH_MAX], gen_path[PATH_MAX];
+    ust_test_plugin_path("legacy", lp);
+    ust_test_plugin_path("candidate", cp);
+    server_write_config_keys(
+        w->cfg, json_pack("{s:{s:{s:s},s:{s:s,s:b}},s:{s:i,s:i}}", "plugins", "legacy",
+                          "path", lp, "candidate", "path", cp, "isolate", 0, "cache",
+                          "state_mb", 1, "run_pages_mb", 1));
+    ust_config *cfg = ust_test_load_config(w->cfg);
+    snprintf(gen_path, sizeof(gen_path), "%s/gen.jsonl", w->dir);
+    ust_test_generate(cfg, 11, SOAK_WARM + SOAK_EVENTS, gen_path, NULL);
+    ust_config_free(cfg);
+    FILE *gen = fopen(gen_path, "r");
+    assert_non_null(gen);
+    serve_world_start(w);
+
+    send_generated(w->srv.port, gen, SOAK_WARM);
+    free(scrape_when_decided(w->srv.admin_port, SOAK_WARM));
+    long warm_kib = vm_rss_kib(w->srv.pid);
+    send_generated(w->srv.port, gen, SOAK_EVENTS);
+    char *text = scrape_when_decided(w->srv.admin_port, SOAK_WARM + SOAK_EVENTS);
+    long end_kib = vm_rss_kib(w->srv.pid);
+    fclose(gen);
+
+    double per_event = (double)(end_kib - warm_kib) * 1024.0 / SOAK_EVENTS;
+    double cache = value_of(text, "understudy_runner_state_cache_bytes");
+    double limit = value_of(text, "understudy_runner_state_cache_limit_bytes");
+    print_message("RSS %ld KiB after %d events, %ld KiB after %d more: %.1f bytes an"
+                  " event; state cache %.0f of %.0f bytes\n",
+                  warm_kib, SOAK_WARM, end_kib, SOAK_EVENTS, per_event, cache, limit);
+    assert_true(limit == 1 << 20);
+    assert_true(cache > 0 && cache <= limit);
+    assert_true(per_event < SOAK_MAX_BYTES_PER_EVENT);
+    free(text);
+    serve_world_stop(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +470,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_stuck_runner_shows_its_lag_in_seconds,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_classes_agree_with_the_run, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_memory_plateaus_under_a_steady_load, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,6 +266,61 @@ static void test_command_line_paths_are_the_working_directory_s(void **state)
                      17);
 }
 
+/* Every output named on the command line gets the folders above it made
+ * when missing (report's --out DIR itself too); a part of the path that is
+ * a file is named in the error, exit 2, and nothing is written. */
+static void test_outputs_get_their_missing_folders(void **state)
+{
+    paths_world *w = *state;
+    char *args = ust_sprintf("log import --config ../conf/config.json --log e.db '%s'",
+                             w->sample);
+    assert_int_equal(run_elsewhere(w, args), 0);
+    ust_free(args);
+    char scenario[PATH_MAX];
+    ust_test_source_path("scenarios/01-identical-retry.json", scenario);
+    const char *made[][2] = {
+        {"replay --config ../conf/config.json --log e.db --run r.db"
+         " --divergences div/a/d.jsonl",
+         "div/a/d.jsonl"},
+        {"report --run r.db --out rep/a/b", "rep/a/b/index.html"},
+        {"report --run r.db --out rep/a/b/", "rep/a/b/classes"},
+        {"log export --log e.db --out exp/a/e.jsonl", "exp/a/e.jsonl"},
+        {"log backup --log e.db --out bak/a/b.db", "bak/a/b.db"},
+        {"gen --config ../conf/config.json --events 5 --seed 1 --out gen/a/g.jsonl"
+         " --truth truth/a/t.jsonl",
+         "truth/a/t.jsonl"},
+        {"drive --config ../conf/config.json --render ren/a/r.jsonl", "ren/a/r.jsonl"},
+    };
+    for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+        args = i == 6 ? ust_sprintf("%s '%s'", made[i][0], scenario)
+                      : ust_strdup(made[i][0]);
+        if (run_elsewhere(w, args) != 0)
+            fail_msg("%s: failed", args);
+        ust_free(args);
+        if (!exists(w->other, made[i][1]))
+            fail_msg("%s: not written", made[i][1]);
+    }
+    assert_true(exists(w->other, "gen/a/g.jsonl"));
+
+    /* A file where a folder must be. */
+    char plain[PATH_MAX + 16];
+    snprintf(plain, sizeof(plain), "%s/plain", w->other);
+    ust_test_write_file(plain, "not a folder\n");
+    char *cmd = ust_sprintf("cd '%s' && '%s' report --run r.db --out plain/rep"
+                            " >/dev/null 2>'%s/err.txt'",
+                            w->other, getenv("UST_BIN"), w->root);
+    int status = system(cmd);
+    ust_free(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    char err_path[PATH_MAX + 16];
+    snprintf(err_path, sizeof(err_path), "%s/err.txt", w->root);
+    char *err = ust_test_read_file(err_path);
+    ust_test_expect_in(err, "plain/rep: cannot create the directory: plain exists and "
+                            "is not a directory");
+    free(err);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, ust_test_tmpdir_teardown)
@@ -273,6 +328,7 @@ int main(void)
         T(test_the_loader_resolves_against_the_config_folder),
         T(test_the_binary_uses_the_config_paths_from_anywhere),
         T(test_command_line_paths_are_the_working_directory_s),
+        T(test_outputs_get_their_missing_folders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
