@@ -329,6 +329,12 @@ int ust_log_import_capture(ust_log *log, const ust_config *cfg, FILE *in,
     return rc;
 }
 
+/* ust_jsonl_write's out, into a file. */
+static int write_out(const char *s, size_t n, void *data)
+{
+    return fwrite(s, 1, n, data) == n ? 0 : -1;
+}
+
 int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err)
 {
     return ust_log_export_edited(log, out, with_derived, NULL, NULL, err);
@@ -348,11 +354,12 @@ int ust_log_export_edited(ust_log *log, FILE *out, int with_derived,
                           ust_strerror(rc));
             break;
         }
-        char *line = ust_jsonl_format(&rec, with_derived);
-        rc = line == NULL ? UST_ENOMEM : 0;
-        if (line != NULL && (fputs(line, out) == EOF || fputc('\n', out) == EOF))
+        /* Written as it is encoded: a large body is never a second time
+         * in memory. */
+        rc = 0;
+        if (ust_jsonl_write(&rec, with_derived, write_out, out) != 0 ||
+            fputc('\n', out) == EOF)
             rc = ust_errf(err, UST_EIO, "export: write failed");
-        ust_free(line);
     }
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);
