@@ -13,6 +13,12 @@
 #include <sys/stat.h>
 
 #define IMPORT_BATCH 512
+/* A batch is appended once its lines hold this much too, and a line
+ * buffer grown past a big line's size is let go after it: a file of large
+ * events holds a few of them at a time, not 512, nor its largest line's
+ * buffer to the end. */
+#define IMPORT_BATCH_BYTES (16u << 20)
+#define IMPORT_LINE_KEPT (1u << 20)
 
 static int copy_text(char **to, const char *from)
 {
@@ -160,7 +166,7 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         return UST_ENOMEM;
     }
     int rc = ust_log_begin(log, err);
-    size_t n = 0, lineno = 0;
+    size_t n = 0, lineno = 0, held = 0;
     int64_t total = 0;
     char *line = NULL;
     size_t cap = 0;
@@ -182,8 +188,17 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         }
         n++;
         total++;
-        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
+        held += (size_t)len;
+        if (cap > IMPORT_LINE_KEPT) {
+            free(line);
+            line = NULL;
+            cap = 0;
+        }
+        if ((n == IMPORT_BATCH || held >= IMPORT_BATCH_BYTES) &&
+            (rc = flush(log, cfg, batch, answers, &n, err)) == 0) {
+            held = 0;
             tell(progress, total, bytes, size);
+        }
     }
     free(line);
     if (rc == 0 && ferror(in))

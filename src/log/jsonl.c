@@ -87,11 +87,11 @@ static int parse_body(json_t *obj, const char *where, int required,
             return ust_errf(err, UST_EPARSE, "field \"%sbody\": expected a string",
                             where);
         size_t n = json_string_length(text);
-        if (n > 0) {
-            *body = ust_memdup(json_string_value(text), n);
-            if (*body == NULL)
-                return UST_ENOMEM;
-        }
+        /* A long body leaves the line's tree as it is, not copied: a line's
+         * import holds its text once, not twice. */
+        if (n > 0 && (*body = ust_json_arena_keep(json_string_value(text))) == NULL &&
+            (*body = ust_memdup(json_string_value(text), n)) == NULL)
+            return UST_ENOMEM;
         *body_len = n;
         return 0;
     }

@@ -49,6 +49,15 @@ struct ust__arena_chunk {
 #define ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+/* The index of p among a's blocks of their own, or -1. */
+static long arena_own_index(const ust_json_arena *a, const void *p)
+{
+    for (size_t i = 0; i < a->n_own; i++)
+        if (a->own[i] == p)
+            return (long)i;
+    return -1;
+}
+
 static int arena_holds(const ust_json_arena *a, const void *p)
 {
     const unsigned char *b = p;
@@ -57,7 +66,36 @@ static int arena_holds(const ust_json_arena *a, const void *p)
     for (const struct ust__arena_chunk *c = a->chunks; c != NULL; c = c->next)
         if (b >= c->room && b < c->end)
             return 1;
-    return 0;
+    return arena_own_index(a, p) >= 0;
+}
+
+/* A block too big to share a chunk is one malloc of its own, kept in a's
+ * list: freed at once when jansson frees it (a parse's buffer that grew by
+ * doubling, each size given up, would otherwise stay until the arena
+ * closes, twice the text), and one the caller can keep
+ * (ust_json_arena_keep). */
+static void *arena_take_own(ust_json_arena *a, size_t size)
+{
+    void **grown = ust_grow(a->own, &a->cap_own, a->n_own + 1, 8, sizeof(void *));
+    void *p = grown != NULL ? ust_malloc(size) : NULL;
+    if (grown != NULL)
+        a->own = grown;
+    if (p == NULL) {
+        a->failed = 1;
+        return NULL;
+    }
+    a->own[a->n_own++] = p;
+    return p;
+}
+
+/* Takes p out of a's own blocks: 1 when it was one of them. */
+static int arena_let_go(ust_json_arena *a, const void *p)
+{
+    long i = arena_own_index(a, p);
+    if (i < 0)
+        return 0;
+    a->own[i] = a->own[--a->n_own];
+    return 1;
 }
 
 static void *arena_take(ust_json_arena *a, size_t size)
@@ -68,29 +106,20 @@ static void *arena_take(ust_json_arena *a, size_t size)
      * bytes it kept. The parse fails either way (ust_json_loadb). */
     if (a->failed)
         return NULL;
+    if (size > ARENA_CHUNK / 4)
+        return arena_take_own(a, size);
     size_t asked = size;
     size = (size + ARENA_GAP + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-    if (size == 0 || size > (size_t)(a->end - a->at)) {
-        /* A new chunk; one bigger than a chunk's share holds that one block
-         * alone, so the room left in the current chunk is not given up. */
-        size_t room = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
-        if (size == 0 || room > (size_t)-1 - sizeof(struct ust__arena_chunk)) {
-            a->failed = 1;
-            return NULL;
-        }
-        struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + room);
+    if (size > (size_t)(a->end - a->at)) {
+        struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + ARENA_CHUNK);
         if (c == NULL) {
             a->failed = 1;
             return NULL;
         }
         c->next = a->chunks;
-        c->end = c->room + room;
+        c->end = c->room + ARENA_CHUNK;
         a->chunks = c;
-        ARENA_POISON(c->room, room);
-        if (room == size) {
-            ARENA_UNPOISON(c->room, asked);
-            return c->room;
-        }
+        ARENA_POISON(c->room, ARENA_CHUNK);
         a->at = c->room;
         a->end = c->end;
     }
@@ -108,13 +137,23 @@ static void *json_alloc(size_t size)
 }
 
 /* A block of an open arena lives until its arena closes, whoever frees it
- * (json_decref, or ust_free of a text json_dumps made in the arena). */
-static int in_open_arena(const void *p)
+ * (json_decref, or ust_free of a text json_dumps made in the arena), but
+ * for one of its own, freed now. 1 when p was the arena's. */
+static int arena_free(void *p)
 {
-    for (const ust_json_arena *a = open_arena; a != NULL; a = a->outer)
-        if (arena_holds(a, p))
+    for (ust_json_arena *a = open_arena; a != NULL; a = a->outer)
+        if (arena_let_go(a, p)) {
+            allocator.free_fn(p);
             return 1;
+        } else if (arena_holds(a, p)) {
+            return 1;
+        }
     return 0;
+}
+
+void *ust_json_arena_keep(const void *p)
+{
+    return open_arena != NULL && arena_let_go(open_arena, p) ? (void *)p : NULL;
 }
 
 static void install_json_funcs(void)
@@ -133,6 +172,8 @@ void ust_json_arena_open(ust_json_arena *a)
     a->at = a->first;
     a->end = a->first + sizeof(a->first);
     a->chunks = NULL;
+    a->own = NULL;
+    a->n_own = a->cap_own = 0;
     a->failed = 0;
     ARENA_POISON(a->first, sizeof(a->first));
     open_arena = a;
@@ -148,6 +189,11 @@ void ust_json_arena_close(ust_json_arena *a)
         ust_free(a->chunks);
         a->chunks = next;
     }
+    for (size_t i = 0; i < a->n_own; i++)
+        allocator.free_fn(a->own[i]);
+    allocator.free_fn(a->own);
+    a->own = NULL;
+    a->n_own = a->cap_own = 0;
     a->at = a->end = NULL;
 }
 
@@ -244,7 +290,7 @@ json_t *ust_json_load_file(const char *path, size_t flags, json_error_t *e)
 
 void ust_free(void *ptr)
 {
-    if (ptr != NULL && (open_arena == NULL || !in_open_arena(ptr)))
+    if (ptr != NULL && (open_arena == NULL || !arena_free(ptr)))
         allocator.free_fn(ptr);
 }
 
