@@ -70,8 +70,9 @@ struct json_t *ust_json_load_file(const char *path, size_t flags,
 struct ust__arena_chunk;
 typedef struct ust_json_arena {
     struct ust_json_arena *outer;
-    unsigned char *at, *end; /* the free room of the chunk in use */
-    struct ust__arena_chunk *chunks;
+    unsigned char *at, *end;          /* the free room of the chunk in use */
+    struct ust__arena_chunk **chunks; /* in address order */
+    size_t n_chunks, cap_chunks;
     void **own; /* the blocks too big to share a chunk, one malloc each */
     size_t n_own, cap_own;
     int failed; /* a chunk was refused: every later block is too */

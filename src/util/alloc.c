@@ -20,7 +20,6 @@ static _Thread_local unsigned long failures;
 static _Thread_local ust_json_arena *open_arena;
 
 struct ust__arena_chunk {
-    struct ust__arena_chunk *next;
     unsigned char *end;
     _Alignas(16) unsigned char room[];
 };
@@ -63,9 +62,19 @@ static int arena_holds(const ust_json_arena *a, const void *p)
     const unsigned char *b = p;
     if (b >= a->first && b < a->first + sizeof(a->first))
         return 1;
-    for (const struct ust__arena_chunk *c = a->chunks; c != NULL; c = c->next)
-        if (b >= c->room && b < c->end)
-            return 1;
+    /* The last chunk that starts at or before b, found by halves: a free
+     * while a tree of a million nodes is open (a line's headers copied out
+     * and their temporaries freed) must not walk every chunk. */
+    size_t lo = 0, hi = a->n_chunks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((const unsigned char *)a->chunks[mid] <= b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && b >= a->chunks[lo - 1]->room && b < a->chunks[lo - 1]->end)
+        return 1;
     return arena_own_index(a, p) >= 0;
 }
 
@@ -111,14 +120,24 @@ static void *arena_take(ust_json_arena *a, size_t size)
     size_t asked = size;
     size = (size + ARENA_GAP + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (size > (size_t)(a->end - a->at)) {
-        struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + ARENA_CHUNK);
+        struct ust__arena_chunk **grown =
+            ust_grow(a->chunks, &a->cap_chunks, a->n_chunks + 1, 8, sizeof(*grown));
+        struct ust__arena_chunk *c =
+            grown != NULL ? ust_malloc(sizeof(*c) + ARENA_CHUNK) : NULL;
+        if (grown != NULL)
+            a->chunks = grown;
         if (c == NULL) {
             a->failed = 1;
             return NULL;
         }
-        c->next = a->chunks;
         c->end = c->room + ARENA_CHUNK;
-        a->chunks = c;
+        /* In address order, for arena_holds. */
+        size_t at = a->n_chunks;
+        while (at > 0 && a->chunks[at - 1] > c)
+            at--;
+        memmove(a->chunks + at + 1, a->chunks + at, (a->n_chunks - at) * sizeof(c));
+        a->chunks[at] = c;
+        a->n_chunks++;
         ARENA_POISON(c->room, ARENA_CHUNK);
         a->at = c->room;
         a->end = c->end;
@@ -172,6 +191,7 @@ void ust_json_arena_open(ust_json_arena *a)
     a->at = a->first;
     a->end = a->first + sizeof(a->first);
     a->chunks = NULL;
+    a->n_chunks = a->cap_chunks = 0;
     a->own = NULL;
     a->n_own = a->cap_own = 0;
     a->failed = 0;
@@ -183,12 +203,14 @@ void ust_json_arena_close(ust_json_arena *a)
 {
     open_arena = a->outer;
     ARENA_UNPOISON(a->first, sizeof(a->first)); /* the caller's stack again */
-    while (a->chunks != NULL) {
-        struct ust__arena_chunk *next = a->chunks->next;
-        ARENA_UNPOISON(a->chunks->room, (size_t)(a->chunks->end - a->chunks->room));
-        ust_free(a->chunks);
-        a->chunks = next;
+    for (size_t i = 0; i < a->n_chunks; i++) {
+        struct ust__arena_chunk *c = a->chunks[i];
+        ARENA_UNPOISON(c->room, (size_t)(c->end - c->room));
+        allocator.free_fn(c);
     }
+    allocator.free_fn(a->chunks);
+    a->chunks = NULL;
+    a->n_chunks = a->cap_chunks = 0;
     for (size_t i = 0; i < a->n_own; i++)
         allocator.free_fn(a->own[i]);
     allocator.free_fn(a->own);

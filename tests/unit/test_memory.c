@@ -200,18 +200,16 @@ static long append_many_headers(const world *w, const char *log_path)
         r.body = (unsigned char *)ust_strdup(
             "{\"order_id\":\"o_hdr\",\"amount\":500,\"currency\":\"eur\"}");
         r.body_len = strlen((char *)r.body);
-        /* Built whole: one realloc a header would take minutes. */
-        r.headers = ust_calloc(N_HEADERS + 1, sizeof(ust_header));
-        r.headers[0].name = ust_strdup("X-Tenant-Id");
-        r.headers[0].value = ust_strdup("t1");
-        for (size_t i = 1; i <= N_HEADERS; i++) {
-            r.headers[i].name = ust_sprintf("X-H%07zu", i);
-            r.headers[i].value = ust_sprintf("v%07zu", i);
+        int rc = ust_request_add_header(&r, "X-Tenant-Id", "t1");
+        for (size_t i = 1; rc == 0 && i <= N_HEADERS; i++) {
+            char name[16], value[16];
+            snprintf(name, sizeof(name), "X-H%07zu", i);
+            snprintf(value, sizeof(value), "v%07zu", i);
+            rc = ust_request_add_header(&r, name, value);
         }
-        r.n_headers = N_HEADERS + 1;
-        int rc = ust_config_load(w->config, &cfg, &err) != 0 ||
-                 ust_log_open(log_path, UST_LOG_CREATE, &log, &err) != 0 ||
-                 ust_log_append_requests(log, cfg, &r, 1, NULL, NULL, &err) != 0;
+        rc = rc != 0 || ust_config_load(w->config, &cfg, &err) != 0 ||
+             ust_log_open(log_path, UST_LOG_CREATE, &log, &err) != 0 ||
+             ust_log_append_requests(log, cfg, &r, 1, NULL, NULL, &err) != 0;
         if (rc != 0)
             fprintf(stderr, "append: %s\n", err ? err : "?");
         ust_log_close(log);
