@@ -71,14 +71,23 @@ struct json_t *ust_json_load_file(const char *path, size_t flags,
 struct ust__arena_chunk;
 typedef struct ust_json_arena {
     struct ust_json_arena *outer;
-    unsigned char *at, *end; /* the free room of the chunk in use */
-    struct ust__arena_chunk *chunks;
+    unsigned char *at, *end;          /* the free room of the chunk in use */
+    struct ust__arena_chunk **chunks; /* in address order */
+    size_t n_chunks, cap_chunks;
+    void **own; /* the blocks too big to share a chunk, one malloc each */
+    size_t n_own, cap_own;
     int failed; /* a chunk was refused: every later block is too */
     _Alignas(16) unsigned char first[UST_JSON_ARENA_INLINE];
 } ust_json_arena;
 void ust_json_arena_open(ust_json_arena *a);
 /* Frees everything allocated in a (the innermost open region). */
 void ust_json_arena_close(ust_json_arena *a);
+/* A block of more than 16 KiB jansson allocated in the innermost open
+ * region (such as the bytes of a long string a parse returned:
+ * json_string_value), taken out of it: p itself, which now outlives the
+ * region and is freed with ust_free; so a large value leaves the tree
+ * without a copy. NULL when p is no such block: copy it instead. */
+void *ust_json_arena_keep(const void *p);
 
 /* Sets *err (when err is not NULL) to a formatted message the caller frees,
  * replacing nothing: an *err already set is kept, so the first cause wins.

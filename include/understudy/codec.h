@@ -9,6 +9,11 @@
 /* Standard base64 with padding. Returns a NUL-terminated string the caller
  * frees with ust_free, or NULL on allocation failure. */
 char *ust_base64_encode(const unsigned char *data, size_t len);
+/* The same text written through out in pieces of at most 16 KiB (the shape
+ * of jansson's json_dump_callback_t), never whole: a body of any size costs
+ * no copy. 0, or -1 as soon as out returns nonzero. */
+int ust_base64_write(const unsigned char *data, size_t len,
+                     int (*out)(const char *, size_t, void *), void *arg);
 /* Strict decode of standard base64 (padding required, no whitespace).
  * *out (ust_malloc, may be NULL when *out_len is 0). 0; UST_EPARSE; UST_ENOMEM. */
 int ust_base64_decode(const char *text, size_t text_len, unsigned char **out,

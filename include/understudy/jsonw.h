@@ -41,6 +41,9 @@ void ust_jsonw_strings(ust_jsonw *w, char *const *strs, size_t n);
 void ust_jsonw_value(ust_jsonw *w, const json_t *v);
 /* Text that is JSON already (a value), as it is. */
 void ust_jsonw_raw(ust_jsonw *w, const char *json, size_t n);
+/* Bytes appended as they are, no comma before them: the buffer for a
+ * writer that frames its own text (ust_jsonl_write's out). */
+void ust_jsonw_append(ust_jsonw *w, const char *s, size_t n);
 
 /* s as a JSON string through out (jansson's json_dump_callback_t): quotes,
  * the escapes RFC 8259 requires (the quote, the backslash, the controls, as

@@ -250,6 +250,12 @@ int ust_jsonl_parse_exchange(const char *line, size_t len, ust_request *req,
  * with_derived adds provider, event_id, identity, request_sha256, signature;
  * a recorded answer is written as "response". */
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived);
+/* The same line written through out (the shape of jansson's
+ * json_dump_callback_t) as it is encoded, never whole in memory: a body
+ * or header list of any size costs no copy. 0, or -1 when out returned
+ * nonzero (nothing more was written). */
+int ust_jsonl_write(const ust_log_record *rec, int with_derived,
+                    int (*out)(const char *, size_t, void *), void *data);
 
 /* Reads JSONL from in, derives each event under cfg and appends all of it in
  * one transaction. A bad line: UST_EPARSE, *err "<label>:<line>: <why>",

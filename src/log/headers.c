@@ -3,7 +3,7 @@
  * "name\0value\0" pairs, which costs no JSON work on the append path and
  * cannot be ambiguous because HTTP header fields never hold a NUL byte
  * (ust__headers_load refuses one). A name or value that is not UTF-8 is
- * {"base64": ...} in the interchange format. */
+ * {"base64": ...} in the interchange format (written by jsonl.c). */
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
@@ -11,39 +11,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* A header name or value: a string, or {"base64": ...} when not UTF-8. */
-static json_t *header_text(const char *s)
-{
-    int is_base64;
-    json_t *v = ust__jsonl_text(s, &is_base64);
-    if (v == NULL || !is_base64)
-        return v;
-    json_t *o = json_object();
-    if (o == NULL || json_object_set_new(o, "base64", v) != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-json_t *ust__headers_json(const ust_header *headers, size_t n)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; arr != NULL && i < n; i++) {
-        json_t *pair = json_array();
-        int bad = pair == NULL ||
-                  json_array_append_new(pair, header_text(headers[i].name)) != 0 ||
-                  json_array_append_new(pair, header_text(headers[i].value)) != 0;
-        if (bad)
-            json_decref(pair);
-        if (bad || json_array_append_new(arr, pair) != 0) { /* it takes pair */
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
 
 static int header_load(json_t *v, size_t i, const char *part, char **out, char **err)
 {

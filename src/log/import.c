@@ -13,6 +13,12 @@
 #include <sys/stat.h>
 
 #define IMPORT_BATCH 512
+/* A batch is appended once its lines hold this much too, and a line
+ * buffer grown past a big line's size is let go after it: a file of large
+ * events holds a few of them at a time, not 512, nor its largest line's
+ * buffer to the end. */
+#define IMPORT_BATCH_BYTES (16u << 20)
+#define IMPORT_LINE_KEPT (1u << 20)
 
 static int copy_text(char **to, const char *from)
 {
@@ -196,7 +202,7 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         return UST_ENOMEM;
     }
     int rc = ust_log_begin(log, err);
-    size_t n = 0, lineno = 0, max = cfg->import.max_line_bytes;
+    size_t n = 0, lineno = 0, held = 0, max = cfg->import.max_line_bytes;
     int64_t total = 0;
     char *line = NULL;
     size_t cap = 0, len = 0;
@@ -229,8 +235,17 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
         }
         n++;
         total++;
-        if (n == IMPORT_BATCH && (rc = flush(log, cfg, batch, answers, &n, err)) == 0)
+        held += (size_t)len;
+        if (cap > IMPORT_LINE_KEPT) {
+            ust_free(line);
+            line = NULL;
+            cap = 0;
+        }
+        if ((n == IMPORT_BATCH || held >= IMPORT_BATCH_BYTES) &&
+            (rc = flush(log, cfg, batch, answers, &n, err)) == 0) {
+            held = 0;
             tell(progress, total, bytes, size);
+        }
     }
     ust_free(line);
     if (rc == 0 && ferror(in))
@@ -379,6 +394,12 @@ int ust_log_import_capture(ust_log *log, const ust_config *cfg, FILE *in,
     return rc;
 }
 
+/* ust_jsonl_write's out, into a file. */
+static int write_out(const char *s, size_t n, void *data)
+{
+    return fwrite(s, 1, n, data) == n ? 0 : -1;
+}
+
 int ust_log_export(ust_log *log, FILE *out, int with_derived, char **err)
 {
     return ust_log_export_edited(log, out, with_derived, NULL, NULL, err);
@@ -398,11 +419,12 @@ int ust_log_export_edited(ust_log *log, FILE *out, int with_derived,
                           ust_strerror(rc));
             break;
         }
-        char *line = ust_jsonl_format(&rec, with_derived);
-        rc = line == NULL ? UST_ENOMEM : 0;
-        if (line != NULL && (fputs(line, out) == EOF || fputc('\n', out) == EOF))
+        /* Written as it is encoded: a large body is never a second time
+         * in memory. */
+        rc = 0;
+        if (ust_jsonl_write(&rec, with_derived, write_out, out) != 0 ||
+            fputc('\n', out) == EOF)
             rc = ust_errf(err, UST_EIO, "export: write failed");
-        ust_free(line);
     }
     ust_log_record_clear(&rec);
     ust_log_cursor_close(cur);

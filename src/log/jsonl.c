@@ -7,22 +7,11 @@
 #include <understudy/alloc.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
+#include <understudy/jsonw.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-json_t *ust__jsonl_text(const char *s, int *is_base64)
-{
-    size_t n = strlen(s);
-    *is_base64 = !ust_utf8_valid((const unsigned char *)s, n);
-    if (!*is_base64)
-        return json_stringn(s, n);
-    char *b64 = ust_base64_encode((const unsigned char *)s, n);
-    json_t *v = b64 ? json_string(b64) : NULL;
-    ust_free(b64);
-    return v;
-}
 
 int ust__jsonl_text_load(json_t *v, int is_base64, char **out, const char **why)
 {
@@ -98,11 +87,11 @@ static int parse_body(json_t *obj, const char *where, int required,
             return ust_errf(err, UST_EPARSE, "field \"%sbody\": expected a string",
                             where);
         size_t n = json_string_length(text);
-        if (n > 0) {
-            *body = ust_memdup(json_string_value(text), n);
-            if (*body == NULL)
-                return UST_ENOMEM;
-        }
+        /* A long body leaves the line's tree as it is, not copied: a line's
+         * import holds its text once, not twice. */
+        if (n > 0 && (*body = ust_json_arena_keep(json_string_value(text))) == NULL &&
+            (*body = ust_memdup(json_string_value(text), n)) == NULL)
+            return UST_ENOMEM;
         *body_len = n;
         return 0;
     }
@@ -265,18 +254,125 @@ static int parse_exchange_tree(const char *line, size_t len, ust_request *req,
     return rc;
 }
 
-/* key, or key_base64 when the bytes are not UTF-8. Nonzero when out of memory. */
-static int set_text(json_t *o, const char *key, const char *s)
+/* Writing a line: straight through the caller's out, member by member, so
+ * a body or a header list of any size is never held a second time (as a
+ * jansson tree, its dump and a copy of that were). The bytes are what
+ * json_dumps(JSON_COMPACT) wrote of the same object: members in this
+ * order, strings escaped as jansson escapes them (ust_json_write_string). */
+typedef struct line_out {
+    int (*out)(const char *, size_t, void *);
+    void *data;
+    int failed; /* out returned nonzero: nothing more is written */
+} line_out;
+
+static void put(line_out *o, const char *s, size_t n)
+{
+    if (!o->failed && n > 0 && o->out(s, n, o->data) != 0)
+        o->failed = 1;
+}
+
+static void put_lit(line_out *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+static void put_string(line_out *o, const char *s, size_t n)
+{
+    if (!o->failed && ust_json_write_string(s, n, o->out, o->data) != 0)
+        o->failed = 1;
+}
+
+static void put_base64(line_out *o, const unsigned char *bytes, size_t n)
+{
+    put(o, "\"", 1);
+    if (!o->failed && ust_base64_write(bytes, n, o->out, o->data) != 0)
+        o->failed = 1;
+    put(o, "\"", 1);
+}
+
+/* ,"key": */
+static void put_key(line_out *o, const char *key)
+{
+    put(o, ",", 1);
+    put_string(o, key, strlen(key));
+    put(o, ":", 1);
+}
+
+static void put_int(line_out *o, int64_t v)
+{
+    char digits[24];
+    put(o, digits, (size_t)snprintf(digits, sizeof(digits), "%lld", (long long)v));
+}
+
+/* ,"key":"..." or, when the bytes are not UTF-8, ,"key_base64":"..."; NULL
+ * writes nothing. */
+static void put_text(line_out *o, const char *key, const char *s)
 {
     if (s == NULL)
-        return 0;
-    int is_base64;
-    json_t *v = ust__jsonl_text(s, &is_base64);
-    if (!is_base64)
-        return json_object_set_new(o, key, v);
+        return;
+    size_t n = strlen(s);
+    if (ust_utf8_valid((const unsigned char *)s, n)) {
+        put_key(o, key);
+        put_string(o, s, n);
+        return;
+    }
     char b64key[64];
     snprintf(b64key, sizeof(b64key), "%s_base64", key);
-    return json_object_set_new(o, b64key, v);
+    put_key(o, b64key);
+    put_base64(o, (const unsigned char *)s, n);
+}
+
+/* A header name or value: a string, or {"base64":"..."} when not UTF-8. */
+static void put_header_text(line_out *o, const char *s)
+{
+    size_t n = strlen(s);
+    if (ust_utf8_valid((const unsigned char *)s, n)) {
+        put_string(o, s, n);
+        return;
+    }
+    put_lit(o, "{\"base64\":");
+    put_base64(o, (const unsigned char *)s, n);
+    put(o, "}", 1);
+}
+
+/* ,"headers":[[name,value],...] */
+static void put_headers(line_out *o, const ust_header *headers, size_t n)
+{
+    put_key(o, "headers");
+    put(o, "[", 1);
+    for (size_t i = 0; i < n && !o->failed; i++) {
+        put_lit(o, i == 0 ? "[" : ",[");
+        put_header_text(o, headers[i].name);
+        put(o, ",", 1);
+        put_header_text(o, headers[i].value);
+        put(o, "]", 1);
+    }
+    put(o, "]", 1);
+}
+
+/* ,"body":"..." or, when the bytes are not UTF-8, ,"body_base64":"..." */
+static void put_body(line_out *o, const unsigned char *body, size_t len)
+{
+    if (ust_utf8_valid(body, len)) {
+        put_key(o, "body");
+        put_string(o, body ? (const char *)body : "", len);
+    } else {
+        put_key(o, "body_base64");
+        put_base64(o, body, len);
+    }
+}
+
+/* The recorded answer as ,"response":{...} (none: nothing). */
+static void put_response(line_out *o, const ust_response *a)
+{
+    if (a->status == 0)
+        return;
+    put_key(o, "response");
+    put_lit(o, "{\"status\":");
+    put_int(o, a->status);
+    put_headers(o, a->headers, a->n_headers);
+    put_body(o, a->body, a->body_len);
+    put(o, "}", 1);
 }
 
 /* A derived field marked EXPORT, as text under its column's name (only kinds
@@ -285,74 +381,50 @@ static int set_text(json_t *o, const char *key, const char *s)
 #define EXPORT_ROUTE(m) rec->m
 #define EXPORT_SHA(m) rec->m
 #define EXPORT_SIG(m) ust_sig_status_name(rec->m)
-#define EXPORT_FIELD_EXPORT(kind, m, column)                                           \
-    bad |= set_text(o, #column, EXPORT_##kind(m));
+#define EXPORT_FIELD_EXPORT(kind, m, column) put_text(&o, #column, EXPORT_##kind(m));
 #define EXPORT_FIELD_NO_EXPORT(kind, m, column)
 #define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source)                   \
     EXPORT_FIELD_##export(kind, m, column)
 
-/* "body", or "body_base64" when the bytes are not UTF-8. Nonzero when out
- * of memory. */
-static int set_body(json_t *o, const unsigned char *body, size_t len)
+int ust_jsonl_write(const ust_log_record *rec, int with_derived,
+                    int (*out)(const char *, size_t, void *), void *data)
 {
-    if (ust_utf8_valid(body, len))
-        return json_object_set_new(o, "body",
-                                   json_stringn(body ? (const char *)body : "", len));
-    char *b64 = ust_base64_encode(body, len);
-    int bad = json_object_set_new(o, "body_base64", b64 ? json_string(b64) : NULL);
-    ust_free(b64);
-    return bad;
+    const ust_request *r = &rec->req;
+    line_out o = {out, data, 0};
+    char when[32];
+    ust_time_format(r->received_at_us, when);
+    put_lit(&o, "{\"v\":1");
+    put_key(&o, "seq");
+    put_int(&o, rec->seq);
+    put_key(&o, "received_at");
+    put_string(&o, when, strlen(when));
+    put_text(&o, "remote", r->remote ? r->remote : "-");
+    put_text(&o, "method", r->method);
+    put_text(&o, "target", r->target);
+    put_headers(&o, r->headers, r->n_headers);
+    put_body(&o, r->body, r->body_len);
+    put_response(&o, &rec->response);
+    if (with_derived) {
+        UST_EVENT_FIELDS(EXPORT_FIELD)
+    }
+    put(&o, "}", 1);
+    return o.failed ? -1 : 0;
 }
 
-/* The recorded answer as "response" (none: nothing). Nonzero when out of
- * memory. */
-static int set_response(json_t *o, const ust_response *a)
+/* ust_jsonl_write's out, into a growing string. */
+static int append_text(const char *s, size_t n, void *data)
 {
-    if (a->status == 0)
-        return 0;
-    json_t *r = json_object();
-    if (r == NULL)
-        return -1;
-    int bad =
-        json_object_set_new(r, "status", json_integer(a->status)) |
-        json_object_set_new(r, "headers", ust__headers_json(a->headers, a->n_headers)) |
-        set_body(r, a->body, a->body_len);
-    if (bad) {
-        json_decref(r);
-        return -1;
-    }
-    return json_object_set_new(o, "response", r);
+    ust_jsonw *w = data;
+    ust_jsonw_append(w, s, n);
+    return w->error != 0 ? -1 : 0;
 }
 
 char *ust_jsonl_format(const ust_log_record *rec, int with_derived)
 {
-    const ust_request *r = &rec->req;
-    char when[32];
-    ust_time_format(r->received_at_us, when);
-    json_t *o = json_object();
-    json_t *harr = ust__headers_json(r->headers, r->n_headers);
-    if (o == NULL || harr == NULL) {
-        json_decref(o);
-        json_decref(harr);
+    ust_jsonw w = {0};
+    if (ust_jsonl_write(rec, with_derived, append_text, &w) != 0 || w.buf == NULL) {
+        ust_jsonw_free(&w);
         return NULL;
     }
-    /* Every set is checked: a field that could not be added would make a
-     * line that imports as something else. */
-    int bad = json_object_set_new(o, "v", json_integer(1)) |
-              json_object_set_new(o, "seq", json_integer(rec->seq)) |
-              json_object_set_new(o, "received_at", json_string(when)) |
-              set_text(o, "remote", r->remote ? r->remote : "-") |
-              set_text(o, "method", r->method) | set_text(o, "target", r->target) |
-              json_object_set_new(o, "headers", harr);
-    bad |= set_body(o, r->body, r->body_len) | set_response(o, &rec->response);
-    if (with_derived) {
-        UST_EVENT_FIELDS(EXPORT_FIELD)
-    }
-    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    if (text == NULL)
-        return NULL;
-    char *out = ust_strdup(text);
-    ust_free(text);
-    return out;
+    return w.buf; /* the writer's text, ust_malloc'd: now the caller's */
 }

@@ -200,18 +200,14 @@ int ust__log_tip_for_append(ust_log *log, int64_t *next_seq,
 void ust__log_tip_remember(ust_log *log, int64_t after_seq,
                            const unsigned char hash[UST_SHA256_LEN]);
 
-/* A string for the interchange format: a JSON string of its bytes when they
- * are UTF-8, else of their base64 (*is_base64 set). NULL when out of memory. */
-json_t *ust__jsonl_text(const char *s, int *is_base64);
-/* The reverse: v (a JSON string, base64 when is_base64) into *out, a C
- * string the caller frees. UST_EPARSE with *why what is wrong ("expected a
- * string", "not valid base64", "holds a NUL byte"), for the caller to name
- * the field only then; UST_ENOMEM. */
+/* A string of the interchange format: v (a JSON string, base64 when
+ * is_base64) into *out, a C string the caller frees. UST_EPARSE with *why
+ * what is wrong ("expected a string", "not valid base64", "holds a NUL
+ * byte"), for the caller to name the field only then; UST_ENOMEM. */
 int ust__jsonl_text_load(json_t *v, int is_base64, char **out, const char **why);
 
-/* Headers as a JSON array of [name, value] pairs (interchange format). */
-json_t *ust__headers_json(const ust_header *headers, size_t n);
-/* Parses such an array into req's headers. 0 or UST_EPARSE with *err. */
+/* Parses the interchange format's JSON array of [name, value] pairs into
+ * req's headers. 0 or UST_EPARSE with *err. */
 int ust__headers_load(json_t *array, ust_request *req, char **err);
 /* Packs n headers into log->pack ("name\0value\0" pairs). */
 int ust__headers_pack(ust_log *log, const ust_header *headers, size_t n, size_t *len);

@@ -36,6 +36,9 @@ int ust__sqlite_read_seqs(ust_log *log, const int64_t *seqs, size_t n,
             break;
         }
         rc = ust__log_row_decode(st, &rec, NULL, err);
+        /* The row is copied out: SQLite's own copy of a large body goes
+         * before the caller works on the record. */
+        sqlite3_reset(st);
         if (rc == 0)
             rc = fn(ctx, &rec);
         ust_log_record_clear(&rec);

@@ -381,9 +381,29 @@ int ust__report_same_reason(const char *a, const char *b)
     return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
 }
 
-/* The full detail of a row, under it. */
+/* The example of the class the model loaded for index.html at seq, or
+ * NULL. */
+static const ust__report_event *model_example(const pager *p, int64_t seq)
+{
+    const ust__report_class *c =
+        p->cls < p->m->n_detailed ? &p->m->classes[p->cls] : NULL;
+    for (size_t k = 0; c != NULL && k < c->n_examples; k++)
+        if (c->examples[k].seq == seq)
+            return &c->examples[k];
+    return NULL;
+}
+
+/* The full detail of a row, under it. An example the model holds is shown
+ * from there: loaded again, a large event would be in memory twice. */
 static int put_detail(pager *p, int64_t seq, int open)
 {
+    const ust__report_event *held = model_example(p, seq);
+    if (held != NULL) {
+        fputs("<tr class=detail><td colspan=4>", p->f);
+        ust__report_event_html(p->f, held, open);
+        fputs("</td></tr>", p->f);
+        return 0;
+    }
     ust__report_event e;
     int rc = ust__report_event_load(p->run, p->log, p->m->redact, seq, &e, p->err);
     if (rc <= 0)

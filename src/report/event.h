@@ -34,6 +34,7 @@ typedef struct ust__report_pair {
 typedef struct ust__report_message {
     ust__report_pair *headers; /* in arrival order, duplicates kept */
     size_t n_headers;
+    char *header_text; /* the bytes the pairs point into */
     size_t body_len;
     /* The body as it arrived, when it is UTF-8 text without NUL bytes
      * (text), else its bytes in base64; neither when a redaction rule
@@ -41,7 +42,7 @@ typedef struct ust__report_message {
      * safely) or it is empty. */
     char *text, *base64;
     int withheld;
-    char *pretty; /* the body as indented JSON, masked; NULL when not JSON */
+    json_t *pretty; /* the body parsed, masked, shown indented; NULL when not JSON */
 } ust__report_message;
 
 /* The earlier transaction a semantic duplicate repeats (seq 0: none
@@ -56,8 +57,7 @@ typedef struct ust__report_repeat {
 typedef struct ust__report_event {
     int64_t seq;
     json_t *divergence; /* the divergence line, redacted; NULL: it did not diverge */
-    json_t *request; /* the raw request from the log, redacted; NULL if unavailable */
-    char *entity;    /* NULL when the event has none */
+    char *entity;       /* NULL when the event has none */
     ust__report_story_row *story;
     size_t n_story;
     int story_truncated;

@@ -99,7 +99,7 @@ static void write_message(FILE *f, const ust__report_message *m)
     }
     if (m->pretty != NULL) {
         fputs("<h5>body as JSON</h5><pre>", f);
-        ust__html_esc(f, m->pretty);
+        ust__html_json(f, m->pretty);
         fputs("</pre>", f);
     }
 }

@@ -55,35 +55,6 @@ int ust__report_open_log(ust_run *run, const char *log_path, ust_log **out, char
     return 0;
 }
 
-/* The raw request of an event, as JSON (the interchange form), its headers
- * and JSON body masked. */
-static json_t *request_json(ust_log_record *rec, const json_t *redact)
-{
-    /* The request only: the recorded answer has its own place. */
-    ust_response held = rec->response;
-    memset(&rec->response, 0, sizeof(rec->response));
-    char *line = ust_jsonl_format(rec, 0);
-    rec->response = held;
-    json_error_t jerr;
-    json_t *out = line ? ust_json_loads(line, 0, &jerr) : NULL;
-    ust_free(line);
-    json_t *body = json_object_get(out, "body");
-    json_t *parsed =
-        json_is_string(body) ? ust_json_loads(json_string_value(body), 0, &jerr) : NULL;
-    if (parsed != NULL) {
-        ust_redact_json(parsed, redact);
-        json_object_set_new(out, "body", parsed);
-    }
-    size_t i;
-    json_t *h;
-    json_array_foreach(json_object_get(out, "headers"), i, h)
-    {
-        if (ust_redact_header(redact, json_string_value(json_array_get(h, 0))))
-            json_array_set_new(h, 1, json_string("[redacted]"));
-    }
-    return out;
-}
-
 typedef struct event_loader {
     ust__report_event *e;
     const json_t *redact;
@@ -200,11 +171,8 @@ static int take_request(void *ctx, const ust_log_record *rec)
                                       rec->response.body_len, r->redact, NULL);
     }
     json_decref(masked);
-    if (rc == 0) {
-        ust_log_record copy = *rec; /* request_json lends the answer out and back */
-        e->request = request_json(&copy, r->redact);
+    if (rc == 0)
         rc = ust__report_find_repeat(r->run, r->log, e, rec, r->err);
-    }
     return rc;
 }
 
@@ -256,10 +224,11 @@ static void clear_pairs(ust__report_pair *p, size_t n)
 
 static void clear_message(ust__report_message *m)
 {
-    clear_pairs(m->headers, m->n_headers);
+    ust_free(m->headers); /* its strings are in header_text */
+    ust_free(m->header_text);
     ust_free(m->text);
     ust_free(m->base64);
-    ust_free(m->pretty);
+    json_decref(m->pretty);
 }
 
 void ust__report_event_clear(ust__report_event *e)
@@ -270,7 +239,6 @@ void ust__report_event_clear(ust__report_event *e)
     clear_row(&e->self);
     ust_free(e->entity);
     json_decref(e->divergence);
-    json_decref(e->request);
     ust_free(e->method);
     ust_free(e->target);
     ust_free(e->remote);

@@ -56,23 +56,66 @@ static void collect_masked(const json_t *orig, const json_t *masked, json_t *acc
             collect_masked(child, json_array_get(masked, i), acc);
 }
 
+/* The headers as pairs whose names and values lie in one block (m->text_of
+ * _headers): an event of a million headers costs their bytes and a pair
+ * each, not two allocations a header on top. */
 static int load_headers(ust__report_message *m, const ust_header *headers, size_t n,
                         const json_t *rules, json_t *masked)
 {
+    size_t bytes = 1;
+    for (size_t i = 0; i < n; i++) {
+        int hide = ust_redact_header(rules, headers[i].name);
+        bytes += strlen(headers[i].name) + 1 +
+                 (hide ? sizeof(MASK) : strlen(headers[i].value) + 1);
+    }
     m->headers = ust_calloc(n ? n : 1, sizeof(*m->headers));
-    if (m->headers == NULL)
+    char *at = m->header_text = ust_malloc(bytes);
+    if (m->headers == NULL || at == NULL)
         return UST_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         int hide = ust_redact_header(rules, headers[i].name);
-        m->headers[i].name = ust_strdup(headers[i].name);
-        m->headers[i].value = ust_strdup(hide ? MASK : headers[i].value);
-        m->n_headers++;
-        if (m->headers[i].name == NULL || m->headers[i].value == NULL)
-            return UST_ENOMEM;
+        const char *value = hide ? MASK : headers[i].value;
+        size_t nn = strlen(headers[i].name) + 1, vn = strlen(value) + 1;
+        m->headers[i].name = memcpy(at, headers[i].name, nn);
+        m->headers[i].value = memcpy(at + nn, value, vn);
+        at += nn + vn;
         if (hide && masked != NULL)
             json_array_append_new(masked, json_string(headers[i].value));
     }
+    m->n_headers = n;
     return 0;
+}
+
+/* v's containers copied, its strings, numbers and literals shared: what
+ * masking needs to change a copy (it sets members, never a leaf in place)
+ * without a second copy of a large value. NULL when out of memory. */
+static json_t *copy_containers(json_t *v)
+{
+    json_t *out = json_is_object(v)  ? json_object()
+                  : json_is_array(v) ? json_array()
+                                     : json_incref(v);
+    const char *k;
+    size_t i;
+    json_t *child;
+    if (json_is_object(v))
+        json_object_foreach(v, k, child)
+        {
+            if (out == NULL ||
+                json_object_set_new(out, k, copy_containers(child)) != 0) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+    else if (json_is_array(v))
+        json_array_foreach(v, i, child)
+        {
+            if (out == NULL ||
+                json_array_append_new(out, copy_containers(child)) != 0) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+    return out;
 }
 
 int ust__report_message_load(ust__report_message *m, const ust_header *headers,
@@ -87,13 +130,15 @@ int ust__report_message_load(ust__report_message *m, const ust_header *headers,
     json_error_t jerr;
     json_t *doc = ust_json_loadb((const char *)body, body_len, 0, &jerr);
     if (doc != NULL) {
-        json_t *shown = json_deep_copy(doc);
-        ust_redact_json(shown, rules);
-        m->withheld = !json_equal(doc, shown);
-        if (m->withheld && masked != NULL)
-            collect_masked(doc, shown, masked);
-        m->pretty = json_dumps(shown, JSON_INDENT(2));
-        json_decref(shown);
+        /* Kept as a tree and written out at render time: a large body is
+         * not held a third time as indented text. */
+        m->pretty = copy_containers(doc);
+        if (m->pretty != NULL) {
+            ust_redact_json(m->pretty, rules);
+            m->withheld = !json_equal(doc, m->pretty);
+            if (m->withheld && masked != NULL)
+                collect_masked(doc, m->pretty, masked);
+        }
         json_decref(doc);
         if (m->pretty == NULL)
             return UST_ENOMEM;

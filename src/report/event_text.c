@@ -170,7 +170,9 @@ static void write_message(FILE *f, const char *what, const ust__report_message *
     }
     if (m->pretty != NULL) {
         fprintf(f, "%s body as JSON:\n", what);
-        write_block(f, m->pretty);
+        char *pretty = json_dumps(m->pretty, JSON_INDENT(2));
+        write_block(f, pretty);
+        ust_free(pretty);
     }
 }
 

@@ -20,7 +20,6 @@ static _Thread_local unsigned long failures;
 static _Thread_local ust_json_arena *open_arena;
 
 struct ust__arena_chunk {
-    struct ust__arena_chunk *next;
     unsigned char *end;
     _Alignas(16) unsigned char room[];
 };
@@ -49,15 +48,63 @@ struct ust__arena_chunk {
 #define ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+/* The index of p among a's blocks of their own, or -1. */
+static long arena_own_index(const ust_json_arena *a, const void *p)
+{
+    for (size_t i = 0; i < a->n_own; i++)
+        if (a->own[i] == p)
+            return (long)i;
+    return -1;
+}
+
 static int arena_holds(const ust_json_arena *a, const void *p)
 {
     const unsigned char *b = p;
     if (b >= a->first && b < a->first + sizeof(a->first))
         return 1;
-    for (const struct ust__arena_chunk *c = a->chunks; c != NULL; c = c->next)
-        if (b >= c->room && b < c->end)
-            return 1;
-    return 0;
+    /* The last chunk that starts at or before b, found by halves: a free
+     * while a tree of a million nodes is open (a line's headers copied out
+     * and their temporaries freed) must not walk every chunk. */
+    size_t lo = 0, hi = a->n_chunks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((const unsigned char *)a->chunks[mid] <= b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && b >= a->chunks[lo - 1]->room && b < a->chunks[lo - 1]->end)
+        return 1;
+    return arena_own_index(a, p) >= 0;
+}
+
+/* A block too big to share a chunk is one malloc of its own, kept in a's
+ * list: freed at once when jansson frees it (a parse's buffer that grew by
+ * doubling, each size given up, would otherwise stay until the arena
+ * closes, twice the text), and one the caller can keep
+ * (ust_json_arena_keep). */
+static void *arena_take_own(ust_json_arena *a, size_t size)
+{
+    void **grown = ust_grow(a->own, &a->cap_own, a->n_own + 1, 8, sizeof(void *));
+    void *p = grown != NULL ? ust_malloc(size) : NULL;
+    if (grown != NULL)
+        a->own = grown;
+    if (p == NULL) {
+        a->failed = 1;
+        return NULL;
+    }
+    a->own[a->n_own++] = p;
+    return p;
+}
+
+/* Takes p out of a's own blocks: 1 when it was one of them. */
+static int arena_let_go(ust_json_arena *a, const void *p)
+{
+    long i = arena_own_index(a, p);
+    if (i < 0)
+        return 0;
+    a->own[i] = a->own[--a->n_own];
+    return 1;
 }
 
 static void *arena_take(ust_json_arena *a, size_t size)
@@ -68,29 +115,30 @@ static void *arena_take(ust_json_arena *a, size_t size)
      * bytes it kept. The parse fails either way (ust_json_loadb). */
     if (a->failed)
         return NULL;
+    if (size > ARENA_CHUNK / 4)
+        return arena_take_own(a, size);
     size_t asked = size;
     size = (size + ARENA_GAP + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-    if (size == 0 || size > (size_t)(a->end - a->at)) {
-        /* A new chunk; one bigger than a chunk's share holds that one block
-         * alone, so the room left in the current chunk is not given up. */
-        size_t room = size > ARENA_CHUNK / 4 ? size : ARENA_CHUNK;
-        if (size == 0 || room > (size_t)-1 - sizeof(struct ust__arena_chunk)) {
-            a->failed = 1;
-            return NULL;
-        }
-        struct ust__arena_chunk *c = ust_malloc(sizeof(*c) + room);
+    if (size > (size_t)(a->end - a->at)) {
+        struct ust__arena_chunk **grown =
+            ust_grow(a->chunks, &a->cap_chunks, a->n_chunks + 1, 8, sizeof(*grown));
+        struct ust__arena_chunk *c =
+            grown != NULL ? ust_malloc(sizeof(*c) + ARENA_CHUNK) : NULL;
+        if (grown != NULL)
+            a->chunks = grown;
         if (c == NULL) {
             a->failed = 1;
             return NULL;
         }
-        c->next = a->chunks;
-        c->end = c->room + room;
-        a->chunks = c;
-        ARENA_POISON(c->room, room);
-        if (room == size) {
-            ARENA_UNPOISON(c->room, asked);
-            return c->room;
-        }
+        c->end = c->room + ARENA_CHUNK;
+        /* In address order, for arena_holds. */
+        size_t at = a->n_chunks;
+        while (at > 0 && a->chunks[at - 1] > c)
+            at--;
+        memmove(a->chunks + at + 1, a->chunks + at, (a->n_chunks - at) * sizeof(c));
+        a->chunks[at] = c;
+        a->n_chunks++;
+        ARENA_POISON(c->room, ARENA_CHUNK);
         a->at = c->room;
         a->end = c->end;
     }
@@ -108,13 +156,23 @@ static void *json_alloc(size_t size)
 }
 
 /* A block of an open arena lives until its arena closes, whoever frees it
- * (json_decref, or ust_free of a text json_dumps made in the arena). */
-static int in_open_arena(const void *p)
+ * (json_decref, or ust_free of a text json_dumps made in the arena), but
+ * for one of its own, freed now. 1 when p was the arena's. */
+static int arena_free(void *p)
 {
-    for (const ust_json_arena *a = open_arena; a != NULL; a = a->outer)
-        if (arena_holds(a, p))
+    for (ust_json_arena *a = open_arena; a != NULL; a = a->outer)
+        if (arena_let_go(a, p)) {
+            allocator.free_fn(p);
             return 1;
+        } else if (arena_holds(a, p)) {
+            return 1;
+        }
     return 0;
+}
+
+void *ust_json_arena_keep(const void *p)
+{
+    return open_arena != NULL && arena_let_go(open_arena, p) ? (void *)p : NULL;
 }
 
 static void install_json_funcs(void)
@@ -133,6 +191,9 @@ void ust_json_arena_open(ust_json_arena *a)
     a->at = a->first;
     a->end = a->first + sizeof(a->first);
     a->chunks = NULL;
+    a->n_chunks = a->cap_chunks = 0;
+    a->own = NULL;
+    a->n_own = a->cap_own = 0;
     a->failed = 0;
     ARENA_POISON(a->first, sizeof(a->first));
     open_arena = a;
@@ -142,12 +203,19 @@ void ust_json_arena_close(ust_json_arena *a)
 {
     open_arena = a->outer;
     ARENA_UNPOISON(a->first, sizeof(a->first)); /* the caller's stack again */
-    while (a->chunks != NULL) {
-        struct ust__arena_chunk *next = a->chunks->next;
-        ARENA_UNPOISON(a->chunks->room, (size_t)(a->chunks->end - a->chunks->room));
-        ust_free(a->chunks);
-        a->chunks = next;
+    for (size_t i = 0; i < a->n_chunks; i++) {
+        struct ust__arena_chunk *c = a->chunks[i];
+        ARENA_UNPOISON(c->room, (size_t)(c->end - c->room));
+        allocator.free_fn(c);
     }
+    allocator.free_fn(a->chunks);
+    a->chunks = NULL;
+    a->n_chunks = a->cap_chunks = 0;
+    for (size_t i = 0; i < a->n_own; i++)
+        allocator.free_fn(a->own[i]);
+    allocator.free_fn(a->own);
+    a->own = NULL;
+    a->n_own = a->cap_own = 0;
     a->at = a->end = NULL;
 }
 
@@ -244,7 +312,7 @@ json_t *ust_json_load_file(const char *path, size_t flags, json_error_t *e)
 
 void ust_free(void *ptr)
 {
-    if (ptr != NULL && (open_arena == NULL || !in_open_arena(ptr)))
+    if (ptr != NULL && (open_arena == NULL || !arena_free(ptr)))
         allocator.free_fn(ptr);
 }
 

@@ -5,22 +5,40 @@
 #include <openssl/evp.h>
 #include <string.h>
 
-char *ust_base64_encode(const unsigned char *data, size_t len)
+/* Encodes in pieces a multiple of 3 bytes long, so they concatenate into
+ * the encoding of the whole (EVP_EncodeBlock also takes only an int). */
+#define B64_PIECE (3 * 4096)
+
+int ust_base64_write(const unsigned char *data, size_t len,
+                     int (*out)(const char *, size_t, void *), void *arg)
 {
-    size_t out_len = 4 * ((len + 2) / 3);
-    char *out = ust_malloc(out_len + 1);
-    if (out == NULL)
-        return NULL;
-    /* EVP_EncodeBlock takes an int length; encode in chunks that are a
-     * multiple of 3 bytes so the pieces concatenate cleanly. */
-    size_t done = 0, written = 0;
-    while (done < len) {
-        size_t chunk = len - done > 3u * (1u << 28) ? 3u * (1u << 28) : len - done;
-        written += (size_t)EVP_EncodeBlock((unsigned char *)out + written, data + done,
-                                           (int)chunk);
+    unsigned char text[4 * B64_PIECE / 3 + 1];
+    for (size_t done = 0; done < len;) {
+        size_t chunk = len - done > B64_PIECE ? B64_PIECE : len - done;
+        int n = EVP_EncodeBlock(text, data + done, (int)chunk);
+        if (out((const char *)text, (size_t)n, arg) != 0)
+            return -1;
         done += chunk;
     }
-    out[written] = '\0';
+    return 0;
+}
+
+static int append_to(const char *s, size_t n, void *arg)
+{
+    char **at = arg;
+    memcpy(*at, s, n);
+    *at += n;
+    return 0;
+}
+
+char *ust_base64_encode(const unsigned char *data, size_t len)
+{
+    char *out = ust_malloc(4 * ((len + 2) / 3) + 1);
+    if (out == NULL)
+        return NULL;
+    char *at = out;
+    ust_base64_write(data, len, append_to, &at);
+    *at = '\0';
     return out;
 }
 

@@ -218,3 +218,8 @@ void ust_jsonw_raw(ust_jsonw *w, const char *json, size_t n)
     value(w);
     put(w, json, n);
 }
+
+void ust_jsonw_append(ust_jsonw *w, const char *s, size_t n)
+{
+    put(w, s, n);
+}

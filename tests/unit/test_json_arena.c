@@ -118,12 +118,43 @@ static void test_arena_out_of_memory(void **state)
     ust_free(text);
 }
 
+/* A long string's bytes leave the arena without a copy and outlive it (freed
+ * with ust_free, which ASan checks); a short one's, inside a shared chunk,
+ * cannot. A large block jansson frees (its lexer's outgrown buffers) goes at
+ * once, not at the close. */
+static void test_a_long_string_is_kept_past_the_close(void **state)
+{
+    (void)state;
+    char *text = document(1000, 200000);
+    ust_json_arena arena;
+    ust_json_arena_open(&arena);
+    json_error_t jerr;
+    json_t *doc = ust_json_loadb(text, strlen(text), 0, &jerr);
+    assert_non_null(doc);
+    json_t *items = json_object_get(doc, "items");
+    assert_null(ust_json_arena_keep(
+        json_string_value(json_object_get(json_array_get(items, 0), "k"))));
+    const char *long_one = json_string_value(json_object_get(doc, "long"));
+    char *kept = ust_json_arena_keep(long_one);
+    assert_ptr_equal(kept, long_one);
+    assert_null(ust_json_arena_keep(kept)); /* taken once */
+    /* 200,000 bytes of string, and the lexer's buffers of 16 KiB and up
+     * freed as it outgrew them: what is left of its own is the last one. */
+    assert_true(arena.n_own <= 1);
+    ust_json_arena_close(&arena);
+    assert_int_equal(strspn(kept, "x"), 200000);
+    assert_int_equal(kept[200000], '\0');
+    ust_free(kept);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trees_of_every_size),
         cmocka_unit_test(test_trees_across_arenas),
         cmocka_unit_test(test_arena_out_of_memory),
+        cmocka_unit_test(test_a_long_string_is_kept_past_the_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
