@@ -18,9 +18,15 @@ after its prefix) or, with --mode, on every request:
 
 --fail SEQ=MODE makes the request carrying Understudy-Seq SEQ get MODE.
 --verdict-header answers Understudy-Verdict: rejected on every ok.
+--forward BASE makes it a proxy in front of another service: every request
+(but GET /__log) goes to BASE as it came, and its answer comes back as BASE
+gave it. A request with an Understudy-Seq is recorded once BASE answered
+it, and --slow-all holds the answer after that: the service decided, the
+caller has no answer yet (what a kill mid-send leaves).
 """
 import argparse
 import base64
+import http.client
 import itertools
 import json
 import socket
@@ -28,6 +34,10 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+# What a proxy frames itself: not passed on either way.
+FRAMING = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
 
 LOCK = threading.Lock()
 RECORDS = []
@@ -70,6 +80,27 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _forward(self, body):
+        """The request to --forward's service (Host its own); the answer's
+        head as bytes (status line, headers, its own Content-Length), and
+        its body."""
+        to = urlsplit(ARGS.forward)
+        conn = http.client.HTTPConnection(to.hostname, to.port, timeout=60)
+        conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", to.netloc)
+        for k, v in self.headers.items():
+            if k.lower() not in FRAMING:
+                conn.putheader(k, v)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        lines = [f"HTTP/1.1 {r.status} {r.reason}"]
+        lines += [f"{k}: {v}" for k, v in r.getheaders() if k.lower() not in FRAMING]
+        lines.append(f"Content-Length: {len(data)}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), data
+
     def handle_any(self):
         body = self._body()
         if self.path == "/__log":
@@ -79,6 +110,18 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, out)
             return
         seq = self.headers.get("Understudy-Seq")
+        if ARGS.forward:
+            head, data = self._forward(body)
+            if seq is not None:
+                with LOCK:
+                    STARTED.append(seq)
+                if ARGS.slow_all:
+                    time.sleep(ARGS.slow_ms / 1000.0)
+                with LOCK:
+                    RECORDS.append({"method": self.command, "target": self.path,
+                                    "seq": seq})
+            self.wfile.write(head + data)
+            return
         with LOCK:
             start = next(TICKS)
             if seq is not None:
@@ -137,6 +180,7 @@ def main():
     p.add_argument("--slow-all", action="store_true")
     p.add_argument("--fail", action="append", default=[])
     p.add_argument("--verdict-header", action="store_true")
+    p.add_argument("--forward", metavar="BASE")
     ARGS = p.parse_args()
     ARGS.fail = dict(f.split("=", 1) for f in ARGS.fail)
     class Server(ThreadingHTTPServer):

@@ -6,6 +6,7 @@
  * Understudy-Received-At), and its answer, read as a decision by answer.h,
  * must be the C candidate's field for field and give the same divergence
  * against the legacy, seq for seq. */
+#include "example_service.h"
 #include "replay_world.h"
 
 #include "runner/decision_row.h"
@@ -13,55 +14,6 @@
 #include <understudy/answer.h>
 #include <understudy/compare.h>
 #include <understudy/http_client.h>
-
-#include <signal.h>
-#include <sys/prctl.h>
-
-typedef struct service {
-    pid_t pid;
-    int port;
-    char db[PATH_MAX];
-} service;
-
-/* Starts service.py on port 0 over its database db; waits for the line
- * naming its port. */
-static void service_start(service *s)
-{
-    char script[PATH_MAX];
-    ust_test_source_path("src/plugins/examples/service.py", script);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    s->pid = fork();
-    assert_true(s->pid >= 0);
-    if (s->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* none outlives a failed test */
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execlp("python3", "python3", script, "--listen", "127.0.0.1:0", "--db", s->db,
-               (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[256] = "";
-    s->port = 0;
-    if (fgets(line, sizeof(line), f) != NULL && strstr(line, "listening on ") != NULL)
-        s->port = atoi(strrchr(line, ':') + 1);
-    fclose(f);
-    if (s->port == 0) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-        fail_msg("service.py did not start (python3 is needed: make test installs it)");
-    }
-}
-
-static void service_stop(service *s, int sig)
-{
-    kill(s->pid, sig);
-    int status = 0;
-    assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
-    s->pid = 0;
-}
 
 /* Sends rec's request as the url kind does (the original headers as
  * forwarded, then Understudy-Seq and Understudy-Received-At) and waits for
@@ -305,14 +257,20 @@ static void post_reset(const service *s)
     ust_http_result_clear(&r);
 }
 
+/* A service over a database of its own in w's folder. */
+static void start_in(world *w, service *s)
+{
+    snprintf(s->db, sizeof(s->db), "%s/service.db", w->dir);
+    service_start(s);
+}
+
 /* Every scenario replayed with the C plugins, then sent to a service
  * over a database of its own in the world's folder: *s running, the number of events
  * fed returned. */
 static int64_t replay_and_start(world *w, service *s)
 {
     ust_replay_stats st = replay_scenarios(w);
-    snprintf(s->db, sizeof(s->db), "%s/service.db", w->dir);
-    service_start(s);
+    start_in(w, s);
     return st.fed;
 }
 
@@ -344,10 +302,8 @@ static void test_a_service_killed_and_restarted_decides_the_same(void **state)
  * delivery with them is then new, applied. */
 static void test_without_event_time_it_refuses_to_decide(void **state)
 {
-    world *w = *state;
     service s;
-    snprintf(s.db, sizeof(s.db), "%s/service.db", w->dir);
-    service_start(&s);
+    start_in(*state, &s);
     const char *body = "{\"id\":\"evt_t\",\"type\":\"payment_intent.succeeded\","
                        "\"data\":{\"object\":{\"id\":\"pi_t\"}}}";
     const ust_header h[] = {{"Understudy-Seq", "7"},
@@ -373,6 +329,94 @@ static void test_without_event_time_it_refuses_to_decide(void **state)
     ust_decision_clear(&d);
     ust_http_result_clear(&r);
     service_stop(&s, SIGTERM);
+}
+
+/* r1 and r2 are one answer: status, headers in order, body byte for byte. */
+static void expect_same_answer(const ust_http_result *r1, const ust_http_result *r2)
+{
+    assert_int_equal(r1->status, r2->status);
+    assert_int_equal(r1->n_headers, r2->n_headers);
+    for (size_t i = 0; i < r1->n_headers; i++) {
+        assert_string_equal(r1->headers[i].name, r2->headers[i].name);
+        assert_string_equal(r1->headers[i].value, r2->headers[i].value);
+    }
+    assert_int_equal(r1->body_len, r2->body_len);
+    assert_memory_equal(r1->body, r2->body, r1->body_len);
+}
+
+/* How many rows the service's table holds, as text. */
+static void expect_rows(const service *s, const char *table, const char *want)
+{
+    char sql[64];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+    char *got = world_query_at(s->db, sql);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: %s rows, not %s", table, got, want);
+    ust_free(got);
+}
+
+/* Issue 24: a request sent again under its Understudy-Seq (a url plugin's
+ * resend_unknown, after a kill left its outcome unknown) gets the first
+ * answer byte for byte and is decided once: a webhook is not a duplicate
+ * of itself, an api call is not replayed with Idempotent-Replayed; its
+ * database holds one delivery, one execution. The same delivery under
+ * another seq is a duplicate as before; another request under a seq
+ * already decided is refused 422 with its cause and changes nothing. */
+static void test_a_seq_sent_again_is_answered_as_the_first_time(void **state)
+{
+    service s;
+    start_in(*state, &s);
+    const char *hook = "{\"id\":\"evt_s\",\"type\":\"payment_intent.succeeded\","
+                       "\"data\":{\"object\":{\"id\":\"pi_s\",\"amount\":100,"
+                       "\"currency\":\"eur\",\"metadata\":{\"order_id\":\"o\"}}}}";
+    const char *pay = "{\"amount\":100,\"currency\":\"EUR\",\"order_id\":\"o\"}";
+    ust_header h[] = {{"Understudy-Seq", "7"},
+                      {"Understudy-Received-At", "2026-11-29T10:00:00.000001Z"},
+                      {"Idempotency-Key", "k-1"},
+                      {"X-Tenant-Id", "t"}};
+    ust_http_result r1, r2;
+    post(&s, "/webhooks/stripe", h, 2, hook, &r1);
+    post(&s, "/webhooks/stripe", h, 2, hook, &r2);
+    expect_same_answer(&r1, &r2);
+    ust_http_answer a = {r2.status, r2.headers, r2.n_headers, r2.body, r2.body_len};
+    ust_decision d;
+    assert_int_equal(ust_http_answer_decide(&a, NULL, &d), 0);
+    assert_int_equal(d.verdict, UST_VERDICT_APPLIED);
+    ust_decision_clear(&d);
+    ust_http_result_clear(&r1);
+    ust_http_result_clear(&r2);
+    h[0].value = "8";
+    post(&s, "/payments", h, 4, pay, &r1);
+    post(&s, "/payments", h, 4, pay, &r2);
+    expect_same_answer(&r1, &r2);
+    assert_int_equal(r2.status, 201);
+    ust_http_result_clear(&r1);
+    ust_http_result_clear(&r2);
+    h[0].value = "9"; /* the same delivery, another event: a duplicate */
+    post(&s, "/webhooks/stripe", h, 2, hook, &r1);
+    a = (ust_http_answer){r1.status, r1.headers, r1.n_headers, r1.body, r1.body_len};
+    assert_int_equal(ust_http_answer_decide(&a, NULL, &d), 0);
+    assert_int_equal(d.verdict, UST_VERDICT_DUPLICATE);
+    ust_decision_clear(&d);
+    ust_http_result_clear(&r1);
+    h[0].value = "8"; /* another request under a seq already decided */
+    post(&s, "/payments", h, 4, "{\"amount\":200,\"currency\":\"EUR\"}", &r1);
+    assert_int_equal(r1.status, 422);
+    char *text = ust_strndup((const char *)r1.body, r1.body_len);
+    assert_non_null(strstr(text, "\"error\":\"understudy_seq_reused\""));
+    assert_non_null(strstr(text, "Understudy-Seq 8 was decided for another request"));
+    ust_free(text);
+    ust_http_result_clear(&r1);
+    service_stop(&s, SIGTERM);
+    expect_rows(&s, "deliveries", "1");
+    expect_rows(&s, "idempotency_keys", "1");
+    expect_rows(&s, "executions", "1");
+    expect_rows(&s, "answers", "3");
+    /* POST /reset forgets the answers too: the seqs of the next run are new. */
+    service_start(&s);
+    post_reset(&s);
+    service_stop(&s, SIGTERM);
+    expect_rows(&s, "answers", "0");
 }
 
 /* The example service as a url candidate (the url kind: each event sent
@@ -419,6 +463,9 @@ int main(void)
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(
             test_a_url_candidate_gives_the_c_candidates_divergences, world_setup,
+            world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_seq_sent_again_is_answered_as_the_first_time, world_setup,
             world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,7 @@
  * as the candidate (and the legacy), replayed from a real log into a real
  * run database; the journal's at-most-once through a replay SIGKILLed for
  * real and resumed. */
+#include "example_service.h"
 #include "http_service.h"
 #include "replay_world.h"
 
@@ -42,12 +43,10 @@ static void set_service(ust_plugin_config *pc, const char *base, const char *pre
     pc->timeout_ms = 20000;
 }
 
-/* Stripe events of n_pi payments, each with per events, interleaved. */
-static void stripe_events(world *w, int n_pi, int per)
+/* Stripe events of n_pi payments, each with per events, interleaved, the
+ * kth of a payment of type types[k % 3]. */
+static void stripe_events_of(world *w, int n_pi, int per, const char *const types[3])
 {
-    static const char *const types[] = {"payment_intent.created",
-                                        "payment_intent.processing",
-                                        "payment_intent.succeeded"};
     for (int k = 0; k < per; k++)
         for (int p = 0; p < n_pi; p++) {
             char evt[32], pi[32], order[32];
@@ -57,6 +56,14 @@ static void stripe_events(world *w, int n_pi, int per)
             world_stripe(w, (double)(k * n_pi + p), evt, types[k % 3], pi, order, 1000);
         }
     world_record(w);
+}
+
+static void stripe_events(world *w, int n_pi, int per)
+{
+    static const char *const types[] = {"payment_intent.created",
+                                        "payment_intent.processing",
+                                        "payment_intent.succeeded"};
+    stripe_events_of(w, n_pi, per, types);
 }
 
 /* The test service started with args (NULL: none) as the candidate at
@@ -525,14 +532,16 @@ static void test_a_replay_killed_and_resumed_sends_each_seq_once(void **state)
     ust_test_service_stop(&svc);
 }
 
-/* Sets key of the candidate in the config file at path to v (stolen). */
-static void config_candidate_set(const char *path, const char *key, json_t *v)
+/* Sets key of the candidate (candidate 0: of the config itself) in the
+ * config file at path to v (stolen). */
+static void config_set(const char *path, int candidate, const char *key, json_t *v)
 {
     json_error_t je;
     json_t *c = json_load_file(path, 0, &je);
     assert_non_null(c);
-    json_object_set_new(json_object_get(json_object_get(c, "plugins"), "candidate"),
-                        key, v);
+    json_object_set_new(
+        candidate ? json_object_get(json_object_get(c, "plugins"), "candidate") : c,
+        key, v);
     assert_int_equal(json_dump_file(c, path, JSON_INDENT(2)), 0);
     json_decref(c);
 }
@@ -550,32 +559,28 @@ static void unknown_seqs(world *w, int *seqs, int cap)
     ust_free(list);
 }
 
-/* Replays of N events against a slow service, each SIGKILLed at a random
- * point while the service holds max_in_flight requests, then resumed to
- * the end: each kill leaves at most max_in_flight events whose outcome is
- * unknown, and each of them reached the service. With resend_unknown they
- * are sent again on resume: no unknown is left, the service saw every seq,
- * and the decisions of those sent again say so. */
-static void kill_rounds(world *w, int resend)
+/* What kill_and_resume saw, by seq: how many times the service started
+ * it, how many kills left it unknown, whether one did. */
+enum { KILL_N = 48, KILL_M = 4, KILL_ROUNDS = 4 };
+typedef struct kills {
+    int received[KILL_N + 1], unknown_at[KILL_N + 1], was_unknown[KILL_N + 1];
+} kills;
+
+/* A replay with cfg (max_in_flight KILL_M, resend_unknown as resend) of
+ * KILL_N events against svc (slow: it holds each request), SIGKILLed
+ * KILL_ROUNDS times at a random point while svc holds KILL_M requests, then
+ * resumed to the end: each kill leaves at most KILL_M events whose outcome
+ * is unknown, at least one, and each of them reached the service. */
+static void kill_and_resume(world *w, const char *cfg, ust_test_service *svc,
+                            int resend, kills *k)
 {
-    enum { N = 48, M = 4, ROUNDS = 4 };
-    const char *args[] = {"--slow-all", "--slow-ms", "150", NULL};
-    ust_test_service svc;
-    ust_test_service_start(&svc, args);
-    stripe_events(w, 6, N / 6);
-    char cfg[PATH_MAX];
-    snprintf(cfg, sizeof(cfg), "%s/cfg.json", w->dir);
-    write_config(w, cfg, svc.base, NULL);
-    config_candidate_set(cfg, "max_in_flight", json_integer(M));
-    if (resend)
-        config_candidate_set(cfg, "resend_unknown", json_true());
+    enum { N = KILL_N, M = KILL_M };
+    memset(k, 0, sizeof(*k));
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     print_message("kill_rounds seed %u\n", seed);
     srand(seed);
-    int unknown_at[N + 1] = {0}; /* how many kills left seq unknown */
-    int was_unknown[N + 1] = {0};
-    for (int round = 0; round < ROUNDS; round++) {
-        json_t *log = service_log(&svc);
+    for (int round = 0; round < KILL_ROUNDS; round++) {
+        json_t *log = service_log(svc);
         size_t before = json_array_size(json_object_get(log, "started"));
         json_decref(log);
         /* A point after this many more requests, while the service holds
@@ -585,7 +590,7 @@ static void kill_rounds(world *w, int resend)
         pid_t pid = start_replay(w, cfg);
         for (int tries = 0;; tries++) {
             assert_true(tries < 12000); /* a bound, not a measure */
-            log = service_log(&svc);
+            log = service_log(svc);
             size_t started = json_array_size(json_object_get(log, "started"));
             size_t done = json_array_size(json_object_get(log, "records"));
             json_decref(log);
@@ -600,20 +605,20 @@ static void kill_rounds(world *w, int resend)
         /* What this kill left unknown: at most M, each received. */
         int seqs[N + 1];
         unknown_seqs(w, seqs, N + 1);
-        log = service_log(&svc);
+        log = service_log(svc);
         int received[N + 1] = {0};
         count_started(log, received, N);
         json_decref(log);
         int fresh = 0;
-        for (int k = 0; seqs[k] != 0; k++) {
-            if (!resend && was_unknown[seqs[k]])
+        for (int i = 0; seqs[i] != 0; i++) {
+            if (!resend && k->was_unknown[seqs[i]])
                 continue; /* left by an earlier kill, never sent again */
             fresh++;
-            unknown_at[seqs[k]]++;
-            was_unknown[seqs[k]] = 1;
-            if (received[seqs[k]] == 0)
+            k->unknown_at[seqs[i]]++;
+            k->was_unknown[seqs[i]] = 1;
+            if (received[seqs[i]] == 0)
                 fail_msg("round %d: seq %d is unknown but never reached the service",
-                         round, seqs[k]);
+                         round, seqs[i]);
         }
         if (fresh > M)
             fail_msg("round %d: %d events of unknown outcome (max_in_flight %d)", round,
@@ -628,17 +633,40 @@ static void kill_rounds(world *w, int resend)
     json_t *log = NULL;
     for (int tries = 0;; tries++) { /* the held requests end */
         assert_true(tries < 12000);
-        log = service_log(&svc);
+        log = service_log(svc);
         if (json_array_size(json_object_get(log, "started")) ==
             json_array_size(json_object_get(log, "records")))
             break;
         json_decref(log);
         sleep_ms(5);
     }
-    int received[N + 1] = {0};
-    count_started(log, received, N);
+    count_started(log, k->received, N);
     json_decref(log);
     assert_int_equal(count(w, "SELECT count(*) FROM decisions"), N);
+    if (resend)
+        assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_error LIKE "
+                                  "'outcome unknown%'"),
+                         0);
+}
+
+/* kill_and_resume against a slow test service that answers 200 to each:
+ * sent once, or again after each kill that left it unknown (resend), and
+ * the decisions of those sent again say so. */
+static void kill_rounds(world *w, int resend)
+{
+    enum { N = KILL_N };
+    const char *args[] = {"--slow-all", "--slow-ms", "150", NULL};
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    stripe_events(w, 6, N / 6);
+    char cfg[PATH_MAX];
+    snprintf(cfg, sizeof(cfg), "%s/cfg.json", w->dir);
+    write_config(w, cfg, svc.base, NULL);
+    config_set(cfg, 1, "max_in_flight", json_integer(KILL_M));
+    if (resend)
+        config_set(cfg, 1, "resend_unknown", json_true());
+    kills k;
+    kill_and_resume(w, cfg, &svc, resend, &k);
     for (int s = 1; s <= N; s++) {
         char sql[200];
         snprintf(sql, sizeof(sql),
@@ -647,23 +675,98 @@ static void kill_rounds(world *w, int resend)
                  s);
         char *v = world_query(w, sql);
         /* Sent once, or again after each kill that left it unknown. */
-        assert_true(received[s] >= 1);
-        assert_true(received[s] <= 1 + (resend ? unknown_at[s] : 0));
-        if (resend && was_unknown[s]) {
+        assert_true(k.received[s] >= 1);
+        assert_true(k.received[s] <= 1 + (resend ? k.unknown_at[s] : 0));
+        if (resend && k.was_unknown[s]) {
             if (strncmp(v, "applied::resent (resend_unknown)", 32) != 0)
                 fail_msg("seq %d: %s", s, v);
-        } else if (!resend && was_unknown[s]) {
+        } else if (!resend && k.was_unknown[s]) {
             if (strncmp(v, "error:outcome unknown: sent, no answer recorded", 47) != 0)
                 fail_msg("seq %d: %s", s, v);
         } else if (strncmp(v, "applied:", 8) != 0 || strstr(v, "resent") != NULL)
             fail_msg("seq %d: %s", s, v);
         ust_free(v);
     }
-    if (resend)
-        assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_error LIKE "
-                                  "'outcome unknown%'"),
-                         0);
     ust_test_service_stop(&svc);
+}
+
+/* The candidate's decisions of the run at path, seq by seq, every field
+ * but the words a resent event's reason starts with (which no comparison
+ * reads), then its divergences. */
+static char *decided(const char *path)
+{
+    char *d = world_query_at(
+        path,
+        "SELECT group_concat(seq || '|' || quote(entity) || '|' || c_verdict || '|' || "
+        "c_status || '|' || quote(c_state_before) || '|' || quote(c_state) || '|' || "
+        "quote(c_flags) || '|' || quote(c_body) || '|' || quote(c_headers) || '|' || "
+        "quote(c_error) || '|' || quote(replace(c_reason, 'resent (resend_unknown): "
+        "sent before the run stopped with no answer recorded, sent again; ', '')), "
+        "char(10)) FROM (SELECT * FROM decisions ORDER BY seq)");
+    char *v = world_query_at(
+        path,
+        "SELECT group_concat(seq || '|' || class || '|' || fields, char(10)) FROM "
+        "(SELECT * FROM divergences ORDER BY seq)");
+    char *out = ust_sprintf("%s\n--\n%s", d, v);
+    ust_free(d);
+    ust_free(v);
+    return out;
+}
+
+/* Issue 24 item 9: the example service (src/plugins/examples/service.py)
+ * dedups on Understudy-Seq, so with resend_unknown a replay SIGKILLed four
+ * times while it held max_in_flight requests it had decided, and resumed,
+ * ends with the decisions and divergences of a run never killed: an event
+ * sent again is answered as the first time, not judged a duplicate of
+ * itself. tests/http_service.py stands in front of it (--forward): it
+ * holds each answer after the service decided. */
+static void test_resend_unknown_to_the_example_service_decides_as_unkilled(void **state)
+{
+    world *w = *state;
+    service ex;
+    snprintf(ex.db, sizeof(ex.db), "%s/service.db", w->dir);
+    service_start(&ex);
+    char base[64], reset[96], cfg[PATH_MAX], once[PATH_MAX];
+    snprintf(base, sizeof(base), "http://127.0.0.1:%d", ex.port);
+    const char *args[] = {"--forward", base, "--slow-all", "--slow-ms", "150", NULL};
+    ust_test_service svc;
+    ust_test_service_start(&svc, args);
+    /* Each event a delivery the service keeps (none invalid): sent again to
+     * a service that did not dedup on its seq, it would be a duplicate. */
+    static const char *const types[] = {"payment_intent.created",
+                                        "payment_intent.succeeded", "charge.refunded"};
+    stripe_events_of(w, 6, KILL_N / 6, types);
+    snprintf(cfg, sizeof(cfg), "%s/cfg.json", w->dir);
+    snprintf(reset, sizeof(reset), "%s/reset", svc.base);
+    snprintf(once, sizeof(once), "%s/once.db", w->dir);
+    write_config(w, cfg, svc.base, reset);
+    config_set(cfg, 1, "max_in_flight", json_integer(KILL_M));
+    config_set(cfg, 1, "resend_unknown", json_true());
+    config_set(cfg, 0, "run", json_string(once));
+    pid_t pid = start_replay(w, cfg);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    char *n = world_query_at(once, "SELECT count(*) FROM decisions WHERE c_verdict NOT "
+                                   "IN ('invalid', 'error')");
+    assert_int_equal(atoi(n), KILL_N); /* each event a delivery it keeps */
+    ust_free(n);
+    config_set(cfg, 0, "run", json_string(w->run_path));
+    kills k;
+    kill_and_resume(w, cfg, &svc, 1, &k);
+    int resent = 0;
+    for (int s = 1; s <= KILL_N; s++)
+        resent += k.received[s] > 1;
+    assert_true(resent >= 1); /* the service decided it, then got it again */
+    char *want = decided(once), *got = decided(w->run_path);
+    assert_string_equal(got, want);
+    ust_free(want);
+    ust_free(got);
+    assert_int_equal(
+        count(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'"), 0);
+    ust_test_service_stop(&svc);
+    service_stop(&ex, SIGTERM);
 }
 
 static void test_a_kill_leaves_at_most_max_in_flight_unknowns(void **state)
@@ -888,6 +991,9 @@ int main(void)
             world_teardown),
         cmocka_unit_test_setup_teardown(test_resend_unknown_sends_them_again_on_resume,
                                         world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_resend_unknown_to_the_example_service_decides_as_unkilled, world_setup,
+            world_teardown),
         cmocka_unit_test_setup_teardown(test_a_retried_step_never_sends_again,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(

@@ -15,12 +15,15 @@ Python 3, standard library only:
 
 Its clock is the Understudy-Received-At header understudy sends with every
 event, never the wall clock, so a replay next month decides as production
-did; its payment ids come from Understudy-Seq. It derives the canonical
+did; its payment ids come from Understudy-Seq, and it dedups on it: a seq it
+already decided is answered byte for byte as the first time, without
+deciding again (what a `url` plugin's "resend_unknown" needs: an event
+whose answer a killed run never recorded is sent again). It derives the canonical
 fields from the request itself, as scenarios/demo.config.json's routes say
 (ROUTES below); it does not check signatures: understudy checked them when
 the request arrived and sends it only events whose signature verified.
 POST /reset empties its database (a `url` plugin's "reset", called before a
-run that starts from seq 0).
+run that starts from seq 0, whose seqs are new again).
 
 The rules are src/plugins/candidate/candidate.c's, decision for decision and
 reason for reason (docs/semantics.md); tests/unit/test_example_service.c
@@ -89,8 +92,11 @@ CREATE TABLE IF NOT EXISTS idempotency_keys(route TEXT, tenant TEXT, key TEXT,
 CREATE TABLE IF NOT EXISTS executions(tenant TEXT, intent TEXT, amount INTEGER,
     currency TEXT, at_us INTEGER NOT NULL, entity TEXT NOT NULL,
     PRIMARY KEY(tenant, intent, amount, currency));
+CREATE TABLE IF NOT EXISTS answers(seq INTEGER PRIMARY KEY, request_sha256 TEXT NOT NULL,
+    status INTEGER NOT NULL, headers TEXT NOT NULL, body BLOB NOT NULL);
 """
-TABLES = ("deliveries", "payments", "paid_intents", "idempotency_keys", "executions")
+TABLES = ("deliveries", "payments", "paid_intents", "idempotency_keys", "executions",
+          "answers")
 
 
 # ---- the request, as understudy derives its canonical event --------------
@@ -178,6 +184,26 @@ def request_sha256(raw, body):
         return hashlib.sha256(raw).hexdigest()
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# Where a request was sent and how it was framed, not what it asks: a resend
+# may come on another connection (and libcurl frames the body again).
+NOT_THE_REQUEST = {"host", "content-length", "transfer-encoding", "connection",
+                   "keep-alive", "te", "trailer", "upgrade"}
+
+
+def seq_sha256(method, target, headers, raw):
+    """What makes two requests with one Understudy-Seq the same request: the
+    method, target, end-to-end headers in order (names case aside) and the
+    body's bytes, each part length-prefixed."""
+    h = hashlib.sha256()
+    parts = [method, target] + [f"{n.lower()}:{v}" for n, v in headers
+                                if n.lower() not in NOT_THE_REQUEST]
+    for part in parts:
+        b = part.encode("utf-8", "surrogateescape")
+        h.update(len(b).to_bytes(8, "big") + b)
+    h.update(raw)
+    return h.hexdigest()
 
 
 def pointer(doc, ptr):
@@ -299,6 +325,19 @@ class Decision:
         self.before, self.after = before, after
         return self
 
+    def answer(self):
+        """(status, headers, body bytes) as the caller gets them: the
+        decision's own headers, then what was decided."""
+        headers = self.headers + [("Understudy-Verdict", self.verdict)]
+        for name, value in (("Understudy-Entity", self.entity),
+                            ("Understudy-State-Before", self.before),
+                            ("Understudy-State", self.after),
+                            ("Understudy-Flags", ",".join(self.flags) or None),
+                            ("Understudy-Reason", self.reason)):
+            if value is not None:
+                headers.append((name, value))
+        return self.status, headers, dumps(self.body).encode("utf-8")
+
 
 def invalid(code, why, entity):
     d = Decision("invalid", 400, {"error": code}, entity)
@@ -336,15 +375,34 @@ class Service:
                 self.db.execute(f"DELETE FROM {t}")
             self.db.execute("COMMIT")
 
-    def decide(self, ev):
-        """Writes and answer together: the transaction commits before the
-        answer is sent, or nothing of the decision is kept."""
+    def decide(self, ev, sha):
+        """The answer to event ev, a request whose seq_sha256 is sha. Writes
+        and answer together: the decision's writes and its answer, kept under
+        its seq, commit before the answer is sent, or nothing is kept. A seq
+        already decided gets its kept answer and decides nothing: the same
+        request sent again (understudy's resend_unknown) is not a second
+        delivery; another request under that seq is refused."""
         with self.lock:
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                d = self.webhook(ev) if ev["route_kind"] == "webhook" else self.api(ev)
+                kept = self.one("SELECT request_sha256, status, headers, body FROM answers "
+                                "WHERE seq = ?", ev["seq"])
+                if kept is None:
+                    d = self.webhook(ev) if ev["route_kind"] == "webhook" else self.api(ev)
+                    status, headers, body = d.answer()
+                    self.run("INSERT INTO answers VALUES(?, ?, ?, ?, ?)", ev["seq"], sha,
+                             status, json.dumps(headers), body)
+                    out = (status, headers, body)
+                elif kept[0] == sha:
+                    out = (kept[1], [tuple(h) for h in json.loads(kept[2])], kept[3])
+                else:
+                    out = (422, [], dumps({
+                        "error": "understudy_seq_reused",
+                        "detail": f"Understudy-Seq {ev['seq']} was decided for another "
+                                  "request: a seq names one request (POST /reset before "
+                                  "a run whose seqs start again)"}).encode("utf-8"))
                 self.db.execute("COMMIT")
-                return d
+                return out
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
@@ -504,7 +562,9 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, body, headers=()):
-        text = dumps(body).encode("utf-8")
+        self.send(status, dumps(body).encode("utf-8"), headers)
+
+    def send(self, status, text, headers):
         lines = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}",
                  "Content-Type: application/json", f"Content-Length: {len(text)}"]
         lines += [f"{n}: {header_value(v)}" for n, v in headers]
@@ -552,18 +612,12 @@ class Handler(BaseHTTPRequestHandler):
                                      "detail": "Understudy-Seq and Understudy-Received-At "
                                                "(RFC 3339 UTC) are required"})
         try:
-            d = self.service.decide(derive(route, path, headers, raw, int(seq), now))
+            sha = seq_sha256(self.command, self.path, headers, raw)
+            status, out, text = self.service.decide(
+                derive(route, path, headers, raw, int(seq), now), sha)
         except Exception as e:  # a bug here is a 500 with its cause, not a closed socket
             return self.answer(500, {"error": "internal", "detail": f"{type(e).__name__}: {e}"})
-        extra = [("Understudy-Verdict", d.verdict)]
-        for name, value in (("Understudy-Entity", d.entity),
-                            ("Understudy-State-Before", d.before),
-                            ("Understudy-State", d.after),
-                            ("Understudy-Flags", ",".join(d.flags) or None),
-                            ("Understudy-Reason", d.reason)):
-            if value is not None:
-                extra.append((name, value))
-        self.answer(d.status, d.body, d.headers + extra)
+        self.send(status, text, out)
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_GET = handle_any
 

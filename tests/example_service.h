@@ -1,0 +1,60 @@
+/* src/plugins/examples/service.py started for a test: the example service on
+ * 127.0.0.1, on a port it chose and names, over a SQLite database of the
+ * test's; it dies with the test. */
+#ifndef UST_TEST_EXAMPLE_SERVICE_H
+#define UST_TEST_EXAMPLE_SERVICE_H
+
+#include "support.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct service {
+    pid_t pid;
+    int port;
+    char db[PATH_MAX];
+} service;
+
+/* Starts service.py on port 0 over its database db; waits for the line
+ * naming its port. */
+static inline void service_start(service *s)
+{
+    char script[PATH_MAX];
+    ust_test_source_path("src/plugins/examples/service.py", script);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* none outlives a failed test */
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execlp("python3", "python3", script, "--listen", "127.0.0.1:0", "--db", s->db,
+               (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[256] = "";
+    s->port = 0;
+    if (fgets(line, sizeof(line), f) != NULL && strstr(line, "listening on ") != NULL)
+        s->port = atoi(strrchr(line, ':') + 1);
+    fclose(f);
+    if (s->port == 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        fail_msg("service.py did not start (python3 is needed: make test installs it)");
+    }
+}
+
+static inline void service_stop(service *s, int sig)
+{
+    kill(s->pid, sig);
+    int status = 0;
+    assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
+    s->pid = 0;
+}
+
+#endif
