@@ -381,6 +381,7 @@ static void test_a_failed_serve_keeps_what_was_there(void **state)
     ust_test_expect_log_verifies(l->w->log_path, 5);
     ust_test_expect_str(ust_test_read_file(div), "{\"seq\":1}\n");
     free(before);
+    ust_free(events);
 }
 
 /* replay with a candidate that cannot start: no run database (see above)

@@ -6,6 +6,7 @@
  * and 10 times the body, and 1,000 bytes a header. The inputs are generated
  * here, a piece at a time (this process stays small: a child's peak counts
  * its parent's size at the fork), and removed after. */
+#include "sanitized.h"
 #include "support.h"
 
 #include <understudy/alloc.h>
@@ -24,16 +25,8 @@
  * cache, a report's pages), with room. */
 #define BASE_KIB (48 * 1024)
 
-/* Under ASan a process's size is its shadow and quarantine, not its data,
- * and a 48 MiB body takes minutes: nothing to measure. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UST_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UST_TEST_SANITIZED 1
-#endif
-#endif
-
+/* Under ASan a 48 MiB body takes minutes, and its size means nothing
+ * (sanitized.h). */
 typedef struct world {
     char dir[PATH_MAX], config[PATH_MAX], jsonl[PATH_MAX], log[PATH_MAX];
 } world;
