@@ -1,5 +1,5 @@
 /* libFuzzer target: bytes off a connection through the recorder's own
- * request parser (src/http/request_parse.c, what server.c runs), its limits
+ * request parser (src/http/request_parse.c, what conn.c runs), its limits
  * and, for a POST to a route, the derivation the writer stores (signature,
  * JSON fields, request hash). The first byte chooses how the rest is cut
  * into reads (1 to 256 bytes each), as the kernel would. */

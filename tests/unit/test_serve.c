@@ -662,9 +662,30 @@ static int thread_shows(pid_t pid, const char *name, long nice)
     return t.found;
 }
 
+/* Whether docs/threads.md's table has a row for the thread (or process)
+ * name: the page every thread is documented on, whose rows
+ * scripts/check-threads.sh holds to the code. */
+static int documented_thread(const char *name)
+{
+    char path[PATH_MAX], want[64];
+    ust_test_source_path("docs/threads.md", path);
+    snprintf(want, sizeof(want), "| `%s` |", name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *line = NULL;
+    size_t cap = 0;
+    int found = 0;
+    while (!found && getline(&line, &cap, f) > 0)
+        found = strncmp(line, want, strlen(want)) == 0;
+    free(line);
+    fclose(f);
+    return found;
+}
+
 /* The server's threads by name: the runner, its reader of the log (there
  * while a step runs) and the candidate's link in the background, the
- * writer and the rest (the loop, libuv's pool) at own. */
+ * writer and the rest (the loop, libuv's pool) at own; each one a row of
+ * docs/threads.md. */
 struct thread_census {
     long own;
     int background, writers;
@@ -673,6 +694,8 @@ struct thread_census {
 static void count_thread(const char *name, long nice, void *data)
 {
     struct thread_census *c = data;
+    if (!documented_thread(name))
+        fail_msg("thread \"%s\" (nice %ld) is not a row of docs/threads.md", name, nice);
     if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
         assert_int_equal(nice, 10);
         c->background++;
@@ -733,6 +756,7 @@ static void test_shadow_work_runs_at_background_priority(void **state)
         char name[32];
         read_comm(stat, name);
         assert_string_equal(name, "ust-candidate");
+        assert_true(documented_thread(name));
     }
     closedir(d);
     assert_int_equal(children, 1);
