@@ -24,7 +24,7 @@ FUZZ_TARGETS ?=
 # package would start a Prometheus service.
 PROMTOOL   ?= $(abspath $(BUILD))/tools/promtool
 
-.PHONY: all deps test-deps configure build test sanitize fuzz-build fuzz fuzz-regress demo bench \
+.PHONY: all deps test-deps configure build test test-unit sanitize fuzz-build fuzz fuzz-regress demo bench \
         clean format
 
 all: build
@@ -60,6 +60,12 @@ build: configure
 
 test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# tests/unit alone (ctest label `unit`: no process, no socket), and only what
+# they need built: a minute at most, for the edit-compile-test loop.
+test-unit: configure
+	cmake --build $(BUILD) -j$(JOBS) --target unit_suites
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L '^unit$$'
 
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: test-deps

@@ -26,7 +26,7 @@ POST /reset empties its database (a `url` plugin's "reset", called before a
 run that starts from seq 0, whose seqs are new again).
 
 The rules are src/plugins/candidate/candidate.c's, decision for decision and
-reason for reason (docs/semantics.md); tests/unit/test_example_service.c
+reason for reason (docs/semantics.md); tests/integration/test_example_service.c
 replays every scenario against it and compares it with the C candidate.
 """
 import argparse

@@ -1,5 +1,5 @@
 // Records chromium.har: a real browser's HAR for the HAR import test
-// (tests/unit/test_import.c). A local server on 127.0.0.1 (a free port)
+// (tests/integration/test_import.c). A local server on 127.0.0.1 (a free port)
 // serves a page and answers POST /webhooks/stripe and POST /payments with
 // JSON; Debian's Chromium, driven by Playwright with recordHar, loads the page
 // and sends fetch() POSTs with JSON bodies, an Idempotency-Key on the

@@ -1,38 +1,10 @@
-/* Starting the real `understudy serve` on 127.0.0.1 and talking HTTP/1.1 to
- * it over real sockets, for the recorder's integration tests. */
-#ifndef UST_TEST_SERVE_CLIENT_H
-#define UST_TEST_SERVE_CLIENT_H
+/* The real `understudy serve` started on 127.0.0.1 and spoken to over real
+ * sockets (serve_client.h). */
+#include "serve_client.h"
 
-#include "support.h"
+char server_stderr_path[PATH_MAX];
 
-#include <understudy/alloc.h>
-#include <understudy/request.h>
-#include <understudy/sig.h>
-
-#include <arpa/inet.h>
-#include <jansson.h>
-#include <limits.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-typedef struct server_proc {
-    pid_t pid;
-    int port;
-    int admin_port; /* /healthz, /readyz, /metrics */
-} server_proc;
-
-/* When set (a path), the server's stderr after its "listening on" line is
- * appended there instead of dropped, for a test that reads what it said. */
-static char server_stderr_path[PATH_MAX];
-
-/* Starts the binary with args (NULL-terminated, after "serve"); waits for
- * its "listening on HOST:PORT" line, after the "admin on HOST:PORT" one.
- * setup, when not NULL, runs in the child before the exec. */
-static inline server_proc server_start_with(const char *const *args,
-                                            void (*setup)(void))
+server_proc server_start_with(const char *const *args, void (*setup)(void))
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -87,13 +59,12 @@ static inline server_proc server_start_with(const char *const *args,
     return s;
 }
 
-static inline server_proc server_start(const char *const *args)
+server_proc server_start(const char *const *args)
 {
     return server_start_with(args, NULL);
 }
 
-/* Sends sig and waits; returns the exit status (or 128 + signal). */
-static inline int server_stop(server_proc *s, int sig)
+int server_stop(server_proc *s, int sig)
 {
     kill(s->pid, sig);
     int status = 0;
@@ -101,7 +72,7 @@ static inline int server_stop(server_proc *s, int sig)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static inline int http_connect(int port)
+int http_connect(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
@@ -116,7 +87,7 @@ static inline int http_connect(int port)
     return fd;
 }
 
-static inline void send_all(int fd, const void *p, size_t n)
+void send_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
     while (n > 0) {
@@ -128,15 +99,7 @@ static inline void send_all(int fd, const void *p, size_t n)
     }
 }
 
-typedef struct http_resp {
-    int status;
-    char body[1 << 16]; /* a scrape of /metrics is some 16 KiB */
-    int closed;         /* "Connection: close" seen */
-} http_resp;
-
-/* Reads one response from fd (buffered in buf/len between calls). 0 at EOF. */
-static inline int read_response(int fd, char *buf, size_t *len, size_t cap,
-                                http_resp *r)
+int read_response(int fd, char *buf, size_t *len, size_t cap, http_resp *r)
 {
     memset(r, 0, sizeof(*r));
     for (;;) {
@@ -165,11 +128,7 @@ static inline int read_response(int fd, char *buf, size_t *len, size_t cap,
     }
 }
 
-/* One request on a fresh connection; the response's status, body in r. */
-/* The answers to a payment, a GET /healthz and a second payment sent on one
- * connection, in order: 202 with seq 1, 404 (/healthz is on the admin
- * listener only), 202 with seq 2. buf and *len keep what was read past them. */
-static inline void expect_pipelined_answers(int fd, char *buf, size_t *len, size_t cap)
+void expect_pipelined_answers(int fd, char *buf, size_t *len, size_t cap)
 {
     http_resp r;
     assert_int_equal(read_response(fd, buf, len, cap, &r), 1);
@@ -182,7 +141,7 @@ static inline void expect_pipelined_answers(int fd, char *buf, size_t *len, size
     assert_non_null(strstr(r.body, "\"seq\":2"));
 }
 
-static inline int http_once(int port, const char *raw, size_t raw_len, http_resp *r)
+int http_once(int port, const char *raw, size_t raw_len, http_resp *r)
 {
     int fd = http_connect(port);
     send_all(fd, raw, raw_len);
@@ -193,9 +152,7 @@ static inline int http_once(int port, const char *raw, size_t raw_len, http_resp
     return ok ? r->status : -1;
 }
 
-/* The Stripe-Signature value for body, signed at t with secret (ust_free). */
-static inline char *server_stripe_signature(const char *body, int64_t t,
-                                            const char *secret)
+char *server_stripe_signature(const char *body, int64_t t, const char *secret)
 {
     ust_request r;
     memset(&r, 0, sizeof(r));
@@ -208,9 +165,7 @@ static inline char *server_stripe_signature(const char *body, int64_t t,
     return sig;
 }
 
-/* tests/data/config.json with each member of keys set over it (a reference
- * taken), written to path. */
-static inline void server_write_config_keys(const char *path, json_t *keys)
+void server_write_config_keys(const char *path, json_t *keys)
 {
     char src[PATH_MAX];
     ust_test_source_path("tests/data/config.json", src);
@@ -228,16 +183,12 @@ static inline void server_write_config_keys(const char *path, json_t *keys)
     json_decref(doc);
 }
 
-/* tests/data/config.json with these "plugins" (a reference taken), written
- * to path. */
-static inline void server_write_config_with(const char *path, json_t *plugins)
+void server_write_config_with(const char *path, json_t *plugins)
 {
     server_write_config_keys(path, json_pack("{s:o}", "plugins", plugins));
 }
 
-/* A "plugins" object: legacy and candidate as given (plugin objects,
- * references taken; NULL: the reference plugin of this build). */
-static inline json_t *server_plugins(json_t *legacy, json_t *candidate)
+json_t *server_plugins(json_t *legacy, json_t *candidate)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
     ust_test_plugin_path("legacy", lp);
@@ -249,24 +200,12 @@ static inline json_t *server_plugins(json_t *legacy, json_t *candidate)
     return json_pack("{s:o,s:o}", "legacy", legacy, "candidate", candidate);
 }
 
-/* tests/data/config.json with the reference plugins of this build. */
-static inline void server_write_config(const char *path)
+void server_write_config(const char *path)
 {
     server_write_config_with(path, server_plugins(NULL, NULL));
 }
 
-/* A temporary folder holding a config, the log and the run database; the
- * server is started on them with serve_world_start, and killed if still up
- * when the world is freed. The routes' secrets are set in the environment. */
-typedef struct serve_world {
-    char dir[PATH_MAX], cfg[PATH_MAX], log[PATH_MAX], run[PATH_MAX];
-    char unblock[PATH_MAX]; /* the blocking plugin decides once this exists */
-    server_proc srv;
-} serve_world;
-
-/* The config is tests/data/config.json with these "plugins" (a reference
- * taken); NULL: none is written, the test writes its own. */
-static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_secret)
+serve_world *serve_world_new(json_t *plugins, const char *stripe_secret)
 {
     serve_world *w = calloc(1, sizeof(*w));
     assert_non_null(w);
@@ -281,8 +220,7 @@ static inline serve_world *serve_world_new(json_t *plugins, const char *stripe_s
     return w;
 }
 
-/* The blocking test plugin: every decide waits for w->unblock to exist. */
-static inline json_t *serve_world_blocking_plugin(serve_world *w, int timeout_ms)
+json_t *serve_world_blocking_plugin(serve_world *w, int timeout_ms)
 {
     char p[PATH_MAX];
     ust_test_fixture_path("misbehaving_block", p);
@@ -290,9 +228,7 @@ static inline json_t *serve_world_blocking_plugin(serve_world *w, int timeout_ms
                      "unblock_file", w->unblock);
 }
 
-/* serve on the world's config, log and run database, then extra (NULL
- * ended; NULL: none). */
-static inline void serve_world_start_with(serve_world *w, const char *const *extra)
+void serve_world_start_with(serve_world *w, const char *const *extra)
 {
     const char *args[24] = {"--config", w->cfg, "--listen", "127.0.0.1:0",
                             "--log",    w->log, "--run",    w->run};
@@ -303,31 +239,27 @@ static inline void serve_world_start_with(serve_world *w, const char *const *ext
     w->srv = server_start(args);
 }
 
-static inline void serve_world_start(serve_world *w)
+void serve_world_start(serve_world *w)
 {
     serve_world_start_with(w, NULL);
 }
 
-/* Stops the server with SIGTERM; it must exit 0. */
-static inline void serve_world_stop(serve_world *w)
+void serve_world_stop(serve_world *w)
 {
     assert_int_equal(server_stop(&w->srv, SIGTERM), 0);
     w->srv.pid = 0;
 }
 
-/* Kills the server if it is still up (a failed test's). */
-static inline void serve_world_kill(serve_world *w)
+void serve_world_kill(serve_world *w)
 {
     if (w->srv.pid > 0)
         server_stop(&w->srv, SIGKILL);
     w->srv.pid = 0;
 }
 
-static inline void serve_world_free(serve_world *w)
+void serve_world_free(serve_world *w)
 {
     serve_world_kill(w);
     ust_test_rmdir(w->dir);
     free(w);
 }
-
-#endif

@@ -1,39 +1,10 @@
-/* A small world for replay tests: a log in a temporary directory, signed
- * requests built at chosen times, a replay through the real plugins, and
- * queries on the run database. */
-#ifndef UST_TEST_REPLAY_WORLD_H
-#define UST_TEST_REPLAY_WORLD_H
+/* The replay tests' world (replay_world.h). */
+#define _GNU_SOURCE 1 /* F_SETPIPE_SZ */
+#include "replay_world.h"
 
-#include "support.h"
+#include <glob.h>
 
-#include <understudy/alloc.h>
-#include <understudy/codec.h>
-#include <understudy/config.h>
-#include <understudy/drive.h>
-#include <understudy/error.h>
-#include <understudy/gen.h>
-#include <understudy/log.h>
-#include <understudy/runner.h>
-#include <understudy/sig.h>
-
-#include <fcntl.h>
-#include <signal.h>
-#include <sqlite3.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define WORLD_T0 1795946400LL /* 2026-11-29T10:00:00Z */
-#define WORLD_STRIPE_SECRET "whsec_test_stripe"
-#define WORLD_STANDARD_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-typedef struct world {
-    char dir[PATH_MAX], log_path[PATH_MAX], run_path[PATH_MAX];
-    ust_config *cfg;
-    ust_request reqs[256];
-    size_t n;
-} world;
-
-static inline world *world_new(void)
+world *world_new(void)
 {
     world *w = calloc(1, sizeof(*w));
     ust_test_tmpdir(w->dir);
@@ -50,7 +21,7 @@ static inline world *world_new(void)
     return w;
 }
 
-static inline void world_free(world *w)
+void world_free(world *w)
 {
     for (size_t i = 0; i < w->n; i++)
         ust_request_clear(&w->reqs[i]);
@@ -59,21 +30,19 @@ static inline void world_free(world *w)
     free(w);
 }
 
-/* A fresh world before each test and its end after it, for cmocka. */
-static inline int world_setup(void **state)
+int world_setup(void **state)
 {
     *state = world_new();
     return 0;
 }
 
-static inline int world_teardown(void **state)
+int world_teardown(void **state)
 {
     world_free(*state);
     return 0;
 }
 
-static inline ust_request *world_request(world *w, double t_s, const char *target,
-                                         const char *body)
+ust_request *world_request(world *w, double t_s, const char *target, const char *body)
 {
     assert_true(w->n < sizeof(w->reqs) / sizeof(w->reqs[0]));
     ust_request *r = &w->reqs[w->n++];
@@ -88,10 +57,9 @@ static inline ust_request *world_request(world *w, double t_s, const char *targe
     return r;
 }
 
-/* A Stripe event at t_s seconds after T0, signed at sign_s (usually t_s). */
-static inline void world_stripe_signed(world *w, double t_s, double sign_s,
-                                       const char *evt, const char *type,
-                                       const char *pi, const char *order, long amount)
+void world_stripe_signed(world *w, double t_s, double sign_s, const char *evt,
+                         const char *type, const char *pi, const char *order,
+                         long amount)
 {
     char *body =
         ust_sprintf("{\"id\":\"%s\",\"type\":\"%s\",\"created\":%lld,\"data\":{"
@@ -104,15 +72,14 @@ static inline void world_stripe_signed(world *w, double t_s, double sign_s,
     assert_int_equal(ust_sig_sign(&p, WORLD_T0 + (int64_t)sign_s, NULL, r), 0);
 }
 
-static inline void world_stripe(world *w, double t_s, const char *evt, const char *type,
-                                const char *pi, const char *order, long amount)
+void world_stripe(world *w, double t_s, const char *evt, const char *type,
+                  const char *pi, const char *order, long amount)
 {
     world_stripe_signed(w, t_s, t_s, evt, type, pi, order, amount);
 }
 
-static inline void world_standard(world *w, double t_s, const char *msg,
-                                  const char *payment, const char *status,
-                                  const char *order, long amount)
+void world_standard(world *w, double t_s, const char *msg, const char *payment,
+                    const char *status, const char *order, long amount)
 {
     char *body = ust_sprintf("{\"type\":\"payment.%s\",\"data\":{\"payment_id\":\"%s\","
                              "\"status\":\"%s\",\"amount\":%ld,\"currency\":\"usd\","
@@ -124,9 +91,8 @@ static inline void world_standard(world *w, double t_s, const char *msg,
     assert_int_equal(ust_sig_sign(&p, WORLD_T0 + (int64_t)t_s, msg, r), 0);
 }
 
-/* An API request; key is the raw header value (NULL: no header). */
-static inline void world_api(world *w, double t_s, const char *key, const char *tenant,
-                             const char *order, long amount)
+void world_api(world *w, double t_s, const char *key, const char *tenant,
+               const char *order, long amount)
 {
     char *body = ust_sprintf(
         "{\"order_id\":\"%s\",\"amount\":%ld,\"currency\":\"eur\"}", order, amount);
@@ -138,8 +104,7 @@ static inline void world_api(world *w, double t_s, const char *key, const char *
         assert_int_equal(ust_request_add_header(r, "Idempotency-Key", key), 0);
 }
 
-/* Appends every request built so far to the log (once). */
-static inline void world_record(world *w)
+void world_record(world *w)
 {
     ust_log *log = NULL;
     char *err = NULL;
@@ -149,41 +114,30 @@ static inline void world_record(world *w)
     ust_log_close(log);
 }
 
-/* A fresh log of every scenario (scenarios/[0-9]*.json, in name order),
- * rendered one after the other UST_SCENARIO_SPACING_US apart from T0; the
- * world's own requests are not used. */
-static inline void world_record_scenarios(world *w)
+void world_record_scenarios(world *w)
 {
-    char dir[PATH_MAX], out[PATH_MAX];
-    ust_test_source_path("scenarios", dir);
-    snprintf(out, sizeof(out), "%s/scenarios.log", w->dir);
-    char *cmd = ust_sprintf("ls '%s'/[0-9]*.json > '%s'", dir, out);
-    assert_int_equal(system(cmd), 0);
-    ust_free(cmd);
+    char pattern[PATH_MAX];
+    ust_test_source_path("scenarios/[0-9]*.json", pattern);
+    glob_t found; /* in name order, as the files are numbered */
+    assert_int_equal(glob(pattern, 0, NULL, &found), 0);
     unlink(w->log_path);
     ust_log *log = NULL;
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
-    FILE *list = fopen(out, "r");
-    char path[PATH_MAX];
     int64_t start = WORLD_T0 * 1000000;
-    while (fgets(path, sizeof(path), list) != NULL) {
-        path[strcspn(path, "\n")] = '\0';
+    for (size_t i = 0; i < found.gl_pathc; i++) {
         ust_scenario *sc = NULL;
-        if (ust_scenario_load(path, w->cfg, &sc, &err) != 0)
+        if (ust_scenario_load(found.gl_pathv[i], w->cfg, &sc, &err) != 0)
             fail_msg("%s", err);
         ust_test_append_scenario(log, w->cfg, sc, start);
         ust_scenario_free(sc);
         start += UST_SCENARIO_SPACING_US;
     }
-    fclose(list);
+    globfree(&found);
     ust_log_close(log);
 }
 
-/* Options of a replay of w's log into its run database, committing every 7
- * events (so runs cross many commits); lp and cp must outlive it. */
-static inline ust_replay_opts world_opts(world *w, const char *lp, const char *cp,
-                                         FILE *divergences)
+ust_replay_opts world_opts(world *w, const char *lp, const char *cp, FILE *divergences)
 {
     return (ust_replay_opts){.cfg = w->cfg,
                              .log_path = w->log_path,
@@ -194,8 +148,7 @@ static inline ust_replay_opts world_opts(world *w, const char *lp, const char *c
                              .commit_every = 7};
 }
 
-/* Runs the replay o describes; a refusal fails the test with its message. */
-static inline ust_replay_stats world_run(const ust_replay_opts *o)
+ust_replay_stats world_run(const ust_replay_opts *o)
 {
     ust_replay_stats st;
     char *err = NULL;
@@ -204,10 +157,7 @@ static inline ust_replay_stats world_run(const ust_replay_opts *o)
     return st;
 }
 
-/* A plugin's path: the reference ones by name ("legacy", "candidate"), the
- * others from tests/plugins (e.g. "misbehaving_decide_error", a candidate
- * that errs on every odd seq). */
-static inline void world_plugin_path(const char *name, char out[PATH_MAX])
+void world_plugin_path(const char *name, char out[PATH_MAX])
 {
     if (strcmp(name, "legacy") == 0 || strcmp(name, "candidate") == 0)
         ust_test_plugin_path(name, out);
@@ -215,10 +165,8 @@ static inline void world_plugin_path(const char *name, char out[PATH_MAX])
         ust_test_fixture_path(name, out);
 }
 
-/* Replays into run_path with the plugins named (as world_plugin_path finds
- * them); divergence lines into *lines (malloc'd) when lines is not NULL. */
-static inline ust_replay_stats world_replay(world *w, const char *legacy,
-                                            const char *candidate, char **lines)
+ust_replay_stats world_replay(world *w, const char *legacy, const char *candidate,
+                              char **lines)
 {
     char lp[PATH_MAX], cp[PATH_MAX];
     world_plugin_path(legacy, lp);
@@ -235,9 +183,7 @@ static inline ust_replay_stats world_replay(world *w, const char *legacy,
     return st;
 }
 
-/* w's config redacts the n rules, as if its file had listed them under
- * "redact" (the run made with it carries them). */
-static inline void world_set_redact(world *w, const char *const *rules, size_t n)
+void world_set_redact(world *w, const char *const *rules, size_t n)
 {
     json_t *arr = json_array();
     w->cfg->redact = ust_calloc(n + 1, sizeof(char *));
@@ -249,10 +195,8 @@ static inline void world_set_redact(world *w, const char *const *rules, size_t n
     w->cfg->n_redact = n;
 }
 
-/* Runs the replay o describes, its divergence lines into *lines (malloc'd;
- * NULL: dropped). 0, or the refusal's code with *err. */
-static inline int world_replay_lines(const ust_replay_opts *o, char **lines,
-                                     ust_replay_stats *st, char **err)
+int world_replay_lines(const ust_replay_opts *o, char **lines, ust_replay_stats *st,
+                       char **err)
 {
     size_t size = 0;
     char *buf = NULL;
@@ -267,8 +211,7 @@ static inline int world_replay_lines(const ust_replay_opts *o, char **lines,
     return rc;
 }
 
-/* One text value from the run database, "" when NULL; caller frees. */
-static inline char *world_query_at(const char *path, const char *sql)
+char *world_query_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -283,13 +226,12 @@ static inline char *world_query_at(const char *path, const char *sql)
     return out ? out : ust_strdup("");
 }
 
-static inline char *world_query(world *w, const char *sql)
+char *world_query(world *w, const char *sql)
 {
     return world_query_at(w->run_path, sql);
 }
 
-/* The last event the run at path has decided (0: none yet). */
-static inline int world_cursor_at(const char *path)
+int world_cursor_at(const char *path)
 {
     char *cursor = world_query_at(path, "SELECT last_seq FROM cursor");
     int at = atoi(cursor);
@@ -297,10 +239,8 @@ static inline int world_cursor_at(const char *path)
     return at;
 }
 
-/* A log of n generated events (seed, 2 days from 2026-11-23) at log_path,
- * derived under cfg. */
-static inline void world_gen_log(world *w, const char *log_path, const ust_config *cfg,
-                                 uint64_t seed, int64_t n)
+void world_gen_log(world *w, const char *log_path, const ust_config *cfg, uint64_t seed,
+                   int64_t n)
 {
     char out[PATH_MAX];
     snprintf(out, sizeof(out), "%s/gen.jsonl", w->dir);
@@ -309,14 +249,7 @@ static inline void world_gen_log(world *w, const char *log_path, const ust_confi
     ust_test_import_generated(cfg, out, log_path);
 }
 
-/* Kills a replay of o (in a child, over and over until killed, its
- * divergence lines into a pipe) at a point decided by how: 0 = while it is
- * blocked writing divergence lines into the full pipe, after a commit and
- * with most of the log still to go; 1 and up = after a short while, which
- * may land inside a transaction. Where _GNU_SOURCE is defined before any
- * include (F_SETPIPE_SZ). */
-#ifdef F_SETPIPE_SZ
-static inline void world_kill_a_replay(const ust_replay_opts *opts, int how)
+void world_kill_a_replay(const ust_replay_opts *opts, int how)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -348,10 +281,8 @@ static inline void world_kill_a_replay(const ust_replay_opts *opts, int how)
     waitpid(pid, &status, 0);
     close(fds[0]);
 }
-#endif
 
-/* Runs sql on the database at path (to break it on purpose, or fix it). */
-static inline void world_exec_at(const char *path, const char *sql)
+void world_exec_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -361,14 +292,12 @@ static inline void world_exec_at(const char *path, const char *sql)
     sqlite3_close(db);
 }
 
-/* Runs sql on the run database. */
-static inline void world_exec(world *w, const char *sql)
+void world_exec(world *w, const char *sql)
 {
     world_exec_at(w->run_path, sql);
 }
 
-/* "applied,duplicate,..." of one side over every event, in seq order. */
-static inline char *world_verdicts(world *w, const char *side)
+char *world_verdicts(world *w, const char *side)
 {
     char *sql =
         ust_sprintf("SELECT group_concat(coalesce(%c_verdict, 'not_fed:' ||"
@@ -379,17 +308,14 @@ static inline char *world_verdicts(world *w, const char *side)
     return v;
 }
 
-/* "seq|class|fields|follow_on" of every divergence, ';'-separated. */
-static inline char *world_divergences(world *w)
+char *world_divergences(world *w)
 {
     return world_query(
         w, "SELECT group_concat(seq || '|' || class || '|' || fields || '|'"
            " || follow_on, ';') FROM (SELECT * FROM divergences ORDER BY seq)");
 }
 
-/* w's divergences (as world_divergences gives them) are want and the
- * candidate erred nowhere: another way of running it decided alike. */
-static inline void world_expect_same_run_without_errors(world *w, const char *want)
+void world_expect_same_run_without_errors(world *w, const char *want)
 {
     char *got = world_divergences(w);
     assert_string_equal(got, want);
@@ -399,5 +325,3 @@ static inline void world_expect_same_run_without_errors(world *w, const char *wa
     assert_string_equal(errors, "0");
     ust_free(errors);
 }
-
-#endif

@@ -5,8 +5,7 @@
  * malformed inside, for another seq, or a decision the in-process checks
  * refuse. Each takes the child down with its reason, charged to event 2,
  * and the restarted child answers event 3. */
-#define UST_TEST_STORE 1 /* store_setup, store_teardown */
-#include "support.h"
+#include "store_world.h" /* store_setup, store_teardown */
 
 #include <understudy/alloc.h>
 #include <understudy/config.h>

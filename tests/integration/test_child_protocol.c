@@ -5,8 +5,7 @@
  * program speaking the protocol, or a misbehaving .so isolated in understudy's
  * shim. */
 #define _GNU_SOURCE      /* sched_setaffinity */
-#define UST_TEST_STORE 1 /* store_setup, store_teardown */
-#include "support.h"
+#include "store_world.h" /* store_setup, store_teardown */
 
 #include <understudy/alloc.h>
 #include <understudy/config.h>

@@ -1,24 +1,7 @@
-/* `serve --respond upstream` in front of a real service on 127.0.0.1
- * (tests/data/upstream_service.py, which logs every request it gets): the
- * world the in-line path's tests start, and what they read back. */
-#ifndef UST_TEST_UPSTREAM_WORLD_H
-#define UST_TEST_UPSTREAM_WORLD_H
+/* `serve --respond upstream` in front of a real service (upstream_world.h). */
+#include "upstream_world.h"
 
-#include "serve_client.h"
-
-#include <jansson.h>
-#include <limits.h>
-#include <sqlite3.h>
-#include <time.h>
-
-typedef struct upstream_world {
-    serve_world *sw;
-    pid_t svc;
-    int svc_port;
-    char svc_log[PATH_MAX];
-} upstream_world;
-
-static inline upstream_world *upstream_world_new(void)
+upstream_world *upstream_world_new(void)
 {
     upstream_world *w = calloc(1, sizeof(*w));
     assert_non_null(w);
@@ -27,8 +10,7 @@ static inline upstream_world *upstream_world_new(void)
     return w;
 }
 
-/* Starts the service on port (0: a free one) and reads the port it says. */
-static inline void upstream_service_start(upstream_world *w, int port)
+void upstream_service_start(upstream_world *w, int port)
 {
     char script[PATH_MAX], portarg[16];
     ust_test_source_path("tests/data/upstream_service.py", script);
@@ -48,7 +30,7 @@ static inline void upstream_service_start(upstream_world *w, int port)
     w->svc_port = atoi(line + 5);
 }
 
-static inline void upstream_service_kill(upstream_world *w)
+void upstream_service_kill(upstream_world *w)
 {
     if (w->svc > 0) {
         kill(w->svc, SIGKILL);
@@ -57,16 +39,14 @@ static inline void upstream_service_kill(upstream_world *w)
     w->svc = 0;
 }
 
-static inline void upstream_world_free(upstream_world *w)
+void upstream_world_free(upstream_world *w)
 {
     upstream_service_kill(w);
     serve_world_free(w->sw);
     free(w);
 }
 
-/* The config: the service as the legacy's url, and keys (a reference
- * taken; NULL: none) set over tests/data/config.json's top level. */
-static inline void upstream_write_config(upstream_world *w, json_t *keys)
+void upstream_write_config(upstream_world *w, json_t *keys)
 {
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/svc", w->svc_port);
@@ -78,14 +58,13 @@ static inline void upstream_write_config(upstream_world *w, json_t *keys)
     server_write_config_keys(w->sw->cfg, keys);
 }
 
-static inline void upstream_serve(upstream_world *w)
+void upstream_serve(upstream_world *w)
 {
     const char *extra[] = {"--respond", "upstream", NULL};
     serve_world_start_with(w->sw, extra);
 }
 
-/* The requests that reached the service (each logs one line). */
-static inline int upstream_reached(const upstream_world *w)
+int upstream_reached(const upstream_world *w)
 {
     FILE *f = fopen(w->svc_log, "r");
     if (f == NULL)
@@ -97,7 +76,7 @@ static inline int upstream_reached(const upstream_world *w)
     return n;
 }
 
-static inline sqlite3 *upstream_open_db(const char *path)
+sqlite3 *upstream_open_db(const char *path)
 {
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -105,9 +84,7 @@ static inline sqlite3 *upstream_open_db(const char *path)
     return db;
 }
 
-/* Waits (a generous bound, for a loaded machine) until the run database's
- * cursor reaches seq. */
-static inline void upstream_runner_reaches(const upstream_world *w, int seq)
+void upstream_runner_reaches(const upstream_world *w, int seq)
 {
     time_t until = time(NULL) + 120;
     for (;;) {
@@ -129,5 +106,3 @@ static inline void upstream_runner_reaches(const upstream_world *w, int seq)
         nanosleep(&ts, NULL);
     }
 }
-
-#endif

@@ -1,21 +1,8 @@
-/* The event both encodings of a "decide" message are tested with (the JSON
- * line of wire.c, the binary frame of frame.c), and the canonical fields
- * every decoding of it must give back. */
-#ifndef UST_TEST_SAMPLE_DECIDE_H
-#define UST_TEST_SAMPLE_DECIDE_H
+/* The sample "decide" event of the wire and frame suites (sample_decide.h). */
+#include "sample_decide.h"
 
-#include "support.h"
-
-#include <understudy/request.h>
-
-#include <string.h>
-
-/* A Stripe refund on a webhook route, with a quote in its id, a negative
- * amount and three headers (one of them not UTF-8); req's body is borrowed
- * from body: set req->body to NULL before ust_request_clear. */
-static inline void ust_test_sample_decide(ust_route *route, ust_event *ev,
-                                          ust_request *req, const char *body,
-                                          size_t body_len)
+void ust_test_sample_decide(ust_route *route, ust_event *ev, ust_request *req,
+                            const char *body, size_t body_len)
 {
     *route = (ust_route){.path = "/webhooks/stripe", .kind = UST_ROUTE_WEBHOOK};
     *ev = (ust_event){.seq = 7,
@@ -39,12 +26,8 @@ static inline void ust_test_sample_decide(ust_route *route, ust_event *ev,
     ust_request_add_header(req, "Stripe-Signature", "t=1,v1=ab\tcd");
 }
 
-/* What a decoding of the sample sent gives back: its canonical fields, and
- * the body byte for byte. */
-static inline void ust_test_expect_sample_decide(const ust_event *got,
-                                                 const ust_request *greq,
-                                                 const ust_event *sent,
-                                                 const ust_request *req)
+void ust_test_expect_sample_decide(const ust_event *got, const ust_request *greq,
+                                   const ust_event *sent, const ust_request *req)
 {
     assert_int_equal(got->seq, 7);
     assert_int_equal(got->received_at_us, sent->received_at_us);
@@ -57,5 +40,3 @@ static inline void ust_test_expect_sample_decide(const ust_event *got,
     assert_int_equal(greq->body_len, req->body_len);
     assert_memory_equal(greq->body, req->body, req->body_len);
 }
-
-#endif

@@ -1,25 +1,12 @@
-/* src/plugins/examples/service.py started for a test: the example service on
- * 127.0.0.1, on a port it chose and names, over a SQLite database of the
- * test's; it dies with the test. */
-#ifndef UST_TEST_EXAMPLE_SERVICE_H
-#define UST_TEST_EXAMPLE_SERVICE_H
-
-#include "support.h"
+/* src/plugins/examples/service.py started for a test (example_service.h). */
+#include "example_service.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef struct service {
-    pid_t pid;
-    int port;
-    char db[PATH_MAX];
-} service;
-
-/* Starts service.py on port 0 over its database db; waits for the line
- * naming its port. */
-static inline void service_start(service *s)
+void example_service_start(service *s)
 {
     char script[PATH_MAX];
     ust_test_source_path("src/plugins/examples/service.py", script);
@@ -49,12 +36,10 @@ static inline void service_start(service *s)
     }
 }
 
-static inline void service_stop(service *s, int sig)
+void example_service_stop(service *s, int sig)
 {
     kill(s->pid, sig);
     int status = 0;
     assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
     s->pid = 0;
 }
-
-#endif

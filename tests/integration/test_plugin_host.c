@@ -1,7 +1,6 @@
 /* The plugin host: refusing plugins that cannot work, turning failures and
  * garbage into `error` decisions, and the state store's guarantees. */
-#define UST_TEST_STORE 1 /* store_setup, store_teardown */
-#include "support.h"
+#include "store_world.h" /* store_setup, store_teardown */
 
 #include <understudy/alloc.h>
 #include <understudy/error.h>

@@ -1,23 +1,12 @@
-/* tests/http_service.py started for a test: a real HTTP service on
- * 127.0.0.1, on a port it chose and reports, stopped (SIGKILL) at the end. */
-#ifndef UST_TEST_HTTP_SERVICE_H
-#define UST_TEST_HTTP_SERVICE_H
+/* tests/http_service.py started for a test, and sockets that stand in for a
+ * proxy (http_service.h). */
+#include "http_service.h"
 
-#include "support.h"
+/* Every proxy variable libcurl reads. */
+static const char *const ust_test_proxy_vars[] = {
+    "http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"};
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
-
-typedef struct ust_test_service {
-    pid_t pid;
-    int port;
-    char base[64]; /* "http://127.0.0.1:PORT" */
-} ust_test_service;
-
-/* argv: extra arguments for the service, NULL-terminated (NULL: none). */
-static inline void ust_test_service_start(ust_test_service *s, const char *const *argv)
+void ust_test_service_start(ust_test_service *s, const char *const *argv)
 {
     char script[PATH_MAX];
     ust_test_source_path("tests/http_service.py", script);
@@ -52,7 +41,7 @@ static inline void ust_test_service_start(ust_test_service *s, const char *const
     snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
 }
 
-static inline void ust_test_service_stop(ust_test_service *s)
+void ust_test_service_stop(ust_test_service *s)
 {
     if (s->pid > 0) {
         kill(s->pid, SIGKILL);
@@ -61,11 +50,7 @@ static inline void ust_test_service_stop(ust_test_service *s)
     s->pid = 0;
 }
 
-/* A port nothing listens on: bound, then closed. */
-static inline int ust_test_closed_port(void);
-#include <netinet/in.h>
-#include <sys/socket.h>
-static inline int ust_test_closed_port(void)
+int ust_test_closed_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
@@ -77,10 +62,7 @@ static inline int ust_test_closed_port(void)
     return ntohs(a.sin_port);
 }
 
-/* A socket listening on 127.0.0.1 (a port of its own, in *port) that never
- * answers: a stand-in for a proxy, to see whether anything connected to
- * it. Non-blocking, for ust_test_listener_accepted. */
-static inline int ust_test_listener(int *port)
+int ust_test_listener(int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
@@ -93,10 +75,7 @@ static inline int ust_test_listener(int *port)
     return fd;
 }
 
-/* How many connections reached the listener since the last call (each
- * accepted and closed): the kernel completes a connection before any
- * accept, so one made and given up is counted too. */
-static inline int ust_test_listener_accepted(int fd)
+int ust_test_listener_accepted(int fd)
 {
     int n = 0;
     for (int c; (c = accept(fd, NULL, NULL)) >= 0; n++)
@@ -104,13 +83,7 @@ static inline int ust_test_listener_accepted(int fd)
     return n;
 }
 
-static const char *const ust_test_proxy_vars[] = {
-    "http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"};
-
-/* A stand-in proxy (a listener) named by every proxy variable libcurl reads
- * in this process's environment, its children's too, no_proxy unset; the
- * listener's socket, for ust_test_listener_accepted. */
-static inline int ust_test_env_proxy(void)
+int ust_test_env_proxy(void)
 {
     int port = 0;
     int fd = ust_test_listener(&port);
@@ -123,10 +96,8 @@ static inline int ust_test_env_proxy(void)
     return fd;
 }
 
-static inline void ust_test_env_proxy_clear(void)
+void ust_test_env_proxy_clear(void)
 {
     for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
         unsetenv(ust_test_proxy_vars[i]);
 }
-
-#endif
