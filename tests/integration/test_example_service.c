@@ -199,8 +199,8 @@ static int64_t send_all_events(world *w, service *s, int64_t kill_after)
         ust_decision_clear(&svc);
         ust_log_record_clear(&rec);
         if (++sent == kill_after) {
-            service_stop(s, SIGKILL);
-            service_start(s); /* on another port: a client of its own */
+            example_service_stop(s, SIGKILL);
+            example_service_start(s); /* on another port: a client of its own */
             ust_http_client_free(client);
             assert_int_equal(ust_http_client_new(&client, &err), 0);
         }
@@ -261,7 +261,7 @@ static void post_reset(const service *s)
 static void start_in(world *w, service *s)
 {
     snprintf(s->db, sizeof(s->db), "%s/service.db", w->dir);
-    service_start(s);
+    example_service_start(s);
 }
 
 /* Every scenario replayed with the C plugins, then sent to a service
@@ -284,7 +284,7 @@ static void test_every_scenario_answers_as_the_c_candidate(void **state)
     assert_int_equal(send_all_events(*state, &s, 0), fed);
     post_reset(&s);
     assert_int_equal(send_all_events(*state, &s, 0), fed);
-    service_stop(&s, SIGTERM);
+    example_service_stop(&s, SIGTERM);
 }
 
 /* Its state is in its own database: SIGKILLed half way and started again
@@ -294,7 +294,7 @@ static void test_a_service_killed_and_restarted_decides_the_same(void **state)
     service s;
     int64_t fed = replay_and_start(*state, &s);
     assert_int_equal(send_all_events(*state, &s, fed / 2), fed);
-    service_stop(&s, SIGTERM);
+    example_service_stop(&s, SIGTERM);
 }
 
 /* Never the wall clock: a request without Understudy-Received-At (or
@@ -328,7 +328,7 @@ static void test_without_event_time_it_refuses_to_decide(void **state)
     assert_string_equal(d.state_after, "paid");
     ust_decision_clear(&d);
     ust_http_result_clear(&r);
-    service_stop(&s, SIGTERM);
+    example_service_stop(&s, SIGTERM);
 }
 
 /* r1 and r2 are one answer: status, headers in order, body byte for byte. */
@@ -407,15 +407,15 @@ static void test_a_seq_sent_again_is_answered_as_the_first_time(void **state)
     assert_non_null(strstr(text, "Understudy-Seq 8 was decided for another request"));
     ust_free(text);
     ust_http_result_clear(&r1);
-    service_stop(&s, SIGTERM);
+    example_service_stop(&s, SIGTERM);
     expect_rows(&s, "deliveries", "1");
     expect_rows(&s, "idempotency_keys", "1");
     expect_rows(&s, "executions", "1");
     expect_rows(&s, "answers", "3");
     /* POST /reset forgets the answers too: the seqs of the next run are new. */
-    service_start(&s);
+    example_service_start(&s);
     post_reset(&s);
-    service_stop(&s, SIGTERM);
+    example_service_stop(&s, SIGTERM);
     expect_rows(&s, "answers", "0");
 }
 
@@ -448,7 +448,7 @@ static void test_a_url_candidate_gives_the_c_candidates_divergences(void **state
     assert_int_equal(st.fed, fed);
     world_expect_same_run_without_errors(w, c_run);
     ust_free(c_run);
-    service_stop(&s, SIGTERM);
+    example_service_stop(&s, SIGTERM);
 }
 
 int main(void)

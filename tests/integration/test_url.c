@@ -725,7 +725,7 @@ static void test_resend_unknown_to_the_example_service_decides_as_unkilled(void 
     world *w = *state;
     service ex;
     snprintf(ex.db, sizeof(ex.db), "%s/service.db", w->dir);
-    service_start(&ex);
+    example_service_start(&ex);
     char base[64], reset[96], cfg[PATH_MAX], once[PATH_MAX];
     snprintf(base, sizeof(base), "http://127.0.0.1:%d", ex.port);
     const char *args[] = {"--forward", base, "--slow-all", "--slow-ms", "150", NULL};
@@ -766,7 +766,7 @@ static void test_resend_unknown_to_the_example_service_decides_as_unkilled(void 
     assert_int_equal(
         count(w, "SELECT count(*) FROM decisions WHERE c_verdict = 'error'"), 0);
     ust_test_service_stop(&svc);
-    service_stop(&ex, SIGTERM);
+    example_service_stop(&ex, SIGTERM);
 }
 
 static void test_a_kill_leaves_at_most_max_in_flight_unknowns(void **state)
