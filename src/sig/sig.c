@@ -250,6 +250,8 @@ int ust__sig_join(char **value, const char *head, const char *sep, const char *t
                   ust__sig_mac *const *macs, size_t n_macs, ust__sig_text_fn text,
                   const void *msg)
 {
+    /* Set on every path: the schemes free *value whatever the outcome. */
+    *value = NULL;
     char *v = ust_strdup(head);
     for (size_t i = 0; v != NULL && i < n_macs; i++) {
         char buf[UST__SIG_TEXT_CAP];

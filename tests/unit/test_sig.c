@@ -9,8 +9,10 @@
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
+#include "sig/sig_internal.h"
 #include "support.h"
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -696,6 +698,58 @@ static void test_allocation_failures(void **state)
     }
 }
 
+/* A MAC OpenSSL refuses to run: an HMAC context never given a key, as a
+ * context whose re-initialisation failed would be. */
+static ust__sig_mac *unkeyed_mac(void)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    assert_non_null(mac);
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+static int mac_text(ust__sig_mac *m, const void *msg, char buf[UST__SIG_TEXT_CAP])
+{
+    unsigned char mac[UST__SIG_MAC_LEN];
+    ust__slice part = {msg, strlen(msg)};
+    int rc = ust__sig_mac_run(m, &part, 1, mac);
+    if (rc == 0)
+        snprintf(buf, UST__SIG_TEXT_CAP, "%02x", mac[0]);
+    return rc;
+}
+
+/* A signature that cannot be made half way through the header (its second
+ * MAC refused): the join fails with no value for its caller to free, and
+ * each scheme's sign fails leaving the request as it was. */
+static void test_sign_fails_when_a_mac_cannot_run(void **state)
+{
+    (void)state;
+    ust__sig_mac *macs[2] = {NULL, unkeyed_mac()};
+    assert_int_equal(ust__sig_mac_new((const unsigned char *)"k", 1, &macs[0]), 0);
+    char *value = (char *)"left over";
+    assert_int_equal(ust__sig_join(&value, "t=1,", ",", "v1=", macs, 2, mac_text, "m"),
+                     UST_ENOMEM);
+    assert_null(value);
+
+    static const ust__sig_scheme *const impls[] = {
+#define IMPL(id, name, impl) &ust__sig_##impl,
+        UST_SIG_SCHEME_MAP(IMPL)
+#undef IMPL
+    };
+    for (size_t i = 0; i < sizeof(impls) / sizeof(impls[0]); i++) {
+        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+        add(&r, "Content-Type", "application/json");
+        assert_int_not_equal(impls[i]->sign(&p, macs, 2, ST_TS, "msg_1", &r), 0);
+        assert_int_equal(r.n_headers, 1);
+        ust_request_clear(&r);
+    }
+    ust__sig_mac_free(macs[0]);
+    ust__sig_mac_free(macs[1]);
+}
+
 /* The start-time check agrees with the verifier: what it accepts keys a
  * signature that verifies; what it refuses could never verify. */
 static void test_secret_check(void **state)
@@ -911,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_all_schemes),
         cmocka_unit_test(test_binary_body_after_nul),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_sign_fails_when_a_mac_cannot_run),
         cmocka_unit_test(test_secret_check),
         cmocka_unit_test(test_scheme_table),
         cmocka_unit_test(test_reads_header),
