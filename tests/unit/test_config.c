@@ -241,8 +241,7 @@ static const refused_case broken[] = {
     {"{\"routes\":[" R0 "],\"coverage\":[]}", "cfg.json: coverage: expected an object"},
     {ROUTES(R0 ",{\"path\":\"/s\",\"kind\":\"webhook\",\"provider\":\"p\","
                "\"signature\":{\"scheme\":\"paypal\",\"secret_env\":\"S\"}}"),
-     "cfg.json: routes[1].signature.scheme: expected one of \"stripe\", "
-     "\"standard-webhooks\", \"hmac-sha256-hex\""},
+     "cfg.json: routes[1].signature.scheme: expected one of " UST_SIG_SCHEME_CHOICES},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\"}"),
      "cfg.json: routes[0].provider: expected"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"\"}"),

@@ -10,6 +10,7 @@
 #include <understudy/sig.h>
 
 #include "sig/sig_internal.h"
+#include "sig_vectors.h"
 #include "support.h"
 
 #include <openssl/evp.h>
@@ -17,34 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* Standard Webhooks' published vector (standard-webhooks repo, library tests). */
-#define SW_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-#define SW_ID "msg_p5jXN8AQM9LWM0D4loKWxJek"
-#define SW_TS 1614265330
-#define SW_TS_STR "1614265330"
-#define SW_BODY "{\"test\": 2432232314}"
-#define SW_SIG "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-#define SW_SIG_BAD "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA="
-
-/* GitHub's documented vector (docs "Validating webhook deliveries"). */
-#define GH_SECRET "It's a Secret to Everybody"
-#define GH_BODY "Hello, World!"
-#define GH_HEX "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-#define GH_HEX_UPPER "757107EA0EB2509FC211221CCE984B8A37570B6D7586C22C46F4379C8B043E17"
-
-/* Stripe publishes no vector; this one was produced independently of our code:
- *   printf '%s'
- * '1700000000.{"id":"evt_1NxUnderstudy","object":"event","type":"payment_intent.succeeded"}'
- * \ | openssl dgst -sha256 -hmac 'whsec_understudy_test_secret_0001' (OpenSSL 3.0.19).
- * The key is the secret string, whsec_ included. */
-#define ST_SECRET "whsec_understudy_test_secret_0001"
-#define ST_TS 1700000000
-#define ST_BODY                                                                        \
-    "{\"id\":\"evt_1NxUnderstudy\",\"object\":\"event\",\"type\":\"payment_intent."    \
-    "succeeded\"}"
-#define ST_HEX "90c539043289e4774fd1ec570ede4fc0946c05a72b117297366c0fd2e5dc5f8f"
-#define ST_HEADER_VALUE "t=1700000000,v1=" ST_HEX
 
 #define WRONG_HEX "0000000000000000000000000000000000000000000000000000000000000000"
 
@@ -103,16 +76,7 @@ static ust_request signed_req(const ust_sig_params *p, const char *body, int64_t
     return r;
 }
 
-/* A secret for every scheme, for the checks that hold for all of them. */
-static const struct {
-    ust_sig_scheme scheme;
-    const char *secret;
-} every_scheme[] = {
-    {UST_SCHEME_STRIPE, ST_SECRET},
-    {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
-    {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
-};
-#define N_SCHEMES (sizeof(every_scheme) / sizeof(every_scheme[0]))
+#define N_SCHEMES (sizeof(sig_vectors) / sizeof(sig_vectors[0]))
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -129,15 +93,15 @@ static void test_names_round_trip(void **state)
         assert_int_equal(ust_sig_status_parse(snames[i], &s), 0);
         assert_int_equal(s, statuses[i]);
     }
-    const ust_sig_scheme schemes[] = {UST_SCHEME_NONE, UST_SCHEME_STRIPE,
-                                      UST_SCHEME_STANDARD_WEBHOOKS,
-                                      UST_SCHEME_HMAC_SHA256_HEX};
-    const char *cnames[] = {"none", "stripe", "standard-webhooks", "hmac-sha256-hex"};
-    for (size_t i = 0; i < 4; i++) {
-        ust_sig_scheme s;
-        assert_string_equal(ust_sig_scheme_name(schemes[i]), cnames[i]);
-        assert_int_equal(ust_sig_scheme_parse(cnames[i], &s), 0);
-        assert_int_equal(s, schemes[i]);
+    ust_sig_scheme s;
+    assert_string_equal(ust_sig_scheme_name(UST_SCHEME_NONE), "none");
+    assert_int_equal(ust_sig_scheme_parse("none", &s), 0);
+    assert_int_equal(s, UST_SCHEME_NONE);
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        assert_string_equal(ust_sig_scheme_name(sig_vectors[i].scheme),
+                            sig_vectors[i].name);
+        assert_int_equal(ust_sig_scheme_parse(sig_vectors[i].name, &s), 0);
+        assert_int_equal(s, sig_vectors[i].scheme);
     }
 }
 
@@ -640,11 +604,11 @@ static void test_round_trip_all_schemes(void **state)
 {
     (void)state;
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        round_trip(every_scheme[i].scheme, every_scheme[i].secret, binary_body,
+        round_trip(sig_vectors[i].scheme, sig_vectors[i].secret, binary_body,
                    sizeof(binary_body));
-        round_trip(every_scheme[i].scheme, every_scheme[i].secret, ST_BODY,
+        round_trip(sig_vectors[i].scheme, sig_vectors[i].secret, ST_BODY,
                    strlen(ST_BODY));
-        round_trip(every_scheme[i].scheme, every_scheme[i].secret, NULL, 0);
+        round_trip(sig_vectors[i].scheme, sig_vectors[i].secret, NULL, 0);
     }
 }
 
@@ -653,7 +617,7 @@ static void test_binary_body_after_nul(void **state)
     (void)state;
     /* Flip a byte after the first NUL: every scheme must notice. */
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         ust_request r = make_req(binary_body, sizeof(binary_body), 1750000000);
         assert_int_equal(ust_sig_sign(&p, 1750000000, "msg_1", &r), 0);
         r.body[8] = 'X'; /* after the first NUL */
@@ -669,7 +633,7 @@ static void test_allocation_failures(void **state)
 {
     (void)state;
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         int rc = UST_ENOMEM;
         for (long n = 0; rc == UST_ENOMEM; n++) {
             assert_true(n < 100);
@@ -739,7 +703,7 @@ static void test_sign_fails_when_a_mac_cannot_run(void **state)
 #undef IMPL
     };
     for (size_t i = 0; i < sizeof(impls) / sizeof(impls[0]); i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
         add(&r, "Content-Type", "application/json");
         assert_int_not_equal(impls[i]->sign(&p, macs, 2, ST_TS, "msg_1", &r), 0);
@@ -778,18 +742,21 @@ static void test_scheme_table(void **state)
     (void)state;
     assert_null(ust_sig_scheme_info_of(UST_SCHEME_NONE));
     assert_null(ust_sig_scheme_info_of((ust_sig_scheme)99));
-    assert_string_equal(
-        UST_SIG_SCHEME_CHOICES,
-        "\"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\", \"none\"");
+    char choices[256] = "";
+    for (size_t i = 0; i < N_SCHEMES; i++)
+        snprintf(choices + strlen(choices), sizeof(choices) - strlen(choices),
+                 "\"%s\", ", sig_vectors[i].name);
+    assert_string_equal(UST_SIG_SCHEME_CHOICES,
+                        strcat(choices, "\"none\"")); /* none last */
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        const ust_sig_scheme_info *si = ust_sig_scheme_info_of(every_scheme[i].scheme);
+        const ust_sig_scheme_info *si = ust_sig_scheme_info_of(sig_vectors[i].scheme);
         assert_non_null(si);
         assert_non_null(si->secret_what);
-        assert_int_equal(ust_sig_secret_check(every_scheme[i].scheme, si->wrong_secret),
+        assert_int_equal(ust_sig_secret_check(sig_vectors[i].scheme, si->wrong_secret),
                          0);
         if (si->previous_secret != NULL)
             assert_int_equal(
-                ust_sig_secret_check(every_scheme[i].scheme, si->previous_secret), 0);
+                ust_sig_secret_check(sig_vectors[i].scheme, si->previous_secret), 0);
     }
     assert_true(ust_sig_scheme_info_of(UST_SCHEME_STANDARD_WEBHOOKS)->needs_msg_id);
     assert_true(ust_sig_scheme_info_of(UST_SCHEME_HMAC_SHA256_HEX)->named_header);
@@ -819,17 +786,15 @@ static void test_reads_header(void **state)
 static void test_sign_with_several_secrets(void **state)
 {
     (void)state;
-    const char *previous[] = {"whsec_previous_stripe", "whsec_cHJldmlvdXMga2V5",
-                              "previous hex secret"};
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
-        const char *secrets[] = {previous[i], every_scheme[i].secret};
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
+        const char *secrets[] = {sig_vectors[i].rotated_from, sig_vectors[i].secret};
         ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
         assert_int_equal(ust_sig_sign_with(&p, secrets, 2, ST_TS, "msg_1", &r), 0);
         assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-        ust_sig_params old = params(every_scheme[i].scheme, previous[i]);
+        ust_sig_params old = params(sig_vectors[i].scheme, sig_vectors[i].rotated_from);
         assert_int_equal(ust_sig_verify(&old, &r), UST_SIG_VERIFIED);
-        ust_sig_params other = params(every_scheme[i].scheme,
+        ust_sig_params other = params(sig_vectors[i].scheme,
                                       ust_sig_scheme_info_of(p.scheme)->wrong_secret);
         assert_int_equal(ust_sig_verify(&other, &r), UST_SIG_INVALID);
         ust_request_clear(&r);
@@ -854,7 +819,7 @@ static void test_signer_reuse(void **state)
 {
     (void)state;
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         ust_sig_signer *s = NULL;
         assert_int_equal(ust_sig_signer_new(&p, NULL, 0, &s), 0);
         for (int k = 0; k < 3; k++) {
@@ -898,13 +863,13 @@ static void verify_under_many_secrets(void)
     for (size_t k = 0; k < N_SCHEMES; k++) {
         ust_request signed_by[6];
         for (size_t i = 0; i < n; i++) {
-            ust_sig_params p = params(every_scheme[k].scheme, secrets[i]);
+            ust_sig_params p = params(sig_vectors[k].scheme, secrets[i]);
             signed_by[i] = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
             assert_int_equal(ust_sig_sign(&p, ST_TS, "msg_many", &signed_by[i]), 0);
         }
         for (size_t round = 0; round < 3; round++)
             for (size_t j = 0; j < n; j++) {
-                ust_sig_params p = params(every_scheme[k].scheme, secrets[j]);
+                ust_sig_params p = params(sig_vectors[k].scheme, secrets[j]);
                 for (size_t i = 0; i < n; i++) {
                     size_t at = (i + round * j) % n;
                     assert_int_equal(ust_sig_verify(&p, &signed_by[at]),
