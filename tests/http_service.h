@@ -5,6 +5,8 @@
 
 #include "support.h"
 
+#include <understudy/array.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -116,7 +118,7 @@ static inline int ust_test_env_proxy(void)
     int fd = ust_test_listener(&port);
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-    for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(ust_test_proxy_vars); i++)
         setenv(ust_test_proxy_vars[i], url, 1);
     unsetenv("no_proxy");
     unsetenv("NO_PROXY");
@@ -125,7 +127,7 @@ static inline int ust_test_env_proxy(void)
 
 static inline void ust_test_env_proxy_clear(void)
 {
-    for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(ust_test_proxy_vars); i++)
         unsetenv(ust_test_proxy_vars[i]);
 }
 

@@ -7,6 +7,7 @@
 #include "support.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/drive.h>
@@ -75,7 +76,7 @@ static inline int world_teardown(void **state)
 static inline ust_request *world_request(world *w, double t_s, const char *target,
                                          const char *body)
 {
-    assert_true(w->n < sizeof(w->reqs) / sizeof(w->reqs[0]));
+    assert_true(w->n < UST_ARRAY_SIZE(w->reqs));
     ust_request *r = &w->reqs[w->n++];
     memset(r, 0, sizeof(*r));
     r->received_at_us = (int64_t)((double)WORLD_T0 * 1e6 + t_s * 1e6);

@@ -15,6 +15,7 @@
 #include "http/say.h"
 #include "http/writer.h"
 
+#include <understudy/array.h>
 #include <understudy/clock.h>
 #include <understudy/alloc.h>
 #include <understudy/capture.h>
@@ -1118,7 +1119,7 @@ static int note_absent(const ust_serve_opts *o, made_by_start *m)
 static void remove_made(made_by_start *m)
 {
     const char *paths[] = {m->answers, m->run, m->log};
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(paths); i++)
         if (paths[i] != NULL)
             ust_db_remove(paths[i]);
     ust_free(m->answers);

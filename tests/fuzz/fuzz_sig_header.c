@@ -14,6 +14,7 @@
 #include "fuzz.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
@@ -68,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *id = sig ? take_line(&p, end) : NULL;
     char *ts = id ? take_line(&p, end) : NULL;
     size_t body_len = (size_t)(end - p);
-    const size_t n = sizeof(sig_vectors) / sizeof(sig_vectors[0]);
+    const size_t n = UST_ARRAY_SIZE(sig_vectors);
     for (size_t i = 0; i < n; i++) {
         ust_request req = {.received_at_us = sig_vectors[i].received_at_s * 1000000};
         for (size_t k = 0; k < n; k++)

@@ -3,12 +3,14 @@
  * (its header's words and its vector's timestamp), each once. Built and run
  * by the fuzz tree (tests/fuzz/CMakeLists.txt), so a scheme added to the
  * vectors is in the dictionary without a hand-kept copy. */
-#include <stdio.h>
-#include <string.h>
+#include <understudy/array.h>
 
 #include "sig_vectors.h"
 
-#define N_VECTORS (sizeof(sig_vectors) / sizeof(sig_vectors[0]))
+#include <stdio.h>
+#include <string.h>
+
+#define N_VECTORS UST_ARRAY_SIZE(sig_vectors)
 #define MAX_WORDS (N_VECTORS * 6 + 1)
 
 static const char *seen[MAX_WORDS];
@@ -44,7 +46,7 @@ int main(int argc, char **argv)
           f);
     static char stamps[N_VECTORS][24];
     for (size_t i = 0; i < N_VECTORS; i++) {
-        for (size_t k = 0; k < sizeof(sig_vectors[i].words) / sizeof(char *); k++)
+        for (size_t k = 0; k < UST_ARRAY_SIZE(sig_vectors[i].words); k++)
             if (sig_vectors[i].words[k] != NULL)
                 word(f, sig_vectors[i].words[k]);
     }

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
@@ -76,7 +77,7 @@ static ust_request signed_req(const ust_sig_params *p, const char *body, int64_t
     return r;
 }
 
-#define N_SCHEMES (sizeof(sig_vectors) / sizeof(sig_vectors[0]))
+#define N_SCHEMES UST_ARRAY_SIZE(sig_vectors)
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -216,7 +217,7 @@ static void expect_tolerance(const ust_sig_params *p,
         {ts + 301, UST_SIG_EXPIRED},        {ts - 301, UST_SIG_EXPIRED},
         {ts + 86400 * 30, UST_SIG_EXPIRED},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(cases); i++)
         expect(p, make(sig, cases[i].received_s), cases[i].want);
 }
 
@@ -267,7 +268,7 @@ static void test_sw_malformed(void **state)
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
     const char *bad_ts[] = {"1614265330a", "", "-1614265330", "+1614265330",
                             "16142653300000000000"};
-    for (size_t i = 0; i < sizeof(bad_ts) / sizeof(bad_ts[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad_ts); i++) {
         ust_request r = sw_req(SW_SIG, SW_TS);
         set_header(&r, "webhook-timestamp", bad_ts[i]);
         assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
@@ -276,7 +277,7 @@ static void test_sw_malformed(void **state)
     const char *bad_sig[] = {"", "v1",
                              "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", "v1,",
                              "v1:g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="};
-    for (size_t i = 0; i < sizeof(bad_sig) / sizeof(bad_sig[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad_sig); i++) {
         expect(&p, sw_req(bad_sig[i], SW_TS), UST_SIG_INVALID);
     }
 }
@@ -285,7 +286,7 @@ static void test_sw_bad_secret(void **state)
 {
     (void)state;
     const char *bad[] = {"whsec_not*base64!", "whsec_abc", "whsec_", ""};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, bad[i]);
         expect(&p, sw_req(SW_SIG, SW_TS), UST_SIG_INVALID);
         /* Sign refuses and leaves the request untouched. */
@@ -418,7 +419,7 @@ static void test_stripe_malformed(void **state)
         "t=1700000000,v1=" ST_HEX "00",         /* too long */
         "t=1700000000,v1=zz" ST_HEX,            /* not hex */
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         expect(&p, st_req(bad[i], ST_TS), UST_SIG_INVALID);
     }
 }
@@ -513,7 +514,7 @@ static void test_hex_missing_and_malformed(void **state)
         "sha256=57107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e1g",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         expect(&p, gh_req("X-Hub-Signature-256", bad[i], 0), UST_SIG_INVALID);
     }
 }
@@ -702,7 +703,7 @@ static void test_sign_fails_when_a_mac_cannot_run(void **state)
         UST_SIG_SCHEME_MAP(IMPL)
 #undef IMPL
     };
-    for (size_t i = 0; i < sizeof(impls) / sizeof(impls[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(impls); i++) {
         ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
         add(&r, "Content-Type", "application/json");
@@ -859,7 +860,7 @@ static void verify_under_many_secrets(void)
         "whsec_ZmlmdGggc2VjcmV0IGtleQ==",
         "whsec_c2l4dGggc2VjcmV0IGtleQ==",
     };
-    const size_t n = sizeof(secrets) / sizeof(secrets[0]);
+    const size_t n = UST_ARRAY_SIZE(secrets);
     for (size_t k = 0; k < N_SCHEMES; k++) {
         ust_request signed_by[6];
         for (size_t i = 0; i < n; i++) {
