@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/host.h>
 #include <understudy/version.h>
 
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
         printf("understudy %s\n", ust_version());
         return UST_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(commands); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "understudy: unknown command \"%s\"\n", cmd);

@@ -1,6 +1,7 @@
 /* Scenario files: loading and validating them, and rendering their steps
  * into requests signed for the times they are sent at. */
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/drive.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
@@ -83,10 +84,9 @@ static int load_step(const char *file, size_t i, json_t *js, const ust_config *c
     st->sign = UST_SIGN_VALID;
     if (sign != NULL) {
         size_t k = 0;
-        while (k < sizeof(sign_names) / sizeof(sign_names[0]) &&
-               strcmp(sign, sign_names[k]))
+        while (k < UST_ARRAY_SIZE(sign_names) && strcmp(sign, sign_names[k]))
             k++;
-        if (k == sizeof(sign_names) / sizeof(sign_names[0]))
+        if (k == UST_ARRAY_SIZE(sign_names))
             BAD("sign: expected valid, invalid, none, expired or rotated");
         st->sign = (ust_sign_mode)k;
     }

@@ -2,6 +2,7 @@
  * later stage can trust it. Each refusal names the file, the key path and
  * what was expected; a secret appears only by the name of its variable. */
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -137,8 +138,7 @@ typedef struct keys {
     size_t n, stride;
 } keys;
 
-#define KEYS(table)                                                                    \
-    ((keys){(table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0])})
+#define KEYS(table) ((keys){(table), UST_ARRAY_SIZE(table), sizeof((table)[0])})
 
 static const char *key_at(keys k, size_t i)
 {
@@ -371,7 +371,7 @@ static int parse_signature(vctx *c, json_t *route, ust_route *r)
     }
     if (r->scheme == UST_SCHEME_NONE) {
         /* Every key after the first ("scheme") belongs to a real scheme. */
-        for (size_t i = 1; i < sizeof(signature_keys) / sizeof(signature_keys[0]); i++)
+        for (size_t i = 1; i < UST_ARRAY_SIZE(signature_keys); i++)
             if (json_object_get(sig, signature_keys[i]) != NULL) {
                 push_key(c, signature_keys[i]);
                 return bad(c, "nothing but \"scheme\" when the scheme is \"none\"");
@@ -436,7 +436,7 @@ static int parse_fields(vctx *c, json_t *route, ust_route *r)
     size_t mark = push_key(c, "fields");
     if ((rc = check_keys(c, fields, KEYS(known))) != 0)
         return rc;
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(known); i++) {
         char **slot = (char **)((char *)&r->fields + known[i].off);
         rc = take_string(c, fields, known[i].name, 0, WHAT_SOURCE, ust__source_valid,
                          slot);
@@ -900,11 +900,11 @@ static int parse_coverage(vctx *c, json_t *root, ust_config *cfg)
     json_t *coverage;
     size_t mark;
     int rc = open_block(c, root, "coverage", KEYS(coverage_keys), &coverage, &mark);
-    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(knobs); i++)
         *knobs[i].out = knobs[i].def;
     if (rc != 0 || coverage == NULL)
         return rc;
-    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(knobs); i++) {
         if ((rc = take_posint(c, coverage, knobs[i].key, knobs[i].def, knobs[i].out)) !=
             0)
             return rc;
@@ -929,7 +929,7 @@ static const char *route_reads(const ust_route *r, const char *name)
     const ust_route_fields *f = &r->fields;
     const char *sources[] = {UST_EVENT_FIELDS(SOURCE_OF) f->occurred_at,
                              r->status_from};
-    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(sources); i++)
         if (sources[i] != NULL &&
             strncmp(sources[i], UST__HEADER_PREFIX, UST__HEADER_PREFIX_LEN) == 0 &&
             strcasecmp(sources[i] + UST__HEADER_PREFIX_LEN, name) == 0)
@@ -962,7 +962,7 @@ static int parse_capture(vctx *c, json_t *root, ust_config *cfg)
                           valid_env_name, &cfg->capture.mask_key_env)) != 0))
         return rc;
     if (cfg->capture.mask_headers == NULL) {
-        size_t n = sizeof(default_masked) / sizeof(default_masked[0]);
+        size_t n = UST_ARRAY_SIZE(default_masked);
         cfg->capture.mask_headers = ust_calloc(n + 1, sizeof(char *));
         if (cfg->capture.mask_headers == NULL)
             return nomem(c);
@@ -1027,7 +1027,7 @@ static int parse_partition_by(vctx *c, json_t *root, ust_config *cfg)
         return rc;
     }
     static const char *const default_key[] = {"intent", "identity"};
-    size_t n = one != NULL ? 1 : sizeof(default_key) / sizeof(default_key[0]);
+    size_t n = one != NULL ? 1 : UST_ARRAY_SIZE(default_key);
     if ((cfg->partition_by = ust_calloc(n + 1, sizeof(char *))) == NULL)
         return nomem(c);
     for (size_t i = 0; i < n; i++)
@@ -1114,9 +1114,9 @@ static int legacy_hash(const json_t *root, int places, char hex[UST_SHA256_HEX_L
     static const char *const not_the_legacys[] = {"compare", "redact", "coverage",
                                                   "cache"};
     static const char *const where[] = {"run", "log", "listen", "admin_listen"};
-    for (size_t i = 0; i < sizeof(not_the_legacys) / sizeof(not_the_legacys[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(not_the_legacys); i++)
         json_object_del(copy, not_the_legacys[i]);
-    for (size_t i = 0; places && i < sizeof(where) / sizeof(where[0]); i++)
+    for (size_t i = 0; places && i < UST_ARRAY_SIZE(where); i++)
         json_object_del(copy, where[i]);
     json_object_del(json_object_get(copy, "plugins"), "candidate");
     int rc = ust__json_hash(copy, hex);
@@ -1226,7 +1226,7 @@ static int resolve_paths(ust_config *cfg, const char *file, char **err)
     if ((rc = resolve(cfg->dir, &cfg->log_path)) != 0 ||
         (rc = resolve(cfg->dir, &cfg->run_path)) != 0)
         return ust_errf(err, rc, "%s: out of memory", file);
-    for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(plugins); i++) {
         ust_plugin_config *p = plugins[i];
         p->dir = cfg->dir;
         if ((rc = resolve(cfg->dir, &p->path)) != 0 ||

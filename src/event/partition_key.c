@@ -3,6 +3,7 @@
  * log by it, so the fields that may name it are the event's text fields,
  * by their column names (as `log export --derived` and docs/config.md name
  * them), generated from the one table of derived fields. */
+#include <understudy/array.h>
 #include <understudy/event.h>
 
 #include <stddef.h>
@@ -35,7 +36,7 @@ static const char text_names[] = "" UST_EVENT_FIELDS(TEXT_NAME);
 
 int ust_event_text_column(const char *column)
 {
-    for (size_t i = 0; i < sizeof(text_fields) / sizeof(text_fields[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(text_fields); i++)
         if (strcmp(text_fields[i].column, column) == 0)
             return (int)i;
     return -1;

@@ -8,6 +8,7 @@
 #include "http/metrics.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/host.h>
 #include <understudy/sig.h>
 
@@ -30,16 +31,16 @@ static const int64_t decide_us[] = {50,     100,    250,    500,     1000,
                                     2500,   5000,   10000,  25000,   50000,
                                     100000, 250000, 500000, 1000000, 2500000};
 static const int64_t batch_events[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 void ust__metrics_init(ust__metrics *m)
 {
     for (size_t r = 0; r <= UST__MAX_ROUTES; r++)
-        ust_histogram_init(&m->request_us[r], latency_us, N_OF(latency_us), 1e6);
-    ust_histogram_init(&m->commit_us, latency_us, N_OF(latency_us), 1e6);
-    ust_histogram_init(&m->batch_events, batch_events, N_OF(batch_events), 1);
-    ust_histogram_init(&m->legacy_decide, decide_us, N_OF(decide_us), 1e6);
-    ust_histogram_init(&m->candidate_decide, decide_us, N_OF(decide_us), 1e6);
+        ust_histogram_init(&m->request_us[r], latency_us, UST_ARRAY_SIZE(latency_us),
+                           1e6);
+    ust_histogram_init(&m->commit_us, latency_us, UST_ARRAY_SIZE(latency_us), 1e6);
+    ust_histogram_init(&m->batch_events, batch_events, UST_ARRAY_SIZE(batch_events), 1);
+    ust_histogram_init(&m->legacy_decide, decide_us, UST_ARRAY_SIZE(decide_us), 1e6);
+    ust_histogram_init(&m->candidate_decide, decide_us, UST_ARRAY_SIZE(decide_us), 1e6);
 }
 
 void ust__metrics_rejected(ust__metrics *m, int status)

@@ -9,6 +9,7 @@
 #include "http/server.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
@@ -181,7 +182,7 @@ static int note_absent(const ust_serve_opts *o, made_by_start *m)
 static void remove_made(made_by_start *m)
 {
     const char *paths[] = {m->answers, m->run, m->log};
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(paths); i++)
         if (paths[i] != NULL)
             ust_db_remove(paths[i]);
     ust_free(m->answers);

@@ -2,6 +2,7 @@
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 
 #include <stdio.h>
@@ -148,7 +149,7 @@ static int check_types(const ust__row_source *src, int raw, char **err)
                 {UST__COL_response_headers, UST__VAL_BLOB, 1},
                 {UST__COL_response_body, UST__VAL_BLOB, 1},
                 UST_EVENT_FIELDS(TYPE_CHECK)};
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(want); i++) {
         if (!raw && (want[i].col == UST__COL_headers || want[i].col == UST__COL_body))
             continue;
         ust__val_type type = col_type(src, want[i].col);

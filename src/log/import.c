@@ -3,6 +3,7 @@
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/capture.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -270,7 +271,7 @@ int ust_log_import_progress(ust_log *log, const ust_config *cfg, FILE *in,
 int ust_import_format_parse(const char *name, ust_import_format *out)
 {
     static const char *const names[] = {"jsonl", "har", "goreplay"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(names); i++)
         if (strcmp(name, names[i]) == 0) {
             *out = (ust_import_format)i;
             return 0;

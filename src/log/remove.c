@@ -4,6 +4,7 @@
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 
 #include <unistd.h>
 
@@ -12,7 +13,7 @@ void ust_db_remove(const char *path)
     if (ust__log_backend_for(path) != &ust__log_sqlite)
         return;
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(suffixes); i++) {
         char *file = ust_sprintf("%s%s", path, suffixes[i]);
         if (file != NULL)
             unlink(file);

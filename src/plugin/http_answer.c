@@ -3,6 +3,7 @@
  * (ust__adopt), so a service is held to what a .so is held to. */
 #include <understudy/alloc.h>
 #include <understudy/answer.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/plugin.h>
@@ -43,7 +44,7 @@ int ust_verdict_map_parse(const json_t *v, const char *what, ust_verdict_map *ou
                             "%s.%s: not a verdict (applied, duplicate, rejected, "
                             "conflict, in_progress or invalid)",
                             what, key);
-        if (out->n == sizeof(out->status) / sizeof(out->status[0]))
+        if (out->n == UST_ARRAY_SIZE(out->status))
             return ust_errf(err, UST_ECONFIG, "%s: more than %zu entries", what,
                             out->n);
         out->status[out->n] = (int)status;
@@ -149,7 +150,7 @@ int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
         }
         if (ust__owned_header(n) != NULL)
             continue; /* framing: the service's, not its decision's */
-        if (pd.n_headers == sizeof(hv) / sizeof(hv[0]))
+        if (pd.n_headers == UST_ARRAY_SIZE(hv))
             why = "the answer has more than 64 headers";
         else
             hv[pd.n_headers++] = (ust_plugin_header){n, v};

@@ -3,6 +3,7 @@
  * it: a failing plugin, garbage, or an oversize body becomes an `error`
  * decision, and its store writes are dropped. */
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
@@ -263,7 +264,7 @@ const char *ust__owned_header(const char *n)
         {"Proxy-Connection",
          "Proxy-Connection is a framing or hop-by-hop header the harness owns"},
     };
-    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(owned); i++)
         if (strcasecmp(n, owned[i][0]) == 0)
             return owned[i][1];
     return NULL;

@@ -9,6 +9,7 @@
 #include "plugin/wire.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/priority.h>
 
@@ -49,7 +50,7 @@ int ust_plugin_shim_main(int argc, char **argv)
      * the host reports ("killed by signal 11"): a handler installed before
      * main (a sanitizer's, in such a build) would make it an abort, later. */
     static const int crashes[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-    for (size_t i = 0; i < sizeof(crashes) / sizeof(crashes[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(crashes); i++)
         signal(crashes[i], SIG_DFL);
     const char *so_path = argv[2], *ns = argv[3];
     char name[16];

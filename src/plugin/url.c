@@ -15,6 +15,7 @@
 
 #include <understudy/alloc.h>
 #include <understudy/answer.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/hash.h>
@@ -165,8 +166,8 @@ static int alloc_sends(sends *o, size_t n)
     const size_t sizes[] = {
         sizeof(*o->which), sizeof(*o->after),   sizeof(*o->seqs),     sizeof(*o->calls),
         sizeof(*o->outs),  sizeof(*o->results), sizeof(*o->journaled)};
-    size_t at[sizeof(sizes) / sizeof(sizes[0])], total = 0;
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    size_t at[UST_ARRAY_SIZE(sizes)], total = 0;
+    for (size_t i = 0; i < UST_ARRAY_SIZE(sizes); i++) {
         at[i] = total;
         total += (n * sizes[i] + align - 1) / align * align;
     }
@@ -201,7 +202,7 @@ static void free_slot(pending *p)
 
 static pending *slot_for(svc *s, const ust_plugin_batch *b)
 {
-    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(s->slots); i++)
         if (s->slots[i].b == b)
             return &s->slots[i];
     return NULL;
@@ -212,7 +213,7 @@ static void url_close(void *impl)
     svc *s = impl;
     if (s == NULL)
         return;
-    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(s->slots); i++)
         free_slot(&s->slots[i]);
     forget_kept(s);
     ust_free(s->kept);
@@ -370,7 +371,7 @@ static int before_send(void *ctx, const size_t *starting, size_t n_starting,
     size_t n = 0;
     for (size_t j = 0; rc == 0 && j < n_starting; j++) {
         seqs[n++] = g->o->seqs[starting[j]];
-        if (n == sizeof(seqs) / sizeof(seqs[0]) || j + 1 == n_starting) {
+        if (n == UST_ARRAY_SIZE(seqs) || j + 1 == n_starting) {
             rc = g->s->journal->intend(g->s->journal->ctx, g->s->ns, seqs, n, &g->err);
             n = 0;
         }
@@ -629,7 +630,7 @@ static void url_decide(void *impl, const ust_event *ev, const ust_request *req,
 static void url_discard(void *impl)
 {
     svc *s = impl;
-    for (size_t i = 0; i < sizeof(s->slots) / sizeof(s->slots[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(s->slots); i++) {
         if (s->slots[i].b != NULL && s->slots[i].state != NULL)
             collect_sends(s, &s->slots[i]); /* journaled: they were sent */
         free_slot(&s->slots[i]);

@@ -5,6 +5,7 @@
 #include "report/html_escape.h"
 #include "report/model.h"
 
+#include <understudy/array.h>
 #include <understudy/codec.h>
 
 #include <stdio.h>
@@ -18,7 +19,7 @@
 static const int64_t round_s[] = {
     1,    2,    5,    10,    15,    30,    60,    120,   300,    600,    900,
     1800, 3600, 7200, 10800, 14400, 21600, 43200, 86400, 172800, 604800, 2419200};
-#define N_ROUND (sizeof(round_s) / sizeof(round_s[0]))
+#define N_ROUND UST_ARRAY_SIZE(round_s)
 
 static int64_t floor_to(int64_t us, int64_t width)
 {
@@ -62,7 +63,7 @@ static void put_duration(FILE *f, int64_t us)
     } units[] = {{86400, "d"}, {3600, "h"}, {60, "min"}, {1, "s"}};
     int64_t s = us / SECOND;
     const char *sep = "";
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(units); i++) {
         if (s / units[i].s == 0)
             continue;
         fprintf(f, "%s%lld %s", sep, (long long)(s / units[i].s), units[i].unit);
@@ -101,7 +102,7 @@ static int64_t count_step(int64_t peak)
 
 static const char *const colours[] = {"#d1495b", "#edae49", "#00798c", "#30638e",
                                       "#8f5d9e", "#66a182", "#e07a5f", "#3d405b"};
-#define TOP_CLASSES (sizeof(colours) / sizeof(colours[0]))
+#define TOP_CLASSES UST_ARRAY_SIZE(colours)
 #define OTHER_COLOUR "#9aa0ad"
 
 enum { W = 960, H = 270, LEFT = 64, RIGHT = 20, TOP = 12, BOTTOM = 46 };

@@ -5,6 +5,7 @@
 #include "report/model.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
 #include <understudy/report.h>
@@ -78,7 +79,7 @@ static int check_complete(ust_run *run, const char *run_path, const char *log_pa
                           const ust_run_totals *known, ust_gate_result *res, char **err)
 {
     static const char *const parts[] = {"legacy_name", "candidate_name"};
-    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(parts); i++) {
         char *v = NULL;
         int rc = ust_run_meta(run, parts[i], &v, err);
         ust_free(v);

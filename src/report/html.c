@@ -7,6 +7,7 @@
 #include "report/model.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 
@@ -74,7 +75,7 @@ static void write_run(FILE *f, const ust__report_model *m)
         "log_path",          "log_head_seq",    "log_head_sha256", "config_sha256",
         "legacy_name",       "legacy_version",  "legacy_sha256",   "candidate_name",
         "candidate_version", "candidate_sha256"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(keys); i++) {
         fputs("<tr><th>", f);
         ust__html_esc(f, keys[i]);
         fputs("</th><td><code>", f);

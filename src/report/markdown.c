@@ -2,6 +2,7 @@
 #include "report/model.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 
@@ -87,7 +88,7 @@ int ust__report_write_markdown(const ust__report_model *m, const char *path, cha
         a, b, (long long)m->events, (long long)m->fed, (long long)(m->events - m->fed));
     const char *keys[] = {"legacy_name",       "legacy_version",  "candidate_name",
                           "candidate_version", "log_head_sha256", "config_sha256"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(keys); i++) {
         fprintf(f, "- %s: ", keys[i]);
         code(f, json_string_value(json_object_get(m->meta, keys[i])));
         fputs("\n", f);

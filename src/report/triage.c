@@ -1,6 +1,7 @@
 /* The triage file: which divergence classes people have looked at and
  * accepted, why, and who owns that decision. */
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
@@ -115,7 +116,7 @@ static int has_arrow_head(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '>')
             return 1;
-        for (size_t k = 0; k < sizeof(heads) / sizeof(heads[0]); k++)
+        for (size_t k = 0; k < UST_ARRAY_SIZE(heads); k++)
             if (i + 3 <= n && memcmp(s + i, heads[k], 3) == 0)
                 return 1;
     }
@@ -225,9 +226,9 @@ static int known_keys(const char *path, size_t i, json_t *e, char **err)
     json_object_foreach(e, key, v)
     {
         size_t k = 0;
-        while (k < sizeof(known) / sizeof(known[0]) && strcmp(key, known[k]) != 0)
+        while (k < UST_ARRAY_SIZE(known) && strcmp(key, known[k]) != 0)
             k++;
-        if (k == sizeof(known) / sizeof(known[0]))
+        if (k == UST_ARRAY_SIZE(known))
             return ust_errf(err, UST_ECONFIG,
                             "%s: accepted[%zu]: unknown key \"%s\" (an entry has "
                             "class, reason, owner, date and expires)",

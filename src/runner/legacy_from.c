@@ -5,6 +5,7 @@
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 
 #include <stdio.h>
@@ -109,7 +110,7 @@ static int check_parts(ust__legacy_from *f, const ust__legacy_from_want *want,
         {"partition", "partition", want->partition, NULL},
     };
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof(parts) / sizeof(parts[0]); i++) {
+    for (size_t i = 0; rc == 0 && i < UST_ARRAY_SIZE(parts); i++) {
         char *had = NULL;
         rc = meta(f, parts[i].key, &had, err);
         if (rc == 0 && strcmp(had, parts[i].want) != 0)

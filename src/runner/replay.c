@@ -12,6 +12,7 @@
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/clock.h>
 #include <understudy/codec.h>
 #include <understudy/compare.h>
@@ -115,7 +116,7 @@ static int record_identity(replay *r, char **err)
         {"redact", r->redact},
         {"coverage", r->coverage},
     };
-    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(parts); i++) {
         int rc = check_identity(r, parts[i].key, parts[i].value, err);
         if (rc != 0)
             return rc;
@@ -594,7 +595,7 @@ static int record_log_head(replay *r, char **err)
                              {"log_head_sha256", hex},
                              {"log_path", r->o->log_path},
                              {"log_file", where ? where : r->o->log_path}};
-    for (size_t i = 0; rc == 0 && i < sizeof(meta) / sizeof(meta[0]); i++)
+    for (size_t i = 0; rc == 0 && i < UST_ARRAY_SIZE(meta); i++)
         rc = ust__run_writer_meta(&r->run, meta[i][0], meta[i][1], err);
     free(where); /* realpath's, from malloc */
     return rc;

@@ -13,6 +13,7 @@
 #include "runner/rundb.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/run.h>
 #include <understudy/runner.h>
@@ -130,7 +131,7 @@ static int varies(const char *key, int log_files)
 {
     static const char *const keys[] = {"partition", "cursor_hash", "log_head_seq",
                                        "log_head_sha256"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(keys); i++)
         if (strcmp(key, keys[i]) == 0)
             return 1;
     return log_files && strcmp(key, "log_path") == 0;
@@ -204,7 +205,7 @@ static json_t *merged_meta(const part *pts, size_t n)
             first = i;
     static const char *const stop[] = {"log_head_seq", "log_head_sha256",
                                        "cursor_hash"};
-    for (size_t i = 0; m != NULL && i < sizeof(stop) / sizeof(stop[0]); i++) {
+    for (size_t i = 0; m != NULL && i < UST_ARRAY_SIZE(stop); i++) {
         json_t *v = json_object_get(pts[first].meta, stop[i]);
         if (v != NULL)
             json_object_set(m, stop[i], v);
@@ -241,9 +242,8 @@ static char *views_sql(size_t n)
 {
     char *sql = ust_strdup("CREATE TEMP TABLE meta(key TEXT PRIMARY KEY, value TEXT"
                            " NOT NULL);");
-    for (size_t t = 0; sql != NULL && t <= sizeof(row_tables) / sizeof(row_tables[0]);
-         t++) {
-        int cursor = t == sizeof(row_tables) / sizeof(row_tables[0]);
+    for (size_t t = 0; sql != NULL && t <= UST_ARRAY_SIZE(row_tables); t++) {
+        int cursor = t == UST_ARRAY_SIZE(row_tables);
         /* A run whose cursor row is missing makes it NULL, which the
          * cursor's reader refuses, as it does for one run. */
         char *grown =

@@ -1,4 +1,5 @@
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/sig.h>
@@ -32,8 +33,8 @@ static const ust__sig_scheme *const schemes[] = {[UST_SCHEME_NONE] = NULL,
 #undef IMPL
 };
 
-#define N_STATUS (sizeof(status_names) / sizeof(status_names[0]))
-#define N_SCHEME (sizeof(scheme_names) / sizeof(scheme_names[0]))
+#define N_STATUS UST_ARRAY_SIZE(status_names)
+#define N_SCHEME UST_ARRAY_SIZE(scheme_names)
 
 /* Callers print a name; an out-of-range value must not crash them. */
 static const char *name_at(const char *const *names, size_t n, unsigned i)
@@ -250,6 +251,8 @@ int ust__sig_join(char **value, const char *head, const char *sep, const char *t
                   ust__sig_mac *const *macs, size_t n_macs, ust__sig_text_fn text,
                   const void *msg)
 {
+    /* Set on every path: the schemes free *value whatever the outcome. */
+    *value = NULL;
     char *v = ust_strdup(head);
     for (size_t i = 0; v != NULL && i < n_macs; i++) {
         char buf[UST__SIG_TEXT_CAP];

@@ -74,7 +74,8 @@ typedef int (*ust__sig_text_fn)(ust__sig_mac *m, const void *msg,
                                 char buf[UST__SIG_TEXT_CAP]);
 
 /* *value = head, then for each mac: sep (not before the first), tag and
- * text(mac, msg). The caller frees *value. 0 or UST_ENOMEM. */
+ * text(mac, msg). The caller frees *value, which is NULL on failure. 0 or
+ * UST_ENOMEM. */
 int ust__sig_join(char **value, const char *head, const char *sep, const char *tag,
                   ust__sig_mac *const *macs, size_t n_macs, ust__sig_text_fn text,
                   const void *msg);

@@ -2,6 +2,7 @@
  * webhook-signature: v1,<base64> [v1,<base64> ...] over "<id>.<ts>.<body>",
  * keyed with base64-decode(secret without its whsec_ prefix). */
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 #include <understudy/sig.h>
@@ -54,7 +55,7 @@ static int b64_text(ust__sig_mac *m, const void *msg, char buf[UST__SIG_TEXT_CAP
         {sm->req->body, sm->req->body_len},
     };
     unsigned char mac[UST__SIG_MAC_LEN];
-    int rc = ust__sig_mac_run(m, parts, sizeof(parts) / sizeof(parts[0]), mac);
+    int rc = ust__sig_mac_run(m, parts, UST_ARRAY_SIZE(parts), mac);
     if (rc != 0)
         return rc;
     char *b64 = ust_base64_encode(mac, sizeof(mac));

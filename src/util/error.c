@@ -1,3 +1,4 @@
+#include <understudy/array.h>
 #include <understudy/error.h>
 
 #include <stddef.h>
@@ -16,7 +17,7 @@ static const struct {
 
 static int code_index(int err)
 {
-    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(codes); i++)
         if (codes[i].err == err)
             return (int)i;
     return -1;

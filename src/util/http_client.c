@@ -2,6 +2,7 @@
  * handle holds the connection cache, so every call of a client reuses the
  * connections earlier calls left open, one at a time or many at once. */
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/http_client.h>
 
@@ -175,7 +176,7 @@ static int build_list(const ust_http_call *call, struct curl_slist **list)
     }
     /* The request as given, not libcurl's defaults on top of it. */
     static const char *const defaults[] = {"Accept", "Expect", "Content-Type"};
-    for (size_t i = 0; rc == 0 && i < sizeof(defaults) / sizeof(defaults[0]); i++)
+    for (size_t i = 0; rc == 0 && i < UST_ARRAY_SIZE(defaults); i++)
         if (!has_header(call, defaults[i]))
             rc = append(list, ust_sprintf("%s:", defaults[i]));
     return rc;
@@ -468,7 +469,7 @@ int ust_http_hop_by_hop(const ust_header *headers, size_t n, const char *name)
     static const char *const names[] = {"Connection",    "Keep-Alive",        "TE",
                                         "Trailer",       "Transfer-Encoding", "Upgrade",
                                         "Content-Length"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(names); i++)
         if (strcasecmp(name, names[i]) == 0)
             return 1;
     if (strncasecmp(name, "Proxy-", 6) == 0)

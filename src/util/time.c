@@ -1,3 +1,4 @@
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/error.h>
 
@@ -130,7 +131,7 @@ int ust_duration_parse(const char *text, int64_t *out_us)
             if (scale < 1000000000LL) /* finer than a nanosecond day is noise */
                 frac = frac * 10 + (*p - '0'), scale *= 10;
     }
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(units); i++) {
         if (strcmp(p, units[i].suffix) != 0)
             continue;
         if (whole > max_us / units[i].us)

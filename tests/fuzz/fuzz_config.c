@@ -8,6 +8,7 @@
 #include "fuzz.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/event.h>
@@ -28,7 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     static const char *const names[] = {"UNDERSTUDY_STRIPE_SECRET",
                                         "UNDERSTUDY_STANDARD_SECRET",
                                         "UNDERSTUDY_GITHUB_SECRET", "FUZZ_SECRET"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(names); i++)
         setenv(names[i], "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 1);
     return 0;
 }

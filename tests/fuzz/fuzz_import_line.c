@@ -12,6 +12,7 @@
 #include "fuzz.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/log.h>
@@ -68,7 +69,7 @@ static void remove_log(void)
 {
     static const char *const suffixes[] = {"", "-wal", "-shm"};
     char path[PATH_MAX + 32];
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(suffixes); i++) {
         snprintf(path, sizeof(path), "%s%s", db, suffixes[i]);
         (void)unlink(path);
     }

@@ -1,35 +1,24 @@
 /* Signature headers (src/sig): every scheme's header parsing and verify on
  * the raw bytes. The input is up to three lines and then the body:
- *   line 1  the signature header: Stripe-Signature, webhook-signature and
- *           X-Hub-Signature-256 all get it
+ *   line 1  the signature header: every scheme's (Stripe-Signature,
+ *           webhook-signature, X-Hub-Signature-256...) gets it
  *   line 2  webhook-id          (standard-webhooks)
  *   line 3  webhook-timestamp   (standard-webhooks)
  *   rest    the body, any bytes
- * A line that is not there is a header that is absent. The secrets and the
- * arrival times are those of the published vectors (SEMANTICS.md), so the
- * seeds verify and the fuzzer starts on the accepting paths.
+ * A line that is not there is a header that is absent. Every scheme of
+ * tests/support/sig_vectors.h is checked, with its row's secret and arrival time
+ * (the published vectors'), so the seeds verify and the fuzzer starts on
+ * the accepting paths.
  * Invariants: verify never says VERIFIED under a different secret, and what
  * ust_sig_sign writes for the body always verifies. */
 #include "fuzz.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
-typedef struct scheme {
-    ust_sig_scheme scheme;
-    const char *secret, *other_secret;
-    int64_t received_at_s;
-} scheme;
-
-static const scheme schemes[] = {
-    {UST_SCHEME_STRIPE, "whsec_understudy_test_secret_0001",
-     "whsec_understudy_test_secret_0002", 1700000000},
-    {UST_SCHEME_STANDARD_WEBHOOKS, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-     "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSx", 1614265330},
-    {UST_SCHEME_HMAC_SHA256_HEX, "It's a Secret to Everybody",
-     "It's a Secret to Everybodz", 1700000000},
-};
+#include "sig_vectors.h"
 
 /* The next line of [*p, end) as a C string (free()), or NULL when there is
  * no newline left: the header is then absent and the rest is the body. */
@@ -49,7 +38,7 @@ static void add(ust_request *r, const char *name, const char *value)
         abort();
 }
 
-static void check_scheme(const scheme *s, const ust_request *req)
+static void check_scheme(const sig_vector *s, const ust_request *req)
 {
     ust_sig_params p = {.scheme = s->scheme, .secret = s->secret};
     ust_sig_status st = ust_sig_verify(&p, req);
@@ -80,17 +69,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *id = sig ? take_line(&p, end) : NULL;
     char *ts = id ? take_line(&p, end) : NULL;
     size_t body_len = (size_t)(end - p);
-    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
-        ust_request req = {.received_at_us = schemes[i].received_at_s * 1000000};
-        add(&req, "Stripe-Signature", sig);
-        add(&req, "webhook-signature", sig);
-        add(&req, "X-Hub-Signature-256", sig);
+    const size_t n = UST_ARRAY_SIZE(sig_vectors);
+    for (size_t i = 0; i < n; i++) {
+        ust_request req = {.received_at_us = sig_vectors[i].received_at_s * 1000000};
+        for (size_t k = 0; k < n; k++)
+            add(&req, sig_vectors[k].sig_header, sig);
         add(&req, "webhook-id", id);
         add(&req, "webhook-timestamp", ts);
         if (body_len > 0 && (req.body = ust_memdup(p, body_len)) == NULL)
             abort();
         req.body_len = body_len;
-        check_scheme(&schemes[i], &req);
+        check_scheme(&sig_vectors[i], &req);
         ust_request_clear(&req);
     }
     free(sig);

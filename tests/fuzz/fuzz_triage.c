@@ -8,6 +8,7 @@
 #include "fuzz.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/report.h>
 
 #define LABEL "fuzz-triage.json"
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(t != NULL && err == NULL);
     for (size_t i = 0; i < t->n; i++)
         check_entry(&t->entries[i]);
-    for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(classes); i++) {
         const ust_triage_entry *e = ust_triage_match(t, classes[i]);
         FUZZ_CHECK(e == NULL ||
                    (!e->expired && ust_glob_match(e->class_glob, classes[i])));

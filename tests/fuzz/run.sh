@@ -55,8 +55,13 @@ for t in "${targets[@]}"; do
     work="$build/fuzz-work/$t"
     mkdir -p "$work/corpus"
     log="$work/fuzz.log"
+    # A dictionary the build made (from the code's tables) before a kept one.
     dict=()
-    [ -f "$here/$t.dict" ] && dict=(-dict="$here/$t.dict")
+    if [ -f "$build/tests/fuzz/$t.dict" ]; then
+      dict=(-dict="$build/tests/fuzz/$t.dict")
+    elif [ -f "$here/$t.dict" ]; then
+      dict=(-dict="$here/$t.dict")
+    fi
     echo "fuzz $t: ${seconds}s (log $log)"
     rc=0
     "$bin" -max_total_time="$seconds" -print_final_stats=1 -timeout=25 \

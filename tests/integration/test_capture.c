@@ -6,6 +6,7 @@
 #include "serve_client.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/capture.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -371,7 +372,7 @@ static void test_mask_config(void **state)
         {",\"sample\":{\"percent\":10,\"salt\":1}}]}",
          "cfg.json: unknown key \"routes[2].sample.salt\" (known here: percent)"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(cases); i++) {
         char *text = ust_sprintf("%s%s", head, cases[i].rest);
         ust_config *cfg = NULL;
         char *err = NULL;

@@ -8,6 +8,7 @@
 #include "store_world.h" /* store_setup, store_teardown */
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
@@ -230,7 +231,7 @@ static void expect_says_the_limit(const ust_decision *d, const char *size)
                                         "\"isolate\": false", "limits.max_body_bytes"};
     if (d->verdict != UST_VERDICT_ERROR || d->error == NULL)
         fail_msg("expected an error, got %s", ust_verdict_name(d->verdict));
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(words); i++)
         if (strstr(d->error, words[i]) == NULL)
             fail_msg("the error should say \"%s\": %s", words[i], d->error);
     if (strstr(d->error, size) == NULL)

@@ -8,6 +8,7 @@
 #include "store_world.h" /* store_setup, store_teardown */
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
@@ -567,9 +568,9 @@ static void expect_scrubbed(const char *env_file)
                                           "UNDERSTUDY_STANDARD_SECRET"};
     static const char *const kept[] = {"UNDERSTUDY_TEST_PLAIN", "PATH"};
     char *env = read_text(env_file);
-    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(secrets); i++)
         assert_false(has_var(env, secrets[i]));
-    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(kept); i++)
         assert_true(has_var(env, kept[i]));
     free(env);
     unlink(env_file);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/event.h>
@@ -241,8 +242,7 @@ static const refused_case broken[] = {
     {"{\"routes\":[" R0 "],\"coverage\":[]}", "cfg.json: coverage: expected an object"},
     {ROUTES(R0 ",{\"path\":\"/s\",\"kind\":\"webhook\",\"provider\":\"p\","
                "\"signature\":{\"scheme\":\"paypal\",\"secret_env\":\"S\"}}"),
-     "cfg.json: routes[1].signature.scheme: expected one of \"stripe\", "
-     "\"standard-webhooks\", \"hmac-sha256-hex\""},
+     "cfg.json: routes[1].signature.scheme: expected one of " UST_SIG_SCHEME_CHOICES},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\"}"),
      "cfg.json: routes[0].provider: expected"},
     {ROUTES("{\"path\":\"/w\",\"kind\":\"webhook\",\"provider\":\"\"}"),
@@ -392,7 +392,7 @@ static void expect_all_refused(const char *label, const refused_case *cases, siz
 static void test_broken_configs(void **state)
 {
     (void)state;
-    expect_all_refused("case", broken, sizeof(broken) / sizeof(broken[0]));
+    expect_all_refused("case", broken, UST_ARRAY_SIZE(broken));
 }
 
 /* A key understudy does not know is a mistake, not an extension: a
@@ -457,8 +457,7 @@ static const refused_case misspelled[] = {
 static void test_unknown_keys(void **state)
 {
     (void)state;
-    expect_all_refused("misspelling", misspelled,
-                       sizeof(misspelled) / sizeof(misspelled[0]));
+    expect_all_refused("misspelling", misspelled, UST_ARRAY_SIZE(misspelled));
     /* A plugin's own "config" is the plugin's business: any key passes. */
     const char *t = WITH("\"plugins\":{\"candidate\":{\"path\":\"c.so\","
                          "\"config\":{\"timout_ms\":1,\"x\":{\"y\":2}}}}");
@@ -560,7 +559,7 @@ static void test_standard_secret_must_be_base64(void **state)
     (void)state;
     ust_config *cfg = load_example();
     setenv("UNDERSTUDY_STRIPE_SECRET", "whsec_stripe", 1);
-    for (size_t i = 0; i < sizeof(bad_secrets) / sizeof(bad_secrets[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad_secrets); i++) {
         char *err = NULL;
         setenv("UNDERSTUDY_STANDARD_SECRET", bad_secrets[i], 1);
         assert_int_equal(ust_config_load_secrets(cfg, &err), UST_ECONFIG);
@@ -735,7 +734,7 @@ static void test_retention(void **state)
          "cfg.json: unknown key \"retention.kep\" (did you mean \"keep\"?)"},
         {"\"8d\"", 0, 0, "cfg.json: retention: expected an object"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(cases); i++) {
         char *t = ust_sprintf("{\"routes\":[" R0 "],\"retention\":%s}", cases[i].block);
         if (cases[i].expect != NULL) {
             expect_refused(cases[i].block, t, cases[i].expect);

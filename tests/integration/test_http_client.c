@@ -5,6 +5,7 @@
 #include "support.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/http_client.h>
 
@@ -263,7 +264,7 @@ static void test_forwarded_headers_drop_the_hop_by_hop_ones(void **state)
                               {"Stripe-Signature", "t=1,v1=ab"},
                               {"connection", "X-Other"},
                               {"X-Other", "also"}};
-    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(pairs); i++)
         assert_int_equal(ust_request_add_header(&req, pairs[i][0], pairs[i][1]), 0);
     ust_header *out = NULL;
     size_t n = 0;

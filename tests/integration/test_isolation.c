@@ -4,6 +4,7 @@
  * goes on. */
 #include "replay_world.h"
 
+#include <understudy/array.h>
 #include <understudy/drive.h>
 #include <understudy/host.h>
 
@@ -110,7 +111,7 @@ static const struct fault_case {
 static void test_each_fault_is_an_error_decision(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(faults); i++) {
         world *w = fault_world();
         replay_with(w, faults[i].plugin);
         expect_faults(w, faults[i].at, faults[i].n, faults[i].cause);

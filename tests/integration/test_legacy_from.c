@@ -10,6 +10,7 @@
 #include "replay_world.h"
 #include "runner/decision_row.h"
 
+#include <understudy/array.h>
 #include <understudy/hash.h>
 #include <understudy/jsonw.h>
 
@@ -107,7 +108,7 @@ static const char *const results[] = {
 
 static void expect_same_results(world *w, const char *a, const char *b)
 {
-    for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(results); i++) {
         char *x = query(w, a, results[i]), *y = query(w, b, results[i]);
         if (strcmp(x, y) != 0)
             fail_msg("%s and %s differ in: %s", a, b, results[i]);
@@ -261,7 +262,7 @@ static void test_the_candidates_config_or_compare_may_change(void **state)
         {"\"compare\": {\"ignore\": []}",
          "\"compare\": {\"ignore\": [\"\"], \"headers\": [\"Retry-After\"]}"},
     };
-    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(changes); i++) {
         ust_config *cfg = config_with(w, changes[i][0], changes[i][1]);
         assert_string_not_equal(cfg->hash, w->cfg->hash);
         assert_string_equal(cfg->legacy_hash, w->cfg->legacy_hash);
@@ -293,7 +294,7 @@ static void test_a_route_or_the_legacys_config_is_refused(void **state)
     };
     char *had = meta(w, "earlier.db", "legacy_config_sha256");
     assert_string_equal(had, w->cfg->legacy_hash);
-    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(changes); i++) {
         ust_config *cfg = config_with(w, changes[i][0], changes[i][1]);
         char *err = NULL;
         int rc = replay_how(w, "new.db", &(how){.cfg = cfg, .from = "earlier.db"}, NULL,

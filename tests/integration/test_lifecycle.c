@@ -5,6 +5,7 @@
 #include "replay_world.h"
 #include "serve_client.h"
 
+#include <understudy/array.h>
 #include <understudy/clock.h>
 
 #include <arpa/inet.h>
@@ -251,7 +252,7 @@ static void test_replay_refuses_a_candidate_that_cannot_start(void **state)
         {"misbehaving_exit_at_start", "exited with status 3"},
         {NULL, "cannot read plugin file"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(cases); i++) {
         if (cases[i][0] != NULL)
             ust_test_fixture_path(cases[i][0], cp);
         else

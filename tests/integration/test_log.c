@@ -6,6 +6,7 @@
 #include "log/log_internal.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -248,7 +249,7 @@ static const struct tamper_case {
 static void test_each_tampering_is_named(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(tampers) / sizeof(tampers[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(tampers); i++) {
         void *fresh;
         setup(&fresh);
         struct fixture *f = fresh;
@@ -1250,7 +1251,7 @@ static void test_a_changed_answer_is_named(void **state)
         {4, DROP_TRIGGERS "UPDATE events SET response_status = '201x' WHERE seq = 1",
          1},
     };
-    for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(answers); i++) {
         void *fresh;
         setup(&fresh);
         struct fixture *f = fresh;
@@ -1423,7 +1424,7 @@ static void test_import_refuses_a_malformed_answer(void **state)
         {"{\"status\":201,\"body_base64\":\"!!\"}", "field \"response.body_base64\""},
         {"{\"status\":201,\"body\":\"\",\"body_base64\":\"\"}", "expected one"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         char *line = ust_sprintf("{\"v\":1,\"received_at\":\"2026-11-29T10:00:00Z\","
                                  "\"method\":\"POST\",\"target\":\"/x\",\"headers\":[],"
                                  "\"body\":\"\",\"response\":%s}",

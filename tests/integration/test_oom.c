@@ -8,6 +8,7 @@
 
 #include "http/request_parse.h"
 
+#include <understudy/array.h>
 #include <understudy/host.h>
 #include <understudy/runner.h>
 
@@ -110,7 +111,7 @@ static void test_log_append_and_read(void **state)
     char *err = NULL;
     assert_int_equal(ust_log_open(w->log_path, UST_LOG_CREATE, &log, &err), 0);
     int64_t rows = 0;
-    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+    for (size_t m = 0; m < UST_ARRAY_SIZE(modes); m++) {
         for (long n = 0;; n++) {
             assert_true(n < 200);
             /* A signed webhook, derived with all the memory it wants. */
@@ -252,7 +253,7 @@ static void test_store_put_get_flush(void **state)
     char *err = NULL;
     assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
     int round = 0;
-    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+    for (size_t m = 0; m < UST_ARRAY_SIZE(modes); m++) {
         for (long n = 0;; n++) {
             assert_true(n < 10000);
             /* A fresh store each time, over the rows of the rounds before:
@@ -347,7 +348,7 @@ static void test_replay(void **state)
     if (replay_once(w, &err) != 0)
         fail_msg("replay: %s", err);
     char *want = run_text(w);
-    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+    for (size_t m = 0; m < UST_ARRAY_SIZE(modes); m++) {
         for (long n = 0;; n++) {
             assert_true(n < 100000);
             unlink(w->run_path);
@@ -457,7 +458,7 @@ static void test_serve_one_request(void **state)
     assert_int_equal(serve_path(w->cfg, log, bytes, &status, &want), 0);
     assert_int_equal(want.sig, UST_SIG_VERIFIED);
     int64_t rows = 1;
-    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+    for (size_t m = 0; m < UST_ARRAY_SIZE(modes); m++) {
         for (long n = 0;; n++) {
             assert_true(n < 10000);
             ust_log_record rec;

@@ -5,6 +5,7 @@
  * partition's run complete; and the hash that splits the log is pinned. */
 #include "partition_world.h"
 
+#include <understudy/array.h>
 #include <understudy/gen.h>
 #include <understudy/report.h>
 
@@ -281,7 +282,7 @@ static void test_partition_text(void **state)
         {"/2", "expected K/N"},
         {"4294967297/2", "expected K/N"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         assert_int_equal(ust_partition_parse(bad[i].text, &p, &err), UST_EINVAL);
         if (strstr(err, bad[i].says) == NULL)
             fail_msg("%s: %s", bad[i].text, err);
@@ -331,7 +332,7 @@ static void test_partition_by_is_checked(void **state)
         {"3", "cfg.json: partition_by: expected a field name or a non-empty array"},
         {"\"amount\"", "expected a field of the event"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         assert_null(config_with(bad[i].value, &err));
         if (strstr(err, bad[i].says) == NULL)
             fail_msg("%s: %s", bad[i].value, err);

@@ -6,6 +6,7 @@
  * replay are refused, saying why; and one --run is read as it always was. */
 #include "partition_world.h"
 
+#include <understudy/array.h>
 #include <understudy/report.h>
 #include <understudy/run.h>
 
@@ -408,7 +409,7 @@ static void test_one_run_is_read_as_before(void **state)
     free(out);
     static const char *const files[] = {"summary.md", "index.html", "summary.json",
                                         "divergences.jsonl"};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(files); i++) {
         char *a = read_in(api, files[i]), *b = read_in(cli, files[i]);
         assert_string_equal(a, b);
         assert_null(strstr(a, "\"runs\""));

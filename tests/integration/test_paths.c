@@ -4,6 +4,7 @@
 #include "support.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 
 #include <sqlite3.h>
@@ -291,7 +292,7 @@ static void test_outputs_get_their_missing_folders(void **state)
          "truth/a/t.jsonl"},
         {"drive --config ../conf/config.json --render ren/a/r.jsonl", "ren/a/r.jsonl"},
     };
-    for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(made); i++) {
         args = i == 6 ? ust_sprintf("%s '%s'", made[i][0], scenario)
                       : ust_strdup(made[i][0]);
         if (run_elsewhere(w, args) != 0)

@@ -5,6 +5,7 @@
 #include "support.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/gen.h>
 #include <understudy/log.h>
@@ -276,7 +277,7 @@ static void test_the_commands_show_progress_when_asked(void **state)
                                           "gen.jsonl",
                                           "truth.jsonl"};
     for (int m = 1; m < 3; m++)
-        for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
+        for (size_t k = 0; k < UST_ARRAY_SIZE(outputs); k++) {
             char a[64], b[64];
             snprintf(a, sizeof(a), "plain/%s", outputs[k]);
             snprintf(b, sizeof(b), "%s/%s", subs[m], outputs[k]);

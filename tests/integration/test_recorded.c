@@ -3,6 +3,7 @@
  * map, the status), replayed against the reference C candidate. */
 #include "replay_world.h"
 
+#include <understudy/array.h>
 #include <understudy/host.h>
 #include <understudy/report.h>
 
@@ -103,7 +104,7 @@ static ust_response candidate_as_answer(world *w)
     ust_response a = answer(atoi(status), body[0] ? body : NULL, headers);
     assert_int_not_equal(a.status, 0);
     char *v[] = {status, body, verdict, entity, before, after, flags, reason};
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(v); i++)
         ust_free(v[i]);
     /* The candidate's own headers too (lower-case names: as good as any). */
     char *cands = q(w, "SELECT coalesce(c_headers, '{}') FROM decisions WHERE seq = 1");
@@ -249,7 +250,7 @@ static void test_the_recorded_kind_and_its_config(void **state)
         {"{\"legacy\": {\"recorded\": true, \"verdicts\": [1]}}",
          "plugins.legacy.verdicts: expected an object"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         char *text = ust_sprintf(ROUTE "\"plugins\": %s}", bad[i].plugins);
         ust_config *cfg = NULL;
         assert_int_not_equal(ust_config_parse(text, strlen(text), "c.json", &cfg, &err),
@@ -328,7 +329,7 @@ static void test_export_redact_masks_the_answer(void **state)
                 {"\\\"receipt_email\\\":\\\"[redacted]\\\"", 1},
                 {"pay_1", 1}};
     char *line = ust_test_read_file(out);
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(want); i++) {
         if (want[i].there)
             assert_non_null(strstr(line, want[i].text));
         else

@@ -6,6 +6,7 @@
 #include "serve_client.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/clock.h>
 #include <understudy/config.h>
 #include <understudy/log.h>
@@ -411,7 +412,7 @@ static void test_lenient_header_forms_are_refused(void **state)
         "POST /payments HTTP/1.1\r\n Host: t\r\nContent-Length: 2\r\n\r\n{}",
     };
     http_resp r;
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         if (http_once(w->srv.port, bad[i], strlen(bad[i]), &r) != 400)
             fail_msg("case %zu: %d, not 400", i, r.status);
         /* a byte per write: the checks hold across reads */

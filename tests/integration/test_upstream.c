@@ -9,6 +9,7 @@
 #include "upstream_world.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/hash.h>
 
 #include <jansson.h>
@@ -160,7 +161,7 @@ static int hop(const answer *a, const char *name)
     static const char *const names[] = {
         "Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length", "TE",
         "Trailer",    "Upgrade"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(names); i++)
         if (strcasecmp(name, names[i]) == 0)
             return 1;
     const char *conn = header(a, "Connection");
@@ -328,7 +329,7 @@ static const struct {
     {"nocontent", "applied", NULL},   {"fail", "error", "500"},
     {"hop", "applied", NULL},
 };
-#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+#define N_CASES UST_ARRAY_SIZE(cases)
 
 static void test_upstream_answers_as_the_service_did(void **state)
 {
@@ -655,7 +656,7 @@ static const struct {
         "NUL"),
 #undef RAW
 };
-#define N_RAW (sizeof(raw_cases) / sizeof(raw_cases[0]))
+#define N_RAW UST_ARRAY_SIZE(raw_cases)
 
 static void *raw_serve(void *arg)
 {

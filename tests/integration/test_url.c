@@ -6,6 +6,7 @@
 #include "http_service.h"
 #include "replay_world.h"
 
+#include <understudy/array.h>
 #include <understudy/host.h>
 #include <understudy/http_client.h>
 
@@ -295,7 +296,7 @@ static void test_a_failing_service_gives_error_decisions_with_causes(void **stat
                 {4, "error", "not HTTP"},
                 {5, "error", "closed mid-answer"},
                 {6, "applied", ""}};
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(want); i++) {
         char sql[128];
         snprintf(sql, sizeof(sql), "SELECT c_verdict FROM decisions WHERE seq = %d",
                  want[i].seq);

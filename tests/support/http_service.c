@@ -2,6 +2,8 @@
  * proxy (http_service.h). */
 #include "http_service.h"
 
+#include <understudy/array.h>
+
 /* Every proxy variable libcurl reads. */
 static const char *const ust_test_proxy_vars[] = {
     "http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY", "ALL_PROXY"};
@@ -89,7 +91,7 @@ int ust_test_env_proxy(void)
     int fd = ust_test_listener(&port);
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-    for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(ust_test_proxy_vars); i++)
         setenv(ust_test_proxy_vars[i], url, 1);
     unsetenv("no_proxy");
     unsetenv("NO_PROXY");
@@ -98,6 +100,6 @@ int ust_test_env_proxy(void)
 
 void ust_test_env_proxy_clear(void)
 {
-    for (size_t i = 0; i < sizeof(ust_test_proxy_vars) / sizeof(char *); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(ust_test_proxy_vars); i++)
         unsetenv(ust_test_proxy_vars[i]);
 }

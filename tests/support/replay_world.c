@@ -2,6 +2,8 @@
 #define _GNU_SOURCE 1 /* F_SETPIPE_SZ */
 #include "replay_world.h"
 
+#include <understudy/array.h>
+
 #include <glob.h>
 
 world *world_new(void)
@@ -44,7 +46,7 @@ int world_teardown(void **state)
 
 ust_request *world_request(world *w, double t_s, const char *target, const char *body)
 {
-    assert_true(w->n < sizeof(w->reqs) / sizeof(w->reqs[0]));
+    assert_true(w->n < UST_ARRAY_SIZE(w->reqs));
     ust_request *r = &w->reqs[w->n++];
     memset(r, 0, sizeof(*r));
     r->received_at_us = (int64_t)((double)WORLD_T0 * 1e6 + t_s * 1e6);

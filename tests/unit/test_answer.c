@@ -3,6 +3,7 @@
 #include "support.h"
 
 #include <understudy/answer.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/host.h>
 
@@ -26,7 +27,7 @@ static void test_the_status_decides_without_understudy_headers(void **state)
                  {409, UST_VERDICT_IN_PROGRESS}, {422, UST_VERDICT_CONFLICT},
                  {400, UST_VERDICT_INVALID},     {404, UST_VERDICT_INVALID},
                  {500, UST_VERDICT_ERROR},       {503, UST_VERDICT_ERROR}};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(cases); i++) {
         ust_decision d;
         decide(cases[i].status, NULL, 0, "{\"b\":1, \"a\":2}", NULL, &d);
         assert_int_equal(d.verdict, cases[i].verdict);
@@ -57,7 +58,7 @@ static void test_understudy_headers_make_the_decision_and_are_not_kept(void **st
         {"Idempotent-Replayed", "true"},
     };
     ust_decision d;
-    decide(200, h, sizeof(h) / sizeof(h[0]), "{}", NULL, &d);
+    decide(200, h, UST_ARRAY_SIZE(h), "{}", NULL, &d);
     assert_int_equal(d.verdict, UST_VERDICT_DUPLICATE);
     assert_string_equal(d.entity, "stripe:pi_1");
     assert_string_equal(d.state_before, "paid");
@@ -109,7 +110,7 @@ static void test_a_wrong_verdicts_map_names_its_entry(void **state)
          "duplicate, rejected, conflict, in_progress or invalid)"},
         {"[1]", "plugins.legacy.verdicts: must be an object of HTTP status to verdict"},
     };
-    for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(maps); i++) {
         json_error_t jerr;
         json_t *v = json_loads(maps[i][0], 0, &jerr);
         ust_verdict_map map;

@@ -5,6 +5,7 @@
 
 #include "plugin/wire.h"
 
+#include <understudy/array.h>
 #include <understudy/host.h>
 
 static const char *parse_memo(const char *text, ust_decision *d, ust__body_memo *memo)
@@ -32,7 +33,7 @@ static void test_a_status_beyond_int_is_refused_not_wrapped(void **state)
         "{\"verdict\":\"applied\",\"status\":-4294966896}",
         "{\"verdict\":\"applied\",\"status\":9223372036854775807}",
     };
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(lines); i++) {
         ust_decision d;
         const char *bad = parse(lines[i], &d);
         if (bad == NULL)

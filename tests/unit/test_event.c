@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
 #include <understudy/event.h>
@@ -178,7 +179,7 @@ static json_t *random_string(void)
     char buf[64] = "";
     size_t n = rng() % 6;
     for (size_t i = 0; i < n; i++)
-        strcat(buf, pieces[rng() % (sizeof(pieces) / sizeof(pieces[0]))]);
+        strcat(buf, pieces[rng() % UST_ARRAY_SIZE(pieces)]);
     return json_string(buf);
 }
 
@@ -316,7 +317,7 @@ static void test_json_pointer(void **state)
         "/foo/+1",  "/foo/",   "/foo/99999999999999999999999",
         "/foo/0/x", "/m~2n",   "/m~",
         "foo",      "/missing"};
-    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(absent); i++)
         assert_null(ust_json_pointer(root, absent[i]));
     assert_null(ust_json_pointer(NULL, "/foo"));
     json_decref(root);
@@ -338,7 +339,7 @@ static void test_idem_key(void **state)
         {"\"with space\"", "with space"},
         {"with space", "with space"},
     };
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(good); i++) {
         char *key = NULL;
         int rc = ust_idem_key_parse(good[i].in, &key);
         if (rc != 0)
@@ -364,7 +365,7 @@ static void test_idem_key(void **state)
         "\"a\"b",
         "\"a\";p=1",
     };
-    for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(badv); i++) {
         char *key = (char *)1;
         int rc = ust_idem_key_parse(badv[i], &key);
         if (i == 5) {

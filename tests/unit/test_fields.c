@@ -10,6 +10,7 @@
 #include "runner/decision_row.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/host.h>
 #include <understudy/jsonw.h>
 
@@ -106,7 +107,7 @@ static void test_the_abi_event_has_every_field_sent(void **state)
         {pe.target_status, "paid"}, {pe.currency, "eur"},    {pe.intent, "o"},
         {pe.idempotency_key, "k"},  {pe.tenant, "n"},
     };
-    for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(got); i++)
         assert_string_equal(got[i][0], got[i][1]);
     assert_int_equal(pe.amount, 5);
     assert_true(pe.has_amount);

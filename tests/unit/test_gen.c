@@ -5,6 +5,7 @@
 #include "support.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/codec.h>
 #include <understudy/config.h>
 #include <understudy/error.h>
@@ -109,7 +110,7 @@ static void check_coverage(world *w, const char *run, const json_t *truth)
         "identical_redelivery", "redelivery_new_id",    "out_of_order",
         "semantic_pair",        "api_completed_repeat", "api_concurrent_repeat",
         "signature_invalid"};
-    for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(planted); i++)
         assert_true(json_integer_value(json_object_get(got, planted[i])) > 0);
     assert_int_equal(json_integer_value(json_object_get(summary, "events")),
                      json_integer_value(json_object_get(summary, "fed")) +

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 
 #include "support.h"
 
@@ -57,7 +58,7 @@ static void test_trees_of_every_size(void **state)
     /* Within the inline room, over it (chunks), and a string larger than a
      * chunk's share (a chunk of its own). */
     static const size_t sizes[][2] = {{200, 10}, {40000, 100}, {4000, 100000}};
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(sizes); i++) {
         char *text = document(sizes[i][0], sizes[i][1]);
         size_t n_items = (sizes[i][0] + 39) / 40;
         for (int round = 0; round < 3; round++) {

@@ -5,44 +5,20 @@
 #include <cmocka.h>
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/request.h>
 #include <understudy/sig.h>
 
+#include "sig/sig_internal.h"
+#include "sig_vectors.h"
 #include "support.h"
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* Standard Webhooks' published vector (standard-webhooks repo, library tests). */
-#define SW_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-#define SW_ID "msg_p5jXN8AQM9LWM0D4loKWxJek"
-#define SW_TS 1614265330
-#define SW_TS_STR "1614265330"
-#define SW_BODY "{\"test\": 2432232314}"
-#define SW_SIG "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-#define SW_SIG_BAD "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA="
-
-/* GitHub's documented vector (docs "Validating webhook deliveries"). */
-#define GH_SECRET "It's a Secret to Everybody"
-#define GH_BODY "Hello, World!"
-#define GH_HEX "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-#define GH_HEX_UPPER "757107EA0EB2509FC211221CCE984B8A37570B6D7586C22C46F4379C8B043E17"
-
-/* Stripe publishes no vector; this one was produced independently of our code:
- *   printf '%s'
- * '1700000000.{"id":"evt_1NxUnderstudy","object":"event","type":"payment_intent.succeeded"}'
- * \ | openssl dgst -sha256 -hmac 'whsec_understudy_test_secret_0001' (OpenSSL 3.0.19).
- * The key is the secret string, whsec_ included. */
-#define ST_SECRET "whsec_understudy_test_secret_0001"
-#define ST_TS 1700000000
-#define ST_BODY                                                                        \
-    "{\"id\":\"evt_1NxUnderstudy\",\"object\":\"event\",\"type\":\"payment_intent."    \
-    "succeeded\"}"
-#define ST_HEX "90c539043289e4774fd1ec570ede4fc0946c05a72b117297366c0fd2e5dc5f8f"
-#define ST_HEADER_VALUE "t=1700000000,v1=" ST_HEX
 
 #define WRONG_HEX "0000000000000000000000000000000000000000000000000000000000000000"
 
@@ -101,16 +77,7 @@ static ust_request signed_req(const ust_sig_params *p, const char *body, int64_t
     return r;
 }
 
-/* A secret for every scheme, for the checks that hold for all of them. */
-static const struct {
-    ust_sig_scheme scheme;
-    const char *secret;
-} every_scheme[] = {
-    {UST_SCHEME_STRIPE, ST_SECRET},
-    {UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET},
-    {UST_SCHEME_HMAC_SHA256_HEX, GH_SECRET},
-};
-#define N_SCHEMES (sizeof(every_scheme) / sizeof(every_scheme[0]))
+#define N_SCHEMES UST_ARRAY_SIZE(sig_vectors)
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -127,15 +94,15 @@ static void test_names_round_trip(void **state)
         assert_int_equal(ust_sig_status_parse(snames[i], &s), 0);
         assert_int_equal(s, statuses[i]);
     }
-    const ust_sig_scheme schemes[] = {UST_SCHEME_NONE, UST_SCHEME_STRIPE,
-                                      UST_SCHEME_STANDARD_WEBHOOKS,
-                                      UST_SCHEME_HMAC_SHA256_HEX};
-    const char *cnames[] = {"none", "stripe", "standard-webhooks", "hmac-sha256-hex"};
-    for (size_t i = 0; i < 4; i++) {
-        ust_sig_scheme s;
-        assert_string_equal(ust_sig_scheme_name(schemes[i]), cnames[i]);
-        assert_int_equal(ust_sig_scheme_parse(cnames[i], &s), 0);
-        assert_int_equal(s, schemes[i]);
+    ust_sig_scheme s;
+    assert_string_equal(ust_sig_scheme_name(UST_SCHEME_NONE), "none");
+    assert_int_equal(ust_sig_scheme_parse("none", &s), 0);
+    assert_int_equal(s, UST_SCHEME_NONE);
+    for (size_t i = 0; i < N_SCHEMES; i++) {
+        assert_string_equal(ust_sig_scheme_name(sig_vectors[i].scheme),
+                            sig_vectors[i].name);
+        assert_int_equal(ust_sig_scheme_parse(sig_vectors[i].name, &s), 0);
+        assert_int_equal(s, sig_vectors[i].scheme);
     }
 }
 
@@ -250,7 +217,7 @@ static void expect_tolerance(const ust_sig_params *p,
         {ts + 301, UST_SIG_EXPIRED},        {ts - 301, UST_SIG_EXPIRED},
         {ts + 86400 * 30, UST_SIG_EXPIRED},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    for (size_t i = 0; i < UST_ARRAY_SIZE(cases); i++)
         expect(p, make(sig, cases[i].received_s), cases[i].want);
 }
 
@@ -301,7 +268,7 @@ static void test_sw_malformed(void **state)
     ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, SW_SECRET);
     const char *bad_ts[] = {"1614265330a", "", "-1614265330", "+1614265330",
                             "16142653300000000000"};
-    for (size_t i = 0; i < sizeof(bad_ts) / sizeof(bad_ts[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad_ts); i++) {
         ust_request r = sw_req(SW_SIG, SW_TS);
         set_header(&r, "webhook-timestamp", bad_ts[i]);
         assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_INVALID);
@@ -310,7 +277,7 @@ static void test_sw_malformed(void **state)
     const char *bad_sig[] = {"", "v1",
                              "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", "v1,",
                              "v1:g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="};
-    for (size_t i = 0; i < sizeof(bad_sig) / sizeof(bad_sig[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad_sig); i++) {
         expect(&p, sw_req(bad_sig[i], SW_TS), UST_SIG_INVALID);
     }
 }
@@ -319,7 +286,7 @@ static void test_sw_bad_secret(void **state)
 {
     (void)state;
     const char *bad[] = {"whsec_not*base64!", "whsec_abc", "whsec_", ""};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         ust_sig_params p = params(UST_SCHEME_STANDARD_WEBHOOKS, bad[i]);
         expect(&p, sw_req(SW_SIG, SW_TS), UST_SIG_INVALID);
         /* Sign refuses and leaves the request untouched. */
@@ -452,7 +419,7 @@ static void test_stripe_malformed(void **state)
         "t=1700000000,v1=" ST_HEX "00",         /* too long */
         "t=1700000000,v1=zz" ST_HEX,            /* not hex */
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         expect(&p, st_req(bad[i], ST_TS), UST_SIG_INVALID);
     }
 }
@@ -547,7 +514,7 @@ static void test_hex_missing_and_malformed(void **state)
         "sha256=57107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e1g",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(bad); i++) {
         expect(&p, gh_req("X-Hub-Signature-256", bad[i], 0), UST_SIG_INVALID);
     }
 }
@@ -638,11 +605,11 @@ static void test_round_trip_all_schemes(void **state)
 {
     (void)state;
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        round_trip(every_scheme[i].scheme, every_scheme[i].secret, binary_body,
+        round_trip(sig_vectors[i].scheme, sig_vectors[i].secret, binary_body,
                    sizeof(binary_body));
-        round_trip(every_scheme[i].scheme, every_scheme[i].secret, ST_BODY,
+        round_trip(sig_vectors[i].scheme, sig_vectors[i].secret, ST_BODY,
                    strlen(ST_BODY));
-        round_trip(every_scheme[i].scheme, every_scheme[i].secret, NULL, 0);
+        round_trip(sig_vectors[i].scheme, sig_vectors[i].secret, NULL, 0);
     }
 }
 
@@ -651,7 +618,7 @@ static void test_binary_body_after_nul(void **state)
     (void)state;
     /* Flip a byte after the first NUL: every scheme must notice. */
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         ust_request r = make_req(binary_body, sizeof(binary_body), 1750000000);
         assert_int_equal(ust_sig_sign(&p, 1750000000, "msg_1", &r), 0);
         r.body[8] = 'X'; /* after the first NUL */
@@ -667,7 +634,7 @@ static void test_allocation_failures(void **state)
 {
     (void)state;
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         int rc = UST_ENOMEM;
         for (long n = 0; rc == UST_ENOMEM; n++) {
             assert_true(n < 100);
@@ -694,6 +661,58 @@ static void test_allocation_failures(void **state)
             ust_request_clear(&r);
         }
     }
+}
+
+/* A MAC OpenSSL refuses to run: an HMAC context never given a key, as a
+ * context whose re-initialisation failed would be. */
+static ust__sig_mac *unkeyed_mac(void)
+{
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    assert_non_null(mac);
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+static int mac_text(ust__sig_mac *m, const void *msg, char buf[UST__SIG_TEXT_CAP])
+{
+    unsigned char mac[UST__SIG_MAC_LEN];
+    ust__slice part = {msg, strlen(msg)};
+    int rc = ust__sig_mac_run(m, &part, 1, mac);
+    if (rc == 0)
+        snprintf(buf, UST__SIG_TEXT_CAP, "%02x", mac[0]);
+    return rc;
+}
+
+/* A signature that cannot be made half way through the header (its second
+ * MAC refused): the join fails with no value for its caller to free, and
+ * each scheme's sign fails leaving the request as it was. */
+static void test_sign_fails_when_a_mac_cannot_run(void **state)
+{
+    (void)state;
+    ust__sig_mac *macs[2] = {NULL, unkeyed_mac()};
+    assert_int_equal(ust__sig_mac_new((const unsigned char *)"k", 1, &macs[0]), 0);
+    char *value = (char *)"left over";
+    assert_int_equal(ust__sig_join(&value, "t=1,", ",", "v1=", macs, 2, mac_text, "m"),
+                     UST_ENOMEM);
+    assert_null(value);
+
+    static const ust__sig_scheme *const impls[] = {
+#define IMPL(id, name, impl) &ust__sig_##impl,
+        UST_SIG_SCHEME_MAP(IMPL)
+#undef IMPL
+    };
+    for (size_t i = 0; i < UST_ARRAY_SIZE(impls); i++) {
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
+        ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
+        add(&r, "Content-Type", "application/json");
+        assert_int_not_equal(impls[i]->sign(&p, macs, 2, ST_TS, "msg_1", &r), 0);
+        assert_int_equal(r.n_headers, 1);
+        ust_request_clear(&r);
+    }
+    ust__sig_mac_free(macs[0]);
+    ust__sig_mac_free(macs[1]);
 }
 
 /* The start-time check agrees with the verifier: what it accepts keys a
@@ -724,18 +743,21 @@ static void test_scheme_table(void **state)
     (void)state;
     assert_null(ust_sig_scheme_info_of(UST_SCHEME_NONE));
     assert_null(ust_sig_scheme_info_of((ust_sig_scheme)99));
-    assert_string_equal(
-        UST_SIG_SCHEME_CHOICES,
-        "\"stripe\", \"standard-webhooks\", \"hmac-sha256-hex\", \"none\"");
+    char choices[256] = "";
+    for (size_t i = 0; i < N_SCHEMES; i++)
+        snprintf(choices + strlen(choices), sizeof(choices) - strlen(choices),
+                 "\"%s\", ", sig_vectors[i].name);
+    assert_string_equal(UST_SIG_SCHEME_CHOICES,
+                        strcat(choices, "\"none\"")); /* none last */
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        const ust_sig_scheme_info *si = ust_sig_scheme_info_of(every_scheme[i].scheme);
+        const ust_sig_scheme_info *si = ust_sig_scheme_info_of(sig_vectors[i].scheme);
         assert_non_null(si);
         assert_non_null(si->secret_what);
-        assert_int_equal(ust_sig_secret_check(every_scheme[i].scheme, si->wrong_secret),
+        assert_int_equal(ust_sig_secret_check(sig_vectors[i].scheme, si->wrong_secret),
                          0);
         if (si->previous_secret != NULL)
             assert_int_equal(
-                ust_sig_secret_check(every_scheme[i].scheme, si->previous_secret), 0);
+                ust_sig_secret_check(sig_vectors[i].scheme, si->previous_secret), 0);
     }
     assert_true(ust_sig_scheme_info_of(UST_SCHEME_STANDARD_WEBHOOKS)->needs_msg_id);
     assert_true(ust_sig_scheme_info_of(UST_SCHEME_HMAC_SHA256_HEX)->named_header);
@@ -765,17 +787,15 @@ static void test_reads_header(void **state)
 static void test_sign_with_several_secrets(void **state)
 {
     (void)state;
-    const char *previous[] = {"whsec_previous_stripe", "whsec_cHJldmlvdXMga2V5",
-                              "previous hex secret"};
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
-        const char *secrets[] = {previous[i], every_scheme[i].secret};
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
+        const char *secrets[] = {sig_vectors[i].rotated_from, sig_vectors[i].secret};
         ust_request r = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
         assert_int_equal(ust_sig_sign_with(&p, secrets, 2, ST_TS, "msg_1", &r), 0);
         assert_int_equal(ust_sig_verify(&p, &r), UST_SIG_VERIFIED);
-        ust_sig_params old = params(every_scheme[i].scheme, previous[i]);
+        ust_sig_params old = params(sig_vectors[i].scheme, sig_vectors[i].rotated_from);
         assert_int_equal(ust_sig_verify(&old, &r), UST_SIG_VERIFIED);
-        ust_sig_params other = params(every_scheme[i].scheme,
+        ust_sig_params other = params(sig_vectors[i].scheme,
                                       ust_sig_scheme_info_of(p.scheme)->wrong_secret);
         assert_int_equal(ust_sig_verify(&other, &r), UST_SIG_INVALID);
         ust_request_clear(&r);
@@ -800,7 +820,7 @@ static void test_signer_reuse(void **state)
 {
     (void)state;
     for (size_t i = 0; i < N_SCHEMES; i++) {
-        ust_sig_params p = params(every_scheme[i].scheme, every_scheme[i].secret);
+        ust_sig_params p = params(sig_vectors[i].scheme, sig_vectors[i].secret);
         ust_sig_signer *s = NULL;
         assert_int_equal(ust_sig_signer_new(&p, NULL, 0, &s), 0);
         for (int k = 0; k < 3; k++) {
@@ -840,17 +860,17 @@ static void verify_under_many_secrets(void)
         "whsec_ZmlmdGggc2VjcmV0IGtleQ==",
         "whsec_c2l4dGggc2VjcmV0IGtleQ==",
     };
-    const size_t n = sizeof(secrets) / sizeof(secrets[0]);
+    const size_t n = UST_ARRAY_SIZE(secrets);
     for (size_t k = 0; k < N_SCHEMES; k++) {
         ust_request signed_by[6];
         for (size_t i = 0; i < n; i++) {
-            ust_sig_params p = params(every_scheme[k].scheme, secrets[i]);
+            ust_sig_params p = params(sig_vectors[k].scheme, secrets[i]);
             signed_by[i] = make_req(ST_BODY, strlen(ST_BODY), ST_TS);
             assert_int_equal(ust_sig_sign(&p, ST_TS, "msg_many", &signed_by[i]), 0);
         }
         for (size_t round = 0; round < 3; round++)
             for (size_t j = 0; j < n; j++) {
-                ust_sig_params p = params(every_scheme[k].scheme, secrets[j]);
+                ust_sig_params p = params(sig_vectors[k].scheme, secrets[j]);
                 for (size_t i = 0; i < n; i++) {
                     size_t at = (i + round * j) % n;
                     assert_int_equal(ust_sig_verify(&p, &signed_by[at]),
@@ -911,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_all_schemes),
         cmocka_unit_test(test_binary_body_after_nul),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_sign_fails_when_a_mac_cannot_run),
         cmocka_unit_test(test_secret_check),
         cmocka_unit_test(test_scheme_table),
         cmocka_unit_test(test_reads_header),

@@ -6,6 +6,7 @@
 #include "plugin/wire.h"
 
 #include <understudy/alloc.h>
+#include <understudy/array.h>
 #include <understudy/error.h>
 #include <understudy/jsonw.h>
 
@@ -32,7 +33,7 @@ static void test_strings_come_back_as_they_were(void **state)
         "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x92\xb3",
         "</script><img src=x onerror=alert(1)>",
     };
-    for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+    for (size_t i = 0; i < UST_ARRAY_SIZE(samples); i++) {
         ust_jsonw w = {0};
         ust_jsonw_array(&w);
         ust_jsonw_string(&w, samples[i]);
