@@ -475,8 +475,12 @@ static void collect_sends(svc *s, pending *p)
 /* A recorded request HTTP/1.1 would read as something else (a CR LF in a
  * value, a method with a space: a second request at the service) is not
  * sent; import refuses one, but a log written before it did is read too.
- * Nonzero with *why (NULL when out of memory) when req must not go out. */
-static int refuse_unsendable(const ust_request *req, char **why)
+ * Nor is one whose target's path is not its route's: the row was not
+ * written as recorded, and libcurl resolves dot segments, so a target
+ * "/../../admin/users" went to the service's /admin/users, outside the
+ * url's prefix. Nonzero with *why (NULL when out of memory) when req must
+ * not go out. */
+static int refuse_unsendable(const ust_event *ev, const ust_request *req, char **why)
 {
     char *fault = NULL;
     int rc = ust_request_check(req, &fault);
@@ -484,6 +488,16 @@ static int refuse_unsendable(const ust_request *req, char **why)
         *why = ust_sprintf("not sent: the recorded request is not valid HTTP: %s",
                            fault ? fault : ust_strerror(rc));
     ust_free(fault);
+    const char *t = req->target != NULL ? req->target : "";
+    size_t path_len = strcspn(t, "?#");
+    if (rc == 0 && ev->route != NULL &&
+        (strlen(ev->route->path) != path_len ||
+         strncmp(t, ev->route->path, path_len) != 0)) {
+        *why = ust_sprintf("not sent: the recorded target's path is not its route's"
+                           " (%s): the log's row was not written as recorded",
+                           ev->route->path);
+        rc = UST_EPARSE;
+    }
     return rc;
 }
 
@@ -525,16 +539,16 @@ static void url_batch_start(void *impl, ust_plugin_batch *b)
         p->resent[i] = found == 3; /* its answer is to the call sent again */
         if (found == 2 || found == 3)
             p->state[i] = ANSWERED;
-        else if (found == 1 && s->pc->resend_unknown)
-            p->resent[i] = 1; /* to send again: the service dedups on its seq */
-        else if (found == 1)
+        else if (found == 1 && !s->pc->resend_unknown)
             p->state[i] = UNKNOWN;
         else if (found < 0) {
             p->state[i] = FAILED;
             p->why[i] = ust_sprintf("the journal cannot be read: %s",
                                     err ? err : ust_strerror(found));
-        } else if (refuse_unsendable(b->reqs[i], &p->why[i]) != 0)
+        } else if (refuse_unsendable(b->evs[i], b->reqs[i], &p->why[i]) != 0)
             p->state[i] = FAILED;
+        else if (found == 1)
+            p->resent[i] = 1; /* to send again: the service dedups on its seq */
         ust_free(err);
     }
     start_sends(s, b, p);
