@@ -79,8 +79,9 @@ typedef struct svc {
     const ust_journal *journal;
     ust_http_client *client;
     ust_verdict_map verdicts;
-    char *base; /* the url, without a trailing '/' (the target brings its own) */
-    char *host; /* the url's authority: the Host sent */
+    char *base;  /* the url, without a trailing '/' (the target brings its own) */
+    char *host;  /* the url's authority: the Host sent */
+    char *shown; /* the url without its password: the plugin's name */
     pending slots[4];
     kept *kept;
     size_t n_kept, cap_kept;
@@ -219,6 +220,7 @@ static void url_close(void *impl)
     ust_http_client_free(s->client);
     ust_free(s->base);
     ust_free(s->host);
+    ust_free(s->shown);
     ust_free(s);
 }
 
@@ -234,12 +236,16 @@ static int reset_service(svc *s, char **err)
                           .timeout_ms = s->pc->timeout_ms};
     ust_http_result r;
     int rc = ust_http_client_send(s->client, &call, &r);
+    char *url = rc == 0 ? ust_http_url_shown(call.url) : NULL;
+    if (rc == 0 && url == NULL)
+        rc = UST_ENOMEM;
     if (rc == 0 && r.failure != 0)
-        rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: %s", call.method, call.url,
+        rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: %s", call.method, url,
                       r.cause);
     else if (rc == 0 && (r.status < 200 || r.status > 299))
         rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: the service answered %d",
-                      call.method, call.url, r.status);
+                      call.method, url, r.status);
+    ust_free(url);
     ust_http_result_clear(&r);
     return rc;
 }
@@ -259,6 +265,8 @@ static int url_open(const ust__plugin_start *st, void **impl,
     int rc = ust_verdict_map_parse(st->pc->verdicts, what, &s->verdicts, err);
     if (rc == 0)
         rc = ust_http_url_split(st->pc->url, &s->base, &s->host, err);
+    if (rc == 0 && (s->shown = ust_http_url_shown(st->pc->url)) == NULL)
+        rc = UST_ENOMEM;
     if (rc == 0)
         rc = ust_http_client_new(&s->client, err);
     if (rc == 0)
@@ -276,9 +284,11 @@ static int url_open(const ust__plugin_start *st, void **impl,
     return 0;
 }
 
+/* The run database and the report name the plugin by it: never the
+ * url's password. */
 static const char *url_name(const void *impl)
 {
-    return ((const svc *)impl)->pc->url;
+    return ((const svc *)impl)->shown;
 }
 
 static const char *url_version(const void *impl)

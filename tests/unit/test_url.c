@@ -906,12 +906,37 @@ static void test_a_target_outside_its_route_is_not_sent(void **state)
     }
 }
 
+/* A url with credentials: the plugin's name in the run database and in
+ * the report is the url without its password (it held it whole, and the
+ * report is what people share for review). */
+static void test_a_services_password_is_in_no_run_or_report(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    world_api(w, 1, "k-1", NULL, "ord_1", 100);
+    world_record(w);
+    char base[128];
+    snprintf(base, sizeof(base), "http://svcuser:p%%40ssWORD@%s",
+             svc.base + strlen("http://"));
+    set_service(&w->cfg->candidate, base, "/svc");
+    ust_replay_stats st = replay_legacy_so(w);
+    ust_test_service_stop(&svc);
+    assert_int_equal(st.fed, 1);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_verdict = "
+                              "'applied'"),
+                     1);
+    ust_test_report_holds_no(w->dir, w->run_path, w->log_path, "ssWORD");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_request_that_would_split_is_not_sent,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_a_target_outside_its_route_is_not_sent,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_services_password_is_in_no_run_or_report,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_each_event_goes_to_the_service_as_recorded,
                                         world_setup, world_teardown),
