@@ -653,6 +653,15 @@ static const struct {
         "HTTP/1.1 200 OK\r\nX-A: a\0Set-Cookie: injected=1\r\n"
         "Content-Length: 2\r\n\r\n{}",
         "NUL"),
+    /* libcurl reads the last Content-Length: the relay ran past the end
+     * the first gave, into what came next on the connection. */
+    RAW("length-twice",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 26\r\n\r\n"
+        "{}HTTP/1.1 200 OK injected",
+        "Content-Length fields disagree"),
+    RAW("length-list",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2, 26\r\n\r\n{}HTTP/1.1 200 OK injected",
+        "Content-Length fields disagree"),
 #undef RAW
 };
 #define N_RAW (sizeof(raw_cases) / sizeof(raw_cases[0]))
