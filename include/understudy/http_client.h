@@ -94,6 +94,12 @@ void ust_http_result_clear(ust_http_result *r); /* NULL is a no-op */
  * ("url URL: ...": no scheme, no host); UST_ENOMEM. */
 int ust_http_url_split(const char *url, char **base, char **host, char **err);
 
+/* url as a cause, a run's identity or a report names it: without its
+ * password, which nothing stored or shown may carry (the user is kept);
+ * "(the url)" for one libcurl cannot read that holds an '@'. The caller's
+ * to ust_free; NULL when out of memory. */
+char *ust_http_url_shown(const char *url);
+
 /* 1 when name is a hop-by-hop header among headers (a request's or an
  * answer's): Connection, Keep-Alive, Proxy-*, TE, Trailer,
  * Transfer-Encoding, Upgrade, Content-Length (the framing, each hop's own),

@@ -80,8 +80,9 @@ typedef struct svc {
     const ust_journal *journal;
     ust_http_client *client;
     ust_verdict_map verdicts;
-    char *base; /* the url, without a trailing '/' (the target brings its own) */
-    char *host; /* the url's authority: the Host sent */
+    char *base;  /* the url, without a trailing '/' (the target brings its own) */
+    char *host;  /* the url's authority: the Host sent */
+    char *shown; /* the url without its password: the plugin's name */
     pending slots[4];
     kept *kept;
     size_t n_kept, cap_kept;
@@ -220,6 +221,7 @@ static void url_close(void *impl)
     ust_http_client_free(s->client);
     ust_free(s->base);
     ust_free(s->host);
+    ust_free(s->shown);
     ust_free(s);
 }
 
@@ -235,12 +237,16 @@ static int reset_service(svc *s, char **err)
                           .timeout_ms = s->pc->timeout_ms};
     ust_http_result r;
     int rc = ust_http_client_send(s->client, &call, &r);
+    char *url = rc == 0 ? ust_http_url_shown(call.url) : NULL;
+    if (rc == 0 && url == NULL)
+        rc = UST_ENOMEM;
     if (rc == 0 && r.failure != 0)
-        rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: %s", call.method, call.url,
+        rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: %s", call.method, url,
                       r.cause);
     else if (rc == 0 && (r.status < 200 || r.status > 299))
         rc = ust_errf(err, UST_EPLUGIN, "reset %s %s failed: the service answered %d",
-                      call.method, call.url, r.status);
+                      call.method, url, r.status);
+    ust_free(url);
     ust_http_result_clear(&r);
     return rc;
 }
@@ -260,6 +266,8 @@ static int url_open(const ust__plugin_start *st, void **impl,
     int rc = ust_verdict_map_parse(st->pc->verdicts, what, &s->verdicts, err);
     if (rc == 0)
         rc = ust_http_url_split(st->pc->url, &s->base, &s->host, err);
+    if (rc == 0 && (s->shown = ust_http_url_shown(st->pc->url)) == NULL)
+        rc = UST_ENOMEM;
     if (rc == 0)
         rc = ust_http_client_new(&s->client, err);
     if (rc == 0)
@@ -277,9 +285,11 @@ static int url_open(const ust__plugin_start *st, void **impl,
     return 0;
 }
 
+/* The run database and the report name the plugin by it: never the
+ * url's password. */
 static const char *url_name(const void *impl)
 {
-    return ((const svc *)impl)->pc->url;
+    return ((const svc *)impl)->shown;
 }
 
 static const char *url_version(const void *impl)
@@ -476,8 +486,12 @@ static void collect_sends(svc *s, pending *p)
 /* A recorded request HTTP/1.1 would read as something else (a CR LF in a
  * value, a method with a space: a second request at the service) is not
  * sent; import refuses one, but a log written before it did is read too.
- * Nonzero with *why (NULL when out of memory) when req must not go out. */
-static int refuse_unsendable(const ust_request *req, char **why)
+ * Nor is one whose target's path is not its route's: the row was not
+ * written as recorded, and libcurl resolves dot segments, so a target
+ * "/../../admin/users" went to the service's /admin/users, outside the
+ * url's prefix. Nonzero with *why (NULL when out of memory) when req must
+ * not go out. */
+static int refuse_unsendable(const ust_event *ev, const ust_request *req, char **why)
 {
     char *fault = NULL;
     int rc = ust_request_check(req, &fault);
@@ -485,6 +499,16 @@ static int refuse_unsendable(const ust_request *req, char **why)
         *why = ust_sprintf("not sent: the recorded request is not valid HTTP: %s",
                            fault ? fault : ust_strerror(rc));
     ust_free(fault);
+    const char *t = req->target != NULL ? req->target : "";
+    size_t path_len = strcspn(t, "?#");
+    if (rc == 0 && ev->route != NULL &&
+        (strlen(ev->route->path) != path_len ||
+         strncmp(t, ev->route->path, path_len) != 0)) {
+        *why = ust_sprintf("not sent: the recorded target's path is not its route's"
+                           " (%s): the log's row was not written as recorded",
+                           ev->route->path);
+        rc = UST_EPARSE;
+    }
     return rc;
 }
 
@@ -526,16 +550,16 @@ static void url_batch_start(void *impl, ust_plugin_batch *b)
         p->resent[i] = found == 3; /* its answer is to the call sent again */
         if (found == 2 || found == 3)
             p->state[i] = ANSWERED;
-        else if (found == 1 && s->pc->resend_unknown)
-            p->resent[i] = 1; /* to send again: the service dedups on its seq */
-        else if (found == 1)
+        else if (found == 1 && !s->pc->resend_unknown)
             p->state[i] = UNKNOWN;
         else if (found < 0) {
             p->state[i] = FAILED;
             p->why[i] = ust_sprintf("the journal cannot be read: %s",
                                     err ? err : ust_strerror(found));
-        } else if (refuse_unsendable(b->reqs[i], &p->why[i]) != 0)
+        } else if (refuse_unsendable(b->evs[i], b->reqs[i], &p->why[i]) != 0)
             p->state[i] = FAILED;
+        else if (found == 1)
+            p->resent[i] = 1; /* to send again: the service dedups on its seq */
         ust_free(err);
     }
     start_sends(s, b, p);

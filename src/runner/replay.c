@@ -20,6 +20,7 @@
 #include <understudy/error.h>
 #include <understudy/event.h>
 #include <understudy/host.h>
+#include <understudy/http_client.h>
 #include <understudy/log.h>
 #include <understudy/runner.h>
 
@@ -38,8 +39,9 @@ struct ust_runner {
     ust__legacy_from from;       /* replay --legacy-from: an earlier run's */
     char **lines;                /* divergence lines of the open transaction */
     size_t n_lines, cap_lines;
-    char *redact;   /* the config's redact list as JSON text */
-    char *coverage; /* what the report counts coverage with (JSON) */
+    char *redact;     /* the config's redact list as JSON text */
+    char *coverage;   /* what the report counts coverage with (JSON) */
+    char *legacy_url; /* without a legacy plugin: its url, the password removed */
     /* N_BATCHES: one being finished, one started, the others read ahead */
     struct batch *batches;
     /* The last event decided, and the last one committed (what the run
@@ -94,6 +96,10 @@ static int record_identity(replay *r, char **err)
     ust_coverage_params_clear(&cov);
     if (r->coverage == NULL)
         return UST_ENOMEM;
+    /* The run database and the report name it: never with its password. */
+    if (r->legacy == NULL && r->o->cfg->legacy.url != NULL &&
+        (r->legacy_url = ust_http_url_shown(r->o->cfg->legacy.url)) == NULL)
+        return UST_ENOMEM;
     struct {
         const char *key, *value;
     } parts[] = {
@@ -106,7 +112,7 @@ static int record_identity(replay *r, char **err)
                                     : "url"},
         {"legacy_version", r->from.db  ? r->from.version
                            : r->legacy ? ust_plugin_version(r->legacy)
-                                       : r->o->cfg->legacy.url},
+                                       : r->legacy_url},
         {"legacy_sha256", r->from.db  ? r->from.sha256
                           : r->legacy ? ust_plugin_file_sha256(r->legacy)
                                       : ""},
@@ -574,6 +580,7 @@ static void close_parts(replay *r)
     ust_free(r->batches);
     ust_free(r->redact);
     ust_free(r->coverage);
+    ust_free(r->legacy_url);
     ust__answers_reader_close(&r->answers);
     ust__legacy_from_close(&r->from);
     ust_store_close(r->store);

@@ -8,6 +8,7 @@
 #include <understudy/error.h>
 
 #include <string.h>
+#include <strings.h>
 
 static int is_ows(char ch)
 {
@@ -54,6 +55,46 @@ static int fold(ust_http_result *r, const char *line, size_t end)
     return 0;
 }
 
+/* 1 when every comma separated element of the Content-Length value v
+ * (vlen bytes) is the same as ref (rlen bytes; the first element when ref
+ * is NULL). */
+static int lengths_agree(const char *v, size_t vlen, const char *ref, size_t rlen)
+{
+    for (size_t i = 0; i <= vlen;) {
+        while (i < vlen && is_ows(v[i]))
+            i++;
+        size_t e = i;
+        while (e < vlen && v[e] != ',')
+            e++;
+        size_t t = e;
+        while (t > i && is_ows(v[t - 1]))
+            t--;
+        if (ref == NULL) {
+            ref = v + i;
+            rlen = t - i;
+        } else if (t - i != rlen || memcmp(v + i, ref, rlen) != 0)
+            return 0;
+        i = e + 1;
+    }
+    return 1;
+}
+
+/* RFC 9112 6.3: Content-Length fields that disagree make the framing
+ * invalid; a proxy answers 502. libcurl reads the last one, so the body
+ * relayed ran past the end the first one gave (the start of whatever came
+ * next on the connection). */
+static int framing_disagrees(const ust_http_result *r, const char *name, size_t nlen,
+                             const char *value, size_t vlen)
+{
+    if (nlen != 14 || strncasecmp(name, "Content-Length", 14) != 0)
+        return 0;
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (strcasecmp(r->headers[i].name, "Content-Length") == 0)
+            return !lengths_agree(value, vlen, r->headers[i].value,
+                                  strcspn(r->headers[i].value, ", \t"));
+    return !lengths_agree(value, vlen, NULL, 0);
+}
+
 static int field(ust_http_result *r, const char *line, size_t end, const char **why)
 {
     const char *colon = memchr(line, ':', end);
@@ -70,6 +111,11 @@ static int field(ust_http_result *r, const char *line, size_t end, const char **
     size_t ve = end;
     while (ve > vs && is_ows(line[ve - 1]))
         ve--;
+    if (framing_disagrees(r, line, nlen, line + vs, ve - vs)) {
+        *why = "its Content-Length fields disagree (RFC 9112 6.3: the framing is"
+               " invalid)";
+        return UST_EPARSE;
+    }
     ust_header *grown = ust_realloc(r->headers, (r->n_headers + 1) * sizeof(*grown));
     if (grown == NULL)
         return UST_ENOMEM;

@@ -25,8 +25,8 @@ typedef struct ust__answer_head {
  * UST_ELIMIT past UST__ANSWER_MAX_HEADERS; UST_EPARSE with *why (static)
  * when the answer is refused: a line starting "HTTP/" inside a head (it
  * would drop the headers before it), a field after the final head (a
- * trailer: a relay would make it a header), a NUL, or a line that is not
- * "name: value". */
+ * trailer: a relay would make it a header), a NUL, a line that is not
+ * "name: value", or Content-Length fields that disagree. */
 int ust__answer_head_line(ust__answer_head *h, const char *line, size_t len,
                           ust_http_result *r, const char **why);
 

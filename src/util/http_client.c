@@ -272,9 +272,7 @@ static const char *what_failed(CURLcode rc)
     }
 }
 
-/* The url as a cause names it: without its password, which a cause (an
- * error decision, a log line) must not carry; NULL when out of memory. */
-static char *url_shown(const char *url)
+char *ust_http_url_shown(const char *url)
 {
     CURLU *u = curl_url();
     char *shown = NULL, *out = NULL;
@@ -305,16 +303,16 @@ static int conclude(transfer *t, CURLcode rc)
         r->status = (int)status;
         return 0;
     }
-    char *url = url_shown(call->url);
+    char *url = ust_http_url_shown(call->url);
     if (url == NULL)
         return UST_ENOMEM;
-    r->failure = t->refused                        ? UST_EPARSE
+    r->failure = t->refused                       ? UST_EPARSE
                  : rc == CURLE_OPERATION_TIMEDOUT ? UST_ETIMEOUT
                                                   : UST_EIO;
     if (t->refused) {
         r->what = t->refused;
-        r->cause = ust_sprintf("%s %s: the answer is refused: %s", method, url,
-                               t->refused);
+        r->cause =
+            ust_sprintf("%s %s: the answer is refused: %s", method, url, t->refused);
     } else if (t->too_big) {
         r->what = "the answer is over the size limit";
         r->cause = ust_sprintf("%s %s: the answer is over the limit (%u headers, "

@@ -958,10 +958,89 @@ static void test_a_request_that_would_split_is_not_sent(void **state)
     }
 }
 
+/* A row whose target's path is not its route's was not written as
+ * recorded (a route is matched on the whole path). libcurl resolves dot
+ * segments: "/payments/../../admin/users" under the url http://svc/svc
+ * reached the service as /admin/users, outside the url's prefix, and a
+ * target without its '/' was sent as "/". Neither is sent now. */
+static void test_a_target_outside_its_route_is_not_sent(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    for (int s = 1; s <= 4; s++) {
+        char key[16], order[16];
+        snprintf(key, sizeof(key), "k-%d", s);
+        snprintf(order, sizeof(order), "ord_%d", s);
+        world_api(w, s, key, NULL, order, 100);
+    }
+    world_record(w);
+    world_exec_at(
+        w->log_path,
+        "DROP TRIGGER events_no_update;"
+        " UPDATE events SET target = '/payments/../../admin/users' WHERE seq = 2;"
+        " UPDATE events SET target = '@evil.invalid/x' WHERE seq = 3;");
+    set_service(&w->cfg->candidate, svc.base, "/svc");
+    ust_replay_stats st = replay_legacy_so(w);
+    assert_int_equal(st.fed, 4);
+    json_t *log = service_log(&svc);
+    ust_test_service_stop(&svc);
+    json_t *recs = json_object_get(log, "records");
+    size_t i;
+    json_t *rec;
+    json_array_foreach(recs, i, rec)
+    {
+        const char *target = json_string_value(json_object_get(rec, "target"));
+        if (target == NULL || strcmp(target, "/svc/payments") != 0)
+            fail_msg("the service received %s", target ? target : "(no target)");
+    }
+    assert_int_equal(json_array_size(recs), 2);
+    json_decref(log);
+    for (int s = 2; s <= 3; s++) {
+        char sql[128];
+        snprintf(sql, sizeof(sql),
+                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE"
+                 " seq = %d",
+                 s);
+        char *got = world_query(w, sql);
+        assert_string_equal(got, "error:not sent: the recorded target's path is not its"
+                                 " route's (/payments): the log's row was not written"
+                                 " as recorded");
+        ust_free(got);
+    }
+}
+
+/* A url with credentials: the plugin's name in the run database and in
+ * the report is the url without its password (it held it whole, and the
+ * report is what people share for review). */
+static void test_a_services_password_is_in_no_run_or_report(void **state)
+{
+    world *w = *state;
+    ust_test_service svc;
+    ust_test_service_start(&svc, NULL);
+    world_api(w, 1, "k-1", NULL, "ord_1", 100);
+    world_record(w);
+    char base[128];
+    snprintf(base, sizeof(base), "http://svcuser:p%%40ssWORD@%s",
+             svc.base + strlen("http://"));
+    set_service(&w->cfg->candidate, base, "/svc");
+    ust_replay_stats st = replay_legacy_so(w);
+    ust_test_service_stop(&svc);
+    assert_int_equal(st.fed, 1);
+    assert_int_equal(count(w, "SELECT count(*) FROM decisions WHERE c_verdict = "
+                              "'applied'"),
+                     1);
+    ust_test_report_holds_no(w->dir, w->run_path, w->log_path, "ssWORD");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_request_that_would_split_is_not_sent,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_target_outside_its_route_is_not_sent,
+                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(test_a_services_password_is_in_no_run_or_report,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_each_event_goes_to_the_service_as_recorded,
                                         world_setup, world_teardown),

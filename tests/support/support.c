@@ -4,6 +4,8 @@
 #define _GNU_SOURCE 1 /* nftw */
 #include "support.h"
 
+#include <understudy/array.h>
+
 #include <errno.h>
 #include <ftw.h>
 #include <unistd.h>
@@ -262,4 +264,35 @@ __attribute__((format(printf, 3, 4))) int ust_test_cli(const char *dir, char **o
     int rc = ust_test_run_cli(dir, args, out);
     ust_free(args);
     return rc;
+}
+
+void ust_test_report_holds_no(const char *dir, const char *run, const char *log,
+                              const char *secret)
+{
+    sqlite3 *mdb = NULL;
+    assert_int_equal(sqlite3_open_v2(run, &mdb, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    static const char sql[] = "SELECT group_concat(key || '=' || value, ' ') FROM meta";
+    assert_int_equal(sqlite3_prepare_v2(mdb, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    char *meta = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    sqlite3_close(mdb);
+    if (strstr(meta, secret) != NULL)
+        fail_msg("the run database's meta holds %s: %s", secret, meta);
+    free(meta);
+    char *out = NULL;
+    if (ust_test_cli(dir, &out, "report --run '%s' --log '%s' --out '%s/report' --quiet",
+                     run, log, dir) != 0)
+        fail_msg("report: %s", out);
+    free(out);
+    static const char *const pages[] = {"index.html", "summary.md"};
+    for (size_t i = 0; i < UST_ARRAY_SIZE(pages); i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/report/%s", dir, pages[i]);
+        char *text = ust_test_read_file(path);
+        if (strstr(text, secret) != NULL)
+            fail_msg("the report's %s holds %s", pages[i], secret);
+        free(text);
+    }
 }

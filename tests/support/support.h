@@ -141,4 +141,10 @@ pid_t ust_test_fork_piped(int fd, int *read_fd);
 __attribute__((format(printf, 3, 4))) int ust_test_cli(const char *dir, char **out,
                                                        const char *fmt, ...);
 
+/* Neither the run database at run (its meta: the plugins' names and
+ * versions) nor its report (index.html, summary.md) holds secret, such as
+ * a service url's password: the report is made into dir/report. */
+void ust_test_report_holds_no(const char *dir, const char *run, const char *log,
+                              const char *secret);
+
 #endif
