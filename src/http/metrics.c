@@ -115,6 +115,14 @@ static void family(FILE *f, const char *name, const char *type, const char *help
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A family of one unlabelled sample: its help, then its value. */
+static void metric(FILE *f, const char *name, const char *type, const char *help,
+                   long long value)
+{
+    family(f, name, type, help);
+    fprintf(f, "%s %lld\n", name, value);
+}
+
 /* A label value into out: backslash, quote and newline escaped; cut short
  * (between characters, never inside an escape) past cap. */
 static const char *label_value(char *out, size_t cap, const char *p)
@@ -222,17 +230,16 @@ static void render_recorder(ust__metrics *m, const ust__metrics_view *v, FILE *f
         ust_histogram_write(f, "understudy_request_duration_seconds", labels,
                             &m->request_us[r]);
     }
-    family(f, "understudy_connections_open", "gauge", "Client connections open now.");
-    fprintf(f, "understudy_connections_open %zu\n", v->connections);
-    family(
-        f, "understudy_answer_bytes_owed", "gauge",
-        "Bytes of answers owed to clients and not yet written (those still being"
-        " decided counted at their largest): limits.max_owed_bytes_total bounds it.");
-    fprintf(f, "understudy_answer_bytes_owed %zu\n", v->owed_bytes);
-    family(f, "understudy_connections_held_back", "gauge",
+    metric(f, "understudy_connections_open", "gauge", "Client connections open now.",
+           (long long)v->connections);
+    metric(f, "understudy_answer_bytes_owed", "gauge",
+           "Bytes of answers owed to clients and not yet written (those still being"
+           " decided counted at their largest): limits.max_owed_bytes_total bounds it.",
+           (long long)v->owed_bytes);
+    metric(f, "understudy_connections_held_back", "gauge",
            "Client connections not read while they are owed too many answer bytes"
-           " (limits.max_owed_bytes) or every connection is (max_owed_bytes_total).");
-    fprintf(f, "understudy_connections_held_back %zu\n", v->held_back);
+           " (limits.max_owed_bytes) or every connection is (max_owed_bytes_total).",
+           (long long)v->held_back);
     family(f, "understudy_commit_duration_seconds", "histogram",
            "Seconds an append transaction of the event log took, fsync included"
            " (group commit: one a batch).");
@@ -240,15 +247,13 @@ static void render_recorder(ust__metrics *m, const ust__metrics_view *v, FILE *f
     family(f, "understudy_commit_batch_events", "histogram",
            "Events in one append transaction of the event log.");
     ust_histogram_write(f, "understudy_commit_batch_events", "", &m->batch_events);
-    family(f, "understudy_append_failures_total", "counter",
-           "Append transactions that failed (their requests were answered 503).");
-    fprintf(f, "understudy_append_failures_total %lld\n",
-            (long long)atomic_load(&m->append_failures));
-    family(f, "understudy_answers_write_failures_total", "counter",
+    metric(f, "understudy_append_failures_total", "counter",
+           "Append transactions that failed (their requests were answered 503).",
+           (long long)atomic_load(&m->append_failures));
+    metric(f, "understudy_answers_write_failures_total", "counter",
            "Batches whose legacy decisions could not be recorded under --respond "
-           "legacy (their requests were answered 503).");
-    fprintf(f, "understudy_answers_write_failures_total %lld\n",
-            (long long)atomic_load(&m->answers_write_failures));
+           "legacy (their requests were answered 503).",
+           (long long)atomic_load(&m->answers_write_failures));
 }
 
 /* The lag in seconds is by the wall clock since the oldest event the runner
@@ -259,34 +264,29 @@ static void render_recorder(ust__metrics *m, const ust__metrics_view *v, FILE *f
 static void render_runner(ust__metrics *m, const ust__metrics_view *v, FILE *f)
 {
     long long head = atomic_load(&m->last_seq), ran = atomic_load(&m->runner_seq);
-    family(f, "understudy_log_head_seq", "gauge",
-           "Seq of the newest event this process made durable (0: none yet).");
-    fprintf(f, "understudy_log_head_seq %lld\n", head);
-    family(f, "understudy_runner_lag_events", "gauge",
-           "Durable events the runner has not decided yet.");
-    fprintf(f, "understudy_runner_lag_events %lld\n", head > ran ? head - ran : 0);
+    metric(f, "understudy_log_head_seq", "gauge",
+           "Seq of the newest event this process made durable (0: none yet).", head);
+    metric(f, "understudy_runner_lag_events", "gauge",
+           "Durable events the runner has not decided yet.",
+           head > ran ? head - ran : 0);
     family(f, "understudy_runner_lag_seconds", "gauge",
            "Seconds since the oldest event the runner has not decided arrived"
            " (wall clock; 0 when caught up).");
     fprintf(f, "understudy_runner_lag_seconds %.6f\n", v->lag_seconds);
-    family(f, "understudy_runner_events_total", "counter",
-           "Events the runner read from the log and decided (or skipped as not fed).");
-    fprintf(f, "understudy_runner_events_total %lld\n",
-            (long long)atomic_load(&m->runner_events));
-    family(f, "understudy_divergences_total", "counter",
-           "Divergences the runner of this process found.");
-    fprintf(f, "understudy_divergences_total %lld\n",
-            (long long)atomic_load(&m->divergences));
-    family(f, "understudy_runner_state_cache_bytes", "gauge",
+    metric(f, "understudy_runner_events_total", "counter",
+           "Events the runner read from the log and decided (or skipped as not fed).",
+           (long long)atomic_load(&m->runner_events));
+    metric(f, "understudy_divergences_total", "counter",
+           "Divergences the runner of this process found.",
+           (long long)atomic_load(&m->divergences));
+    metric(f, "understudy_runner_state_cache_bytes", "gauge",
            "Bytes the runner's state store cache held after its last step (keys,"
-           " values and its table; 0 without a runner).");
-    fprintf(f, "understudy_runner_state_cache_bytes %lld\n",
-            (long long)atomic_load(&m->state_cache_bytes));
-    family(f, "understudy_runner_state_cache_limit_bytes", "gauge",
+           " values and its table; 0 without a runner).",
+           (long long)atomic_load(&m->state_cache_bytes));
+    metric(f, "understudy_runner_state_cache_limit_bytes", "gauge",
            "The state store cache's bound (cache.state_mb): emptied after a commit"
-           " that leaves it over.");
-    fprintf(f, "understudy_runner_state_cache_limit_bytes %lld\n",
-            (long long)v->cfg->cache.state_mb << 20);
+           " that leaves it over.",
+           (long long)v->cfg->cache.state_mb << 20);
 }
 
 static void render_plugins(FILE *f, ust__metrics *m, const ust_config *cfg)
@@ -327,14 +327,12 @@ static void render_plugins(FILE *f, ust__metrics *m, const ust_config *cfg)
     ust_plugin_stderr_stats_get(cc != lc ? cc : NULL, &more);
     es.dropped_bytes += more.dropped_bytes;
     es.dropped_lines += more.dropped_lines;
-    family(f, "understudy_plugin_stderr_dropped_bytes_total", "counter",
-           "Bytes plugin children wrote to stderr over their budget.");
-    fprintf(f, "understudy_plugin_stderr_dropped_bytes_total %llu\n",
-            (unsigned long long)es.dropped_bytes);
-    family(f, "understudy_plugin_stderr_dropped_lines_total", "counter",
-           "Lines plugin children wrote to stderr over their budget.");
-    fprintf(f, "understudy_plugin_stderr_dropped_lines_total %llu\n",
-            (unsigned long long)es.dropped_lines);
+    metric(f, "understudy_plugin_stderr_dropped_bytes_total", "counter",
+           "Bytes plugin children wrote to stderr over their budget.",
+           (long long)es.dropped_bytes);
+    metric(f, "understudy_plugin_stderr_dropped_lines_total", "counter",
+           "Lines plugin children wrote to stderr over their budget.",
+           (long long)es.dropped_lines);
 }
 
 char *ust__metrics_render(ust__metrics *m, const ust__metrics_view *v)

@@ -210,6 +210,18 @@ static void leave_runner(ust__server *s)
                  s->o->log_path, s->o->log_path);
 }
 
+/* The loop closed and what lives beside it freed: after a failed start and
+ * after a stop alike. */
+static void close_loop(ust__server *s)
+{
+    uv_loop_close(s->loop);
+    ust__jobq_destroy(&s->done);
+    ust__deriver_destroy(&s->deriver);
+    ust__class_counts_destroy(&s->classes);
+    ust__health_destroy(&s->health);
+    ust_free(s->loop);
+}
+
 static int serve(ust__server *s, char **err)
 {
     const ust_serve_opts *o = s->o;
@@ -335,12 +347,7 @@ static int serve(ust__server *s, char **err)
         uv_close((uv_handle_t *)&s->admin, NULL);
         ust__deriver_close(&s->deriver);
         uv_run(s->loop, UV_RUN_DEFAULT);
-        uv_loop_close(s->loop);
-        ust__jobq_destroy(&s->done);
-        ust__deriver_destroy(&s->deriver);
-        ust__class_counts_destroy(&s->classes);
-        ust__health_destroy(&s->health);
-        ust_free(s->loop);
+        close_loop(s);
         remove_made(&made);
         return rc;
     }
@@ -362,12 +369,7 @@ static int serve(ust__server *s, char **err)
         leave_runner(s);
         return UST_SERVE_RUNNER_LEFT; /* its thread uses s: nothing is freed */
     }
-    uv_loop_close(s->loop);
-    ust__jobq_destroy(&s->done);
-    ust__deriver_destroy(&s->deriver);
-    ust__class_counts_destroy(&s->classes);
-    ust__health_destroy(&s->health);
-    ust_free(s->loop);
+    close_loop(s);
     return 0;
 }
 

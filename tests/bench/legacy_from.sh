@@ -14,13 +14,7 @@ events=${2:-200000}
 rounds=${3:-3}
 cd "$(dirname "$0")/../.."
 . tests/bench/times-lib.sh
-bin=$build/src/understudy
-legacy=$build/src/plugins/legacy/understudy-legacy.so
-candidate=$build/src/plugins/candidate/understudy-candidate.so
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-legacy-from-XXXXXX")
-trap 'rm -rf "$dir"' EXIT
-export UNDERSTUDY_STRIPE_SECRET=whsec_bench_legacy_from
-export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+bench_begin legacy-from whsec_bench_legacy_from
 # Each config is the shipped one but for isolate (plugin paths come from
 # the flags), with a log imported under it: a replay reads the derived
 # fields of a log imported under its own config instead of deriving again.

@@ -12,14 +12,7 @@ events=${2:-200000}
 rounds=${3:-3}
 cd "$(dirname "$0")/../.."
 . tests/bench/times-lib.sh
-bin=$build/src/understudy
-legacy=$build/src/plugins/legacy/understudy-legacy.so
-candidate=$build/src/plugins/candidate/understudy-candidate.so
-cfg=tests/data/config.json
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-partition-XXXXXX")
-trap 'rm -rf "$dir"' EXIT
-export UNDERSTUDY_STRIPE_SECRET=whsec_bench_partition
-export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+bench_begin partition whsec_bench_partition
 
 "$bin" gen --config "$cfg" --events "$events" --seed 7 --span 7d --out "$dir/week.jsonl" --quiet
 "$bin" log import --config "$cfg" --log "$dir/events.db" --quiet "$dir/week.jsonl" > /dev/null

@@ -16,9 +16,7 @@ conns=${3:-64}
 cd "$(dirname "$0")/../.."
 . tests/bench/wrk-lib.sh
 . tests/integration/pg_lib.sh
-for tool in wrk openssl psql; do
-  command -v $tool >/dev/null || { echo "needs $tool: apt-get install wrk postgresql" >&2; exit 2; }
-done
+needs "wrk postgresql" wrk openssl psql
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-pg-bench-XXXXXX")
 srvs=()
 cleanup() {

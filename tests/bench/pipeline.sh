@@ -15,14 +15,7 @@ events=${2:-1000000}
 rounds=${ROUNDS:-1}
 cd "$(dirname "$0")/../.."
 . tests/bench/times-lib.sh
-bin=$build/src/understudy
-legacy=$build/src/plugins/legacy/understudy-legacy.so
-candidate=$build/src/plugins/candidate/understudy-candidate.so
-cfg=tests/data/config.json
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-pipeline-XXXXXX")
-trap 'rm -rf "$dir"' EXIT
-export UNDERSTUDY_STRIPE_SECRET=whsec_bench_partition
-export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+bench_begin pipeline whsec_bench_partition
 export SOURCE_DATE_EPOCH=1764547200 # the report's bytes do not depend on the hour
 
 # The same generator, seed and span as partition.sh.

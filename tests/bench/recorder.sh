@@ -8,9 +8,7 @@ build=${1:-build}
 secs=${2:-10}
 cd "$(dirname "$0")/../.."
 . tests/bench/wrk-lib.sh
-for tool in wrk nginx openssl curl; do
-  command -v $tool >/dev/null || { echo "needs $tool: apt-get install wrk nginx-light" >&2; exit 2; }
-done
+needs "wrk nginx-light" wrk nginx openssl curl
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-recorder-XXXXXX")
 cleanup() { kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; kill "$srv" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT

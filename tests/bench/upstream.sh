@@ -11,9 +11,7 @@ build=${1:-build}
 secs=${2:-10}
 cd "$(dirname "$0")/../.."
 . tests/bench/wrk-lib.sh
-for tool in wrk nginx openssl jq; do
-  command -v $tool >/dev/null || { echo "needs $tool: apt-get install wrk nginx-light jq" >&2; exit 2; }
-done
+needs "wrk nginx-light jq" wrk nginx openssl jq
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-upstream-XXXXXX")
 srv= ack=
 cleanup() { kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; for p in $srv $ack; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }

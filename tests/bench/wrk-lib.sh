@@ -1,6 +1,15 @@
-# Sourced by recorder.sh and upstream.sh, never run: what both benchmarks set
-# up the same way, so that they measure the same callback against the same
-# nginx.
+# Sourced by recorder.sh, upstream.sh and pg.sh, never run: what the
+# benchmarks set up the same way, so that they measure the same callback
+# against the same nginx.
+
+# needs PACKAGES TOOL...: exits 2, naming the packages to install, unless
+# every TOOL is on PATH.
+needs() {
+  local packages=$1 tool; shift
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "needs $tool: apt-get install $packages" >&2; exit 2; }
+  done
+}
 
 # nginx_start DIR SERVER: nginx in DIR, one worker, daemonised (its pid in
 # DIR/nginx.pid), with the server block SERVER.

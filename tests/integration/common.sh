@@ -1,4 +1,7 @@
-# What the integration tests share. Sourced; each test defines fail().
+# What the integration tests share. Sourced.
+
+# fail MESSAGE...: the test stops, saying what went wrong.
+fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Waits (bounded, for a broken run only) until a command succeeds; on
 # failure says what did not happen and shows the end of that part's log.

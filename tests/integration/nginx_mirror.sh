@@ -13,7 +13,6 @@ if [ -z "$nginx" ]; then
   echo "nginx is not installed: run 'make test' (it installs it) or apt-get install nginx-light" >&2
   exit 1
 fi
-fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$src/tests/integration/common.sh"
 
 # The doc's nginx block is the file, byte for byte.

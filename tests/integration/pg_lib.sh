@@ -76,8 +76,8 @@ pg_make_log() {
   echo "postgresql://$1@$PG_HOST:$PG_PORT/$1"
 }
 
-# The start of a test of a log in PostgreSQL (after common.sh, with src,
-# build and fail defined): a folder $tmp, a server, the log's database $url,
+# The start of a test of a log in PostgreSQL (after common.sh, with src and
+# build set): a folder $tmp, a server, the log's database $url,
 # the signing secrets (the Stripe one is SECRET), tests/data/config.json as
 # $tmp/config.json, and a trap that SIGKILLs what the test put in pids,
 # stops the server and removes $tmp, however the test ends.

@@ -6,7 +6,6 @@
 # usage: pg_outage.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
-fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$src/tests/integration/common.sh"
 . "$src/tests/integration/pg_lib.sh"
 pg_test_begin whsec_pg_outage_test

@@ -402,8 +402,7 @@ static void test_log_verify_catches_a_changed_answer(void **state)
                        " CAST('{\"id\":\"pay_2\"}' AS BLOB) WHERE seq = 2");
     char *said = NULL;
     assert_int_equal(ust_test_cli(w->dir, &said, "log verify --log '%s'", db2), 1);
-    if (strstr(said, "seq 2") == NULL)
-        fail_msg("verify does not name seq 2: %s", said);
+    ust_test_expect_in(said, "seq 2");
     free(said);
     world_free(w);
 }

@@ -656,20 +656,6 @@ static void test_a_client_gone_mid_answer_leaves_the_process_up(void **state)
 
 /* ---- item 13: a legacy plugin's response headers ---------------------- */
 
-/* What the socket carried for one request (that asks to close) on a fresh
- * connection. */
-static void raw_exchange(int port, const char *req, char *out, size_t cap)
-{
-    int fd = http_connect(port);
-    send_all(fd, req, strlen(req));
-    size_t len = 0;
-    ssize_t n;
-    while (len < cap - 1 && (n = recv(fd, out + len, cap - 1 - len, 0)) > 0)
-        len += (size_t)n;
-    out[len] = '\0';
-    close(fd);
-}
-
 /* A header that would write another, or a name that is not a token: the
  * decision is an error with the cause, and neither reaches the wire. */
 /* The legacy's answers recorded in RUN.answers, in seq order, are exactly

@@ -34,15 +34,8 @@ static size_t ask(const upstream_world *w, const char *c, char *buf, size_t cap)
                             "Content-Type: application/json\r\nConnection: close\r\n"
                             "Content-Length: %zu\r\n\r\n%s",
                             c, strlen(body), body);
-    int fd = http_connect(w->sw->srv.port);
-    send_all(fd, raw, strlen(raw));
+    size_t len = raw_exchange(w->sw->srv.port, raw, buf, cap);
     ust_free(raw);
-    size_t len = 0;
-    ssize_t got;
-    while (len < cap - 1 && (got = recv(fd, buf + len, cap - 1 - len, 0)) > 0)
-        len += (size_t)got;
-    buf[len] = '\0';
-    close(fd);
     return len;
 }
 

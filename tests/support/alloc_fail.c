@@ -2,6 +2,7 @@
  * one budget every thread of a test draws on (support.h says how to use it). */
 #include "support.h"
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <understudy/alloc.h>
 
@@ -51,4 +52,20 @@ long ust_test_alloc_restore(void)
     atomic_store(&alloc.budget, -1);
     assert_int_equal(ust_replace_allocator(malloc, realloc, free), 0);
     return atomic_load(&alloc.refused);
+}
+
+int ust_test_json_loads_failing(const char *text, long n)
+{
+    json_error_t e;
+    ust_test_alloc_fail(n, 1);
+    json_t *v = ust_json_loads(text, 0, &e);
+    long refused = ust_test_alloc_restore();
+    if (refused == 0) {
+        assert_non_null(v);
+        json_decref(v);
+        return 1;
+    }
+    assert_null(v);
+    assert_int_equal(json_error_code(&e), json_error_out_of_memory);
+    return 0;
 }

@@ -99,6 +99,19 @@ void send_all(int fd, const void *p, size_t n)
     }
 }
 
+size_t raw_exchange(int port, const char *req, char *out, size_t cap)
+{
+    int fd = http_connect(port);
+    send_all(fd, req, strlen(req));
+    size_t len = 0;
+    ssize_t n;
+    while (len < cap - 1 && (n = recv(fd, out + len, cap - 1 - len, 0)) > 0)
+        len += (size_t)n;
+    out[len] = '\0';
+    close(fd);
+    return len;
+}
+
 int read_response(int fd, char *buf, size_t *len, size_t cap, http_resp *r)
 {
     memset(r, 0, sizeof(*r));

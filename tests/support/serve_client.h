@@ -42,6 +42,10 @@ int http_connect(int port);
 
 void send_all(int fd, const void *p, size_t n);
 
+/* What the socket carried for one request (that asks to close) on a fresh
+ * connection, to its end, into out NUL-ended (cut at cap - 1); its length. */
+size_t raw_exchange(int port, const char *req, char *out, size_t cap);
+
 typedef struct http_resp {
     int status;
     char body[1 << 16]; /* a scrape of /metrics is some 16 KiB */

@@ -71,6 +71,11 @@ void ust_test_expect_event(const ust_event *ev, const char *event_id,
 
 void ust_test_alloc_fail(long n, int persist);
 long ust_test_alloc_restore(void);
+/* One turn of that loop for ust_json_loads of text, every allocation from
+ * the nth on refused: 1 when none was (the tree parsed, and freed), else 0,
+ * having checked that the refusal came back as no tree and jansson's
+ * out-of-memory error. */
+int ust_test_json_loads_failing(const char *text, long n);
 /* ---- end of failing the Nth allocation ---------------------------------- */
 
 /* ---- what several suites set up the same way --------------------------- */

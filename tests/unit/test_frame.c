@@ -27,20 +27,38 @@ static unsigned char *payload_of(const ust__frame_out *f, size_t *n)
     return p;
 }
 
+/* An event (and its request, or NULL) through a decide frame and parsed
+ * back: got and greq point into p (release them, then free p). */
+typedef struct read_back {
+    unsigned char *p;
+    size_t n;
+    ust_event got;
+    ust_request greq;
+    ust_route groute;
+} read_back;
+
+static void decide_and_read_back(const ust_event *ev, const ust_request *req,
+                                 read_back *b)
+{
+    ust__frame_out f = {0};
+    ust__frame_decide(&f, ev, req);
+    b->n = 0;
+    b->p = payload_of(&f, &b->n);
+    ust__frame_out_free(&f);
+    assert_int_equal(ust__frame_event_parse(b->p, b->n, &b->got, &b->greq, &b->groute),
+                     0);
+}
+
 static void round_trip(const char *body, size_t body_len)
 {
     ust_route route;
     ust_event ev;
     ust_request req;
     ust_test_sample_decide(&route, &ev, &req, body, body_len);
-    ust__frame_out f = {0};
-    ust__frame_decide(&f, &ev, &req);
-    size_t n = 0;
-    unsigned char *p = payload_of(&f, &n);
-    ust_event got;
-    ust_request greq;
-    ust_route groute;
-    assert_int_equal(ust__frame_event_parse(p, n, &got, &greq, &groute), 0);
+    read_back b;
+    decide_and_read_back(&ev, &req, &b);
+    ust_event got = b.got;
+    ust_request greq = b.greq;
     ust_test_expect_sample_decide(&got, &greq, &ev, &req);
     assert_string_equal(got.provider, "stripe");
     assert_string_equal(got.currency, "eur");
@@ -50,8 +68,7 @@ static void round_trip(const char *body, size_t body_len)
     assert_string_equal(greq.headers[1].value, "\xff\xfe");
     assert_string_equal(greq.headers[2].value, "t=1,v1=ab\tcd");
     ust__frame_event_release(&got, &greq);
-    free(p);
-    ust__frame_out_free(&f);
+    free(b.p);
     req.body = NULL;
     ust_request_clear(&req);
 }
@@ -73,14 +90,10 @@ static void test_a_decide_frame_without_the_raw_request(void **state)
     ust_route route = {.path = "/payments", .kind = UST_ROUTE_API};
     ust_event ev = {.seq = 9, .route = &route, .idem_key = "k-1", .tenant = "t"};
     memset(ev.request_sha256, 'b', UST_SHA256_HEX_LEN);
-    ust__frame_out f = {0};
-    ust__frame_decide(&f, &ev, NULL);
-    size_t n = 0;
-    unsigned char *p = payload_of(&f, &n);
-    ust_event got;
-    ust_request greq;
-    ust_route groute;
-    assert_int_equal(ust__frame_event_parse(p, n, &got, &greq, &groute), 0);
+    read_back b;
+    decide_and_read_back(&ev, NULL, &b);
+    ust_event got = b.got;
+    ust_request greq = b.greq;
     assert_int_equal(got.seq, 9);
     assert_int_equal(got.route->kind, UST_ROUTE_API);
     assert_string_equal(got.idem_key, "k-1");
@@ -91,11 +104,10 @@ static void test_a_decide_frame_without_the_raw_request(void **state)
     assert_int_equal(greq.n_headers, 0);
     ust__frame_event_release(&got, &greq);
     /* Cut short by a byte, it is refused rather than read past its end. */
-    assert_int_equal(ust__frame_event_parse(p, n - 1, &got, &greq, &groute),
+    assert_int_equal(ust__frame_event_parse(b.p, b.n - 1, &got, &greq, &b.groute),
                      UST_EPARSE);
     ust__frame_event_release(&got, &greq);
-    free(p);
-    ust__frame_out_free(&f);
+    free(b.p);
 }
 
 /* The shim's decision with its writes, taken by the host: the same
