@@ -18,7 +18,7 @@ typedef enum ust_route_kind { UST_ROUTE_WEBHOOK = 0, UST_ROUTE_API } ust_route_k
  * (UST_EVENT_FIELDS, event_fields.h), and occurred_at, which no stage reads. */
 #define UST__ROUTE_FIELD_FIELDS(m) char *m;
 #define UST__ROUTE_FIELD_DERIVED(m)
-#define UST__ROUTE_FIELD(kind, m, column, wire, wire_at, export, source)               \
+#define UST__ROUTE_FIELD(kind, m, column, wire, wire_at, export, source, since)        \
     UST__ROUTE_FIELD_##source(m)
 typedef struct ust_route_fields {
     UST_EVENT_FIELDS(UST__ROUTE_FIELD)

@@ -10,7 +10,7 @@
  * (src/plugin/wire.c), the conversion to the plugin ABI
  * (src/plugin/event_abi.c) and a row's event view (src/runner/event_view.c).
  *
- * X(kind, member, column, wire, wire_at, export, source)
+ * X(kind, member, column, wire, wire_at, export, source, since)
  *   kind    what the value is, which says how each encoding holds it:
  *           TEXT   char *, owned, NULL when absent
  *           ROUTE  the route: ust_event borrows it from the config, a row
@@ -31,30 +31,43 @@
  *   source  FIELDS: taken from the body or a header, where the route's
  *           "fields" object names (config.h: routes[].fields.<column>, a
  *           TEXT or an AMOUNT); DERIVED: made otherwise (derive.c)
+ *   since   the event log format the field arrived in (1: every log has
+ *           it). From it the log derives all a new field needs
+ *           (src/log/fields.c): the format a writing open records, the
+ *           ALTER TABLE that adds its column to an older SQLite or
+ *           PostgreSQL log, the NULL an older log read as it is gives in
+ *           its place, and its framing in a row's hash (chain.c)
  *
- * The order is that of the log's columns and of the chain framing, which a
- * row's hash covers: it never changes, and a new field goes last (existing
- * rows were hashed without it: see ust__log_row_digest). */
+ * A new field is one row here, appended last, with since = the current
+ * format + 1 (UST__LOG_FORMAT_BASE in log_internal.h, while no field is
+ * later), and a TEXT or an AMOUNT (an older row has no value for it); if
+ * plugins see it, its member is appended to ust_plugin_event too
+ * (plugin.h, a binary contract). The order is that of the chain framing,
+ * which a row's hash covers, so it never changes: a field arrived after
+ * format UST__LOG_FORMAT_BASE is framed after the others and only when
+ * present, so every row written before it hashes exactly as it did. */
 #define UST_EVENT_FIELDS(X)                                                            \
-    X(ROUTE, route, route, route, WIRE, EXPORT, DERIVED)                               \
-    X(TEXT, provider, provider, provider, WIRE, EXPORT, DERIVED)                       \
-    X(TEXT, event_id, event_id, event_id, WIRE, EXPORT, FIELDS) /* api: NULL */        \
+    X(ROUTE, route, route, route, WIRE, EXPORT, DERIVED, 1)                            \
+    X(TEXT, provider, provider, provider, WIRE, EXPORT, DERIVED, 1)                    \
+    X(TEXT, event_id, event_id, event_id, WIRE, EXPORT, FIELDS, 1) /* api: NULL */     \
     /* webhooks: "<provider>:<transaction_id>" (or ":<event_id>" without one);         \
      * api: "<path>:<tenant or ->:<key>"; NULL when neither can be formed */           \
-    X(TEXT, identity, identity, _, NONE, EXPORT, DERIVED)                              \
-    X(SHA, request_sha256, request_sha256, request_sha256, WIRE_END, EXPORT, DERIVED)  \
-    X(SIG, sig, signature, _, NONE, EXPORT, DERIVED)                                   \
-    X(CONFIG, config_hash, config_hash, _, NONE, NO_EXPORT, DERIVED)                   \
-    X(TEXT, event_type, event_type, event_type, WIRE, NO_EXPORT, FIELDS)               \
-    X(TEXT, transaction_id, transaction_id, transaction_id, WIRE, NO_EXPORT, FIELDS)   \
+    X(TEXT, identity, identity, _, NONE, EXPORT, DERIVED, 1)                           \
+    X(SHA, request_sha256, request_sha256, request_sha256, WIRE_END, EXPORT, DERIVED,  \
+      1)                                                                               \
+    X(SIG, sig, signature, _, NONE, EXPORT, DERIVED, 1)                                \
+    X(CONFIG, config_hash, config_hash, _, NONE, NO_EXPORT, DERIVED, 1)                \
+    X(TEXT, event_type, event_type, event_type, WIRE, NO_EXPORT, FIELDS, 1)            \
+    X(TEXT, transaction_id, transaction_id, transaction_id, WIRE, NO_EXPORT, FIELDS,   \
+      1)                                                                               \
     /* canonical state after mapping */                                                \
-    X(TEXT, target_status, target_status, target_status, WIRE, NO_EXPORT, DERIVED)     \
-    X(AMOUNT, amount, amount, amount, WIRE, NO_EXPORT, FIELDS) /* minor units */       \
-    X(TEXT, currency, currency, currency, WIRE, NO_EXPORT, FIELDS)                     \
-    X(TEXT, intent, intent, intent, WIRE, NO_EXPORT, FIELDS)                           \
+    X(TEXT, target_status, target_status, target_status, WIRE, NO_EXPORT, DERIVED, 1)  \
+    X(AMOUNT, amount, amount, amount, WIRE, NO_EXPORT, FIELDS, 1) /* minor units */    \
+    X(TEXT, currency, currency, currency, WIRE, NO_EXPORT, FIELDS, 1)                  \
+    X(TEXT, intent, intent, intent, WIRE, NO_EXPORT, FIELDS, 1)                        \
     /* unquoted Idempotency-Key */                                                     \
-    X(TEXT, idem_key, idem_key, idempotency_key, WIRE, NO_EXPORT, DERIVED)             \
-    X(TEXT, tenant, tenant, tenant, WIRE, NO_EXPORT, DERIVED)
+    X(TEXT, idem_key, idem_key, idempotency_key, WIRE, NO_EXPORT, DERIVED, 1)          \
+    X(TEXT, tenant, tenant, tenant, WIRE, NO_EXPORT, DERIVED, 1)
 
 /* What ust_event and ust_log_record both own among these: the TEXT strings,
  * freed with ust_free (alloc.h) from the struct UST_EVENT_FIELDS_OWNER
@@ -67,7 +80,7 @@
 #define UST_EVENT_FREE_TEXT_SIG(p, m)
 #define UST_EVENT_FREE_TEXT_AMOUNT(p, m)
 #define UST_EVENT_FREE_TEXT_CONFIG(p, m)
-#define UST_EVENT_FREE_TEXT(kind, m, column, wire, wire_at, export, source)            \
+#define UST_EVENT_FREE_TEXT(kind, m, column, wire, wire_at, export, source, since)     \
     UST_EVENT_FREE_TEXT_##kind(UST_EVENT_FIELDS_OWNER, m)
 
 #endif

@@ -398,20 +398,21 @@ static int parse_signature(vctx *c, json_t *route, ust_route *r)
 /* A field whose source the route's "fields" names (source FIELDS). */
 #define SOURCE_RANK_FIELDS(m) RANK_##m,
 #define SOURCE_RANK_DERIVED(m)
-#define SOURCE_RANK(kind, m, column, wire, wire_at, export, source)                    \
+#define SOURCE_RANK(kind, m, column, wire, wire_at, export, source, since)             \
     SOURCE_RANK_##source(m)
 #define SOURCE_KNOWN_FIELDS(m, column)                                                 \
     [RANK_##m + (RANK_##m > RANK_event_type)] = {#column,                              \
                                                  offsetof(ust_route_fields, m)},
 #define SOURCE_KNOWN_DERIVED(m, column)
-#define SOURCE_KNOWN(kind, m, column, wire, wire_at, export, source)                   \
+#define SOURCE_KNOWN(kind, m, column, wire, wire_at, export, source, since)            \
     SOURCE_KNOWN_##source(m, column)
 #define SOURCE_OF_FIELDS(m) f->m,
 #define SOURCE_OF_DERIVED(m)
-#define SOURCE_OF(kind, m, column, wire, wire_at, export, source) SOURCE_OF_##source(m)
+#define SOURCE_OF(kind, m, column, wire, wire_at, export, source, since)               \
+    SOURCE_OF_##source(m)
 #define SOURCE_FREE_FIELDS(m) ust_free(r->fields.m);
 #define SOURCE_FREE_DERIVED(m)
-#define SOURCE_FREE(kind, m, column, wire, wire_at, export, source)                    \
+#define SOURCE_FREE(kind, m, column, wire, wire_at, export, source, since)             \
     SOURCE_FREE_##source(m)
 
 static int parse_fields(vctx *c, json_t *route, ust_route *r)

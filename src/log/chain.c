@@ -75,15 +75,33 @@ void ust__row_hasher_free(ust__row_hasher *h)
     put_u64(h, rec->has_##m ? (uint64_t)rec->m : UINT64_MAX);                          \
     put_u64(h, (uint64_t)rec->has_##m);
 #define FRAME_CONFIG(m) put_str(h, rec->m);
-#define FRAME(kind, m, column, wire, wire_at, export, source) FRAME_##kind(m)
+/* Those of the log's own formats, framed in every row. */
+#define FRAME(kind, m, column, wire, wire_at, export, source, since)                   \
+    if (since <= UST__LOG_FORMAT_BASE) {                                               \
+        FRAME_##kind(m)                                                                \
+    }
 
-/* A field added to UST_EVENT_FIELDS after format 2 would change the digest of
- * every row already written: it needs a framing of its own that leaves those
- * rows' bytes as they are (e.g. framed only when present, tagged), and a
- * format number, before it can be appended here, as the recorded answer
- * (format 3) is below. */
+/* A field that arrived later (event_fields.h: since, a TEXT or an AMOUNT:
+ * fields.c) is framed after the recorded answer, and only when present,
+ * tagged and named: every row written before it, and every row since
+ * without it, frames exactly the bytes it always has; one with it frames
+ * differently from any row without it (the tag comes after where the
+ * others' frames end, as the answer's does). Its since is no part of the
+ * frame: a field's format never changes. */
+#define PRESENT_TEXT(m) (rec->m != NULL)
+#define PRESENT_AMOUNT(m) (rec->has_##m)
+#define PRESENT_ROUTE(m) 1
+#define PRESENT_SHA(m) 1
+#define PRESENT_SIG(m) 1
+#define PRESENT_CONFIG(m) 1
+#define FRAME_LATE(kind, m, column, wire, wire_at, export, source, since)              \
+    if (since > UST__LOG_FORMAT_BASE && PRESENT_##kind(m)) {                           \
+        put(h, "understudy-field-1", 18);                                              \
+        put_str(h, #column);                                                           \
+        FRAME_##kind(m)                                                                \
+    }
 
-/* The recorded answer, after every format-2 field and only when there is
+/* The recorded answer (format 3), after every format-2 field and only when there is
  * one: a row without it frames exactly the bytes it always has. The tag
  * keeps a row with an answer from framing like any row without one (a
  * format-2 frame is length-prefixed throughout, so it ends where its last
@@ -131,6 +149,7 @@ void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,
     size_t body_at = h->len; /* the body is hashed in place, not copied */
     UST_EVENT_FIELDS(FRAME)
     frame_response(h, &rec->response);
+    UST_EVENT_FIELDS(FRAME_LATE)
     if (h->failed || !hasher_ready(h)) {
         /* Cannot hash: an all-zero digest never verifies, so nothing is hidden. */
         memset(out, 0, UST_SHA256_LEN);

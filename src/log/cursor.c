@@ -31,7 +31,7 @@ void ust_log_record_clear(ust_log_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-#define COLUMN_NAME(kind, m, column, wire, wire_at, export, source) #column,
+#define COLUMN_NAME(kind, m, column, wire, wire_at, export, source, since) #column,
 static const char *const column_names[UST__LOG_N_COLUMNS] = {
     "seq",
     "received_at",
@@ -129,7 +129,7 @@ static void copy_hash(const ust__row_source *src, int col,
 #define TYPE_CHECK_SIG(col)
 #define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, UST__VAL_INT, 1},
 #define TYPE_CHECK_CONFIG(col)
-#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source)                     \
+#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source, since)              \
     TYPE_CHECK_##kind(column)
 
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
@@ -247,7 +247,7 @@ static int decode_request(const ust__row_source *src, ust_request *req, char **e
     rec->has_##m = col_type(src, col) != UST__VAL_NULL;                                \
     rec->m = rec->has_##m ? src->int64(src->ctx, col) : 0;
 #define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(src, col, 1, rec->m, err))
-#define DECODE(kind, m, column, wire, wire_at, export, source)                         \
+#define DECODE(kind, m, column, wire, wire_at, export, source, since)                  \
     DECODE_##kind(UST__COL_##column, m)
 
 /* The row, with its raw request (remote, method, target, headers, body)
@@ -359,21 +359,22 @@ int ust__sqlite_cursor_open(ust_log *log, int64_t after_seq, ust_log_cursor **ou
 
 /* A raw request's column, or NULL in a row derived under the config ?2:
  * SQLite then never reads its bytes (a body is most of a row). */
-/* clang-format off */
 #define RAW_COLUMN(c) "CASE WHEN config_hash = ?2 THEN NULL ELSE " #c " END, "
-#define FIELDS_SELECT(response)                                                        \
-    "SELECT seq, received_at, " RAW_COLUMN(remote) RAW_COLUMN(method)                  \
-    RAW_COLUMN(target) RAW_COLUMN(headers) RAW_COLUMN(body)                            \
-    UST_EVENT_FIELDS(UST__LOG_COLUMN_NAME_) "NULL, hash, " response " FROM events"
-/* clang-format on */
 
 int ust__sqlite_cursor_open_fields(ust_log *log, int64_t after_seq,
                                    const char *config_hash, ust_log_cursor **out,
                                    char **err)
 {
-    const char *select = log->responses ? FIELDS_SELECT(UST__LOG_RESPONSE_COLUMNS)
-                                        : FIELDS_SELECT("NULL, NULL, NULL");
+    char *select = ust_sprintf(
+        "SELECT seq, received_at, " RAW_COLUMN(remote) RAW_COLUMN(method)
+            RAW_COLUMN(target) RAW_COLUMN(headers) RAW_COLUMN(body) "%sNULL, hash, %s"
+                                                                    " FROM events",
+        log->fields_sql,
+        log->responses ? UST__LOG_RESPONSE_COLUMNS : "NULL, NULL, NULL");
+    if (select == NULL)
+        return UST_ENOMEM;
     int rc = cursor_open(log, select, "seq > ?1 ORDER BY seq", after_seq, out, err);
+    ust_free(select);
     if (rc != 0)
         return rc;
     sqlite_cursor *cur = (sqlite_cursor *)*out;

@@ -40,7 +40,8 @@ static int copy_text(char **to, const char *from)
     rec->m = ev->m;                                                                    \
     rec->has_##m = ev->has_##m;
 #define FROM_EVENT_CONFIG(m) memcpy(rec->m, cfg->hash, sizeof(rec->m));
-#define FROM_EVENT(kind, m, column, wire, wire_at, export, source) FROM_EVENT_##kind(m)
+#define FROM_EVENT(kind, m, column, wire, wire_at, export, source, since)              \
+    FROM_EVENT_##kind(m)
 
 /* Borrows the request (shallow copy) and takes the derived fields. */
 static int record_from_event(ust_log_record *rec, const ust_request *req, ust_event *ev,

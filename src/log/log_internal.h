@@ -13,9 +13,48 @@ typedef struct ust__row_hasher {
     int failed;
 } ust__row_hasher;
 
-/* meta.format; a format-1 log is upgraded on its first writing open, a
- * format-2 one (no response columns) too. */
-#define UST__LOG_FORMAT "understudy-log-3"
+/* meta.format is "understudy-log-<ust__log_format()>"; an older log is
+ * upgraded on its first writing open: format 1 gains the prune chain,
+ * format 2 the response columns (open.c), and each later format the
+ * columns of the fields that arrived in it (fields.c). The formats up to
+ * UST__LOG_FORMAT_BASE are the log's own; a later one is a field's
+ * (event_fields.h: since). */
+#define UST__LOG_FORMAT_BASE 3
+
+/* A derived field as the log stores it, one row per UST_EVENT_FIELDS row
+ * (fields.c): its column, its type in each backend, the format it arrived
+ * in. */
+typedef struct ust__log_field {
+    const char *column;
+    const char *sqlite_type, *pg_type;
+    int since;
+} ust__log_field;
+#define UST__LOG_FIELD_COUNT_(kind, m, column, wire, wire_at, export, source, since) +1
+enum { UST__LOG_N_FIELDS = 0 UST_EVENT_FIELDS(UST__LOG_FIELD_COUNT_) };
+#undef UST__LOG_FIELD_COUNT_
+extern const ust__log_field ust__log_fields[UST__LOG_N_FIELDS];
+
+/* The format this version writes: the latest a field arrived in, or
+ * UST__LOG_FORMAT_BASE. */
+int ust__log_format(void);
+
+/* Which field columns a log has: present[i] for ust__log_fields[i]. A
+ * field of format 1 is in every log, and not asked about; has_column says
+ * whether the log has the named column. */
+void ust__log_fields_probe(unsigned char present[UST__LOG_N_FIELDS],
+                           int (*has_column)(void *ctx, const char *column), void *ctx);
+
+/* "<prefix><column>, " for each field present, "NULL, " in place of each
+ * one missing (an older log read as it is, its new fields absent), in
+ * UST_EVENT_FIELDS order; NULL when out of memory. */
+char *ust__log_fields_select(const unsigned char present[UST__LOG_N_FIELDS],
+                             const char *prefix);
+
+/* The ALTER TABLE statements adding every missing field's column to table
+ * ("events", "understudy.events"), pg != 0 for PostgreSQL's types; "" when
+ * none is missing, NULL when out of memory. */
+char *ust__log_fields_alter(const unsigned char present[UST__LOG_N_FIELDS],
+                            const char *table, int pg);
 
 /* Where a log lives: a SQLite file (open.c and the files beside it) or a
  * PostgreSQL database (pg_*.c). backend.c picks one by the path's scheme,
@@ -81,8 +120,12 @@ struct ust_log {
     ust__pg_log *pg; /* the PostgreSQL backend's state, NULL for SQLite */
     sqlite3 *db;
     char *path;
-    int prune_chain;      /* prunes has the chain columns (format 2) */
-    int responses;        /* events has the response columns (format 3) */
+    int prune_chain; /* prunes has the chain columns (format 2) */
+    int responses;   /* events has the response columns (format 3) */
+    /* Which field columns events has (fields.c), and the select of every
+     * column, NULL in place of those it lacks (ust__log_select). */
+    unsigned char field_present[UST__LOG_N_FIELDS];
+    char *fields_sql, *select;
     int in_outer_tx;      /* ust_log_begin is active */
     sqlite3_stmt *insert; /* prepared once, reused for every append */
     char *pack;           /* reusable buffer for packed headers */
@@ -112,7 +155,7 @@ enum {
     UST__COL_target,
     UST__COL_headers,
     UST__COL_body,
-#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source)                \
+#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source, since)         \
     UST__COL_##column,
     UST_EVENT_FIELDS(UST__COL_INDEX_)
 #undef UST__COL_INDEX_
@@ -124,7 +167,7 @@ enum {
     UST__LOG_N_COLUMNS
 };
 
-#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source)          \
+#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source, since)   \
 #column ", "
 #define UST__LOG_COLUMNS                                                               \
     "seq, received_at, remote, method, target, headers, body, " UST_EVENT_FIELDS(      \
@@ -144,6 +187,16 @@ const char *ust__log_select(const ust_log *log);
 #define UST__LOG_SQL_SIG "TEXT NOT NULL"
 #define UST__LOG_SQL_AMOUNT "INTEGER"
 #define UST__LOG_SQL_CONFIG "TEXT"
+/* ...and in PostgreSQL (pg_open.c), where every string is bytea: a
+ * request's bytes are kept as they came, whatever the database's encoding
+ * (a text column refuses bytes that are not in it, and one such request
+ * would fail its whole batch). */
+#define UST__LOG_PG_TEXT "bytea"
+#define UST__LOG_PG_ROUTE "bytea"
+#define UST__LOG_PG_SHA "bytea NOT NULL"
+#define UST__LOG_PG_SIG "bytea NOT NULL"
+#define UST__LOG_PG_AMOUNT "bigint"
+#define UST__LOG_PG_CONFIG "bytea"
 
 /* A row's hash = ust__log_chain_link(prev_hash, ust__log_row_digest(row)). */
 void ust__log_row_digest(ust__row_hasher *h, const ust_log_record *rec,

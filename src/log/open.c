@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 /* " route TEXT," and so on: the derived fields' columns. */
-#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                     \
+#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source, since)              \
     " " #column " " UST__LOG_SQL_##kind ","
 
 /* The recorded answer, last (where ALTER TABLE puts it in a format-2 log). */
@@ -78,16 +78,14 @@ static const char responses_sql[] =
     "ALTER TABLE events ADD COLUMN response_body BLOB;";
 
 /* One "?," per derived field: bound by position, in column order. */
-#define PLACEHOLDER(kind, m, column, wire, wire_at, export, source) "?,"
+#define PLACEHOLDER(kind, m, column, wire, wire_at, export, source, since) "?,"
 static const char insert_sql[] =
     "INSERT INTO events(" UST__LOG_COLUMNS ", " UST__LOG_RESPONSE_COLUMNS ") "
     "VALUES(?,?,?,?,?,?,?," UST_EVENT_FIELDS(PLACEHOLDER) "?,?,?,?,?)";
 
 const char *ust__log_select(const ust_log *log)
 {
-    return log->responses ? "SELECT " UST__LOG_COLUMNS ", " UST__LOG_RESPONSE_COLUMNS
-                            " FROM events"
-                          : "SELECT " UST__LOG_COLUMNS ", NULL, NULL, NULL FROM events";
+    return log->select;
 }
 
 int ust__log_db_error(ust_log *log, const char *what, char **err)
@@ -127,6 +125,51 @@ static int has_responses(ust_log *log)
     return has_column(log, "SELECT response_status FROM events LIMIT 0");
 }
 
+static int has_field_column(void *ctx, const char *column)
+{
+    char *sql = ust_sprintf("SELECT %s FROM events LIMIT 0", column);
+    int has = sql != NULL && has_column(ctx, sql);
+    ust_free(sql);
+    return has;
+}
+
+/* The columns of the fields that arrived after the log's format (fields.c),
+ * added on a writing open in the open's transaction: its rows keep their
+ * bytes and their hashes, the new fields absent (chain.c). */
+static int add_field_columns(ust_log *log, char **err)
+{
+    unsigned char present[UST__LOG_N_FIELDS];
+    ust__log_fields_probe(present, has_field_column, log);
+    char *alter = ust__log_fields_alter(present, "events", 0);
+    char *format = ust_sprintf("INSERT OR REPLACE INTO meta VALUES('format',"
+                               " 'understudy-log-%d');",
+                               ust__log_format());
+    int rc = alter == NULL || format == NULL ? UST_ENOMEM : 0;
+    if (rc == 0 && (rc = ust__log_exec(log, alter, err)) == 0)
+        rc = ust__log_exec(log, format, err);
+    ust_free(alter);
+    ust_free(format);
+    return rc;
+}
+
+/* Every column in the order ust__log_row_decode reads them, NULL in place of
+ * those a log opened read-only lacks (a format-2 log has no answers; an
+ * older one none of the later fields). */
+static int build_select(ust_log *log)
+{
+    log->responses = has_responses(log);
+    ust__log_fields_probe(log->field_present, has_field_column, log);
+    log->fields_sql = ust__log_fields_select(log->field_present, "");
+    if (log->fields_sql == NULL)
+        return UST_ENOMEM;
+    log->select =
+        ust_sprintf("SELECT seq, received_at, remote, method, target, headers, body, "
+                    "%sprev_hash, hash, %s FROM events",
+                    log->fields_sql,
+                    log->responses ? UST__LOG_RESPONSE_COLUMNS : "NULL, NULL, NULL");
+    return log->select != NULL ? 0 : UST_ENOMEM;
+}
+
 int ust__sqlite_open(const char *path, unsigned flags, ust_log **out, char **err)
 {
     *out = NULL;
@@ -163,10 +206,7 @@ int ust__sqlite_open(const char *path, unsigned flags, ust_log **out, char **err
              (rc = ust__log_exec(log, upgrade_sql, err)) != 0) ||
             (!has_responses(log) &&
              (rc = ust__log_exec(log, responses_sql, err)) != 0) ||
-            (rc = ust__log_exec(log,
-                                "INSERT OR REPLACE INTO meta VALUES('format',"
-                                " '" UST__LOG_FORMAT "');",
-                                err)) != 0) {
+            (rc = add_field_columns(log, err)) != 0) {
             ust__log_exec(log, "ROLLBACK;", NULL);
             goto fail;
         }
@@ -188,7 +228,8 @@ int ust__sqlite_open(const char *path, unsigned flags, ust_log **out, char **err
         sqlite3_finalize(probe);
     }
     log->prune_chain = has_prune_chain(log);
-    log->responses = has_responses(log);
+    if ((rc = build_select(log)) != 0)
+        goto fail;
     if (log->insert != NULL)
         record_head(log); /* a writer killed before its close left none */
     *out = log;
@@ -240,6 +281,8 @@ int ust__sqlite_close(ust_log *log)
     sqlite3_finalize(log->data_version);
     sqlite3_close(log->db);
     ust_free(log->pack);
+    ust_free(log->fields_sql);
+    ust_free(log->select);
     ust_free(log->digests);
     ust__row_hasher_free(&log->hasher);
     ust_free(log->path);

@@ -65,8 +65,9 @@ typedef struct ust__pg_row {
 ust__row_source ust__pg_row_source(ust__pg_row *r);
 
 /* "SELECT <the columns of UST__COL_*>, stream, stream_seq FROM ..." in the
- * global order, rows after $1 (int8), at most $2 of them. */
-extern const char ust__pg_select_after[];
+ * global order, rows after $1 (int8), at most $2 of them; fields as
+ * ust__log_fields_select gives them for "e." (built at open: log->select). */
+char *ust__pg_select_after(const char *fields);
 #define UST__PG_COL_stream UST__LOG_N_COLUMNS
 #define UST__PG_COL_stream_seq (UST__LOG_N_COLUMNS + 1)
 /* Decodes row of res (a ust__pg_select_after result). */

@@ -8,17 +8,8 @@
 
 #include <string.h>
 
-/* Every string column is bytea: a request's bytes are kept as they came,
- * whatever the database's encoding (a text column refuses bytes that are
- * not in it, and one such request would fail its whole batch). */
-#define PG_TYPE_TEXT "bytea"
-#define PG_TYPE_ROUTE "bytea"
-#define PG_TYPE_SHA "bytea NOT NULL"
-#define PG_TYPE_SIG "bytea NOT NULL"
-#define PG_TYPE_AMOUNT "bigint"
-#define PG_TYPE_CONFIG "bytea"
-#define PG_COLUMN_DEF(kind, m, column, wire, wire_at, export, source)                  \
-    " " #column " " PG_TYPE_##kind ","
+#define PG_COLUMN_DEF(kind, m, column, wire, wire_at, export, source, since)           \
+    " " #column " " UST__LOG_PG_##kind ","
 
 #define APPEND_ONLY(table)                                                             \
     "CREATE TRIGGER append_only BEFORE UPDATE OR DELETE ON understudy." table          \
@@ -193,6 +184,63 @@ static int check_format(ust_log *log, char **err)
                          log->path);
 }
 
+static int has_column(void *ctx, const char *column)
+{
+    const PGresult *res = ctx;
+    for (int i = 0; i < PQntuples(res); i++)
+        if (strcmp(PQgetvalue(res, i, 0), column) == 0)
+            return 1;
+    return 0;
+}
+
+static int probe_fields(ust_log *log, unsigned char present[UST__LOG_N_FIELDS],
+                        char **err)
+{
+    PGresult *res = PQexec(log->pg->conn, "SELECT column_name FROM"
+                                          " information_schema.columns WHERE"
+                                          " table_schema = 'understudy'"
+                                          " AND table_name = 'events'");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return ust__pg_error(log, res, "read the schema", err);
+    ust__log_fields_probe(present, has_column, res);
+    PQclear(res);
+    return 0;
+}
+
+/* The columns of the fields that arrived after the log was created
+ * (fields.c), added by a writing open under the schema lock (two recorders
+ * starting at once add them once): its rows keep their bytes and their
+ * hashes, the new fields absent (chain.c). meta.format stays as it was
+ * (meta is append-only): the columns say which fields a log has. A log
+ * opened read-only is read as it is, NULL in place of a column it lacks. */
+static int open_fields(ust_log *log, char **err)
+{
+    unsigned char *present = log->field_present;
+    int rc = probe_fields(log, present, err);
+    if (rc == 0 && log->pg->writable && memchr(present, 0, UST__LOG_N_FIELDS)) {
+        const char *what = "add the new fields' columns";
+        if ((rc = ust__pg_exec(log, "BEGIN; " UST__PG_LOCK_SCHEMA, what, err)) != 0)
+            return rc;
+        char *alter = NULL;
+        if ((rc = probe_fields(log, present, err)) == 0) {
+            alter = ust__log_fields_alter(present, "understudy.events", 1);
+            rc = alter == NULL ? UST_ENOMEM
+                 : alter[0]    ? ust__pg_exec(log, alter, what, err)
+                               : 0;
+        }
+        ust_free(alter);
+        if (rc == 0 && (rc = ust__pg_exec(log, "COMMIT", what, err)) == 0)
+            memset(present, 1, UST__LOG_N_FIELDS);
+        else
+            ust__pg_exec(log, "ROLLBACK", "rollback", NULL);
+    }
+    if (rc != 0)
+        return rc;
+    log->fields_sql = ust__log_fields_select(present, "e.");
+    log->select = log->fields_sql ? ust__pg_select_after(log->fields_sql) : NULL;
+    return log->select != NULL ? 0 : UST_ENOMEM;
+}
+
 /* on: a COMMIT returns once it is durable (on the standbys too, where
  * synchronous_standby_names asks for them): what an acknowledgement means.
  * Read committed: an append reads the order's tip after taking its lock,
@@ -249,7 +297,7 @@ static int pg_open(const char *path, unsigned flags, ust_log **out, char **err)
     PQsetNoticeProcessor(pg->conn, no_notices, NULL);
     if ((rc = configure_session(log, err)) != 0 ||
         (pg->writable && (rc = ensure_schema(log, err)) != 0) ||
-        (rc = check_format(log, err)) != 0)
+        (rc = check_format(log, err)) != 0 || (rc = open_fields(log, err)) != 0)
         goto fail;
     *out = log;
     return 0;
@@ -292,6 +340,8 @@ static int pg_close(ust_log *log)
         ust_free(pg);
     }
     ust_free(log->pack);
+    ust_free(log->fields_sql);
+    ust_free(log->select);
     ust__row_hasher_free(&log->hasher);
     ust_free(log->path);
     ust_free(log);

@@ -18,25 +18,26 @@
 /* Rows per window. */
 #define WINDOW 512
 
-#define E_COLUMN(kind, m, column, wire, wire_at, export, source) "e." #column ", "
 #define ROW_SEQ UST__PG_ROW_SEQ
 
 /* The rows of the commits that overlap ($1, $1 + $2]: from the commit
  * holding seq $1 + 1, found by one index probe, so a window costs the same
  * at any depth of the log. The casts fix the parameters' type: "$1 + 1"
  * alone would make $1 an integer, not the bigint sent. */
-const char ust__pg_select_after[] =
-    "SELECT " ROW_SEQ ", e.received_at, e.remote, e.method, e.target, e.headers,"
-    " e.body, " UST_EVENT_FIELDS(
-        E_COLUMN) "e.prev_hash, e.hash, e.response_status,"
-                  " e.response_headers, e.response_body, e.stream, e.stream_seq"
-                  " FROM " UST__PG_ROWS
-                  " WHERE c.first_seq >= coalesce((SELECT max(first_seq) FROM "
-                  "understudy.commits"
-                  " WHERE first_seq <= $1::bigint + 1), 1) AND c.first_seq <= "
-                  "$1::bigint + $2::bigint"
-                  " AND " ROW_SEQ " > $1::bigint AND " ROW_SEQ
-                  " <= $1::bigint + $2::bigint ORDER BY 1";
+char *ust__pg_select_after(const char *fields)
+{
+    return ust_sprintf(
+        "SELECT " ROW_SEQ ", e.received_at, e.remote, e.method, e.target, e.headers,"
+        " e.body, %se.prev_hash, e.hash, e.response_status,"
+        " e.response_headers, e.response_body, e.stream, e.stream_seq"
+        " FROM " UST__PG_ROWS
+        " WHERE c.first_seq >= coalesce((SELECT max(first_seq) FROM understudy.commits"
+        " WHERE first_seq <= $1::bigint + 1), 1) AND c.first_seq <= $1::bigint + "
+        "$2::bigint"
+        " AND " ROW_SEQ " > $1::bigint AND " ROW_SEQ
+        " <= $1::bigint + $2::bigint ORDER BY 1",
+        fields);
+}
 
 /* Every string is bytea (pg_open.c): the decoder reads one as text unless
  * the column holds bytes in the SQLite log too. */
@@ -142,7 +143,7 @@ static int read_window(ust_log *log, int64_t after, int64_t n, PGresult **out,
     int rc = ust__pg_reconnect(log, err);
     if (rc != 0)
         return rc;
-    PGresult *res = ust__pg_run(log, ust__pg_select_after, 2, values, lengths);
+    PGresult *res = ust__pg_run(log, log->select, 2, values, lengths);
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         return ust__pg_error(log, res, "read events", err);
     *out = res;

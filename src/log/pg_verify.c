@@ -311,7 +311,7 @@ static int walk_rows(walk *w, char **err)
                         last - (expect - 1) < WINDOW ? last - (expect - 1) : WINDOW);
         const char *values[] = {(const char *)after, (const char *)window};
         int lengths[] = {8, 8};
-        PGresult *r = ust__pg_run(w->log, ust__pg_select_after, 2, values, lengths);
+        PGresult *r = ust__pg_run(w->log, w->log->select, 2, values, lengths);
         if (PQresultStatus(r) != PGRES_TUPLES_OK)
             return ust__pg_error(w->log, r, "read events", err);
         int n = PQntuples(r);

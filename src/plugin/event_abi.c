@@ -22,7 +22,8 @@ const char *ust__route_kind_name(const ust_route *route)
 #define ABI_WIRE(kind, m, abi) ABI_##kind(m, abi)
 #define ABI_WIRE_END(kind, m, abi) ABI_##kind(m, abi)
 #define ABI_NONE(kind, m, abi)
-#define ABI(kind, m, column, wire, wire_at, export, source) ABI_##wire_at(kind, m, wire)
+#define ABI(kind, m, column, wire, wire_at, export, source, since)                     \
+    ABI_##wire_at(kind, m, wire)
 
 void ust__plugin_event_from(const ust_event *ev, const ust_request *req,
                             ust_plugin_event *pe, ust_plugin_header *hdrs)

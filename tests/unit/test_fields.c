@@ -57,6 +57,184 @@ static ust_decision full_decision(void)
     return d;
 }
 
+/* A row as every format held it: each field of the table, the request, no
+ * answer (a format-2 log has no answer columns). Fixed, so its log's head
+ * is FIELDS_HEAD whatever the version: a row's hash never changes. */
+static void old_row(ust_log_record *rec, int i)
+{
+    memset(rec, 0, sizeof(*rec));
+    rec->req.received_at_us = 1795946400000000 + i;
+    rec->req.remote = "127.0.0.1:5000";
+    rec->req.method = "POST";
+    rec->req.target = "/payments";
+    rec->req.body = (unsigned char *)"{}";
+    rec->req.body_len = 2;
+    rec->route = "/payments";
+    rec->provider = "p";
+    rec->event_id = i ? "e1" : NULL;
+    rec->identity = "i";
+    memset(rec->request_sha256, 'a', UST_SHA256_HEX_LEN);
+    rec->sig = UST_SIG_VERIFIED;
+    rec->event_type = "t";
+    rec->transaction_id = "x";
+    rec->target_status = "paid";
+    rec->amount = 5;
+    rec->has_amount = i > 0;
+    rec->currency = "eur";
+    rec->intent = "o";
+    rec->idem_key = "k";
+    rec->tenant = "n";
+}
+#define FIELDS_HEAD "deffb29b44b2f95e61961844433e9561c97048d9159d1fd9efe2f86c8525723d"
+
+/* A field of a later format than the log's, set in a row appended after the
+ * upgrade, and absent when read from a row written before it. */
+#define LATE_SET_TEXT(m) rec->m = #m;
+#define LATE_SET_AMOUNT(m) (rec->m = 9, rec->has_##m = 1);
+#define LATE_SET_ROUTE(m)
+#define LATE_SET_SHA(m)
+#define LATE_SET_SIG(m)
+#define LATE_SET_CONFIG(m)
+#define LATE_SET(kind, m, column, wire, wire_at, export, source, since)                \
+    if (since > format)                                                                \
+    LATE_SET_##kind(m)
+static void set_late(ust_log_record *rec, int format)
+{
+    UST_EVENT_FIELDS(LATE_SET)
+}
+
+#define LATE_ABSENT_TEXT(m) assert_null(rec->m);
+#define LATE_ABSENT_AMOUNT(m) assert_false(rec->has_##m);
+#define LATE_PRESENT_TEXT(m) assert_string_equal(rec->m, #m);
+#define LATE_PRESENT_AMOUNT(m) assert_int_equal(rec->m, 9);
+#define LATE_ABSENT_ROUTE(m)
+#define LATE_ABSENT_SHA(m)
+#define LATE_ABSENT_SIG(m)
+#define LATE_ABSENT_CONFIG(m)
+#define LATE_PRESENT_ROUTE(m)
+#define LATE_PRESENT_SHA(m)
+#define LATE_PRESENT_SIG(m)
+#define LATE_PRESENT_CONFIG(m)
+#define LATE_CHECK(kind, m, column, wire, wire_at, export, source, since)              \
+    if (since > format) {                                                              \
+        if (present) {                                                                 \
+            LATE_PRESENT_##kind(m)                                                     \
+        } else {                                                                       \
+            LATE_ABSENT_##kind(m)                                                      \
+        }                                                                              \
+    }
+static void check_late(const ust_log_record *rec, int format, int present)
+{
+    UST_EVENT_FIELDS(LATE_CHECK)
+}
+
+static void sql(const char *db, const char *text)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(h, text, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", text, msg);
+    sqlite3_close(h);
+}
+
+/* The log as a version of format `format` left it: none of the columns that
+ * came later (the fields', from their since; the answer's, format 3; the
+ * prune chain's, format 2) and its format in meta. */
+static void make_format(const char *db, int format)
+{
+    for (size_t i = 0; i < UST__LOG_N_FIELDS; i++) {
+        if (ust__log_fields[i].since <= format)
+            continue;
+        char *drop =
+            ust_sprintf("ALTER TABLE events DROP COLUMN %s", ust__log_fields[i].column);
+        sql(db, drop);
+        ust_free(drop);
+    }
+    if (format < 3)
+        sql(db, "ALTER TABLE events DROP COLUMN response_status;"
+                "ALTER TABLE events DROP COLUMN response_headers;"
+                "ALTER TABLE events DROP COLUMN response_body;");
+    if (format < 2)
+        sql(db, "ALTER TABLE prunes DROP COLUMN tip_seq;"
+                "ALTER TABLE prunes DROP COLUMN link_prev;"
+                "ALTER TABLE prunes DROP COLUMN prev_hash;"
+                "ALTER TABLE prunes DROP COLUMN hash;"
+                "DELETE FROM meta WHERE key = 'legacy_prunes'");
+    char *meta = ust_sprintf(
+        "UPDATE meta SET value = 'understudy-log-%d' WHERE key = 'format'", format);
+    sql(db, meta);
+    ust_free(meta);
+}
+
+static void expect_head(ust_log *log, int64_t seq, const char *hex)
+{
+    ust_log_verify_result res;
+    char *err = NULL;
+    if (ust_log_verify(log, &res, &err) != 0)
+        fail_msg("verify: seq %lld: %s", (long long)res.bad_seq, res.reason);
+    assert_int_equal(res.head_seq, seq);
+    if (hex != NULL)
+        assert_string_equal(res.head_hash, hex);
+}
+
+static void read_row(ust_log *log, int64_t seq, ust_log_record *rec)
+{
+    ust_log_cursor *cur = NULL;
+    char *err = NULL;
+    assert_int_equal(ust_log_cursor_open(log, seq - 1, &cur, &err), 0);
+    assert_int_equal(ust_log_cursor_next(cur, rec, &err), 1);
+    ust_log_cursor_close(cur);
+}
+
+/* An old log of every earlier format opens as it is (its newest fields read
+ * as absent) and verifies with its old head; a writing open upgrades it,
+ * the head unchanged, and a row with the newest fields then verifies and
+ * reads them back. */
+static void test_an_old_sqlite_log_of_every_format_upgrades(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], db[PATH_MAX + 16];
+    ust_test_tmpdir(dir);
+    for (int format = 1; format < ust__log_format(); format++) {
+        snprintf(db, sizeof(db), "%s/f%d.db", dir, format);
+        ust_log *log = NULL;
+        char *err = NULL;
+        assert_int_equal(ust_log_open(db, UST_LOG_CREATE, &log, &err), 0);
+        for (int i = 0; i < 2; i++) {
+            ust_log_record rec;
+            old_row(&rec, i);
+            assert_int_equal(ust_log_append(log, &rec, 1, NULL, &err), 0);
+        }
+        expect_head(log, 2, FIELDS_HEAD);
+        ust_log_close(log);
+        make_format(db, format);
+
+        assert_int_equal(ust_log_open(db, UST_LOG_READONLY, &log, &err), 0);
+        expect_head(log, 2, FIELDS_HEAD);
+        ust_log_record got;
+        read_row(log, 2, &got);
+        check_late(&got, format, 0);
+        ust_log_record_clear(&got);
+        ust_log_close(log);
+
+        assert_int_equal(ust_log_open(db, 0, &log, &err), 0);
+        expect_head(log, 2, FIELDS_HEAD);
+        ust_log_record rec;
+        old_row(&rec, 3);
+        set_late(&rec, format);
+        assert_int_equal(ust_log_append(log, &rec, 1, NULL, &err), 0);
+        expect_head(log, 3, NULL);
+        read_row(log, 2, &got);
+        check_late(&got, format, 0);
+        ust_log_record_clear(&got);
+        read_row(log, 3, &got);
+        check_late(&got, format, 1);
+        ust_log_record_clear(&got);
+        ust_log_close(log);
+    }
+}
+
 static void test_the_log_columns_are_those_of_every_log_written(void **state)
 {
     (void)state;
@@ -215,6 +393,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_log_columns_are_those_of_every_log_written),
+        cmocka_unit_test(test_an_old_sqlite_log_of_every_format_upgrades),
         cmocka_unit_test(test_a_decide_message_names_every_field_in_its_place),
         cmocka_unit_test(test_the_abi_event_has_every_field_sent),
         cmocka_unit_test(test_a_decision_keeps_each_encodings_names),
