@@ -357,7 +357,7 @@ int ust__take_block(ust__vctx *c, json_t *obj, const char *key, json_t **out,
 
 /* ---- docs and show ---------------------------------------------------- */
 
-static int append_text(char **buf, const char *text)
+int ust__append(char **buf, const char *text)
 {
     size_t have = *buf != NULL ? strlen(*buf) : 0, add = strlen(text);
     char *grown = ust_realloc(*buf, have + add + 1);
@@ -383,7 +383,7 @@ int ust__section_doc(const ust__section *s, char **buf)
     char *head =
         ust_sprintf("| key | type | default | %s |\n| --- | --- | --- | --- |\n",
                     s->doc_head != NULL ? s->doc_head : "what it does");
-    int rc = head != NULL ? append_text(buf, head) : UST_ENOMEM;
+    int rc = head != NULL ? ust__append(buf, head) : UST_ENOMEM;
     ust_free(head);
     for (size_t i = 0; rc == 0 && i < s->n; i++) {
         const ust__key *k = &s->keys[i];
@@ -400,7 +400,7 @@ int ust__section_doc(const ust__section *s, char **buf)
         char *line = ust_sprintf("| `%s` | %s | %s | %s |\n", k->key,
                                  k->doc_type != NULL ? k->doc_type : type_doc[k->type],
                                  d, k->doc != NULL ? k->doc : "");
-        rc = line != NULL ? append_text(buf, line) : UST_ENOMEM;
+        rc = line != NULL ? ust__append(buf, line) : UST_ENOMEM;
         ust_free(line);
     }
     return rc;
@@ -464,7 +464,7 @@ json_t *ust__section_show(const ust__section *s, const void *base)
             break;
         case UST__KEY_STRINGS: {
             char **strs = *AT(base, k, char **const);
-            v = strs != NULL ? strings_json(strs) : json_null();
+            v = strings_json(strs); /* absent: none, the empty list */
             break;
         }
         case UST__KEY_PARSED:

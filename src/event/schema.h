@@ -125,6 +125,9 @@ int ust__valid_env_name(const char *s);
 int ust__valid_header_name(const char *s);
 int ust__nonempty(const char *s);
 
+/* Appends text to *buf (NULL: empty), grown with ust_realloc. 0 or
+ * UST_ENOMEM. */
+int ust__append(char **buf, const char *text);
 /* The level's table in Markdown, as docs/config.md shows it, appended to
  * *buf (grown with ust_realloc). 0 or UST_ENOMEM. */
 int ust__section_doc(const ust__section *s, char **buf);
