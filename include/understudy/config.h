@@ -204,6 +204,16 @@ int ust_config_load_secrets(ust_config *cfg, char **err);
  * unset or shorter than 16 bytes. */
 int ust_config_load_mask_key(ust_config *cfg, char **err);
 
+/* docs/config.md's key tables, generated from the config's rows: each
+ * between "<!-- config doc: NAME -->" and "<!-- end config doc: NAME -->"
+ * lines (scripts/config-doc.sh puts them in the page). *out is the
+ * caller's (ust_free). 0 or UST_ENOMEM. */
+int ust_config_doc(char **out);
+/* cfg's effective values as indented JSON, every default filled in; a
+ * secret only by the name of its variable, never its value. *out is the
+ * caller's (ust_free). 0 or UST_ENOMEM. */
+int ust_config_show(const ust_config *cfg, char **out);
+
 /* The route whose path equals the path of target (query ignored), or NULL. */
 const ust_route *ust_config_route(const ust_config *cfg, const char *target);
 

@@ -21,6 +21,7 @@ int ust_cli_gate(int argc, char **argv);
 int ust_cli_drive(int argc, char **argv);
 int ust_cli_gen(int argc, char **argv);
 int ust_cli_show(int argc, char **argv);
+int ust_cli_config(int argc, char **argv);
 
 /* Prints "understudy: <msg>" to stderr and frees msg (may be NULL, then
  * fallback is used). Returns UST_EXIT_USAGE. */

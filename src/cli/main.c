@@ -20,6 +20,8 @@ static const char usage[] =
     "  show --run DB SEQ                       one event: request, decisions, diff\n"
     "  drive --config FILE --render|--check|--target ... SCENARIO...\n"
     "                                          scripted traffic and its outcome\n"
+    "  config doc | show --config FILE         the config's key tables; its effective\n"
+    "                                          values, defaults filled in\n"
     "  gen --config FILE --events N --seed S --out OUT.jsonl [--truth FILE]\n"
     "                                          synthetic traffic, deterministic\n"
     "\n"
@@ -50,7 +52,7 @@ static const struct {
 } commands[] = {
     {"log", ust_cli_log},   {"serve", ust_cli_serve}, {"replay", ust_cli_replay},
     {"gen", ust_cli_gen},   {"drive", ust_cli_drive}, {"report", ust_cli_report},
-    {"gate", ust_cli_gate}, {"show", ust_cli_show},
+    {"gate", ust_cli_gate}, {"show", ust_cli_show},   {"config", ust_cli_config},
 };
 
 int main(int argc, char **argv)

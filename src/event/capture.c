@@ -36,7 +36,8 @@ int ust_capture_mask_value(const ust_config *cfg, const char *name, const char *
                            char **out)
 {
     *out = NULL;
-    if (cfg == NULL || value == NULL || !ust_capture_masks(cfg, name) || is_digest(value))
+    if (cfg == NULL || value == NULL || !ust_capture_masks(cfg, name) ||
+        is_digest(value))
         return 0;
     unsigned char mac[UST_SHA256_LEN];
     if (cfg->capture.mask_key == NULL ||
