@@ -18,7 +18,7 @@ typedef enum ust_route_kind { UST_ROUTE_WEBHOOK = 0, UST_ROUTE_API } ust_route_k
  * (UST_EVENT_FIELDS, event_fields.h), and occurred_at, which no stage reads. */
 #define UST__ROUTE_FIELD_FIELDS(m) char *m;
 #define UST__ROUTE_FIELD_DERIVED(m)
-#define UST__ROUTE_FIELD(kind, m, column, wire, wire_at, export, source, since)        \
+#define UST__ROUTE_FIELD(kind, m, column, wire, wire_at, export, source, since, desc)  \
     UST__ROUTE_FIELD_##source(m)
 typedef struct ust_route_fields {
     UST_EVENT_FIELDS(UST__ROUTE_FIELD)
@@ -204,9 +204,11 @@ int ust_config_load_secrets(ust_config *cfg, char **err);
  * unset or shorter than 16 bytes. */
 int ust_config_load_mask_key(ust_config *cfg, char **err);
 
-/* docs/config.md's key tables, generated from the config's rows: each
- * between "<!-- config doc: NAME -->" and "<!-- end config doc: NAME -->"
- * lines (scripts/config-doc.sh puts them in the page). *out is the
+/* docs/config.md's key tables, generated from the config's rows, and the
+ * docs' tables of the event's fields (docs/interchange.md, protocol.md),
+ * generated from UST_EVENT_FIELDS: each between "<!-- config doc: NAME
+ * -->" and "<!-- end config doc: NAME -->" lines (scripts/config-doc.sh
+ * puts them in the pages). *out is the
  * caller's (ust_free). 0 or UST_ENOMEM. */
 int ust_config_doc(char **out);
 /* cfg's effective values as indented JSON, every default filled in; a

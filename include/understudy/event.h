@@ -22,7 +22,7 @@
     int64_t m;                                                                         \
     int has_##m;
 #define UST__EVENT_MEMBER_CONFIG(m)
-#define UST__EVENT_MEMBER(kind, m, column, wire, wire_at, export, source, since)       \
+#define UST__EVENT_MEMBER(kind, m, column, wire, wire_at, export, source, since, desc) \
     UST__EVENT_MEMBER_##kind(m)
 
 typedef struct ust_event {

@@ -35,7 +35,7 @@ enum {
     int64_t m;                                                                         \
     int has_##m;
 #define UST__ROW_MEMBER_CONFIG(m) char m[UST_SHA256_HEX_LEN + 1];
-#define UST__ROW_MEMBER(kind, m, column, wire, wire_at, export, source, since)         \
+#define UST__ROW_MEMBER(kind, m, column, wire, wire_at, export, source, since, desc)   \
     UST__ROW_MEMBER_##kind(m)
 
 /* One row. On append, the caller fills req and the derived fields (seq and

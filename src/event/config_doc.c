@@ -14,34 +14,43 @@
 
 #include <string.h>
 
-/* The tables docs/config.md shows, in its order. routes[].fields is not
- * among them: its rows come from the event's field table, which carries
- * no line of docs yet, so its table is written by hand. */
+/* The tables docs/config.md shows, in its order; then the event's fields
+ * (fields_doc.c), which docs/interchange.md and protocol.md show. */
 static const ust__section *const documented[] = {
-    &ust__config_top,         &ust__config_limits,    &ust__config_import,
-    &ust__config_health,      &ust__config_cache,     &ust__config_coverage,
-    &ust__config_route,       &ust__config_signature, &ust__config_status,
-    &ust__config_idempotency, &ust__config_sample,    &ust__config_plugin,
-    &ust__config_compare,     &ust__config_retention, &ust__config_capture,
+    &ust__config_top,     &ust__config_limits,      &ust__config_import,
+    &ust__config_health,  &ust__config_cache,       &ust__config_coverage,
+    &ust__config_route,   &ust__config_signature,   &ust__config_fields,
+    &ust__config_status,  &ust__config_idempotency, &ust__config_sample,
+    &ust__config_plugin,  &ust__config_compare,     &ust__config_retention,
+    &ust__config_capture,
 };
+
+/* The table between its markers: a level's (s) or else write's. */
+static int marked(char **buf, const char *name, const ust__section *s,
+                  int (*write)(char **buf))
+{
+    char *begin = ust_sprintf("<!-- config doc: %s -->\n", name);
+    char *end = ust_sprintf("<!-- end config doc: %s -->\n", name);
+    int rc = begin == NULL || end == NULL ? UST_ENOMEM : 0;
+    if (rc == 0)
+        rc = ust__append(buf, begin);
+    if (rc == 0)
+        rc = s != NULL ? ust__section_doc(s, buf) : write(buf);
+    if (rc == 0)
+        rc = ust__append(buf, end);
+    ust_free(begin);
+    ust_free(end);
+    return rc;
+}
 
 int ust_config_doc(char **out)
 {
     char *buf = ust_strdup("");
     int rc = buf != NULL ? 0 : UST_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < UST_ARRAY_SIZE(documented); i++) {
-        char *begin = ust_sprintf("<!-- config doc: %s -->\n", documented[i]->name);
-        char *end = ust_sprintf("<!-- end config doc: %s -->\n", documented[i]->name);
-        rc = begin == NULL || end == NULL ? UST_ENOMEM : 0;
-        if (rc == 0)
-            rc = ust__append(&buf, begin);
-        if (rc == 0)
-            rc = ust__section_doc(documented[i], &buf);
-        if (rc == 0)
-            rc = ust__append(&buf, end);
-        ust_free(begin);
-        ust_free(end);
-    }
+    for (size_t i = 0; rc == 0 && i < UST_ARRAY_SIZE(documented); i++)
+        rc = marked(&buf, documented[i]->name, documented[i], NULL);
+    for (size_t i = 0; rc == 0 && i < ust__n_fields_doc; i++)
+        rc = marked(&buf, ust__fields_doc[i].name, NULL, ust__fields_doc[i].write);
     if (rc != 0) {
         ust_free(buf);
         buf = NULL;

@@ -1,6 +1,7 @@
 /* The config's levels, each a table of rows (schema.h), shared by the
  * files that read them (config.c, config_route.c, config_plugin.c) and
- * the ones that write them out (config_doc.c). */
+ * the ones that write them out (config_doc.c, with fields_doc.c's tables
+ * of the event's fields). */
 #ifndef UST_EVENT_CONFIG_INTERNAL_H
 #define UST_EVENT_CONFIG_INTERNAL_H
 
@@ -19,6 +20,16 @@ extern const ust__section ust__config_route, ust__config_signature, ust__config_
     ust__config_status, ust__config_idempotency, ust__config_sample;
 /* plugins.legacy and plugins.candidate (config_plugin.c). */
 extern const ust__section ust__config_plugins, ust__config_plugin, ust__config_reset;
+
+/* A docs table that is not a level's: its marker's name, and what
+ * appends it to *buf (0 or UST_ENOMEM). The event's fields
+ * (fields_doc.c). */
+typedef struct ust__doc_table {
+    const char *name;
+    int (*write)(char **buf);
+} ust__doc_table;
+extern const ust__doc_table ust__fields_doc[];
+extern const size_t ust__n_fields_doc;
 
 /* "routes" into the ust_config at cfg. */
 int ust__parse_routes(ust__vctx *c, json_t *root, void *cfg);

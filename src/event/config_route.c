@@ -111,31 +111,35 @@ static int parse_signature(ust__vctx *c, json_t *route, void *base)
     return 0;
 }
 
-/* The event's FIELDS-sourced fields by their column names, in table order;
- * occurred_at keeps its place after event_type (where "known here" lists
- * have always had it). */
+/* The event's FIELDS-sourced fields by their column names, in table order,
+ * each documented by its row's desc; occurred_at keeps its place after
+ * event_type (where "known here" lists have always had it). */
 #define SOURCE_RANK_FIELDS(m) RANK_##m,
 #define SOURCE_RANK_DERIVED(m)
-#define SOURCE_RANK(kind, m, column, wire, wire_at, export, source, since)                    \
+#define SOURCE_RANK(kind, m, column, wire, wire_at, export, source, since, desc)       \
     SOURCE_RANK_##source(m)
-#define FIELD_ROW(name, m)                                                             \
+#define FIELD_ROW(name, m, desc)                                                       \
     {                                                                                  \
         .key = (name), .type = UST__KEY_STRING, ROUTE_AT(fields.m),                    \
-        .check = ust__source_valid, .what = UST__WHAT_SOURCE, .doc_type = "source"     \
+        .check = ust__source_valid, .what = UST__WHAT_SOURCE,                          \
+        DOC("source", "none: not derived", desc)                                       \
     }
-#define SOURCE_ROW_FIELDS(m, column)                                                   \
-    [RANK_##m + (RANK_##m > RANK_event_type)] = FIELD_ROW(#column, m),
-#define SOURCE_ROW_DERIVED(m, column)
-#define SOURCE_ROW(kind, m, column, wire, wire_at, export, source, since)                     \
-    SOURCE_ROW_##source(m, column)
+#define SOURCE_ROW_FIELDS(m, column, desc)                                             \
+    [RANK_##m + (RANK_##m > RANK_event_type)] = FIELD_ROW(#column, m, desc),
+#define SOURCE_ROW_DERIVED(m, column, desc)
+#define SOURCE_ROW(kind, m, column, wire, wire_at, export, source, since, desc)        \
+    SOURCE_ROW_##source(m, column, desc)
 enum { UST_EVENT_FIELDS(SOURCE_RANK) N_SOURCES };
 static const ust__key field_rows[N_SOURCES + 1] = {
     /* clang-format off */
     UST_EVENT_FIELDS(SOURCE_ROW)
-    [RANK_event_type + 1] = FIELD_ROW("occurred_at", occurred_at),
+    [RANK_event_type + 1] = FIELD_ROW("occurred_at", occurred_at,
+        "Accepted and checked as a source (the documented example has it), but no "
+        "stage reads it yet: it has no effect today."),
     /* clang-format on */
 };
-const ust__section ust__config_fields = UST__SECTION("routes[].fields", field_rows);
+const ust__section ust__config_fields = {"routes[].fields", field_rows,
+                                         UST_ARRAY_SIZE(field_rows), "what it becomes"};
 
 static int parse_fields(ust__vctx *c, json_t *route, void *base)
 {
@@ -391,7 +395,8 @@ int ust__parse_routes(ust__vctx *c, json_t *root, void *base)
 
 #define SOURCE_OF_FIELDS(m) f->m,
 #define SOURCE_OF_DERIVED(m)
-#define SOURCE_OF(kind, m, column, wire, wire_at, export, source, since) SOURCE_OF_##source(m)
+#define SOURCE_OF(kind, m, column, wire, wire_at, export, source, since, desc)         \
+    SOURCE_OF_##source(m)
 
 const char *ust__route_reads(const ust_route *r, const char *name)
 {

@@ -161,7 +161,7 @@ static ust_sig_status derive_sig(const ust_route *r, const ust_request *req)
 #define FROM_SOURCE_AMOUNT(m) field_amount(f->m, req, body, &ev->m, &ev->has_##m);
 #define FROM_SOURCE_FIELDS(kind, m) FROM_SOURCE_##kind(m)
 #define FROM_SOURCE_DERIVED(kind, m)
-#define FROM_SOURCE(kind, m, column, wire, wire_at, export, source, since)             \
+#define FROM_SOURCE(kind, m, column, wire, wire_at, export, source, since, desc)       \
     FROM_SOURCE_##source(kind, m)
 
 static int derive_fields(const ust_route *r, const ust_request *req, json_t *body,

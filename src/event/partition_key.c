@@ -15,7 +15,7 @@
 #define TEXT_FIELD_SIG(m, column)
 #define TEXT_FIELD_AMOUNT(m, column)
 #define TEXT_FIELD_CONFIG(m, column)
-#define TEXT_FIELD(kind, m, column, wire, wire_at, export, source, since)              \
+#define TEXT_FIELD(kind, m, column, wire, wire_at, export, source, since, desc)        \
     TEXT_FIELD_##kind(m, column)
 
 static const struct {
@@ -29,7 +29,7 @@ static const struct {
 #define TEXT_NAME_SIG(column)
 #define TEXT_NAME_AMOUNT(column)
 #define TEXT_NAME_CONFIG(column)
-#define TEXT_NAME(kind, m, column, wire, wire_at, export, source, since)               \
+#define TEXT_NAME(kind, m, column, wire, wire_at, export, source, since, desc)         \
     TEXT_NAME_##kind(column)
 
 static const char text_names[] = "" UST_EVENT_FIELDS(TEXT_NAME);

@@ -76,7 +76,7 @@ static void bind_text_or_null(sqlite3_stmt *st, int col, const char *s)
     else                                                                               \
         sqlite3_bind_null(st, col);
 #define BIND_CONFIG(col, m) bind_text_or_null(st, col, rec->m[0] ? rec->m : NULL);
-#define BIND(kind, m, column, wire, wire_at, export, source, since)                    \
+#define BIND(kind, m, column, wire, wire_at, export, source, since, desc)              \
     BIND_##kind(UST__COL_##column + 1, m)
 
 static int insert_one(ust_log *log, const ust_log_record *rec,

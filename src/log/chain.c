@@ -76,7 +76,7 @@ void ust__row_hasher_free(ust__row_hasher *h)
     put_u64(h, (uint64_t)rec->has_##m);
 #define FRAME_CONFIG(m) put_str(h, rec->m);
 /* Those of the log's own formats, framed in every row. */
-#define FRAME(kind, m, column, wire, wire_at, export, source, since)                   \
+#define FRAME(kind, m, column, wire, wire_at, export, source, since, desc)             \
     if (since <= UST__LOG_FORMAT_BASE) {                                               \
         FRAME_##kind(m)                                                                \
     }
@@ -94,7 +94,7 @@ void ust__row_hasher_free(ust__row_hasher *h)
 #define PRESENT_SHA(m) 1
 #define PRESENT_SIG(m) 1
 #define PRESENT_CONFIG(m) 1
-#define FRAME_LATE(kind, m, column, wire, wire_at, export, source, since)              \
+#define FRAME_LATE(kind, m, column, wire, wire_at, export, source, since, desc)        \
     if (since > UST__LOG_FORMAT_BASE && PRESENT_##kind(m)) {                           \
         put(h, "understudy-field-1", 18);                                              \
         put_str(h, #column);                                                           \

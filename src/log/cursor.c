@@ -31,7 +31,8 @@ void ust_log_record_clear(ust_log_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-#define COLUMN_NAME(kind, m, column, wire, wire_at, export, source, since) #column,
+#define COLUMN_NAME(kind, m, column, wire, wire_at, export, source, since, desc)       \
+    #column,
 static const char *const column_names[UST__LOG_N_COLUMNS] = {
     "seq",
     "received_at",
@@ -129,7 +130,7 @@ static void copy_hash(const ust__row_source *src, int col,
 #define TYPE_CHECK_SIG(col)
 #define TYPE_CHECK_AMOUNT(col) {UST__COL_##col, UST__VAL_INT, 1},
 #define TYPE_CHECK_CONFIG(col)
-#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source, since)              \
+#define TYPE_CHECK(kind, m, column, wire, wire_at, export, source, since, desc)        \
     TYPE_CHECK_##kind(column)
 
 /* Columns read as numbers or bytes must hold that type: SQLite would convert
@@ -247,7 +248,7 @@ static int decode_request(const ust__row_source *src, ust_request *req, char **e
     rec->has_##m = col_type(src, col) != UST__VAL_NULL;                                \
     rec->m = rec->has_##m ? src->int64(src->ctx, col) : 0;
 #define DECODE_CONFIG(col, m) DECODE_WITH(copy_hex(src, col, 1, rec->m, err))
-#define DECODE(kind, m, column, wire, wire_at, export, source, since)                  \
+#define DECODE(kind, m, column, wire, wire_at, export, source, since, desc)            \
     DECODE_##kind(UST__COL_##column, m)
 
 /* The row, with its raw request (remote, method, target, headers, body)

@@ -17,12 +17,12 @@
 #define LATE_KIND_SHA 0
 #define LATE_KIND_SIG 0
 #define LATE_KIND_CONFIG 0
-#define LATE_OK(kind, m, column, wire, wire_at, export, source, since)                 \
+#define LATE_OK(kind, m, column, wire, wire_at, export, source, since, desc)           \
     _Static_assert(since <= UST__LOG_FORMAT_BASE || LATE_KIND_##kind,                  \
                    #column ": a field added later must be a TEXT or an AMOUNT");
 UST_EVENT_FIELDS(LATE_OK)
 
-#define DESCRIPTOR(kind, m, column, wire, wire_at, export, source, since)              \
+#define DESCRIPTOR(kind, m, column, wire, wire_at, export, source, since, desc)        \
     {#column, UST__LOG_SQL_##kind, UST__LOG_PG_##kind, since},
 const ust__log_field ust__log_fields[UST__LOG_N_FIELDS] = {
     UST_EVENT_FIELDS(DESCRIPTOR)};

@@ -40,7 +40,7 @@ static int copy_text(char **to, const char *from)
     rec->m = ev->m;                                                                    \
     rec->has_##m = ev->has_##m;
 #define FROM_EVENT_CONFIG(m) memcpy(rec->m, cfg->hash, sizeof(rec->m));
-#define FROM_EVENT(kind, m, column, wire, wire_at, export, source, since)              \
+#define FROM_EVENT(kind, m, column, wire, wire_at, export, source, since, desc)        \
     FROM_EVENT_##kind(m)
 
 /* Borrows the request (shallow copy) and takes the derived fields. */

@@ -383,7 +383,7 @@ static void put_response(line_out *o, const ust_response *a)
 #define EXPORT_SIG(m) ust_sig_status_name(rec->m)
 #define EXPORT_FIELD_EXPORT(kind, m, column) put_text(&o, #column, EXPORT_##kind(m));
 #define EXPORT_FIELD_NO_EXPORT(kind, m, column)
-#define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source, since)            \
+#define EXPORT_FIELD(kind, m, column, wire, wire_at, export, source, since, desc)      \
     EXPORT_FIELD_##export(kind, m, column)
 
 int ust_jsonl_write(const ust_log_record *rec, int with_derived,

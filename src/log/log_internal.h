@@ -29,7 +29,9 @@ typedef struct ust__log_field {
     const char *sqlite_type, *pg_type;
     int since;
 } ust__log_field;
-#define UST__LOG_FIELD_COUNT_(kind, m, column, wire, wire_at, export, source, since) +1
+#define UST__LOG_FIELD_COUNT_(kind, m, column, wire, wire_at, export, source, since,   \
+                              desc)                                                    \
+    +1
 enum { UST__LOG_N_FIELDS = 0 UST_EVENT_FIELDS(UST__LOG_FIELD_COUNT_) };
 #undef UST__LOG_FIELD_COUNT_
 extern const ust__log_field ust__log_fields[UST__LOG_N_FIELDS];
@@ -155,7 +157,7 @@ enum {
     UST__COL_target,
     UST__COL_headers,
     UST__COL_body,
-#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source, since)         \
+#define UST__COL_INDEX_(kind, m, column, wire, wire_at, export, source, since, desc)   \
     UST__COL_##column,
     UST_EVENT_FIELDS(UST__COL_INDEX_)
 #undef UST__COL_INDEX_
@@ -167,7 +169,8 @@ enum {
     UST__LOG_N_COLUMNS
 };
 
-#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source, since)   \
+#define UST__LOG_COLUMN_NAME_(kind, m, column, wire, wire_at, export, source, since,   \
+                              desc)                                                    \
 #column ", "
 #define UST__LOG_COLUMNS                                                               \
     "seq, received_at, remote, method, target, headers, body, " UST_EVENT_FIELDS(      \

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 /* " route TEXT," and so on: the derived fields' columns. */
-#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source, since)              \
+#define COLUMN_DEF(kind, m, column, wire, wire_at, export, source, since, desc)        \
     " " #column " " UST__LOG_SQL_##kind ","
 
 /* The recorded answer, last (where ALTER TABLE puts it in a format-2 log). */
@@ -78,7 +78,7 @@ static const char responses_sql[] =
     "ALTER TABLE events ADD COLUMN response_body BLOB;";
 
 /* One "?," per derived field: bound by position, in column order. */
-#define PLACEHOLDER(kind, m, column, wire, wire_at, export, source, since) "?,"
+#define PLACEHOLDER(kind, m, column, wire, wire_at, export, source, since, desc) "?,"
 static const char insert_sql[] =
     "INSERT INTO events(" UST__LOG_COLUMNS ", " UST__LOG_RESPONSE_COLUMNS ") "
     "VALUES(?,?,?,?,?,?,?," UST_EVENT_FIELDS(PLACEHOLDER) "?,?,?,?,?)";

@@ -73,7 +73,7 @@ static void put_int(row_params *p, int col, int slot, int64_t v)
     else                                                                               \
         p->values[col] = NULL;
 #define PUT_CONFIG(col, m) put_text(p, col, rec->m[0] ? rec->m : NULL);
-#define PUT(kind, m, column, wire, wire_at, export, source, since)                     \
+#define PUT(kind, m, column, wire, wire_at, export, source, since, desc)               \
     PUT_##kind(PCOL(column), m)
 
 /* Packs headers into log->pack, then onto the end of the arena (every row

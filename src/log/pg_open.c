@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#define PG_COLUMN_DEF(kind, m, column, wire, wire_at, export, source, since)           \
+#define PG_COLUMN_DEF(kind, m, column, wire, wire_at, export, source, since, desc)     \
     " " #column " " UST__LOG_PG_##kind ","
 
 #define APPEND_ONLY(table)                                                             \

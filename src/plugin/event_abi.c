@@ -22,7 +22,7 @@ const char *ust__route_kind_name(const ust_route *route)
 #define ABI_WIRE(kind, m, abi) ABI_##kind(m, abi)
 #define ABI_WIRE_END(kind, m, abi) ABI_##kind(m, abi)
 #define ABI_NONE(kind, m, abi)
-#define ABI(kind, m, column, wire, wire_at, export, source, since)                     \
+#define ABI(kind, m, column, wire, wire_at, export, source, since, desc)               \
     ABI_##wire_at(kind, m, wire)
 
 void ust__plugin_event_from(const ust_event *ev, const ust_request *req,

@@ -247,7 +247,7 @@ int ust__frame_fwrite(FILE *out, ust__frame_out *f)
 #define FRAME_OUT_WIRE(kind, m) FRAME_OUT_##kind(m)
 #define FRAME_OUT_WIRE_END(kind, m) FRAME_OUT_##kind(m)
 #define FRAME_OUT_NONE(kind, m)
-#define FRAME_OUT(kind, m, column, wire, wire_at, export, source, since)               \
+#define FRAME_OUT(kind, m, column, wire, wire_at, export, source, since, desc)         \
     FRAME_OUT_##wire_at(kind, m)
 
 void ust__frame_decide(ust__frame_out *f, const ust_event *ev, const ust_request *req)
@@ -288,7 +288,7 @@ void ust__frame_decide(ust__frame_out *f, const ust_event *ev, const ust_request
 #define FRAME_IN_WIRE(kind, m) FRAME_IN_##kind(m)
 #define FRAME_IN_WIRE_END(kind, m) FRAME_IN_##kind(m)
 #define FRAME_IN_NONE(kind, m)
-#define FRAME_IN(kind, m, column, wire, wire_at, export, source, since)                \
+#define FRAME_IN(kind, m, column, wire, wire_at, export, source, since, desc)          \
     FRAME_IN_##wire_at(kind, m)
 
 int ust__frame_event_parse(const unsigned char *p, size_t n, ust_event *ev,

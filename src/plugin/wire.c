@@ -25,12 +25,12 @@
 #define WIRE_FIRST_WIRE(kind, m, key) WIRE_OUT_##kind(m, key)
 #define WIRE_FIRST_WIRE_END(kind, m, key)
 #define WIRE_FIRST_NONE(kind, m, key)
-#define WIRE_FIRST(kind, m, column, wire, wire_at, export, source, since)              \
+#define WIRE_FIRST(kind, m, column, wire, wire_at, export, source, since, desc)        \
     WIRE_FIRST_##wire_at(kind, m, wire)
 #define WIRE_LAST_WIRE(kind, m, key)
 #define WIRE_LAST_WIRE_END(kind, m, key) WIRE_OUT_##kind(m, key)
 #define WIRE_LAST_NONE(kind, m, key)
-#define WIRE_LAST(kind, m, column, wire, wire_at, export, source, since)               \
+#define WIRE_LAST(kind, m, column, wire, wire_at, export, source, since, desc)         \
     WIRE_LAST_##wire_at(kind, m, wire)
 
 void ust__wire_decide(ust_jsonw *w, const ust_event *ev, const ust_request *req)
@@ -98,7 +98,7 @@ static char *borrow(json_t *j, const char *key)
 #define WIRE_IN_WIRE(kind, m, key) WIRE_IN_##kind(m, key)
 #define WIRE_IN_WIRE_END(kind, m, key) WIRE_IN_##kind(m, key)
 #define WIRE_IN_NONE(kind, m, key)
-#define WIRE_IN(kind, m, column, wire, wire_at, export, source, since)                 \
+#define WIRE_IN(kind, m, column, wire, wire_at, export, source, since, desc)           \
     WIRE_IN_##wire_at(kind, m, wire)
 
 static void wire_hex(char *out, size_t cap, const char *hex)

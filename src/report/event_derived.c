@@ -36,7 +36,7 @@ static int was_masked(const json_t *masked, const char *text)
 #define IS_SHOWN_SHA 1
 #define IS_SHOWN_SIG 1
 #define IS_SHOWN_AMOUNT 1
-#define ADD_FIELD(kind, m, column, wire, wire_at, export, source, since)               \
+#define ADD_FIELD(kind, m, column, wire, wire_at, export, source, since, desc)         \
     if (IS_SHOWN_##kind)                                                               \
         rc = rc ? rc : add_field(e, #column, SHOW_##kind(m), masked);
 
@@ -53,7 +53,7 @@ static int add_field(ust__report_event *e, const char *name, const char *value,
 int ust__report_derived_load(ust__report_event *e, const ust_log_record *rec,
                              const json_t *masked)
 {
-#define COUNT(kind, m, column, wire, wire_at, export, source, since) +1
+#define COUNT(kind, m, column, wire, wire_at, export, source, since, desc) +1
     e->derived = ust_calloc(0 UST_EVENT_FIELDS(COUNT), sizeof(*e->derived));
 #undef COUNT
     if (e->derived == NULL)

@@ -11,7 +11,7 @@
     ev->m = rec->m;                                                                    \
     ev->has_##m = rec->has_##m;
 #define VIEW_CONFIG(m) /* the row's, compared above */
-#define VIEW(kind, m, column, wire, wire_at, export, source, since) VIEW_##kind(m)
+#define VIEW(kind, m, column, wire, wire_at, export, source, since, desc) VIEW_##kind(m)
 
 int ust_event_view(const ust_config *cfg, const ust_log_record *rec, ust_event *ev)
 {

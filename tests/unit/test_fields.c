@@ -95,7 +95,7 @@ static void old_row(ust_log_record *rec, int i)
 #define LATE_SET_SHA(m)
 #define LATE_SET_SIG(m)
 #define LATE_SET_CONFIG(m)
-#define LATE_SET(kind, m, column, wire, wire_at, export, source, since)                \
+#define LATE_SET(kind, m, column, wire, wire_at, export, source, since, desc)          \
     if (since > format)                                                                \
     LATE_SET_##kind(m)
 static void set_late(ust_log_record *rec, int format)
@@ -115,7 +115,7 @@ static void set_late(ust_log_record *rec, int format)
 #define LATE_PRESENT_SHA(m)
 #define LATE_PRESENT_SIG(m)
 #define LATE_PRESENT_CONFIG(m)
-#define LATE_CHECK(kind, m, column, wire, wire_at, export, source, since)              \
+#define LATE_CHECK(kind, m, column, wire, wire_at, export, source, since, desc)        \
     if (since > format) {                                                              \
         if (present) {                                                                 \
             LATE_PRESENT_##kind(m)                                                     \
