@@ -104,6 +104,32 @@ static void trace_read(const char *file, trace *t)
         t->line[t->n++] = strdup(buf);
     }
     fclose(f);
+    /* A call another thread's call interrupted is split in two lines, its
+     * arguments on the first ("<unfinished ...>") and what it read on the
+     * second ("<... NAME resumed>"): each line gets the other's half, so a
+     * search for the descriptor and the bytes together finds the call, and
+     * returned_at still sees where it began and where it returned. */
+    for (size_t i = 0; i < t->n; i++) {
+        char *cut = strstr(t->line[i], " <unfinished ...>");
+        for (size_t j = i + 1; cut != NULL && j < t->n; j++) {
+            char *rest = strstr(t->line[j], " resumed>");
+            if (atoi(t->line[j]) != atoi(t->line[i]) || rest == NULL)
+                continue;
+            rest += strlen(" resumed>");
+            char *begun = NULL, *returned = NULL;
+            assert_true(asprintf(&begun, "%.*s%.*s <unfinished ...>\n",
+                                 (int)(cut - t->line[i]), t->line[i],
+                                 (int)strcspn(rest, "\n"), rest) > 0);
+            assert_true(asprintf(&returned, "%.*s %.*s%s", (int)(rest - t->line[j]),
+                                 t->line[j], (int)(cut - t->line[i]), t->line[i],
+                                 rest) > 0);
+            free(t->line[i]);
+            free(t->line[j]);
+            t->line[i] = begun;
+            t->line[j] = returned;
+            break;
+        }
+    }
 }
 
 static void trace_free(trace *t)
