@@ -58,8 +58,10 @@ struct ust_runner {
 typedef struct ust_runner replay;
 
 /* A run is one (config, legacy, candidate) triple: resuming it with other
- * parts would mix two experiments in one set of results. */
-static int check_identity(replay *r, const char *key, const char *value, char **err)
+ * parts would mix two experiments in one set of results. The meta key holds
+ * value, or also (when not NULL) in a run made before. */
+static int check_identity(replay *r, const char *key, const char *value,
+                          const char *also, char **err)
 {
     char *stored = NULL;
     int rc = ust__rundb_meta_get(r->run.db, key, &stored);
@@ -67,7 +69,7 @@ static int check_identity(replay *r, const char *key, const char *value, char **
         return ust_errf(err, rc, "%s: cannot read run metadata", r->o->run_path);
     if (rc == 0)
         rc = ust__run_writer_meta(&r->run, key, value, err);
-    else if (strcmp(stored, value) != 0)
+    else if (strcmp(stored, value) != 0 && (also == NULL || strcmp(stored, also) != 0))
         rc = ust_errf(err, UST_EINVAL,
                       "%s: this run was made with %s %s, not %s: use a new --run "
                       "database",
@@ -103,8 +105,6 @@ static int record_identity(replay *r, char **err)
     struct {
         const char *key, *value;
     } parts[] = {
-        {"config_sha256", r->o->cfg->hash},
-        {"legacy_config_sha256", r->o->cfg->legacy_hash}, /* --legacy-from's */
         /* Without a plugin (--respond upstream) the legacy is its url;
          * read from an earlier run, it is the one that run names. */
         {"legacy_name", r->from.db  ? r->from.name
@@ -122,8 +122,16 @@ static int record_identity(replay *r, char **err)
         {"redact", r->redact},
         {"coverage", r->coverage},
     };
+    int rc = check_identity(r, "config_sha256", r->o->cfg->hash, NULL, err);
+    /* --legacy-from's; a run made before the places were left out of it
+     * recorded it with them in, and is resumed as the same run. */
+    if (rc == 0)
+        rc = check_identity(r, "legacy_config_sha256", r->o->cfg->legacy_hash,
+                            r->o->cfg->legacy_hash_with_places, err);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < UST_ARRAY_SIZE(parts); i++) {
-        int rc = check_identity(r, parts[i].key, parts[i].value, err);
+        rc = check_identity(r, parts[i].key, parts[i].value, NULL, err);
         if (rc != 0)
             return rc;
     }

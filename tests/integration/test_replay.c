@@ -374,6 +374,25 @@ static void test_resume_with_other_plugin_is_refused(void **state)
     ust_free(err);
 }
 
+/* A run made before legacy_config_sha256 left out the places (run, log,
+ * listen, admin_listen) recorded it with them in: the same config resumes
+ * it, where it was refused as made with another config. */
+static void test_a_run_recorded_with_the_places_resumes(void **state)
+{
+    world *w = *state;
+    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
+    world_record(w);
+    world_replay(w, "legacy", "candidate", NULL);
+    assert_string_not_equal(w->cfg->legacy_hash_with_places, w->cfg->legacy_hash);
+    char *sql = ust_sprintf("UPDATE meta SET value = '%s' WHERE key = "
+                            "'legacy_config_sha256'",
+                            w->cfg->legacy_hash_with_places);
+    world_exec(w, sql);
+    ust_free(sql);
+    ust_replay_stats st = world_replay(w, "legacy", "candidate", NULL);
+    assert_int_equal(st.events, 0);
+}
+
 /* Many events over many entities, so a kill lands mid-run. */
 static void build_busy_log(world *w)
 {
@@ -547,6 +566,7 @@ int main(void)
         T(test_every_line_has_its_diff_after_fields),
         T(test_legacy_against_legacy_has_no_divergence),
         T(test_resume_with_other_plugin_is_refused),
+        T(test_a_run_recorded_with_the_places_resumes),
         T(test_killed_replay_resumes_to_the_same_result),
         T(test_resuming_with_nothing_new_keeps_the_cursor),
         T(test_a_failed_step_is_decided_again),
