@@ -75,15 +75,18 @@ static const ust__key limits_rows[] = {
      DOC("positive integer", "`67108864` (64 MiB)",
          "Answer bytes one connection may be owed (answers being decided counted at "
          "their largest, see [recorder.md](recorder.md#connections)) before `serve` "
-         "stops reading it; it is read again once its answers drain below. One request "
-         "in flight is always allowed.")},
+         "stops reading it; it is read again once its answers drain below. Each "
+         "answer also counts 384 bytes for what it holds in `serve` beside its bytes, "
+         "so the limit bounds memory however small the answers: 64 MiB is some "
+         "130,000 answers of `--respond ack`'s ~130 bytes. One request in flight is "
+         "always allowed.")},
     {.key = "max_owed_bytes_total",
      .type = UST__KEY_SIZE,
      .def = DEFAULT_MAX_OWED_BYTES_TOTAL,
      CFG_AT(limits.max_owed_bytes_total),
      DOC("positive integer", "`268435456` (256 MiB)",
-         "The same across every connection: at or over it, no connection is read until "
-         "the answers owed drain below.")},
+         "The same across every connection (each answer with its 384 bytes): at or "
+         "over it, no connection is read until the answers owed drain below.")},
 };
 const ust__section ust__config_limits = UST__SECTION("limits", limits_rows);
 

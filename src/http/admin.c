@@ -56,6 +56,7 @@ void ust__admin_answer(ust__conn *c, int keep_alive)
             .cfg = s->o->cfg,
             .connections = s->n_conns,
             .owed_bytes = s->owed,
+            .answers_owed = s->n_owed,
             .held_back = s->n_held_back,
             .lag_seconds =
                 oldest != 0 && now > oldest ? (double)(now - oldest) / 1e6 : 0,

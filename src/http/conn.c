@@ -23,14 +23,17 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
 /* ---- answers owed and written ------------------------------------------ */
 
-/* slot now counts bytes as owed (0: written or dropped), for its
- * connection (NULL: gone) and the server. */
+/* The limits' rows (src/event/config.c) say it to the user, in numbers. */
+_Static_assert(UST__ANSWER_OVERHEAD == 384, "config.c's limits rows say 384 bytes");
+
 void ust__conn_owe(ust__server *s, ust__conn *c, ust__slot *slot, size_t bytes)
 {
-    s->owed = s->owed - slot->owed + bytes;
+    size_t counted = bytes > 0 ? bytes + UST__ANSWER_OVERHEAD : 0;
+    s->n_owed = s->n_owed - (slot->owed > 0) + (counted > 0);
+    s->owed = s->owed - slot->owed + counted;
     if (c != NULL)
-        c->owed = c->owed - slot->owed + bytes;
-    slot->owed = bytes;
+        c->owed = c->owed - slot->owed + counted;
+    slot->owed = counted;
 }
 
 int ust__conn_owes_too_much(const ust__conn *c)

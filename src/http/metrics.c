@@ -234,8 +234,11 @@ static void render_recorder(ust__metrics *m, const ust__metrics_view *v, FILE *f
            (long long)v->connections);
     metric(f, "understudy_answer_bytes_owed", "gauge",
            "Bytes of answers owed to clients and not yet written (those still being"
-           " decided counted at their largest): limits.max_owed_bytes_total bounds it.",
+           " decided counted at their largest), each with the memory it holds in"
+           " serve beyond them: limits.max_owed_bytes_total bounds it.",
            (long long)v->owed_bytes);
+    metric(f, "understudy_answers_owed", "gauge",
+           "Answers owed to clients and not yet written.", (long long)v->answers_owed);
     metric(f, "understudy_connections_held_back", "gauge",
            "Client connections not read while they are owed too many answer bytes"
            " (limits.max_owed_bytes) or every connection is (max_owed_bytes_total).",

@@ -64,6 +64,7 @@ typedef struct ust__metrics_view {
     const ust_config *cfg;
     size_t connections;         /* client connections open now */
     size_t owed_bytes;          /* answer bytes owed, not yet written */
+    size_t answers_owed;        /* those answers */
     size_t held_back;           /* connections not read for them */
     double lag_seconds;         /* since the oldest undecided event arrived */
     ust__class_counts *classes; /* NULL: no run, the list is empty and whole */

@@ -37,6 +37,16 @@ static int on_expect_continue(ust__reqparse *rp)
     return 0;
 }
 
+/* slot, of c, is owed an answer of bytes; owing too much, c is read no
+ * further for now (a client pipelining requests it does not read the
+ * answers to). */
+static void owe(ust__reqparse *rp, ust__conn *c, ust__slot *slot, size_t bytes)
+{
+    ust__conn_owe(c->srv, c, slot, bytes);
+    if (ust__conn_owes_too_much(c))
+        ust__reqparse_pause(rp);
+}
+
 static int on_message_complete(ust__reqparse *rp)
 {
     ust__conn *c = rp->data;
@@ -62,6 +72,7 @@ static int on_message_complete(ust__reqparse *rp)
             else
                 ust__reply_set(slot, 405, "application/json", "Allow: POST\r\n",
                                "{\"error\":\"use POST\"}");
+            owe(rp, c, slot, slot->response_len);
         }
         ust_request_clear(&rp->req);
         ust__conn_flush(c);
@@ -82,11 +93,8 @@ static int on_message_complete(ust__reqparse *rp)
     slot->route = job->route_index + 1;
     job->cfg = s->o->cfg;
     /* Its answer's size is not known yet: it counts as the largest one
-     * can be. Owing too much, the connection is read no further for now
-     * (a client pipelining requests it does not read the answers to). */
-    ust__conn_owe(s, c, slot, s->answer_bound);
-    if (ust__conn_owes_too_much(c))
-        ust__reqparse_pause(rp);
+     * can be. */
+    owe(rp, c, slot, s->answer_bound);
     ust__deriver_add(&s->deriver, job);
     return 0;
 }
