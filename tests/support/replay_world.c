@@ -34,7 +34,9 @@ void world_free(world *w)
 
 int world_setup(void **state)
 {
-    *state = world_new();
+    world *w = world_new();
+    w->row = *state;
+    *state = w;
     return 0;
 }
 

@@ -31,13 +31,15 @@ typedef struct world {
     ust_config *cfg;
     ust_request reqs[256];
     size_t n;
+    const void *row; /* a table-driven test's row (cmocka's prestate), or NULL */
 } world;
 
 world *world_new(void);
 
 void world_free(world *w);
 
-/* A fresh world before each test and its end after it, for cmocka. */
+/* A fresh world before each test and its end after it, for cmocka; the
+ * prestate a test was registered with becomes the world's row. */
 int world_setup(void **state);
 
 int world_teardown(void **state);
