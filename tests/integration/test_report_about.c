@@ -343,8 +343,8 @@ static void test_a_tampered_log_is_not_verified(void **state)
                      0);
     ust_request_clear(&late);
     ust_log_close(log);
-    world_exec_at(w->log_path, DROP_TRIGGERS "UPDATE events SET body = CAST('{\"x\":1}'"
-                                             " AS BLOB) WHERE seq = 12");
+    ust_test_sql(w->log_path, DROP_TRIGGERS "UPDATE events SET body = CAST('{\"x\":1}'"
+                                            " AS BLOB) WHERE seq = 12");
     char out[PATH_MAX];
     report_with(w, NULL, NULL, 0, out);
     char *html = read_out(out, "index.html");
@@ -354,8 +354,8 @@ static void test_a_tampered_log_is_not_verified(void **state)
     ust_test_expect_in(html, want);
     free(html);
     /* A row the run read. */
-    world_exec_at(w->log_path, "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS"
-                               " BLOB) WHERE seq = 2");
+    ust_test_sql(w->log_path, "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS"
+                              " BLOB) WHERE seq = 2");
     report_with(w, NULL, NULL, 0, out);
     html = read_out(out, "index.html");
     char *md = read_out(out, "summary.md");

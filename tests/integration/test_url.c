@@ -975,7 +975,7 @@ static void test_a_target_outside_its_route_is_not_sent(void **state)
         world_api(w, s, key, NULL, order, 100);
     }
     world_record(w);
-    world_exec_at(
+    ust_test_sql(
         w->log_path,
         "DROP TRIGGER events_no_update;"
         " UPDATE events SET target = '/payments/../../admin/users' WHERE seq = 2;"

@@ -286,19 +286,9 @@ void world_kill_a_replay(const ust_replay_opts *opts, int how)
     close(fds[0]);
 }
 
-void world_exec_at(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("%s: %s", sql, msg);
-    sqlite3_close(db);
-}
-
 void world_exec(world *w, const char *sql)
 {
-    world_exec_at(w->run_path, sql);
+    ust_test_sql(w->run_path, sql);
 }
 
 char *world_verdicts(world *w, const char *side)

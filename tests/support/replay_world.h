@@ -115,9 +115,6 @@ void world_gen_log(world *w, const char *log_path, const ust_config *cfg, uint64
  * may land inside a transaction. */
 void world_kill_a_replay(const ust_replay_opts *opts, int how);
 
-/* Runs sql on the database at path (to break it on purpose, or fix it). */
-void world_exec_at(const char *path, const char *sql);
-
 /* Runs sql on the run database. */
 void world_exec(world *w, const char *sql);
 
