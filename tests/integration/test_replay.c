@@ -281,9 +281,7 @@ static void test_other_config_derives_again(void **state)
 static void test_replay_is_deterministic(void **state)
 {
     world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_stripe(w, 3700, "evt_4", REFUNDED, "pi_1", "o1", 4200);
     world_api(w, 4000, "k1", "t1", "o7", 1000);
     world_api(w, 4000.1, "k1", "t1", "o7", 1000);
@@ -310,11 +308,8 @@ static void test_replay_is_deterministic(void **state)
 static void test_every_line_has_its_diff_after_fields(void **state)
 {
     world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
-    world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
+    world_scenario_5(w);
+    world_double_click(w);
     world_api(w, 8000, "k1", "t1", "o7", 1000);
     world_api(w, 8000.1, "k1", "t1", "o7", 1000);
     world_api(w, 8010, "k1", "t1", "o7", 2000);
@@ -360,9 +355,7 @@ static void test_every_line_has_its_diff_after_fields(void **state)
 static void test_legacy_against_legacy_has_no_divergence(void **state)
 {
     world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_api(w, 4000, "k1", "t1", "o7", 1000);
     world_api(w, 4000.1, "k1", "t1", "o7", 1000);
     world_api(w, 4001, NULL, "t1", "o8", 1000);

@@ -19,16 +19,13 @@
  * order id is a hostile payload; one holds an e-mail to redact. */
 static void run_story(world *w)
 {
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_stripe(w, 3700, "evt_4", REFUNDED, "pi_1", "o1", 4200);
     world_stripe(w, 3800, "evt_5", PAID, "pi_1", "o1", 4200);
     world_stripe(w, 10, "evt_6", PAID, "pi_2", "o2", 100);
     world_stripe(w, 20, "evt_7", REFUNDED, "pi_2", "o2", 100);
     world_stripe(w, 30, "evt_8", PAID, "pi_2", "o2", 100);
-    world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
-    world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
+    world_double_click(w);
     world_api(w, 8000, NULL, "t1", HOSTILE, 500);
     ust_request *r =
         world_request(w, 8001, "/payments",

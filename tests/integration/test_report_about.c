@@ -15,9 +15,7 @@
  * run's span (2026-11-29 and 2026-12-01), none on the second. */
 static void run_two_days(world *w)
 {
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_api(w, 8000, NULL, "t1", "o7", 500);
     world_api(w, 2 * DAY_S, NULL, "t1", "o8", 500);
     world_stripe(w, 2 * DAY_S + 10, "evt_6", PAID, "pi_2", "o2", 100);

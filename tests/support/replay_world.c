@@ -108,6 +108,19 @@ void world_api(world *w, double t_s, const char *key, const char *tenant,
         assert_int_equal(ust_request_add_header(r, "Idempotency-Key", key), 0);
 }
 
+void world_scenario_5(world *w)
+{
+    world_stripe(w, 0, "evt_1", "payment_intent.succeeded", "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", "charge.refunded", "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_3", "payment_intent.succeeded", "pi_1", "o1", 4200);
+}
+
+void world_double_click(world *w)
+{
+    world_stripe(w, 7200, "evt_9", "payment_intent.succeeded", "pi_3", "o3", 1500);
+    world_stripe(w, 7203, "evt_10", "payment_intent.succeeded", "pi_4", "o3", 1500);
+}
+
 void world_record(world *w)
 {
     ust_log *log = NULL;

@@ -61,6 +61,14 @@ void world_standard(world *w, double t_s, const char *msg, const char *payment,
 void world_api(world *w, double t_s, const char *key, const char *tenant,
                const char *order, long amount);
 
+/* The design's scenario 5 on pi_1 (order o1, 4200): paid at 0 s, refunded
+ * at 600 s, paid again with a new event id at 3600 s (evt_1 to evt_3). */
+void world_scenario_5(world *w);
+
+/* A double click: pi_3 and pi_4 paid for order o3 (1500) 3 s apart, at
+ * 7200 s (evt_9 and evt_10). */
+void world_double_click(world *w);
+
 /* Appends every request built so far to the log (once). */
 void world_record(world *w);
 
