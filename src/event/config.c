@@ -313,14 +313,8 @@ static const char *const default_masked[] = {"Authorization", "Cookie",
 static int parse_capture(ust__vctx *c, json_t *root, void *base)
 {
     ust_config *cfg = base;
-    json_t *capture;
-    size_t mark;
-    int rc = ust__take_block(c, root, "capture", &capture, &mark);
+    int rc = ust__take_given_section(c, root, "capture", &ust__config_capture, cfg);
     if (rc != 0)
-        return rc;
-    if (capture != NULL &&
-        ((rc = ust__check_keys(c, capture, &ust__config_capture)) != 0 ||
-         (rc = ust__take_rows(c, capture, &ust__config_capture, cfg)) != 0))
         return rc;
     if (cfg->capture.mask_headers == NULL) {
         size_t n = UST_ARRAY_SIZE(default_masked);
@@ -332,6 +326,7 @@ static int parse_capture(ust__vctx *c, json_t *root, void *base)
                 return ust__nomem(c);
         cfg->capture.n_mask_headers = n;
     }
+    size_t mark = ust__push_key(c, "capture");
     for (size_t i = 0; i < cfg->capture.n_mask_headers; i++) {
         const char *name = cfg->capture.mask_headers[i];
         for (size_t j = 0; j < cfg->n_routes; j++) {

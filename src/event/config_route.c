@@ -68,19 +68,18 @@ static int parse_signature(ust__vctx *c, json_t *route, void *base)
 {
     ust_route *r = base;
     json_t *sig;
-    size_t mark;
-    int rc = ust__take_block(c, route, "signature", &sig, &mark);
+    size_t mark = c->len;
+    int rc =
+        ust__open_block(c, route, "signature", &ust__config_signature, &sig, &mark);
     if (rc != 0)
         return rc;
     if (sig == NULL) {
-        if (r->kind == UST_ROUTE_WEBHOOK)
-            return ust__bad(c, "a signature block (or {\"scheme\": \"none\"} for an "
-                               "unsigned webhook route)");
-        ust__pop(c, mark);
-        return 0;
+        if (r->kind != UST_ROUTE_WEBHOOK)
+            return 0;
+        ust__push_key(c, "signature");
+        return ust__bad(c, "a signature block (or {\"scheme\": \"none\"} for an "
+                           "unsigned webhook route)");
     }
-    if ((rc = ust__check_keys(c, sig, &ust__config_signature)) != 0)
-        return rc;
     json_t *scheme = json_object_get(sig, "scheme");
     if (!json_is_string(scheme) ||
         ust_sig_scheme_parse(json_string_value(scheme), &r->scheme) != 0) {

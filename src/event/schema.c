@@ -346,15 +346,6 @@ int ust__take_given_section(ust__vctx *c, json_t *parent, const char *key,
     return ust__take_section(c, parent, key, s, base);
 }
 
-int ust__take_block(ust__vctx *c, json_t *obj, const char *key, json_t **out,
-                    size_t *mark)
-{
-    int rc = ust__take_object(c, obj, key, out);
-    if (rc == 0)
-        *mark = ust__push_key(c, key);
-    return rc;
-}
-
 /* ---- docs and show ---------------------------------------------------- */
 
 int ust__append(char **buf, const char *text)

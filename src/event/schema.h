@@ -96,11 +96,6 @@ int ust__take_section(ust__vctx *c, json_t *parent, const char *key,
  * block whose rows apply only when it is given. */
 int ust__take_given_section(ust__vctx *c, json_t *parent, const char *key,
                             const ust__section *s, void *base);
-/* ust__take_object with key pushed on the path whether or not it is
- * there, for the blocks that must be checked when absent too; *mark pops
- * it. */
-int ust__take_block(ust__vctx *c, json_t *obj, const char *key, json_t **out,
-                    size_t *mark);
 /* The row named key, or NULL. */
 const ust__key *ust__row(const ust__section *s, const char *key);
 /* Reads every row of s from obj (NULL: every default) into base, in row

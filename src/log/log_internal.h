@@ -301,6 +301,33 @@ int ust__sqlite_prune_through(ust_log *log, int64_t before_us, int64_t max_seq,
                               int64_t now_us, int64_t *n_pruned, char **err);
 int ust__sqlite_backup(ust_log *log, const char *out_path, char **err);
 
+/* ---- the stats object both backends fill (stats_object.c) ---- */
+
+/* A backend's run of sql, a count of events by one column (rows: the value
+ * or "(none)", the count), into obj; 0 or an error with *err set. */
+typedef int (*ust__log_count_by)(ust_log *log, const char *sql, json_t *obj,
+                                 char **err);
+
+/* What a log spans; first_at and last_at (microseconds) only when has_times. */
+typedef struct {
+    int64_t events, first_seq, last_seq, prunes, pruned_events;
+    int64_t first_at, last_at;
+    int has_times;
+} ust__log_span;
+
+/* A new stats object holding its empty "routes", "providers" and "signatures"
+ * (NULL: out of memory); the caller owns it. */
+json_t *ust__log_stats_new(void);
+
+/* Fills o's three counts through the backend's count_by, each a query of
+ * table with none (a literal of the column's type) for a missing value;
+ * stops at the first error. */
+int ust__log_stats_count(ust_log *log, json_t *o, const char *table, const char *none,
+                         ust__log_count_by count_by, char **err);
+
+/* Sets o's span members: events, first and last seq and arrival, prunes. */
+void ust__log_stats_span(json_t *o, const ust__log_span *s);
+
 /* A row as a backend read it, for the one decoder: each column's type, and
  * its value as a number or as bytes (text without a terminating NUL
  * counted). ctx is the backend's (a statement, a result row). */

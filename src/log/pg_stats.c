@@ -9,15 +9,9 @@
 
 #include <string.h>
 
-static int count_by(ust_log *log, const char *column, json_t *obj, char **err)
+static int count_by(ust_log *log, const char *sql, json_t *obj, char **err)
 {
-    char *sql = ust_sprintf("SELECT coalesce(%s, '(none)'::bytea), count(*) FROM"
-                            " understudy.events GROUP BY 1 ORDER BY 1",
-                            column);
-    if (sql == NULL)
-        return UST_ENOMEM;
     PGresult *r = ust__pg_run(log, sql, 0, NULL, NULL);
-    ust_free(sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return ust__pg_error(log, r, "stats", err);
     int rc = 0;
@@ -27,15 +21,6 @@ static int count_by(ust_log *log, const char *column, json_t *obj, char **err)
             rc = UST_ENOMEM;
     PQclear(r);
     return rc;
-}
-
-static json_t *time_or_null(PGresult *r, int col)
-{
-    if (PQgetisnull(r, 0, col))
-        return json_null();
-    char buf[32];
-    ust_time_format(ust__pg_int(r, 0, col), buf);
-    return json_string(buf);
 }
 
 static int streams(ust_log *log, json_t *arr, char **err)
@@ -65,19 +50,12 @@ static int streams(ust_log *log, json_t *arr, char **err)
 
 int ust__pg_stats(ust_log *log, json_t **out, char **err)
 {
-    json_t *o = json_object();
-    json_t *routes = json_object(), *providers = json_object(), *sigs = json_object(),
-           *arr = json_array();
-    if (o == NULL || routes == NULL || providers == NULL || sigs == NULL ||
-        arr == NULL) {
-        json_decref(o), json_decref(routes), json_decref(providers), json_decref(sigs),
-            json_decref(arr);
+    json_t *o = ust__log_stats_new();
+    if (o == NULL || json_object_set_new(o, "streams", json_array()) != 0) {
+        json_decref(o);
         return UST_ENOMEM;
     }
-    json_object_set_new(o, "routes", routes);
-    json_object_set_new(o, "providers", providers);
-    json_object_set_new(o, "signatures", sigs);
-    json_object_set_new(o, "streams", arr);
+    json_t *arr = json_object_get(o, "streams");
     /* One snapshot, as SQLite's stats read one. */
     int rc = ust__pg_exec(log, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                           "stats", err);
@@ -99,26 +77,25 @@ int ust__pg_stats(ust_log *log, json_t **out, char **err)
         }
     }
     if (rc == 0) {
-        json_int_t first = PQgetisnull(r, 0, 1) ? 0 : ust__pg_int(r, 0, 1);
-        json_int_t last = PQgetisnull(r, 0, 2) ? 0 : ust__pg_int(r, 0, 2);
-        json_object_set_new(o, "events", json_integer(ust__pg_int(r, 0, 0)));
-        json_object_set_new(o, "first_seq", json_integer(first));
-        json_object_set_new(o, "last_seq", json_integer(last));
-        json_object_set_new(o, "first_received_at", time_or_null(r, 3));
-        json_object_set_new(o, "last_received_at", time_or_null(r, 4));
-        json_object_set_new(o, "prunes", json_integer(0));
-        json_object_set_new(o, "pruned_events", json_integer(0));
+        /* Nothing is pruned: a PostgreSQL log is append-only. */
+        ust__log_span span = {
+            .events = ust__pg_int(r, 0, 0),
+            .first_seq = PQgetisnull(r, 0, 1) ? 0 : ust__pg_int(r, 0, 1),
+            .last_seq = PQgetisnull(r, 0, 2) ? 0 : ust__pg_int(r, 0, 2),
+            .has_times = !PQgetisnull(r, 0, 3)};
+        if (span.has_times) {
+            span.first_at = ust__pg_int(r, 0, 3);
+            span.last_at = ust__pg_int(r, 0, 4);
+        }
+        ust__log_stats_span(o, &span);
         json_object_set_new(
             o, "bytes_on_disk",
             json_integer(PQgetisnull(r, 0, 5) ? 0 : ust__pg_int(r, 0, 5)));
     }
     PQclear(r);
     if (rc == 0)
-        rc = count_by(log, "route", routes, err);
-    if (rc == 0)
-        rc = count_by(log, "provider", providers, err);
-    if (rc == 0)
-        rc = count_by(log, "signature", sigs, err);
+        rc = ust__log_stats_count(log, o, "understudy.events", "'(none)'::bytea",
+                                  count_by, err);
     if (rc == 0)
         rc = streams(log, arr, err);
     ust__pg_exec(log, "COMMIT", "stats", NULL);

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 . tests/bench/wrk-lib.sh
 . tests/integration/pg_lib.sh
 needs "wrk postgresql" wrk openssl psql
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-pg-bench-XXXXXX")
+wrk_begin pg-bench whsec_bench_pg
 srvs=()
 cleanup() {
   for p in "${srvs[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -26,8 +26,6 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-secret=whsec_bench_pg
-export UNDERSTUDY_STRIPE_SECRET=$secret UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 pg_start
 one=$(pg_make_log one)
 two=$(pg_make_log two)

@@ -9,11 +9,9 @@ secs=${2:-10}
 cd "$(dirname "$0")/../.."
 . tests/bench/wrk-lib.sh
 needs "wrk nginx-light" wrk nginx openssl curl
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-recorder-XXXXXX")
+wrk_begin recorder whsec_bench_recorder
 cleanup() { kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; kill "$srv" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
-secret=whsec_bench_recorder
-export UNDERSTUDY_STRIPE_SECRET=$secret UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 
 # nginx: one worker, answering 200 without reading further.
 nginx_start "$dir" 'server { listen 127.0.0.1:18481; location / { return 200 "ok"; } }'

@@ -12,12 +12,10 @@ secs=${2:-10}
 cd "$(dirname "$0")/../.."
 . tests/bench/wrk-lib.sh
 needs "wrk nginx-light jq" wrk nginx openssl jq
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-upstream-XXXXXX")
+wrk_begin upstream whsec_bench_upstream
 srv= ack=
 cleanup() { kill $(cat "$dir/nginx.pid" 2>/dev/null) 2>/dev/null || true; for p in $srv $ack; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
-secret=whsec_bench_upstream
-export UNDERSTUDY_STRIPE_SECRET=$secret UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 
 # The service: nginx, one worker, answering 200 with a small JSON body.
 nginx_start "$dir" "server { listen 127.0.0.1:18491; location / { default_type application/json;

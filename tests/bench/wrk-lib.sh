@@ -11,6 +11,16 @@ needs() {
   done
 }
 
+# wrk_begin NAME SECRET: dir, a fresh folder (the caller's cleanup removes
+# it); secret, the Stripe signing secret, exported with the Standard
+# Webhooks one as serve reads them.
+wrk_begin() {
+  dir=$(mktemp -d "${TMPDIR:-/var/tmp}/understudy-$1-XXXXXX")
+  secret=$2
+  export UNDERSTUDY_STRIPE_SECRET=$secret
+  export UNDERSTUDY_STANDARD_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+}
+
 # nginx_start DIR SERVER: nginx in DIR, one worker, daemonised (its pid in
 # DIR/nginx.pid), with the server block SERVER.
 nginx_start() {

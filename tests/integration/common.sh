@@ -25,3 +25,13 @@ del cfg["log"], cfg["run"]
 json.dump(cfg, open(sys.argv[3], "w"))
 PY
 }
+
+# The demo's sample: its secrets exported (scenarios/demo.env), its config
+# in cfg and its recorded callbacks in jsonl.
+demo_sample() { # SOURCE_DIR
+  set -a
+  . "$1/scenarios/demo.env"
+  set +a
+  cfg=$1/scenarios/demo.config.json
+  jsonl=$1/scenarios/sample.jsonl
+}

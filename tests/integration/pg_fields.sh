@@ -7,16 +7,11 @@
 # usage: pg_fields.sh UNDERSTUDY_BIN SOURCE_DIR BUILD_DIR
 set -euo pipefail
 bin=$1 src=$2 build=$3
-fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$src/tests/integration/common.sh"
 . "$src/tests/integration/pg_lib.sh"
 pg_test_begin unused
 
-set -a
-. "$src/scenarios/demo.env"
-set +a
-cfg=$src/scenarios/demo.config.json
-jsonl=$src/scenarios/sample.jsonl
+demo_sample "$src"
 n=$(wc -l < "$jsonl")
 
 # The field columns of format pg-log-1, as that version created them: the

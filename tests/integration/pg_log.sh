@@ -11,11 +11,7 @@ bin=$1 src=$2 build=$3
 . "$src/tests/integration/pg_lib.sh"
 pg_test_begin unused
 
-set -a
-. "$src/scenarios/demo.env"
-set +a
-cfg=$src/scenarios/demo.config.json
-jsonl=$src/scenarios/sample.jsonl
+demo_sample "$src"
 legacy=$build/src/plugins/legacy/understudy-legacy.so
 candidate=$build/src/plugins/candidate/understudy-candidate.so
 

@@ -316,7 +316,7 @@ static void test_a_run_without_the_legacys_config_hash_is_refused(void **state)
     free(replay_ok(w, "old.db", &(how){0}));
     char old[PATH_MAX];
     in_dir(w, "old.db", old);
-    world_exec_at(old, "DELETE FROM meta WHERE key = 'legacy_config_sha256'");
+    ust_test_sql(old, "DELETE FROM meta WHERE key = 'legacy_config_sha256'");
     char *err = NULL;
     int rc = replay_how(w, "new.db", &(how){.from = "old.db"}, NULL, &err);
     const char *texts[] = {"records no legacy_config_sha256", w->cfg->legacy_hash,
@@ -352,7 +352,7 @@ static void test_a_run_without_l_entity_is_refused(void **state)
     free(replay_ok(w, "old.db", &(how){0}));
     char old[PATH_MAX];
     in_dir(w, "old.db", old);
-    world_exec_at(old, "ALTER TABLE decisions DROP COLUMN l_entity");
+    ust_test_sql(old, "ALTER TABLE decisions DROP COLUMN l_entity");
     char *err = NULL;
     int rc = replay_how(w, "new.db", &(how){.from = "old.db"}, NULL, &err);
     const char *texts[] = {"cannot be read back", "l_entity"};
@@ -536,7 +536,7 @@ static void test_the_places_are_not_the_legacys_config(void **state)
                             cfg->legacy_hash_with_places);
     assert_string_not_equal(cfg->legacy_hash_with_places, cfg->legacy_hash);
     in_dir(w, "first.db", path);
-    world_exec_at(path, sql);
+    ust_test_sql(path, sql);
     ust_free(sql);
     ust_config_free(cfg);
     if (ust_test_cli(w->dir, &out,

@@ -78,17 +78,6 @@ static void append_n(ust_log *log, int n, int64_t start_us)
     }
 }
 
-static void raw_exec(const char *db, const char *sql)
-{
-    sqlite3 *h = NULL;
-    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
-    char *msg = NULL;
-    int rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fail_msg("%s: %s", sql, msg);
-    sqlite3_close(h);
-}
-
 /* Returns the sqlite result of sql, keeping the triggers in place. */
 static int raw_exec_rc(const char *db, const char *sql)
 {
@@ -247,7 +236,7 @@ static void test_each_tampering_is_named(void **state)
         setup(&fresh);
         struct fixture *f = fresh;
         append_n(f->log, tampers[i].rows, 0);
-        raw_exec(f->db, tampers[i].sql);
+        ust_test_sql(f->db, tampers[i].sql);
         expect_tamper_at(f, tampers[i].bad_seq);
         teardown(&fresh);
     }
@@ -265,7 +254,7 @@ static void test_verify_through_a_seq(void **state)
     assert_int_equal(ust_log_verify(f->log, &whole, &err), 0);
     ust_log_close(f->log);
     f->log = NULL;
-    raw_exec(f->db, DROP_TRIGGERS "UPDATE events SET headers = '[]' WHERE seq = 5");
+    ust_test_sql(f->db, DROP_TRIGGERS "UPDATE events SET headers = '[]' WHERE seq = 5");
     assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
     assert_int_equal(ust_log_verify_through(f->log, 4, NULL, &res, &err), 0);
     assert_int_equal(res.head_seq, 4);
@@ -807,7 +796,7 @@ static void test_rows_cut_off_after_a_clean_close_are_named(void **state)
     append_n(f->log, 5, 0);
     ust_log_close(f->log);
     f->log = NULL;
-    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
+    ust_test_sql(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
     /* A writer opening and closing the cut log does not wipe the evidence. */
     char *err = NULL;
     assert_int_equal(ust_log_open(f->db, 0, &f->log, &err), 0);
@@ -818,7 +807,7 @@ static void test_rows_cut_off_after_a_clean_close_are_named(void **state)
     assert_int_equal(res.bad_seq, 4);
     assert_non_null(strstr(res.reason, "held seq 5"));
     ust_log_close(f->log);
-    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events");
+    ust_test_sql(f->db, DROP_TRIGGERS "DELETE FROM events");
     assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
     assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
     assert_non_null(strstr(res.reason, "the log is empty, but it held seq 5"));
@@ -911,14 +900,14 @@ static void test_prune_records_chain_to_each_other(void **state)
     assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
     assert_int_equal(res.n_prunes, 2);
     /* Counting the records as format 1 (no hash to check) does not help. */
-    raw_exec(f->db, "UPDATE meta SET value = '2' WHERE key = 'legacy_prunes'");
+    ust_test_sql(f->db, "UPDATE meta SET value = '2' WHERE key = 'legacy_prunes'");
     ust_log_close(f->log);
     assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
     assert_int_equal(ust_log_verify(f->log, &res, &err), UST_ETAMPER);
     assert_non_null(strstr(res.reason, "legacy_prunes"));
-    raw_exec(f->db, "UPDATE meta SET value = '0' WHERE key = 'legacy_prunes';"
-                    "DROP TRIGGER prunes_no_update; UPDATE prunes SET before = 9"
-                    " WHERE id = 1");
+    ust_test_sql(f->db, "UPDATE meta SET value = '0' WHERE key = 'legacy_prunes';"
+                        "DROP TRIGGER prunes_no_update; UPDATE prunes SET before = 9"
+                        " WHERE id = 1");
     expect_tamper_at(f, 1);
 }
 
@@ -934,12 +923,12 @@ static void test_a_format_1_log_verifies_and_upgrades(void **state)
     ust_log_close(f->log);
     f->log = NULL;
     /* What version 1 would have left: no chain columns, no meta keys. */
-    raw_exec(f->db, "ALTER TABLE prunes DROP COLUMN tip_seq;"
-                    "ALTER TABLE prunes DROP COLUMN link_prev;"
-                    "ALTER TABLE prunes DROP COLUMN prev_hash;"
-                    "ALTER TABLE prunes DROP COLUMN hash;"
-                    "DELETE FROM meta; INSERT INTO meta VALUES('format',"
-                    " 'understudy-log-1')");
+    ust_test_sql(f->db, "ALTER TABLE prunes DROP COLUMN tip_seq;"
+                        "ALTER TABLE prunes DROP COLUMN link_prev;"
+                        "ALTER TABLE prunes DROP COLUMN prev_hash;"
+                        "ALTER TABLE prunes DROP COLUMN hash;"
+                        "DELETE FROM meta; INSERT INTO meta VALUES('format',"
+                        " 'understudy-log-1')");
     assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);
     ust_log_verify_result res;
     assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
@@ -957,9 +946,10 @@ static void test_a_format_1_log_verifies_and_upgrades(void **state)
     assert_int_equal(res.n_prunes, 2);
     assert_int_equal(res.head_seq, 12);
     /* A hand-made record after the upgrade is not taken for an old one. */
-    raw_exec(f->db, "INSERT INTO prunes(pruned_at, before, first_seq, last_seq, count,"
-                    " anchor_hash) SELECT 1, 1, 9, 9, 1, hash FROM events WHERE seq = "
-                    "9;" DROP_TRIGGERS "DELETE FROM events WHERE seq = 9");
+    ust_test_sql(f->db,
+                 "INSERT INTO prunes(pruned_at, before, first_seq, last_seq, count,"
+                 " anchor_hash) SELECT 1, 1, 9, 9, 1, hash FROM events WHERE seq = "
+                 "9;" DROP_TRIGGERS "DELETE FROM events WHERE seq = 9");
     expect_tamper_at(f, 9);
 }
 
@@ -1122,14 +1112,14 @@ static void test_an_anchor_kept_elsewhere_catches_the_newest_rows(void **state)
     memcpy(anchor, res.head_hash, sizeof(anchor));
     append_n(f->log, 2, 10000000);
     assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err), 0);
-    raw_exec(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
+    ust_test_sql(f->db, DROP_TRIGGERS "DELETE FROM events WHERE seq >= 4");
     assert_int_equal(ust_log_verify(f->log, &res, &err), 0); /* the chain holds */
     assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err),
                      UST_ETAMPER);
     assert_int_equal(res.bad_seq, 4);
     assert_non_null(strstr(res.reason, "before the anchor's seq 5"));
     /* Rewritten: five rows again, other content, a chain that holds. */
-    raw_exec(f->db, "DELETE FROM events");
+    ust_test_sql(f->db, "DELETE FROM events");
     append_n(f->log, 5, 50000000);
     assert_int_equal(ust_log_verify(f->log, &res, &err), 0);
     assert_int_equal(ust_log_verify_anchored(f->log, 5, anchor, &res, &err),
@@ -1249,7 +1239,7 @@ static void test_a_changed_answer_is_named(void **state)
         setup(&fresh);
         struct fixture *f = fresh;
         append_answered(f->log, answers[i].rows);
-        raw_exec(f->db, answers[i].sql);
+        ust_test_sql(f->db, answers[i].sql);
         expect_tamper_at(f, answers[i].bad_seq);
         teardown(&fresh);
     }
@@ -1301,10 +1291,11 @@ static void test_a_format_2_log_keeps_its_head_and_gains_the_columns(void **stat
     ust_log_close(f->log);
     f->log = NULL;
     /* What the version before left: no response columns. */
-    raw_exec(f->db, "ALTER TABLE events DROP COLUMN response_status;"
-                    "ALTER TABLE events DROP COLUMN response_headers;"
-                    "ALTER TABLE events DROP COLUMN response_body;"
-                    "UPDATE meta SET value = 'understudy-log-2' WHERE key = 'format'");
+    ust_test_sql(f->db,
+                 "ALTER TABLE events DROP COLUMN response_status;"
+                 "ALTER TABLE events DROP COLUMN response_headers;"
+                 "ALTER TABLE events DROP COLUMN response_body;"
+                 "UPDATE meta SET value = 'understudy-log-2' WHERE key = 'format'");
     /* Read-only it is read as it is, with no answers... */
     char *err = NULL;
     assert_int_equal(ust_log_open(f->db, UST_LOG_READONLY, &f->log, &err), 0);

@@ -307,10 +307,10 @@ static void test_field_sets_come_in_seq_order(void **state)
     char p0[PATH_MAX], p1[PATH_MAX];
     run_path(w, "f0.db", p0);
     run_path(w, "f1.db", p1);
-    world_exec_at(p0, "INSERT INTO divergences VALUES(200, 1, 'k', '[\"b\"]', 'e',"
-                      " 0, '{}'), (300, 1, 'k', '[\"c\"]', 'e', 0, '{}')");
-    world_exec_at(p1, "INSERT INTO divergences VALUES(100, 1, 'k', '[\"a\"]', 'e',"
-                      " 0, '{}'), (400, 1, 'k', '[\"b\"]', 'e', 0, '{}')");
+    ust_test_sql(p0, "INSERT INTO divergences VALUES(200, 1, 'k', '[\"b\"]', 'e',"
+                     " 0, '{}'), (300, 1, 'k', '[\"c\"]', 'e', 0, '{}')");
+    ust_test_sql(p1, "INSERT INTO divergences VALUES(100, 1, 'k', '[\"a\"]', 'e',"
+                     " 0, '{}'), (400, 1, 'k', '[\"b\"]', 'e', 0, '{}')");
     const char *both[] = {p0, p1};
     ust_run *run = NULL;
     char *err = NULL, *all = ust_strdup("");

@@ -397,9 +397,9 @@ static void test_log_verify_catches_a_changed_answer(void **state)
     free(first);
     free(second);
 
-    world_exec_at(db2, "DROP TRIGGER events_no_update;"
-                       " UPDATE events SET response_body ="
-                       " CAST('{\"id\":\"pay_2\"}' AS BLOB) WHERE seq = 2");
+    ust_test_sql(db2, "DROP TRIGGER events_no_update;"
+                      " UPDATE events SET response_body ="
+                      " CAST('{\"id\":\"pay_2\"}' AS BLOB) WHERE seq = 2");
     char *said = NULL;
     assert_int_equal(ust_test_cli(w->dir, &said, "log verify --log '%s'", db2), 1);
     ust_test_expect_in(said, "seq 2");

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE 1 /* F_SETPIPE_SZ */
 #include "replay_world.h"
 
+#include <understudy/array.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,204 +15,218 @@
 #define REFUNDED "charge.refunded"
 #define CANCELED "payment_intent.canceled"
 
-/* Replays w and checks both verdict sequences and the divergences. */
-static void expect_run(world *w, const char *legacy, const char *candidate,
-                       const char *divergences)
+/* One delivery of a scenario: who sends it, when (seconds after T0), and
+ * what it carries. Stripe: id is the event id, kind its type, entity the
+ * intent, signed_at the t its signature carries. Standard Webhooks: id is
+ * the webhook-id, kind the payment status, entity the payment id. The API:
+ * id is the raw Idempotency-Key (NULL: none), kind the tenant. */
+typedef struct {
+    enum { VIA_STRIPE, VIA_STANDARD, VIA_API } via;
+    double at, signed_at;
+    const char *id, *kind, *entity, *order;
+    long amount;
+} delivery;
+
+#define STRIPE(at, evt, type, pi, order, amount)                                       \
+    {                                                                                  \
+        VIA_STRIPE, at, at, evt, type, pi, order, amount                               \
+    }
+#define STRIPE_SIGNED(at, sign, evt, type, pi, order, amount)                          \
+    {                                                                                  \
+        VIA_STRIPE, at, sign, evt, type, pi, order, amount                             \
+    }
+#define STANDARD(at, msg, payment, status, order, amount)                              \
+    {                                                                                  \
+        VIA_STANDARD, at, at, msg, status, payment, order, amount                      \
+    }
+#define API(at, key, tenant, order, amount)                                            \
+    {                                                                                  \
+        VIA_API, at, at, key, tenant, NULL, order, amount                              \
+    }
+
+/* A scenario of the design: its deliveries, both verdict sequences, the
+ * divergences (seq|summary|fields|follow_on), and queries on the run
+ * database with the answer each must give. Its name is its cmocka test's. */
+typedef struct {
+    const char *name;
+    delivery in[4];
+    const char *legacy, *candidate, *divergences;
+    struct {
+        const char *sql, *want;
+    } checks[3];
+} scenario;
+
+static const scenario scenarios[] = {
+    /* 1. The same event delivered twice (the first 200 was lost). */
+    {"test_identical_retry",
+     {STRIPE(0, "evt_1", PAID, "pi_1", "o1", 4200),
+      STRIPE(30, "evt_1", PAID, "pi_1", "o1", 4200)},
+     "applied,duplicate",
+     "applied,duplicate",
+     "",
+     {{0}}},
+    /* 2. Redelivered with a new t and signature: dedup keys on the event. */
+    {"test_redelivery_with_new_signature",
+     {STRIPE_SIGNED(0, 0, "evt_1", PAID, "pi_1", "o1", 4200),
+      STRIPE_SIGNED(3600, 3599, "evt_1", PAID, "pi_1", "o1", 4200)},
+     "applied,duplicate",
+     "applied,duplicate",
+     "",
+     {{0}}},
+    /* 3. Standard Webhooks: same webhook-id, new timestamp and signature. */
+    {"test_standard_webhooks_redelivery",
+     {STANDARD(0, "msg_1", "pay_9", "paid", "o9", 2500),
+      STANDARD(60, "msg_1", "pay_9", "paid", "o9", 2500)},
+     "applied,duplicate",
+     "applied,duplicate",
+     "",
+     {{0}}},
+    /* 4. Replayed after the tolerance: expired, recorded, never decided. */
+    {"test_expired_signature_is_not_fed",
+     {STRIPE(0, "evt_1", PAID, "pi_1", "o1", 4200),
+      STRIPE_SIGNED(900, 0, "evt_1", PAID, "pi_1", "o1", 4200)},
+     "applied,not_fed:expired",
+     "applied,not_fed:expired",
+     "",
+     {{0}}},
+    /* 5. paid, refunded, then paid again with a new event id. */
+    {"test_paid_after_refund_with_new_id",
+     {STRIPE(0, "evt_1", PAID, "pi_1", "o1", 4200),
+      STRIPE(600, "evt_2", REFUNDED, "pi_1", "o1", 4200),
+      STRIPE(3600, "evt_3", PAID, "pi_1", "o1", 4200)},
+     "applied,applied,applied",
+     "applied,applied,rejected",
+     "3|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0",
+     {{"SELECT l_state || ' ' || c_state FROM decisions WHERE seq = 3",
+       "paid refunded"},
+      /* The line shows both sides of each field: paid against refunded. */
+      {"SELECT json_extract(line, '$.diff') FROM divergences",
+       "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
+       "\"rejected\"},{\"field\":\"state\",\"legacy\":\"paid\","
+       "\"candidate\":\"refunded\"}]"}}},
+    /* 6. The same, but the late paid keeps its original event id. */
+    {"test_paid_after_refund_same_id",
+     {STRIPE(0, "evt_1", PAID, "pi_1", "o1", 4200),
+      STRIPE(600, "evt_2", REFUNDED, "pi_1", "o1", 4200),
+      STRIPE(3600, "evt_1", PAID, "pi_1", "o1", 4200)},
+     "applied,applied,duplicate",
+     "applied,applied,duplicate",
+     "",
+     {{0}}},
+    /* 7. refunded arriving before paid. */
+    {"test_refund_before_paid",
+     {STRIPE(0, "evt_6", REFUNDED, "pi_4", "o4", 990),
+      STRIPE(1, "evt_7", PAID, "pi_4", "o4", 990)},
+     "applied,applied",
+     "rejected,applied",
+     "1|" REFUNDED ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0",
+     {{0}}},
+    /* 8. cancelled, then paid. */
+    {"test_paid_after_cancel",
+     {STRIPE(0, "evt_1", CANCELED, "pi_1", "o1", 4200),
+      STRIPE(60, "evt_2", PAID, "pi_1", "o1", 4200)},
+     "applied,applied",
+     "applied,rejected",
+     "2|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0",
+     {{0}}},
+    /* 9. A double click: two transactions, one order, 3 s apart. */
+    {"test_double_click_is_flagged",
+     {STRIPE(0, "evt_4", PAID, "pi_2", "o2", 1500),
+      STRIPE(3, "evt_5", PAID, "pi_3", "o2", 1500)},
+     "applied,applied",
+     "applied,applied",
+     "2|" PAID ": applied \xe2\x86\x92 applied|[\"flags\"]|0",
+     {{"SELECT json_extract(c_flags, '$[0]') || ' / ' || c_reason FROM decisions"
+       " WHERE seq = 2",
+       "semantic_duplicate / same intent, amount and currency as stripe:pi_2 paid "
+       "3 s earlier"}}},
+    /* 10 and 11. Outside the window, or another amount: no flag. */
+    {"test_no_flag_outside_window_or_other_amount",
+     {STRIPE(0, "evt_1", PAID, "pi_1", "o1", 1500),
+      STRIPE(1200, "evt_2", PAID, "pi_2", "o1", 1500),
+      STRIPE(1201, "evt_3", PAID, "pi_3", "o1", 1600)},
+     "applied,applied,applied",
+     "applied,applied,applied",
+     "",
+     {{0}}},
+    /* 12. Two parallel requests with the same key (the article's test). */
+    {"test_parallel_same_key",
+     {API(0, "k1", "t1", "o7", 1000), API(0.2, "k1", "t1", "o7", 1000)},
+     "applied,applied",
+     "applied,in_progress",
+     "2|/payments: applied \xe2\x86\x92 in_progress|[\"verdict\",\"status\","
+     "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
+     "\"body/payment_id\",\"state\"]|0",
+     {/* The legacy executed twice: a second payment id. */
+      {"SELECT json_extract(l_body, '$.payment_id') FROM decisions WHERE seq = 2",
+       "pay_2"},
+      {"SELECT c_status || ' ' || json_extract(c_headers, '$.retry-after') FROM"
+       " decisions WHERE seq = 2",
+       "409 1"},
+      /* The legacy's body has no "error": its side of that entry has no key. */
+      {"SELECT json_extract(line, '$.diff[4]') || json_extract(line, '$.diff[3]')"
+       " FROM divergences",
+       "{\"field\":\"body/error\",\"candidate\":\"in_progress\"}"
+       "{\"field\":\"body/currency\",\"legacy\":\"eur\"}"}}},
+    /* 13. A completed retry: both return the stored response. */
+    {"test_completed_retry",
+     {API(0, "k1", "t1", "o7", 1000), API(10, "k1", "t1", "o7", 1000)},
+     "applied,duplicate",
+     "applied,duplicate",
+     "",
+     {{"SELECT json_extract(l_body, '$.payment_id') || ' ' ||"
+       " json_extract(c_body, '$.payment_id') || ' ' ||"
+       " json_extract(c_headers, '$.idempotent-replayed') FROM decisions WHERE seq = 2",
+       "pay_1 pay_1 true"}}},
+    /* 14. The same key with another amount. */
+    {"test_same_key_other_payload",
+     {API(0, "k1", "t1", "o7", 1000), API(10, "k1", "t1", "o7", 2000)},
+     "applied,duplicate",
+     "applied,conflict",
+     "2|/payments: duplicate \xe2\x86\x92 conflict|[\"verdict\",\"status\","
+     "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
+     "\"body/payment_id\"]|0",
+     {{0}}},
+    /* 15. A retry after the key's TTL. */
+    {"test_retry_after_ttl",
+     {API(0, "k1", "t1", "o7", 1000), API(86401, "k1", "t1", "o7", 1000)},
+     "applied,duplicate",
+     "applied,applied",
+     "2|/payments: duplicate \xe2\x86\x92 applied|[\"verdict\",\"body/payment_id\"]|0",
+     {{0}}},
+    /* 16 and 17. Two tenants are two operations; quoted and unquoted keys are one. */
+    {"test_tenants_and_key_forms",
+     {API(0, "k1", "t1", "o7", 1000), API(1, "k1", "t2", "o7", 1000),
+      API(10, "\"k1\"", "t1", "o7", 1000)},
+     "applied,applied,duplicate",
+     "applied,applied,duplicate",
+     "",
+     {{0}}},
+};
+
+/* Records the scenario's deliveries, replays them and checks both verdict
+ * sequences, the divergences and its queries. */
+static void test_scenario(void **state)
 {
+    world *w = *state;
+    const scenario *s = w->row;
+    for (size_t i = 0; i < UST_ARRAY_SIZE(s->in) && s->in[i].order != NULL; i++) {
+        const delivery *d = &s->in[i];
+        if (d->via == VIA_STRIPE)
+            world_stripe_signed(w, d->at, d->signed_at, d->id, d->kind, d->entity,
+                                d->order, d->amount);
+        else if (d->via == VIA_STANDARD)
+            world_standard(w, d->at, d->id, d->entity, d->kind, d->order, d->amount);
+        else
+            world_api(w, d->at, d->id, d->kind, d->order, d->amount);
+    }
     world_record(w);
     world_replay(w, "legacy", "candidate", NULL);
-    ust_test_expect_str(world_verdicts(w, "legacy"), legacy);
-    ust_test_expect_str(world_verdicts(w, "candidate"), candidate);
-    ust_test_expect_str(world_divergences(w), divergences);
-}
-
-/* 1. The same event delivered twice (the first 200 was lost). */
-static void test_identical_retry(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 30, "evt_1", PAID, "pi_1", "o1", 4200);
-    expect_run(w, "applied,duplicate", "applied,duplicate", "");
-}
-
-/* 2. Redelivered with a new t and signature: dedup keys on the event. */
-static void test_redelivery_with_new_signature(void **state)
-{
-    world *w = *state;
-    world_stripe_signed(w, 0, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe_signed(w, 3600, 3599, "evt_1", PAID, "pi_1", "o1", 4200);
-    expect_run(w, "applied,duplicate", "applied,duplicate", "");
-}
-
-/* 3. Standard Webhooks: same webhook-id, new timestamp and signature. */
-static void test_standard_webhooks_redelivery(void **state)
-{
-    world *w = *state;
-    world_standard(w, 0, "msg_1", "pay_9", "paid", "o9", 2500);
-    world_standard(w, 60, "msg_1", "pay_9", "paid", "o9", 2500);
-    expect_run(w, "applied,duplicate", "applied,duplicate", "");
-}
-
-/* 4. Replayed after the tolerance: expired, recorded, never decided. */
-static void test_expired_signature_is_not_fed(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe_signed(w, 900, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    expect_run(w, "applied,not_fed:expired", "applied,not_fed:expired", "");
-}
-
-/* 5. paid, refunded, then paid again with a new event id. */
-static void test_paid_after_refund_with_new_id(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
-    expect_run(w, "applied,applied,applied", "applied,applied,rejected",
-               "3|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
-    ust_test_expect_str(world_query(w, "SELECT l_state || ' ' || c_state FROM"
-                                       " decisions"
-                                       " WHERE seq = 3"),
-                        "paid refunded");
-    /* The line shows both sides of each field: paid against refunded. */
-    ust_test_expect_str(
-        world_query(w, "SELECT json_extract(line, '$.diff') FROM divergences"),
-        "[{\"field\":\"verdict\",\"legacy\":\"applied\",\"candidate\":"
-        "\"rejected\"},{\"field\":\"state\",\"legacy\":\"paid\","
-        "\"candidate\":\"refunded\"}]");
-}
-
-/* 6. The same, but the late paid keeps its original event id. */
-static void test_paid_after_refund_same_id(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_1", PAID, "pi_1", "o1", 4200);
-    expect_run(w, "applied,applied,duplicate", "applied,applied,duplicate", "");
-}
-
-/* 7. refunded arriving before paid. */
-static void test_refund_before_paid(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_6", REFUNDED, "pi_4", "o4", 990);
-    world_stripe(w, 1, "evt_7", PAID, "pi_4", "o4", 990);
-    expect_run(w, "applied,applied", "rejected,applied",
-               "1|" REFUNDED
-               ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
-}
-
-/* 8. cancelled, then paid. */
-static void test_paid_after_cancel(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_1", CANCELED, "pi_1", "o1", 4200);
-    world_stripe(w, 60, "evt_2", PAID, "pi_1", "o1", 4200);
-    expect_run(w, "applied,applied", "applied,rejected",
-               "2|" PAID ": applied \xe2\x86\x92 rejected|[\"verdict\",\"state\"]|0");
-}
-
-/* 9. A double click: two transactions, one order, 3 s apart. */
-static void test_double_click_is_flagged(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_4", PAID, "pi_2", "o2", 1500);
-    world_stripe(w, 3, "evt_5", PAID, "pi_3", "o2", 1500);
-    expect_run(w, "applied,applied", "applied,applied",
-               "2|" PAID ": applied \xe2\x86\x92 applied|[\"flags\"]|0");
-    ust_test_expect_str(
-        world_query(w, "SELECT json_extract(c_flags, '$[0]') || ' / ' ||"
-                       " c_reason FROM decisions"
-                       " WHERE seq = 2"),
-        "semantic_duplicate / same intent, amount and currency as stripe:pi_2 paid "
-        "3 s earlier");
-}
-
-/* 10 and 11. Outside the window, or another amount: no flag. */
-static void test_no_flag_outside_window_or_other_amount(void **state)
-{
-    world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 1500);
-    world_stripe(w, 1200, "evt_2", PAID, "pi_2", "o1", 1500);
-    world_stripe(w, 1201, "evt_3", PAID, "pi_3", "o1", 1600);
-    expect_run(w, "applied,applied,applied", "applied,applied,applied", "");
-}
-
-/* 12. Two parallel requests with the same key (the article's test). */
-static void test_parallel_same_key(void **state)
-{
-    world *w = *state;
-    world_api(w, 0, "k1", "t1", "o7", 1000);
-    world_api(w, 0.2, "k1", "t1", "o7", 1000);
-    expect_run(w, "applied,applied", "applied,in_progress",
-               "2|/payments: applied \xe2\x86\x92 in_progress|[\"verdict\",\"status\","
-               "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
-               "\"body/payment_id\",\"state\"]|0");
-    /* The legacy executed twice: a second payment id. */
-    ust_test_expect_str(world_query(w,
-                                    "SELECT json_extract(l_body, '$.payment_id') FROM"
-                                    " decisions WHERE seq = 2"),
-                        "pay_2");
-    ust_test_expect_str(world_query(w, "SELECT c_status || ' ' ||"
-                                       " json_extract(c_headers, '$.retry-after') FROM"
-                                       " decisions WHERE seq = 2"),
-                        "409 1");
-    /* The legacy's body has no "error": its side of that entry has no key. */
-    ust_test_expect_str(
-        world_query(w, "SELECT json_extract(line, '$.diff[4]') ||"
-                       " json_extract(line, '$.diff[3]') FROM divergences"),
-        "{\"field\":\"body/error\",\"candidate\":\"in_progress\"}"
-        "{\"field\":\"body/currency\",\"legacy\":\"eur\"}");
-}
-
-/* 13. A completed retry: both return the stored response. */
-static void test_completed_retry(void **state)
-{
-    world *w = *state;
-    world_api(w, 0, "k1", "t1", "o7", 1000);
-    world_api(w, 10, "k1", "t1", "o7", 1000);
-    expect_run(w, "applied,duplicate", "applied,duplicate", "");
-    ust_test_expect_str(
-        world_query(w, "SELECT json_extract(l_body, '$.payment_id') || ' ' ||"
-                       " json_extract(c_body, '$.payment_id') || ' ' ||"
-                       " json_extract(c_headers, '$.idempotent-replayed')"
-                       " FROM decisions WHERE seq = 2"),
-        "pay_1 pay_1 true");
-}
-
-/* 14. The same key with another amount. */
-static void test_same_key_other_payload(void **state)
-{
-    world *w = *state;
-    world_api(w, 0, "k1", "t1", "o7", 1000);
-    world_api(w, 10, "k1", "t1", "o7", 2000);
-    expect_run(w, "applied,duplicate", "applied,conflict",
-               "2|/payments: duplicate \xe2\x86\x92 conflict|[\"verdict\",\"status\","
-               "\"body/amount\",\"body/currency\",\"body/error\",\"body/order_id\","
-               "\"body/payment_id\"]|0");
-}
-
-/* 15. A retry after the key's TTL. */
-static void test_retry_after_ttl(void **state)
-{
-    world *w = *state;
-    world_api(w, 0, "k1", "t1", "o7", 1000);
-    world_api(w, 86401, "k1", "t1", "o7", 1000);
-    expect_run(w, "applied,duplicate", "applied,applied",
-               "2|/payments: duplicate \xe2\x86\x92 applied|[\"verdict\","
-               "\"body/payment_id\"]|0");
-}
-
-/* 16 and 17. Two tenants are two operations; quoted and unquoted keys are one. */
-static void test_tenants_and_key_forms(void **state)
-{
-    world *w = *state;
-    world_api(w, 0, "k1", "t1", "o7", 1000);
-    world_api(w, 1, "k1", "t2", "o7", 1000);
-    world_api(w, 10, "\"k1\"", "t1", "o7", 1000);
-    expect_run(w, "applied,applied,duplicate", "applied,applied,duplicate", "");
+    ust_test_expect_str(world_verdicts(w, "legacy"), s->legacy);
+    ust_test_expect_str(world_verdicts(w, "candidate"), s->candidate);
+    ust_test_expect_str(world_divergences(w), s->divergences);
+    for (size_t i = 0; i < UST_ARRAY_SIZE(s->checks) && s->checks[i].sql != NULL; i++)
+        ust_test_expect_str(world_query(w, s->checks[i].sql), s->checks[i].want);
 }
 
 /* Under another config than the one it was recorded with, replay derives
@@ -265,9 +281,7 @@ static void test_other_config_derives_again(void **state)
 static void test_replay_is_deterministic(void **state)
 {
     world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_stripe(w, 3700, "evt_4", REFUNDED, "pi_1", "o1", 4200);
     world_api(w, 4000, "k1", "t1", "o7", 1000);
     world_api(w, 4000.1, "k1", "t1", "o7", 1000);
@@ -294,11 +308,8 @@ static void test_replay_is_deterministic(void **state)
 static void test_every_line_has_its_diff_after_fields(void **state)
 {
     world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
-    world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
+    world_scenario_5(w);
+    world_double_click(w);
     world_api(w, 8000, "k1", "t1", "o7", 1000);
     world_api(w, 8000.1, "k1", "t1", "o7", 1000);
     world_api(w, 8010, "k1", "t1", "o7", 2000);
@@ -344,9 +355,7 @@ static void test_every_line_has_its_diff_after_fields(void **state)
 static void test_legacy_against_legacy_has_no_divergence(void **state)
 {
     world *w = *state;
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_api(w, 4000, "k1", "t1", "o7", 1000);
     world_api(w, 4000.1, "k1", "t1", "o7", 1000);
     world_api(w, 4001, NULL, "t1", "o8", 1000);
@@ -545,22 +554,7 @@ static void test_a_failed_step_is_decided_again(void **state)
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
-    const struct CMUnitTest tests[] = {
-        T(test_identical_retry),
-        T(test_redelivery_with_new_signature),
-        T(test_standard_webhooks_redelivery),
-        T(test_expired_signature_is_not_fed),
-        T(test_paid_after_refund_with_new_id),
-        T(test_paid_after_refund_same_id),
-        T(test_refund_before_paid),
-        T(test_paid_after_cancel),
-        T(test_double_click_is_flagged),
-        T(test_no_flag_outside_window_or_other_amount),
-        T(test_parallel_same_key),
-        T(test_completed_retry),
-        T(test_same_key_other_payload),
-        T(test_retry_after_ttl),
-        T(test_tenants_and_key_forms),
+    static const struct CMUnitTest others[] = {
         T(test_other_config_derives_again),
         T(test_replay_is_deterministic),
         T(test_every_line_has_its_diff_after_fields),
@@ -571,5 +565,13 @@ int main(void)
         T(test_resuming_with_nothing_new_keeps_the_cursor),
         T(test_a_failed_step_is_decided_again),
     };
+    /* The scenarios first, one test each under its row's name. */
+    struct CMUnitTest tests[UST_ARRAY_SIZE(scenarios) + UST_ARRAY_SIZE(others)];
+    for (size_t i = 0; i < UST_ARRAY_SIZE(scenarios); i++) {
+        tests[i] = (struct CMUnitTest)cmocka_unit_test_prestate_setup_teardown(
+            test_scenario, world_setup, world_teardown, (void *)&scenarios[i]);
+        tests[i].name = scenarios[i].name;
+    }
+    memcpy(&tests[UST_ARRAY_SIZE(scenarios)], others, sizeof(others));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

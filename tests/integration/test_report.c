@@ -19,16 +19,13 @@
  * order id is a hostile payload; one holds an e-mail to redact. */
 static void run_story(world *w)
 {
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_stripe(w, 3700, "evt_4", REFUNDED, "pi_1", "o1", 4200);
     world_stripe(w, 3800, "evt_5", PAID, "pi_1", "o1", 4200);
     world_stripe(w, 10, "evt_6", PAID, "pi_2", "o2", 100);
     world_stripe(w, 20, "evt_7", REFUNDED, "pi_2", "o2", 100);
     world_stripe(w, 30, "evt_8", PAID, "pi_2", "o2", 100);
-    world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
-    world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
+    world_double_click(w);
     world_api(w, 8000, NULL, "t1", HOSTILE, 500);
     ust_request *r =
         world_request(w, 8001, "/payments",
@@ -48,9 +45,10 @@ static void write_triage(world *w, const char *text, char path[PATH_MAX])
     ust_test_write_file(path, text);
 }
 
-static void report(world *w, const ust_triage *t, char out[PATH_MAX])
+static void report(world *w, const ust_triage *t)
 {
-    snprintf(out, PATH_MAX, "%s/report", w->dir);
+    char out[PATH_MAX];
+    snprintf(out, sizeof(out), "%s/report", w->dir);
     ust_report_opts o = {
         .run_path = w->run_path, .out_dir = out, .triage = t, .max_examples = 5};
     char *err = NULL;
@@ -58,21 +56,26 @@ static void report(world *w, const ust_triage *t, char out[PATH_MAX])
         fail_msg("report: %s", err);
 }
 
-/* The file name of the report written to out, whole (malloc'd). */
-static char *report_text(const char *out, const char *name)
+/* The file name of the report written last, whole (malloc'd). */
+static char *report_text(world *w, const char *name)
 {
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/%s", out, name);
+    snprintf(path, sizeof(path), "%s/report/%s", w->dir, name);
     return ust_test_read_file(path);
+}
+
+/* The story replayed and reported: the report's file name (malloc'd). */
+static char *story_file(world *w, const char *name)
+{
+    run_story(w);
+    report(w, NULL);
+    return report_text(w, name);
 }
 
 static void test_summary_counts_are_exact(void **state)
 {
     world *w = *state;
-    run_story(w);
-    char out[PATH_MAX];
-    report(w, NULL, out);
-    char *md = report_text(out, "summary.md");
+    char *md = story_file(w, "summary.md");
     /* 12 events. applied/applied: the first paid and refund of pi_1 and pi_2,
      * and the double click (pi_3, pi_4; the second flagged). applied/rejected:
      * the late paids of pi_1 (twice) and pi_2. applied/duplicate: pi_1's
@@ -90,7 +93,7 @@ static void test_summary_counts_are_exact(void **state)
             " \\[\"flags\"\\] | **open** |");
     ust_test_expect_in(md, "| /payments: applied \xe2\x86\x92 invalid | 2 | 0 |");
     free(md);
-    char *jsonl = report_text(out, "divergences.jsonl");
+    char *jsonl = report_text(w, "divergences.jsonl");
     size_t lines = 0;
     for (const char *p = jsonl; *p; p++)
         lines += *p == '\n';
@@ -104,10 +107,7 @@ static void test_summary_counts_are_exact(void **state)
 static void test_html_escapes_and_redacts(void **state)
 {
     world *w = *state;
-    run_story(w);
-    char out[PATH_MAX];
-    report(w, NULL, out);
-    char *html = report_text(out, "index.html");
+    char *html = story_file(w, "index.html");
     ust_test_expect_not_in(html, "<img src=x");
     ust_test_expect_not_in(html, "</script><img");
     ust_test_expect_in(html, "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;");
@@ -148,9 +148,8 @@ static void test_the_diff_is_redacted_like_the_bodies(void **state)
     ust_test_expect_in(stored,
                        "{\"field\":\"header:retry-after\",\"candidate\":\"1\"}");
     ust_free(stored);
-    char out[PATH_MAX];
-    report(w, NULL, out);
-    char *jsonl = report_text(out, "divergences.jsonl");
+    report(w, NULL);
+    char *jsonl = report_text(w, "divergences.jsonl");
     json_error_t jerr;
     json_t *line = json_loads(jsonl, JSON_DISABLE_EOF_CHECK, &jerr);
     assert_non_null(line);
@@ -172,7 +171,7 @@ static void test_the_diff_is_redacted_like_the_bodies(void **state)
     ust_test_expect_not_in(jsonl, "pay_2");
     ust_test_expect_not_in(jsonl, "\"retry-after\":\"1\"");
     free(jsonl);
-    char *html = report_text(out, "index.html");
+    char *html = report_text(w, "index.html");
     ust_test_expect_not_in(html, "pay_2");
     free(html);
     /* The pages' examples hold the same line, masked the same. */
@@ -201,9 +200,8 @@ static void test_examples_are_capped_and_spread(void **state)
     }
     world_record(w);
     world_replay(w, "legacy", "candidate", NULL);
-    char out[PATH_MAX];
-    report(w, NULL, out);
-    char *html = report_text(out, "index.html");
+    report(w, NULL);
+    char *html = report_text(w, "index.html");
     /* sampled across the span: the nearest to 0, 1.75, 3.5, 5.25 and 7 s */
     ust_test_expect_in(html, "example: seq 1,");
     ust_test_expect_in(html, "example: seq 3,");
@@ -214,7 +212,7 @@ static void test_examples_are_capped_and_spread(void **state)
     ust_test_expect_not_in(html, "example: seq 5,");
     ust_test_expect_not_in(html, "example: seq 7,");
     free(html);
-    char *jsonl = report_text(out, "divergences.jsonl");
+    char *jsonl = report_text(w, "divergences.jsonl");
     ust_test_expect_in(jsonl, "\"seq\":8,");
     free(jsonl);
 }
@@ -334,9 +332,8 @@ static int gate_cli(world *w, const char *triage, const char *extra, char **out)
 
 static char *summary_of(world *w, const ust_triage *t)
 {
-    char out[PATH_MAX];
-    report(w, t, out);
-    return report_text(out, "summary.md");
+    report(w, t);
+    return report_text(w, "summary.md");
 }
 
 #define ACCEPT_ALL                                                                     \
@@ -813,9 +810,8 @@ static void test_reports_escape_markdown_and_bidi(void **state)
     world_record(w);
     /* the candidate errs on seq 1: a divergence, whatever its type */
     world_replay(w, "legacy", "misbehaving_decide_error", NULL);
-    char out[PATH_MAX];
-    report(w, NULL, out);
-    char *md = report_text(out, "summary.md");
+    report(w, NULL);
+    char *md = report_text(w, "summary.md");
     ust_test_expect_not_in(md, "\r");
     ust_test_expect_not_in(md, "![");
     ust_test_expect_not_in(md, "\xe2\x80\xae");
@@ -832,12 +828,12 @@ static void test_reports_escape_markdown_and_bidi(void **state)
         bars += *q == '|' && q[-1] != '\\';
     assert_int_equal(bars, 6);
     free(md);
-    char *html = report_text(out, "index.html");
+    char *html = report_text(w, "index.html");
     ust_test_expect_not_in(html, "\xe2\x80\xae");
     ust_test_expect_not_in(html, "\xe2\x81\xa6");
     ust_test_expect_in(html, "{U+202E}fdp.exe{U+2066}");
     free(html);
-    char *jsonl = report_text(out, "divergences.jsonl");
+    char *jsonl = report_text(w, "divergences.jsonl");
     ust_test_expect_not_in(jsonl, "\xe2\x80\xae");
     ust_test_expect_not_in(jsonl, "\xe2\x81\xa6");
     ust_test_expect_in(jsonl, "\\u202Efdp.exe\\u2066");

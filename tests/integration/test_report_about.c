@@ -15,9 +15,7 @@
  * run's span (2026-11-29 and 2026-12-01), none on the second. */
 static void run_two_days(world *w)
 {
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
+    world_scenario_5(w);
     world_api(w, 8000, NULL, "t1", "o7", 500);
     world_api(w, 2 * DAY_S, NULL, "t1", "o8", 500);
     world_stripe(w, 2 * DAY_S + 10, "evt_6", PAID, "pi_2", "o2", 100);
@@ -343,8 +341,8 @@ static void test_a_tampered_log_is_not_verified(void **state)
                      0);
     ust_request_clear(&late);
     ust_log_close(log);
-    world_exec_at(w->log_path, DROP_TRIGGERS "UPDATE events SET body = CAST('{\"x\":1}'"
-                                             " AS BLOB) WHERE seq = 12");
+    ust_test_sql(w->log_path, DROP_TRIGGERS "UPDATE events SET body = CAST('{\"x\":1}'"
+                                            " AS BLOB) WHERE seq = 12");
     char out[PATH_MAX];
     report_with(w, NULL, NULL, 0, out);
     char *html = read_out(out, "index.html");
@@ -354,8 +352,8 @@ static void test_a_tampered_log_is_not_verified(void **state)
     ust_test_expect_in(html, want);
     free(html);
     /* A row the run read. */
-    world_exec_at(w->log_path, "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS"
-                               " BLOB) WHERE seq = 2");
+    ust_test_sql(w->log_path, "UPDATE events SET body = CAST('{\"id\":\"evt_X\"}' AS"
+                              " BLOB) WHERE seq = 2");
     report_with(w, NULL, NULL, 0, out);
     html = read_out(out, "index.html");
     char *md = read_out(out, "summary.md");

@@ -11,7 +11,6 @@
 #include <understudy/run.h>
 
 #define PAID "payment_intent.succeeded"
-#define REFUNDED "charge.refunded"
 
 /* Where want first stands in text; the test fails when it does not. */
 static size_t offset_of(const char *text, const char *want)
@@ -29,11 +28,8 @@ static size_t offset_of(const char *text, const char *want)
  * holding an e-mail and an order id the rules mask. */
 static void run_world(world *w)
 {
-    world_stripe(w, 0, "evt_1", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 600, "evt_2", REFUNDED, "pi_1", "o1", 4200);
-    world_stripe(w, 3600, "evt_3", PAID, "pi_1", "o1", 4200);
-    world_stripe(w, 7200, "evt_9", PAID, "pi_3", "o3", 1500);
-    world_stripe(w, 7203, "evt_10", PAID, "pi_4", "o3", 1500);
+    world_scenario_5(w);
+    world_double_click(w);
     ust_request *r =
         world_request(w, 8001, "/payments",
                       "{\"order_id\":\"o-secret-9\",\"amount\":5,\"currency\":\"eur\","

@@ -115,18 +115,36 @@ static void count_started(json_t *log, int *received, int n)
     }
 }
 
-/* Seq s's candidate decision as "verdict:error" (caller frees), after
- * checking it was sent at most once: what both resend tests ask of a seq. */
-static char *sent_once_verdict(world *w, const int *received, int s)
+/* Seq s's candidate decision as "verdict:error" (caller frees). */
+static char *candidate_outcome(world *w, int s)
 {
-    if (received[s] > 1)
-        fail_msg("seq %d was sent %d times", s, received[s]);
     char sql[160];
     snprintf(sql, sizeof(sql),
              "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE "
              "seq = %d",
              s);
     return world_query(w, sql);
+}
+
+/* candidate_outcome, after checking seq s was sent at most once: what both
+ * resend tests ask of a seq. */
+static char *sent_once_verdict(world *w, const int *received, int s)
+{
+    if (received[s] > 1)
+        fail_msg("seq %d was sent %d times", s, received[s]);
+    return candidate_outcome(w, s);
+}
+
+/* Replays w's log with the candidate at svc (under /svc), fed events fed;
+ * the requests the service received (its log; svc stopped, caller decrefs). */
+static json_t *replay_into(world *w, ust_test_service *svc, int fed)
+{
+    set_service(&w->cfg->candidate, svc->base, "/svc");
+    ust_replay_stats st = replay_legacy_so(w);
+    assert_int_equal(st.fed, fed);
+    json_t *log = service_log(svc);
+    ust_test_service_stop(svc);
+    return log;
 }
 
 static const char *header(json_t *rec, const char *name)
@@ -912,11 +930,7 @@ static void test_a_request_that_would_split_is_not_sent(void **state)
     assert_int_equal(ust_request_add_header(r, "Transfer-Encoding ", "chunked"), 0);
     world_api(w, 5, "k-5", NULL, "ord_5", 100);
     world_record(w);
-    set_service(&w->cfg->candidate, svc.base, "/svc");
-    ust_replay_stats st = replay_legacy_so(w);
-    assert_int_equal(st.fed, 5);
-    json_t *log = service_log(&svc);
-    ust_test_service_stop(&svc);
+    json_t *log = replay_into(w, &svc, 5);
     json_t *recs = json_object_get(log, "records");
     size_t i;
     json_t *rec;
@@ -944,12 +958,7 @@ static void test_a_request_that_would_split_is_not_sent(void **state)
         "method \"DELETE /admin/users HTTP/1.1\\r\\nX-A:\": not an HTTP token",
         "headers[2] name \"Transfer-Encoding \": not an HTTP token"};
     for (int s = 2; s <= 4; s++) {
-        char sql[128];
-        snprintf(sql, sizeof(sql),
-                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE"
-                 " seq = %d",
-                 s);
-        char *got = world_query(w, sql);
+        char *got = candidate_outcome(w, s);
         char *want = ust_sprintf(
             "error:not sent: the recorded request is not valid HTTP: %s", why[s - 2]);
         assert_string_equal(got, want);
@@ -975,16 +984,12 @@ static void test_a_target_outside_its_route_is_not_sent(void **state)
         world_api(w, s, key, NULL, order, 100);
     }
     world_record(w);
-    world_exec_at(
+    ust_test_sql(
         w->log_path,
         "DROP TRIGGER events_no_update;"
         " UPDATE events SET target = '/payments/../../admin/users' WHERE seq = 2;"
         " UPDATE events SET target = '@evil.invalid/x' WHERE seq = 3;");
-    set_service(&w->cfg->candidate, svc.base, "/svc");
-    ust_replay_stats st = replay_legacy_so(w);
-    assert_int_equal(st.fed, 4);
-    json_t *log = service_log(&svc);
-    ust_test_service_stop(&svc);
+    json_t *log = replay_into(w, &svc, 4);
     json_t *recs = json_object_get(log, "records");
     size_t i;
     json_t *rec;
@@ -997,12 +1002,7 @@ static void test_a_target_outside_its_route_is_not_sent(void **state)
     assert_int_equal(json_array_size(recs), 2);
     json_decref(log);
     for (int s = 2; s <= 3; s++) {
-        char sql[128];
-        snprintf(sql, sizeof(sql),
-                 "SELECT c_verdict || ':' || ifnull(c_error, '') FROM decisions WHERE"
-                 " seq = %d",
-                 s);
-        char *got = world_query(w, sql);
+        char *got = candidate_outcome(w, s);
         assert_string_equal(got, "error:not sent: the recorded target's path is not its"
                                  " route's (/payments): the log's row was not written"
                                  " as recorded");

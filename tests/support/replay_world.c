@@ -34,7 +34,9 @@ void world_free(world *w)
 
 int world_setup(void **state)
 {
-    *state = world_new();
+    world *w = world_new();
+    w->row = *state;
+    *state = w;
     return 0;
 }
 
@@ -104,6 +106,19 @@ void world_api(world *w, double t_s, const char *key, const char *tenant,
         assert_int_equal(ust_request_add_header(r, "X-Tenant-Id", tenant), 0);
     if (key)
         assert_int_equal(ust_request_add_header(r, "Idempotency-Key", key), 0);
+}
+
+void world_scenario_5(world *w)
+{
+    world_stripe(w, 0, "evt_1", "payment_intent.succeeded", "pi_1", "o1", 4200);
+    world_stripe(w, 600, "evt_2", "charge.refunded", "pi_1", "o1", 4200);
+    world_stripe(w, 3600, "evt_3", "payment_intent.succeeded", "pi_1", "o1", 4200);
+}
+
+void world_double_click(world *w)
+{
+    world_stripe(w, 7200, "evt_9", "payment_intent.succeeded", "pi_3", "o3", 1500);
+    world_stripe(w, 7203, "evt_10", "payment_intent.succeeded", "pi_4", "o3", 1500);
 }
 
 void world_record(world *w)
@@ -284,19 +299,9 @@ void world_kill_a_replay(const ust_replay_opts *opts, int how)
     close(fds[0]);
 }
 
-void world_exec_at(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("%s: %s", sql, msg);
-    sqlite3_close(db);
-}
-
 void world_exec(world *w, const char *sql)
 {
-    world_exec_at(w->run_path, sql);
+    ust_test_sql(w->run_path, sql);
 }
 
 char *world_verdicts(world *w, const char *side)

@@ -31,13 +31,15 @@ typedef struct world {
     ust_config *cfg;
     ust_request reqs[256];
     size_t n;
+    const void *row; /* a table-driven test's row (cmocka's prestate), or NULL */
 } world;
 
 world *world_new(void);
 
 void world_free(world *w);
 
-/* A fresh world before each test and its end after it, for cmocka. */
+/* A fresh world before each test and its end after it, for cmocka; the
+ * prestate a test was registered with becomes the world's row. */
 int world_setup(void **state);
 
 int world_teardown(void **state);
@@ -58,6 +60,14 @@ void world_standard(world *w, double t_s, const char *msg, const char *payment,
 /* An API request; key is the raw header value (NULL: no header). */
 void world_api(world *w, double t_s, const char *key, const char *tenant,
                const char *order, long amount);
+
+/* The design's scenario 5 on pi_1 (order o1, 4200): paid at 0 s, refunded
+ * at 600 s, paid again with a new event id at 3600 s (evt_1 to evt_3). */
+void world_scenario_5(world *w);
+
+/* A double click: pi_3 and pi_4 paid for order o3 (1500) 3 s apart, at
+ * 7200 s (evt_9 and evt_10). */
+void world_double_click(world *w);
 
 /* Appends every request built so far to the log (once). */
 void world_record(world *w);
@@ -112,9 +122,6 @@ void world_gen_log(world *w, const char *log_path, const ust_config *cfg, uint64
  * with most of the log still to go; 1 and up = after a short while, which
  * may land inside a transaction. */
 void world_kill_a_replay(const ust_replay_opts *opts, int how);
-
-/* Runs sql on the database at path (to break it on purpose, or fix it). */
-void world_exec_at(const char *path, const char *sql);
 
 /* Runs sql on the run database. */
 void world_exec(world *w, const char *sql);

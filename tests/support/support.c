@@ -106,6 +106,16 @@ void ust_test_sql_row(const char *path, const char *sql, int *out, int n)
     sqlite3_close(db);
 }
 
+void ust_test_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
 void ust_test_expect_event(const ust_event *ev, const char *event_id,
                            const char *event_type, const char *target_status,
                            const char *intent, int64_t amount)

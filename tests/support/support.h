@@ -52,6 +52,9 @@ ust_config *ust_test_parse_config(const char *text, const char *name);
 /* The first row sql gives on the database at path, its first n columns as
  * ints in out; the test fails if there is no row. */
 void ust_test_sql_row(const char *path, const char *sql, int *out, int n);
+/* Runs sql on the database at path (to break it on purpose, or fix it); the
+ * test fails with SQLite's message if it fails. */
+void ust_test_sql(const char *path, const char *sql);
 /* What derive gives and the plugin wire carries of an event alike: its id,
  * type, target status, intent and amount are these. */
 void ust_test_expect_event(const ust_event *ev, const char *event_id,

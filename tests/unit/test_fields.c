@@ -128,16 +128,6 @@ static void check_late(const ust_log_record *rec, int format, int present)
     UST_EVENT_FIELDS(LATE_CHECK)
 }
 
-static void sql(const char *db, const char *text)
-{
-    sqlite3 *h = NULL;
-    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(h, text, NULL, NULL, &msg) != SQLITE_OK)
-        fail_msg("%s: %s", text, msg);
-    sqlite3_close(h);
-}
-
 /* The log as a version of format `format` left it: none of the columns that
  * came later (the fields', from their since; the answer's, format 3; the
  * prune chain's, format 2) and its format in meta. */
@@ -148,22 +138,22 @@ static void make_format(const char *db, int format)
             continue;
         char *drop =
             ust_sprintf("ALTER TABLE events DROP COLUMN %s", ust__log_fields[i].column);
-        sql(db, drop);
+        ust_test_sql(db, drop);
         ust_free(drop);
     }
     if (format < 3)
-        sql(db, "ALTER TABLE events DROP COLUMN response_status;"
-                "ALTER TABLE events DROP COLUMN response_headers;"
-                "ALTER TABLE events DROP COLUMN response_body;");
+        ust_test_sql(db, "ALTER TABLE events DROP COLUMN response_status;"
+                         "ALTER TABLE events DROP COLUMN response_headers;"
+                         "ALTER TABLE events DROP COLUMN response_body;");
     if (format < 2)
-        sql(db, "ALTER TABLE prunes DROP COLUMN tip_seq;"
-                "ALTER TABLE prunes DROP COLUMN link_prev;"
-                "ALTER TABLE prunes DROP COLUMN prev_hash;"
-                "ALTER TABLE prunes DROP COLUMN hash;"
-                "DELETE FROM meta WHERE key = 'legacy_prunes'");
+        ust_test_sql(db, "ALTER TABLE prunes DROP COLUMN tip_seq;"
+                         "ALTER TABLE prunes DROP COLUMN link_prev;"
+                         "ALTER TABLE prunes DROP COLUMN prev_hash;"
+                         "ALTER TABLE prunes DROP COLUMN hash;"
+                         "DELETE FROM meta WHERE key = 'legacy_prunes'");
     char *meta = ust_sprintf(
         "UPDATE meta SET value = 'understudy-log-%d' WHERE key = 'format'", format);
-    sql(db, meta);
+    ust_test_sql(db, meta);
     ust_free(meta);
 }
 
