@@ -480,12 +480,21 @@ int ust_http_hop_by_hop(const ust_header *headers, size_t n, const char *name)
     return 0;
 }
 
+/* A config error about url, which names it without its password. */
+static int url_refused(const char *url, const char *why, char **err)
+{
+    char *shown = ust_http_url_shown(url);
+    int rc = ust_errf(err, UST_ECONFIG, "url %s: %s", shown ? shown : "(the url)", why);
+    ust_free(shown);
+    return rc;
+}
+
 int ust_http_url_split(const char *url, char **base, char **host, char **err)
 {
     *base = *host = NULL;
     const char *auth = strstr(url, "://");
     if (auth == NULL)
-        return ust_errf(err, UST_ECONFIG, "url %s: expected http:// or https://", url);
+        return url_refused(url, "expected http:// or https://", err);
     auth += 3;
     size_t alen = strcspn(auth, "/?#");
     const char *at = memchr(auth, '@', alen);
@@ -494,7 +503,7 @@ int ust_http_url_split(const char *url, char **base, char **host, char **err)
         auth = at + 1;
     }
     if (alen == 0)
-        return ust_errf(err, UST_ECONFIG, "url %s: no host", url);
+        return url_refused(url, "no host", err);
     size_t len = strlen(url);
     while (len > 0 && url[len - 1] == '/')
         len--;

@@ -1033,9 +1033,34 @@ static void test_a_services_password_is_in_no_run_or_report(void **state)
     ust_test_report_holds_no(w->dir, w->run_path, w->log_path, "ssWORD");
 }
 
+/* A service url refused at start is named without its password. */
+static void test_a_refused_url_is_named_without_its_password(void **state)
+{
+    world *w = *state;
+    stripe_events(w, 1, 1);
+    static const char *const refused[][2] = {{"http://u:SECRETPW@/svc", "no host"},
+                                             {"u:SECRETPW@127.0.0.1:9/svc",
+                                              "expected http:// or https://"}};
+    for (size_t i = 0; i < UST_ARRAY_SIZE(refused); i++) {
+        set_service(&w->cfg->candidate, refused[i][0], "");
+        char lp[PATH_MAX];
+        ust_test_plugin_path("legacy", lp);
+        ust_replay_opts o = world_opts(w, lp, NULL, NULL);
+        ust_replay_stats st;
+        char *err = NULL;
+        assert_int_not_equal(ust_replay(&o, &st, &err), 0);
+        ust_test_expect_in(err, refused[i][1]);
+        if (strstr(err, "SECRETPW") != NULL)
+            fail_msg("the refusal names the password: %s", err);
+        ust_free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_refused_url_is_named_without_its_password,
+                                        world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_a_request_that_would_split_is_not_sent,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_a_target_outside_its_route_is_not_sent,
