@@ -39,22 +39,6 @@ static int status_of(const char *line, size_t len)
     return status;
 }
 
-/* An obsolete folded line continues the previous value (RFC 9112 5.2:
- * one SP in its place). */
-static int fold(ust_http_result *r, const char *line, size_t end)
-{
-    size_t s = 0;
-    while (s < end && is_ows(line[s]))
-        s++;
-    ust_header *h = &r->headers[r->n_headers - 1];
-    char *v = ust_sprintf("%s %.*s", h->value, (int)(end - s), line + s);
-    if (v == NULL)
-        return UST_ENOMEM;
-    ust_free(h->value);
-    h->value = v;
-    return 0;
-}
-
 /* 1 when every comma separated element of the Content-Length value v
  * (vlen bytes) is the same as ref (rlen bytes; the first element when ref
  * is NULL). */
@@ -168,7 +152,12 @@ int ust__answer_head_line(ust__answer_head *h, const char *line, size_t len,
         *why = "a header line comes before any status line";
         return UST_EPARSE;
     }
-    if (is_ows(line[0]) && r->n_headers > 0)
-        return fold(r, line, end);
+    if (is_ows(line[0])) {
+        /* An obsolete folded line (RFC 9112 5.2): refused, as serve refuses
+         * one in a request, rather than joined to a value (a folded
+         * Content-Length would escape the framing check). */
+        *why = "a header is continued on the next line (obs-fold, RFC 9112 5.2)";
+        return UST_EPARSE;
+    }
     return field(r, line, end, why);
 }

@@ -663,6 +663,12 @@ static const struct {
     RAW("length-list",
         "HTTP/1.1 200 OK\r\nContent-Length: 2, 26\r\n\r\n{}HTTP/1.1 200 OK injected",
         "Content-Length fields disagree"),
+    /* A folded line joined to the Content-Length it continues escaped the
+     * check of its fields ("2 26" was taken, libcurl read 2). */
+    RAW("folded-length",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n 26\r\n\r\n"
+        "{}HTTP/1.1 200 OK injected",
+        "obs-fold"),
 #undef RAW
 };
 #define N_RAW UST_ARRAY_SIZE(raw_cases)
