@@ -49,12 +49,12 @@ int ust_verdict_map_parse(const json_t *v, const char *what, ust_verdict_map *ou
 const char *ust_http_answer_refusal(const ust_http_answer *a);
 
 /* Fills *d (cleared first) from a. An answer ust_http_answer_refusal
- * refuses is an error decision "the answer is refused: <why>". Always fills it: an answer that cannot
- * be a decision (a 5xx, a malformed Understudy-* header, a body over the
- * size limit) gives verdict error with the cause in d->error. The body is
- * kept as its canonical JSON, or, when it is not JSON, as a JSON string of
- * its text (bytes that are not UTF-8 make it an error). Returns 0, or
- * UST_ENOMEM (d then holds what it could). */
+ * refuses is an error decision "the answer is refused: <why>". Always fills it: an
+ * answer that cannot be a decision (a 5xx, a malformed Understudy-* header, a body over
+ * the size limit) gives verdict error with the cause in d->error. The body is kept as
+ * its canonical JSON, or, when it is not JSON, as a JSON string of its text (bytes that
+ * are not UTF-8 make it an error). Returns 0, or UST_ENOMEM (d then holds what it
+ * could). */
 int ust_http_answer_decide(const ust_http_answer *a, const ust_verdict_map *map,
                            ust_decision *d);
 

@@ -42,13 +42,13 @@ typedef struct ust_http_result {
     size_t n_headers;
     unsigned char *body; /* NULL when body_len 0 */
     size_t body_len;
-    int failure; /* 0: an HTTP answer came; UST_ETIMEOUT past timeout_ms;
-                    UST_EIO refused, reset, closed mid-answer or not HTTP;
-                    UST_EPARSE an answer whose head is refused (a status line
-                    inside it, a trailer, a NUL, a line not "name: value") */
-    char *cause; /* what happened, for an error decision, when failure != 0:
-                    the method and url (never its password) and libcurl's
-                    words */
+    int failure;      /* 0: an HTTP answer came; UST_ETIMEOUT past timeout_ms;
+                         UST_EIO refused, reset, closed mid-answer or not HTTP;
+                         UST_EPARSE an answer whose head is refused (a status line
+                         inside it, a trailer, a NUL, a line not "name: value") */
+    char *cause;      /* what happened, for an error decision, when failure != 0:
+                         the method and url (never its password) and libcurl's
+                         words */
     const char *what; /* the same in a few static words, with no url or
                          address: what a caller in front may be told */
 } ust_http_result;

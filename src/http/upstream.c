@@ -37,7 +37,8 @@ int ust__upstream_open(const ust_plugin_config *pc, const char *file,
     char *why = NULL;
     int rc = ust_http_url_split(pc->url, &u->prefix, &u->host, &why);
     if (rc == UST_ECONFIG)
-        rc = ust_errf(err, rc, "%s: plugins.legacy.%s", file ? file : "the config", why);
+        rc =
+            ust_errf(err, rc, "%s: plugins.legacy.%s", file ? file : "the config", why);
     ust_free(why);
     if (rc == 0)
         rc = ust_verdict_map_parse(pc->verdicts, "plugins.legacy.verdicts",
@@ -67,7 +68,7 @@ void ust__upstream_close(ust__upstream *u)
 /* What the caller is told when the service gave no answer to relay. */
 static const char *failure_title(int failure)
 {
-    return failure == UST_ETIMEOUT  ? "upstream timed out"
+    return failure == UST_ETIMEOUT ? "upstream timed out"
            : failure == UST_EPARSE ? "upstream answer refused"
                                    : "upstream unreachable";
 }
@@ -163,7 +164,8 @@ int ust__upstream_withhold(ust_http_result *res)
     const char *why = ust_http_answer_refusal(&a);
     if (why == NULL)
         return 0;
-    char *cause = ust_sprintf("the answer is refused: %s (status %d)", why, res->status);
+    char *cause =
+        ust_sprintf("the answer is refused: %s (status %d)", why, res->status);
     if (cause == NULL)
         return UST_ENOMEM;
     ust_http_result_clear(res);

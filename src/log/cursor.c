@@ -32,7 +32,7 @@ void ust_log_record_clear(ust_log_record *rec)
 }
 
 #define COLUMN_NAME(kind, m, column, wire, wire_at, export, source, since, desc)       \
-    #column,
+#column,
 static const char *const column_names[UST__LOG_N_COLUMNS] = {
     "seq",
     "received_at",

@@ -695,7 +695,8 @@ static void count_thread(const char *name, long nice, void *data)
 {
     struct thread_census *c = data;
     if (!documented_thread(name))
-        fail_msg("thread \"%s\" (nice %ld) is not a row of docs/threads.md", name, nice);
+        fail_msg("thread \"%s\" (nice %ld) is not a row of docs/threads.md", name,
+                 nice);
     if (strcmp(name, "ust-runner") == 0 || strcmp(name, "ust-link") == 0) {
         assert_int_equal(nice, 10);
         c->background++;

@@ -1038,9 +1038,9 @@ static void test_a_refused_url_is_named_without_its_password(void **state)
 {
     world *w = *state;
     stripe_events(w, 1, 1);
-    static const char *const refused[][2] = {{"http://u:SECRETPW@/svc", "no host"},
-                                             {"u:SECRETPW@127.0.0.1:9/svc",
-                                              "expected http:// or https://"}};
+    static const char *const refused[][2] = {
+        {"http://u:SECRETPW@/svc", "no host"},
+        {"u:SECRETPW@127.0.0.1:9/svc", "expected http:// or https://"}};
     for (size_t i = 0; i < UST_ARRAY_SIZE(refused); i++) {
         set_service(&w->cfg->candidate, refused[i][0], "");
         char lp[PATH_MAX];
@@ -1059,8 +1059,9 @@ static void test_a_refused_url_is_named_without_its_password(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_a_refused_url_is_named_without_its_password,
-                                        world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_refused_url_is_named_without_its_password, world_setup,
+            world_teardown),
         cmocka_unit_test_setup_teardown(test_a_request_that_would_split_is_not_sent,
                                         world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(test_a_target_outside_its_route_is_not_sent,

@@ -292,8 +292,9 @@ void ust_test_report_holds_no(const char *dir, const char *run, const char *log,
         fail_msg("the run database's meta holds %s: %s", secret, meta);
     free(meta);
     char *out = NULL;
-    if (ust_test_cli(dir, &out, "report --run '%s' --log '%s' --out '%s/report' --quiet",
-                     run, log, dir) != 0)
+    if (ust_test_cli(dir, &out,
+                     "report --run '%s' --log '%s' --out '%s/report' --quiet", run, log,
+                     dir) != 0)
         fail_msg("report: %s", out);
     free(out);
     static const char *const pages[] = {"index.html", "summary.md"};
