@@ -13,10 +13,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* An answer's body beyond this is refused rather than held: no decision
- * needs more, and a service streaming without end must not exhaust memory. */
-#define MAX_BODY UST_HTTP_MAX_BODY
-
 struct ust_http_client {
     CURLM *multi;
     char *proxy; /* NULL: none, whatever the environment says */
@@ -125,7 +121,9 @@ static size_t on_body(char *buf, size_t size, size_t n, void *userdata)
     size_t len = size * n;
     if (len == 0)
         return 0;
-    if (r->body_len + len > MAX_BODY) {
+    /* Refused rather than held: no decision needs more, and a service
+     * streaming without end must not exhaust memory. */
+    if (r->body_len + len > UST_HTTP_MAX_BODY) {
         t->too_big = 1;
         return 0;
     }
@@ -317,14 +315,14 @@ static int conclude(transfer *t, CURLcode rc)
         r->what = "the answer is over the size limit";
         r->cause = ust_sprintf("%s %s: the answer is over the limit (%u headers, "
                                "%u bytes of body)",
-                               method, url, UST__ANSWER_MAX_HEADERS, MAX_BODY);
+                               method, url, UST__ANSWER_MAX_HEADERS, UST_HTTP_MAX_BODY);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
         r->what = "no answer in time";
         r->cause = ust_sprintf("%s %s: no answer within %lld ms (%s)", method, url,
                                (long long)call->timeout_ms, t->errbuf);
     } else {
         r->what = what_failed(rc);
-        r->cause = ust_sprintf("%s %s: %s (%s)", method, url, what_failed(rc),
+        r->cause = ust_sprintf("%s %s: %s (%s)", method, url, r->what,
                                t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
     }
     ust_free(url);
