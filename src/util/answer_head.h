@@ -20,13 +20,13 @@ typedef struct ust__answer_head {
 } ust__answer_head;
 
 /* Takes one line (its CR LF, if any, included) into r->headers: a status
- * line starts the headers again (an interim 1xx answer's are dropped); an
- * obsolete folded line continues the previous value. 0; UST_ENOMEM;
- * UST_ELIMIT past UST__ANSWER_MAX_HEADERS; UST_EPARSE with *why (static)
- * when the answer is refused: a line starting "HTTP/" inside a head (it
- * would drop the headers before it), a field after the final head (a
- * trailer: a relay would make it a header), a NUL, a line that is not
- * "name: value", or Content-Length fields that disagree. */
+ * line starts the headers again (an interim 1xx answer's are dropped).
+ * 0; UST_ENOMEM; UST_ELIMIT past UST__ANSWER_MAX_HEADERS; UST_EPARSE with
+ * *why (static) when the answer is refused: a line starting "HTTP/" inside
+ * a head (it would drop the headers before it), a field after the final
+ * head (a trailer: a relay would make it a header), a NUL, an obsolete
+ * folded line (obs-fold), a line that is not "name: value", or
+ * Content-Length fields that disagree. */
 int ust__answer_head_line(ust__answer_head *h, const char *line, size_t len,
                           ust_http_result *r, const char **why);
 
