@@ -57,6 +57,8 @@ static long arena_own_index(const ust_json_arena *a, const void *p)
     return -1;
 }
 
+/* 1 when p is in a's inline room or one of its chunks (its own blocks are
+ * arena_let_go's: arena_free asks that first). */
 static int arena_holds(const ust_json_arena *a, const void *p)
 {
     const unsigned char *b = p;
@@ -73,9 +75,7 @@ static int arena_holds(const ust_json_arena *a, const void *p)
         else
             hi = mid;
     }
-    if (lo > 0 && b >= a->chunks[lo - 1]->room && b < a->chunks[lo - 1]->end)
-        return 1;
-    return arena_own_index(a, p) >= 0;
+    return lo > 0 && b >= a->chunks[lo - 1]->room && b < a->chunks[lo - 1]->end;
 }
 
 /* A block too big to share a chunk is one malloc of its own, kept in a's
