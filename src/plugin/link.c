@@ -253,10 +253,6 @@ static void take_decision(ust__link *l, ust__line *line)
     line->json = NULL;
 }
 
-/* Parses every whole line read so far and hands them over at once. The
- * child's RSS, read once per chunk, goes with its last line: the growth it
- * shows happened by the time that answer was written, which is as near as
- * the host can tell (the child may be events ahead of what was read). */
 /* The bytes of a frame over the limit that its cause quotes. */
 #define START_SHOWN 12
 
@@ -297,6 +293,10 @@ static int next_frame(ust__link *l, size_t start, size_t *used, ust__line *line)
     return 1;
 }
 
+/* Parses every whole line read so far and hands them over at once. The
+ * child's RSS, read once per chunk, goes with its last line: the growth it
+ * shows happened by the time that answer was written, which is as near as
+ * the host can tell (the child may be events ahead of what was read). */
 static void deliver_lines(ust__link *l)
 {
     size_t start = 0, n_lines = 0;
