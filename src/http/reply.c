@@ -58,26 +58,28 @@ static const char *reason_phrase(int status)
 
 /* A 204 or a 304 has no body, and says no length (RFC 9110 8.6, 15.3.5,
  * 15.4.5): a length there would be read by some as the size of a body to
- * come. Whatever body was given is dropped, and with it its type. */
+ * come. */
+static int bodiless(int status)
+{
+    return status == 204 || status == 304;
+}
+
+/* Of a bodiless status, whatever body was given is dropped, and with it its
+ * type. */
 void ust__reply_set(ust__slot *slot, int status, const char *content_type,
                     const char *extra_headers, const char *body)
 {
-    if (status == 204 || status == 304) {
+    const char *extra = extra_headers ? extra_headers : "";
+    const char *closing = slot->close_after ? "Connection: close\r\n" : "";
+    if (bodiless(status))
+        slot->response = ust_sprintf("HTTP/1.1 %d %s\r\n%s%s\r\n", status,
+                                     reason_phrase(status), extra, closing);
+    else
         slot->response =
-            ust_sprintf("HTTP/1.1 %d %s\r\n%s%s\r\n", status, reason_phrase(status),
-                        extra_headers ? extra_headers : "",
-                        slot->close_after ? "Connection: close\r\n" : "");
-        slot->response_len = slot->response ? strlen(slot->response) : 0;
-        slot->ready = 1;
-        return;
-    }
-    size_t blen = strlen(body);
-    slot->response =
-        ust_sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                    "%s%s\r\n%s",
-                    status, reason_phrase(status), content_type, blen,
-                    extra_headers ? extra_headers : "",
-                    slot->close_after ? "Connection: close\r\n" : "", body);
+            ust_sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                        "%s%s\r\n%s",
+                        status, reason_phrase(status), content_type, strlen(body),
+                        extra, closing, body);
     slot->response_len = slot->response ? strlen(slot->response) : 0;
     slot->ready = 1;
 }
@@ -124,7 +126,7 @@ static void answer_as_it_came(ust__slot *slot, const ust_http_result *res)
         ust_free(body);
         return;
     }
-    int bodiless = res->status == 204 || res->status == 304;
+    int no_body = bodiless(res->status);
     char *head = NULL;
     size_t head_len = 0;
     FILE *f = open_memstream(&head, &head_len);
@@ -134,10 +136,10 @@ static void answer_as_it_came(ust__slot *slot, const ust_http_result *res)
     for (size_t i = 0; i < res->n_headers; i++)
         if (!ust_http_hop_by_hop(res->headers, res->n_headers, res->headers[i].name))
             fprintf(f, "%s: %s\r\n", res->headers[i].name, res->headers[i].value);
-    if (!bodiless)
+    if (!no_body)
         fprintf(f, "Content-Length: %zu\r\n", res->body_len);
     fprintf(f, "%s\r\n", slot->close_after ? "Connection: close\r\n" : "");
-    size_t body_len = bodiless ? 0 : res->body_len;
+    size_t body_len = no_body ? 0 : res->body_len;
     if (fclose(f) == 0 &&
         (slot->response = ust_malloc(head_len + body_len + 1)) != NULL) {
         memcpy(slot->response, head, head_len);
