@@ -74,21 +74,15 @@ void ust__conn_flush(ust__conn *c)
         if (c->head == NULL)
             c->tail = NULL;
         write_req *w = ust_calloc(1, sizeof(*w));
-        if (w == NULL || slot->response == NULL) {
-            ust__conn_owe(c->srv, c, slot, 0);
-            ust_free(w);
-            ust_free(slot->response);
-            ust_free(slot);
-            ust__conn_close(c);
-            return;
-        }
-        w->slot = slot;
+        if (w != NULL)
+            w->slot = slot;
         uv_buf_t buf = uv_buf_init(slot->response, (unsigned)slot->response_len);
-        if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, after_write) != 0) {
+        if (w == NULL || slot->response == NULL ||
+            uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, after_write) != 0) {
             ust__conn_owe(c->srv, c, slot, 0);
+            ust_free(w);
             ust_free(slot->response);
             ust_free(slot);
-            ust_free(w);
             ust__conn_close(c);
             return;
         }
