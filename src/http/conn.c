@@ -406,8 +406,8 @@ void ust__conn_accept(uv_stream_t *server, int status)
         refuse(c, 503, "too many connections; retry later");
         return;
     }
-    ust__conn_arm_timer(
-        c); /* a client that connects and sends nothing is timed out too */
+    /* A client that connects and sends nothing is timed out too. */
+    ust__conn_arm_timer(c);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     c->reading = 1;
 }
