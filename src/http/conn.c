@@ -382,18 +382,9 @@ void ust__conn_accept(uv_stream_t *server, int status)
     }
     struct sockaddr_storage addr;
     int len = sizeof(addr);
-    char host[48] = "?";
-    int port = 0;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) == 0) {
-        if (addr.ss_family == AF_INET) {
-            uv_ip4_name((struct sockaddr_in *)&addr, host, sizeof(host));
-            port = ntohs(((struct sockaddr_in *)&addr)->sin_port);
-        } else {
-            uv_ip6_name((struct sockaddr_in6 *)&addr, host, sizeof(host));
-            port = ntohs(((struct sockaddr_in6 *)&addr)->sin6_port);
-        }
-    }
-    snprintf(c->remote, sizeof(c->remote), "%s:%d", host, port);
+    memset(&addr, 0, sizeof(addr)); /* not read: "?:0" */
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len);
+    ust__listen_addr_name(&addr, c->remote, sizeof(c->remote));
     ust__reqparse_init(&c->rp, s->o->cfg, &ust__request_ops, c);
     uv_tcp_nodelay(&c->tcp, 1);
     if (admin && s->n_admin > ADMIN_MAX_CONNS) {

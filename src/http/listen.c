@@ -61,6 +61,16 @@ int ust__listen_admin_address(const ust_serve_opts *o,
                : ust_errf(err, UST_EINVAL, "cannot make the admin address");
 }
 
+void ust__listen_addr_name(const struct sockaddr_storage *a, char *out, size_t cap)
+{
+    char host[64] = "?";
+    if (a->ss_family == AF_INET6)
+        uv_ip6_name((const struct sockaddr_in6 *)a, host, sizeof(host));
+    else if (a->ss_family == AF_INET)
+        uv_ip4_name((const struct sockaddr_in *)a, host, sizeof(host));
+    snprintf(out, cap, "%s:%d", host, addr_port(a));
+}
+
 int ust__listen_on(uv_tcp_t *tcp, const struct sockaddr_storage *addr,
                    const char *label, char **err)
 {
@@ -69,31 +79,18 @@ int ust__listen_on(uv_tcp_t *tcp, const struct sockaddr_storage *addr,
         uvrc = uv_listen((uv_stream_t *)tcp, 1024, ust__conn_accept);
     if (uvrc == 0)
         return 0;
-    char host[64] = "?";
-    if (addr->ss_family == AF_INET6)
-        uv_ip6_name((const struct sockaddr_in6 *)addr, host, sizeof(host));
-    else
-        uv_ip4_name((const struct sockaddr_in *)addr, host, sizeof(host));
-    return ust_errf(err, UST_EIO, "cannot listen on %s:%d (%s): %s", host,
-                    addr_port(addr), label, uv_strerror(uvrc));
-}
-
-/* "HOST:PORT" the socket is bound to. */
-static void bound_name(uv_tcp_t *tcp, char *out, size_t cap)
-{
-    struct sockaddr_storage bound;
-    int len = sizeof(bound);
-    char host[64] = "?";
-    memset(&bound, 0, sizeof(bound));
-    uv_tcp_getsockname(tcp, (struct sockaddr *)&bound, &len);
-    if (bound.ss_family == AF_INET6)
-        uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof(host));
-    else if (bound.ss_family == AF_INET)
-        uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof(host));
-    snprintf(out, cap, "%s:%d", host, addr_port(&bound));
+    char name[80];
+    ust__listen_addr_name(addr, name, sizeof(name));
+    return ust_errf(err, UST_EIO, "cannot listen on %s (%s): %s", name, label,
+                    uv_strerror(uvrc));
 }
 
 void ust_serve_bound(ust_server *server, int admin, char *out, size_t cap)
 {
-    bound_name(admin ? &server->admin : &server->listener, out, cap);
+    struct sockaddr_storage bound;
+    int len = sizeof(bound);
+    memset(&bound, 0, sizeof(bound));
+    uv_tcp_getsockname(admin ? &server->admin : &server->listener,
+                       (struct sockaddr *)&bound, &len);
+    ust__listen_addr_name(&bound, out, cap);
 }

@@ -172,6 +172,8 @@ int ust__listen_parse(const char *what, const char *listen,
 int ust__listen_admin_address(const ust_serve_opts *o,
                               const struct sockaddr_storage *listen,
                               struct sockaddr_storage *addr, char **err);
+/* "HOST:PORT" of a ("?" for a host neither IPv4 nor IPv6). */
+void ust__listen_addr_name(const struct sockaddr_storage *a, char *out, size_t cap);
 /* Binds tcp to addr and listens with ust__conn_accept; label names the
  * setting in the error. */
 int ust__listen_on(uv_tcp_t *tcp, const struct sockaddr_storage *addr,
